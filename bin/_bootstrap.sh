@@ -1,0 +1,63 @@
+# Sourced by bin/run and bin/test: make sure the machine has what the project needs.
+# - Python 3.11+ and a virtual environment at .venv with the project and its test extras
+# - Debian packages (mosquitto), installed with apt-get when running as root
+# Fails with a clear message when something cannot be provided.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+DEBIAN_PACKAGES=(mosquitto)
+
+die() { echo "bootstrap: $*" >&2; exit 1; }
+say() { echo "bootstrap: $*" >&2; }
+
+find_python() {
+    local candidate
+    for candidate in "${PYTHON:-}" python3.13 python3.12 python3.11 python3; do
+        [ -n "$candidate" ] || continue
+        if command -v "$candidate" >/dev/null 2>&1 &&
+            "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+            command -v "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+
+ensure_debian_packages() {
+    local missing=() pkg
+    for pkg in "${DEBIAN_PACKAGES[@]}"; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        die "missing Debian packages: ${missing[*]}; install them (sudo apt-get install -y ${missing[*]}) or run as root"
+    fi
+    command -v apt-get >/dev/null 2>&1 || die "missing packages ${missing[*]} and no apt-get on this machine"
+    say "installing Debian packages: ${missing[*]}"
+    apt-get update -qq >/dev/null || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+        die "apt-get install ${missing[*]} failed"
+    # the Debian package starts a system broker on 1883; the project starts its own brokers
+    if command -v systemctl >/dev/null 2>&1; then systemctl stop mosquitto >/dev/null 2>&1 || true; fi
+}
+
+ensure_venv() {
+    local py stamp want
+    py="$(find_python)" || die "Python 3.11 or newer is required (set PYTHON=/path/to/python3.11)"
+    if [ ! -x "$VENV/bin/python" ]; then
+        say "creating virtual environment at $VENV"
+        "$py" -m venv "$VENV" || die "could not create $VENV (on Debian: apt-get install python3-venv)"
+    fi
+    stamp="$VENV/.installed"
+    want="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+        say "installing Python packages into $VENV"
+        "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT[test]" ||
+            die "pip install failed (see above)"
+        echo "$want" >"$stamp"
+    fi
+}
+
+ensure_debian_packages
+ensure_venv

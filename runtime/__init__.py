@@ -1,0 +1,1 @@
+"""pyjoynr runtime: the transport-agnostic core (addresses, routing, messages, router)."""

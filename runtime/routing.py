@@ -1,0 +1,351 @@
+"""The routing table: participantId -> the one address through which this runtime reaches it.
+
+Pure module (no asyncio, no I/O, no logging): the rules of ``spec/routing.md`` and nothing else.
+
+``put`` decides in the order of the spec:
+
+1. the address is not valid for this runtime kind  -> ``REJECTED_INVALID`` (table untouched)
+2. no entry yet                                     -> ``CREATED``
+3. same address and same visibility                 -> ``MERGED``  (expiry = max, sticky = or)
+4. the existing entry is sticky                     -> ``REJECTED_STICKY``
+5. precedence lets the new address replace the old  -> ``REPLACED`` (expiry = max, sticky = or)
+6. otherwise                                        -> ``REJECTED_PRECEDENCE``
+
+Precedence: a new address replaces the old one iff its type ranks at least as high:
+cluster controller ``InProcess > WebSocketClient > Mqtt``; libjoynr ``InProcess > WebSocket``.
+
+Rejections are values, not exceptions: callers decide what to tell their own callers. Calling
+with arguments of the wrong type is a programming error and raises ``TypeError``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator
+from enum import Enum
+from typing import Final, NamedTuple
+
+from runtime.addresses import (
+    Address,
+    InProcessAddress,
+    MqttAddress,
+    WebSocketAddress,
+    WebSocketClientAddress,
+)
+
+__all__ = [
+    "NO_EXPIRY_MS",
+    "PutResult",
+    "RoutingEntry",
+    "RoutingTable",
+    "RuntimeKind",
+]
+
+#: Expiry of entries that do not expire on their own (joynr uses Long.MAX_VALUE).
+NO_EXPIRY_MS: Final = 2**63 - 1
+
+#: Width of the expiry buckets that let purge() skip the entries that are not due.
+_BUCKET_MS: Final = 1000
+
+
+class RuntimeKind(Enum):
+    CLUSTER_CONTROLLER = "cluster-controller"
+    LIBJOYNR = "libjoynr"
+
+
+class PutResult(Enum):
+    CREATED = "created"
+    MERGED = "merged"
+    REPLACED = "replaced"
+    REJECTED_INVALID = "rejected: address type not valid for this runtime"
+    REJECTED_STICKY = "rejected: the existing entry is sticky"
+    REJECTED_PRECEDENCE = "rejected: the existing address has precedence"
+
+    @property
+    def accepted(self) -> bool:
+        """True when the table now holds the given address for the participant."""
+        return self in _ACCEPTED
+
+    @property
+    def reason(self) -> str:
+        return self.value
+
+
+_ACCEPTED: Final = frozenset({PutResult.CREATED, PutResult.MERGED, PutResult.REPLACED})
+
+
+class RoutingEntry(NamedTuple):
+    """One participant's route. Immutable: the table replaces the entry on every change."""
+
+    address: Address
+    is_globally_visible: bool
+    expiry_date_ms: int
+    is_sticky: bool
+
+
+_new_entry = tuple.__new__  # building a NamedTuple without its Python-level __new__ is ~3x faster
+
+#: Rank of each address type per runtime kind; a type missing here is invalid for that kind.
+_RANKS: Final[dict[RuntimeKind, dict[type[Address], int]]] = {
+    RuntimeKind.CLUSTER_CONTROLLER: {
+        InProcessAddress: 3,
+        WebSocketClientAddress: 2,
+        MqttAddress: 1,
+    },
+    RuntimeKind.LIBJOYNR: {
+        InProcessAddress: 2,
+        WebSocketAddress: 1,
+    },
+}
+
+_CREATED: Final = PutResult.CREATED
+_MERGED: Final = PutResult.MERGED
+_REPLACED: Final = PutResult.REPLACED
+_REJECTED_INVALID: Final = PutResult.REJECTED_INVALID
+_REJECTED_STICKY: Final = PutResult.REJECTED_STICKY
+_REJECTED_PRECEDENCE: Final = PutResult.REJECTED_PRECEDENCE
+
+
+class RoutingTable:
+    """The routing table of one runtime (cluster controller or libjoynr).
+
+    ``own_addresses`` are this runtime's own global/replyTo addresses; the cluster controller
+    refuses to route a participant to one of them (that would loop back to itself).
+    """
+
+    __slots__ = (
+        "_bucket_keys",
+        "_buckets",
+        "_by_address",
+        "_entries",
+        "_own",
+        "_ranks",
+        "kind",
+    )
+
+    def __init__(self, kind: RuntimeKind, own_addresses: Iterable[Address] = ()) -> None:
+        if not isinstance(kind, RuntimeKind):
+            raise TypeError(f"kind must be a RuntimeKind, got {kind!r}")
+        self.kind: Final = kind
+        self._ranks = _RANKS[kind]
+        self._own: frozenset[Address] = frozenset(own_addresses)
+        self._entries: dict[str, RoutingEntry] = {}
+        # reverse index for participants_at(): address -> participantIds routed there
+        self._by_address: dict[Address, set[str]] = {}
+        # expiry index for purge(): the purgeable entries (not sticky, finite expiry) grouped by
+        # expiry second, and a heap of the seconds, so that purge costs what expired, not what
+        # the table holds. Keys of emptied buckets stay in the heap until purge pops them.
+        self._buckets: dict[int, set[str]] = {}
+        self._bucket_keys: list[int] = []
+
+    # ------------------------------------------------------------------ queries
+
+    def get(self, participant_id: str) -> RoutingEntry | None:
+        return self._entries.get(participant_id)
+
+    def __contains__(self, participant_id: object) -> bool:
+        return participant_id in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def items(self) -> Iterator[tuple[str, RoutingEntry]]:
+        """A snapshot of (participantId, entry) pairs, safe against concurrent changes."""
+        return iter(list(self._entries.items()))
+
+    def participants_at(self, address: Address) -> set[str]:
+        """The participantIds whose entry points at ``address`` (a copy)."""
+        ids = self._by_address.get(address)
+        return set(ids) if ids else set()
+
+    @property
+    def own_addresses(self) -> frozenset[Address]:
+        return self._own
+
+    def is_valid_address(self, address: Address) -> bool:
+        """Whether this runtime kind could hold ``address`` at all (rule 1 of put)."""
+        return type(address) in self._ranks and not (
+            self._own and type(address) is MqttAddress and address in self._own
+        )
+
+    # ------------------------------------------------------------------ changes
+
+    def put(
+        self,
+        participant_id: str,
+        address: Address,
+        *,
+        is_globally_visible: bool,
+        expiry_date_ms: int,
+        is_sticky: bool = False,
+    ) -> PutResult:
+        """Add or update the route of ``participant_id``; see the module doc for the rules."""
+        if type(participant_id) is not str or not participant_id:
+            raise TypeError(f"participant_id must be a non-empty str, got {participant_id!r}")
+        if type(expiry_date_ms) is not int:
+            raise TypeError(f"expiry_date_ms must be an int, got {type(expiry_date_ms).__name__}")
+        new_rank = self._ranks.get(type(address))
+        if new_rank is None or (
+            self._own and type(address) is MqttAddress and address in self._own
+        ):
+            return _REJECTED_INVALID
+        is_globally_visible = bool(is_globally_visible)
+        is_sticky = bool(is_sticky)
+
+        entries = self._entries
+        old = entries.get(participant_id)
+        if old is None:
+            entries[participant_id] = _new_entry(
+                RoutingEntry, (address, is_globally_visible, expiry_date_ms, is_sticky)
+            )
+            self._index_add(address, participant_id)
+            if not is_sticky and expiry_date_ms < NO_EXPIRY_MS:
+                self._bucket_add(expiry_date_ms // _BUCKET_MS, participant_id)
+            return _CREATED
+
+        old_address, old_visible, old_expiry, old_sticky = old
+        if old_address == address and old_visible == is_globally_visible:
+            if expiry_date_ms > old_expiry or (is_sticky and not old_sticky):
+                new_expiry = max(expiry_date_ms, old_expiry)
+                entries[participant_id] = _new_entry(
+                    RoutingEntry, (old_address, old_visible, new_expiry, old_sticky or is_sticky)
+                )
+                self._reindex_expiry(
+                    participant_id, old_expiry, old_sticky, new_expiry, old_sticky or is_sticky
+                )
+            return _MERGED
+        if old_sticky:
+            return _REJECTED_STICKY
+        if new_rank < self._ranks[type(old_address)]:
+            return _REJECTED_PRECEDENCE
+
+        new_expiry = max(expiry_date_ms, old_expiry)
+        entries[participant_id] = _new_entry(
+            RoutingEntry, (address, is_globally_visible, new_expiry, is_sticky)
+        )
+        if new_expiry != old_expiry or is_sticky:
+            self._reindex_expiry(participant_id, old_expiry, False, new_expiry, is_sticky)
+        if old_address != address:
+            self._index_discard(old_address, participant_id)
+            self._index_add(address, participant_id)
+        return _REPLACED
+
+    def remove(self, participant_id: str) -> bool:
+        """Remove the entry; False when there is none or it is sticky (never removed)."""
+        entry = self._entries.get(participant_id)
+        if entry is None or entry.is_sticky:
+            return False
+        del self._entries[participant_id]
+        self._index_discard(entry.address, participant_id)
+        if entry.expiry_date_ms < NO_EXPIRY_MS:
+            self._bucket_discard(entry.expiry_date_ms // _BUCKET_MS, participant_id)
+        return True
+
+    def purge(self, now_ms: int) -> list[str]:
+        """Remove every non-sticky entry whose expiry is before ``now_ms``; return their ids."""
+        entries = self._entries
+        buckets = self._buckets
+        keys = self._bucket_keys
+        now_key = now_ms // _BUCKET_MS
+        expired: list[str] = []
+        # whole seconds before now's second: everything in them has expired
+        while keys and keys[0] < now_key:
+            bucket = buckets.pop(heapq.heappop(keys), None)
+            if bucket:
+                expired.extend(bucket)
+        for pid in expired:
+            self._index_discard(entries.pop(pid).address, pid)
+        # now's own second: look at each entry
+        current = buckets.get(now_key)
+        if current:
+            due = [pid for pid in current if entries[pid].expiry_date_ms < now_ms]
+            for pid in due:
+                current.discard(pid)
+                self._index_discard(entries.pop(pid).address, pid)
+            if not current:
+                del buckets[now_key]
+            expired.extend(due)
+        return expired
+
+    def remove_all_at(self, address: Address) -> list[str]:
+        """Remove every non-sticky entry pointing at ``address`` (e.g. a websocket client gone)."""
+        removed = [pid for pid in self.participants_at(address) if self.remove(pid)]
+        removed.sort()
+        return removed
+
+    def learn_reply_to(
+        self,
+        sender: str,
+        reply_to: Address,
+        *,
+        gbid: str,
+        message_expiry_ms: int,
+        grace_ms: int,
+    ) -> PutResult:
+        """Remember how to answer a global caller (cluster controller, request over MQTT).
+
+        The sender is reached at ``reply_to`` in the backend the request arrived from (``gbid``),
+        until the message's expiry plus a grace period. A later request extends the expiry; a
+        different replyTo replaces the entry (Mqtt over Mqtt); local and sticky entries win.
+        """
+        if type(reply_to) is not MqttAddress:
+            return _REJECTED_INVALID
+        return self.put(
+            sender,
+            reply_to.with_broker_uri(gbid),
+            is_globally_visible=True,
+            expiry_date_ms=min(message_expiry_ms + grace_ms, NO_EXPIRY_MS),
+            is_sticky=False,
+        )
+
+    # ------------------------------------------------------------------ indexes
+
+    def _reindex_expiry(
+        self, pid: str, old_expiry: int, old_sticky: bool, new_expiry: int, new_sticky: bool
+    ) -> None:
+        old_key = None if old_sticky or old_expiry >= NO_EXPIRY_MS else old_expiry // _BUCKET_MS
+        new_key = None if new_sticky or new_expiry >= NO_EXPIRY_MS else new_expiry // _BUCKET_MS
+        if old_key != new_key:
+            if old_key is not None:
+                self._bucket_discard(old_key, pid)
+            if new_key is not None:
+                self._bucket_add(new_key, pid)
+
+    def _bucket_add(self, key: int, pid: str) -> None:
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            self._buckets[key] = {pid}
+            keys = self._bucket_keys
+            if len(keys) > 2 * len(self._buckets) + 64:
+                # keys of emptied buckets piled up (churn far ahead of now): rebuild the heap
+                keys[:] = self._buckets
+                heapq.heapify(keys)
+            else:
+                heapq.heappush(keys, key)
+        else:
+            bucket.add(pid)
+
+    def _bucket_discard(self, key: int, pid: str) -> None:
+        bucket = self._buckets.get(key)
+        if bucket is not None:
+            bucket.discard(pid)
+            if not bucket:
+                del self._buckets[key]
+
+
+    def _index_add(self, address: Address, participant_id: str) -> None:
+        ids = self._by_address.get(address)
+        if ids is None:
+            self._by_address[address] = {participant_id}
+        else:
+            ids.add(participant_id)
+
+    def _index_discard(self, address: Address, participant_id: str) -> None:
+        ids = self._by_address.get(address)
+        if ids is not None:
+            ids.discard(participant_id)
+            if not ids:
+                del self._by_address[address]

@@ -1,0 +1,128 @@
+"""Routing table behaviour beyond put: remove, purge, reverse lookup, argument checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.addresses import InProcessAddress, MqttAddress, WebSocketClientAddress
+from runtime.routing import NO_EXPIRY_MS, PutResult, RoutingTable, RuntimeKind
+
+CC = RuntimeKind.CLUSTER_CONTROLLER
+
+
+def test_put_result_accepted_and_reason():
+    assert {r for r in PutResult if r.accepted} == {
+        PutResult.CREATED, PutResult.MERGED, PutResult.REPLACED
+    }
+    assert "sticky" in PutResult.REJECTED_STICKY.reason
+    assert "precedence" in PutResult.REJECTED_PRECEDENCE.reason
+
+
+def test_remove_refuses_sticky_entries():
+    table = RoutingTable(CC)
+    table.put("s", MqttAddress("g", "t"), is_globally_visible=True, expiry_date_ms=1,
+              is_sticky=True)
+    assert table.remove("s") is False
+    assert "s" in table
+    assert table.purge(NO_EXPIRY_MS) == []
+
+
+def test_participants_at_and_remove_all_at_after_a_client_leaves():
+    table = RoutingTable(CC)
+    gone, stays = WebSocketClientAddress("gone"), WebSocketClientAddress("stays")
+    for pid in ("a", "b", "c"):
+        table.put(pid, gone, is_globally_visible=False, expiry_date_ms=NO_EXPIRY_MS)
+    table.put("d", stays, is_globally_visible=False, expiry_date_ms=NO_EXPIRY_MS)
+    table.put("s", gone, is_globally_visible=False, expiry_date_ms=NO_EXPIRY_MS,
+              is_sticky=True)
+    assert table.participants_at(gone) == {"a", "b", "c", "s"}
+    # the result is a copy: changing it does not change the table
+    table.participants_at(gone).clear()
+    assert table.participants_at(gone) == {"a", "b", "c", "s"}
+    assert table.remove_all_at(gone) == ["a", "b", "c"]
+    assert table.participants_at(gone) == {"s"}
+    assert set(table) == {"d", "s"}
+
+
+def test_purge_follows_expiry_extension_and_replacement():
+    table = RoutingTable(CC)
+    a1, a2 = MqttAddress("g", "1"), MqttAddress("g", "2")
+    table.put("p", a1, is_globally_visible=True, expiry_date_ms=1_500)
+    table.put("p", a1, is_globally_visible=True, expiry_date_ms=4_200)  # merged: later
+    assert table.purge(3_000) == []
+    table.put("p", a2, is_globally_visible=True, expiry_date_ms=100)  # replaced: keeps 4_200
+    assert table.purge(4_200) == []
+    assert table.purge(4_201) == ["p"]
+    assert len(table) == 0
+    assert table.participants_at(a1) == table.participants_at(a2) == set()
+
+
+def test_becoming_sticky_protects_from_purge():
+    table = RoutingTable(CC)
+    a = MqttAddress("g", "1")
+    table.put("p", a, is_globally_visible=True, expiry_date_ms=10)
+    table.put("p", a, is_globally_visible=True, expiry_date_ms=10, is_sticky=True)
+    assert table.purge(NO_EXPIRY_MS) == []
+    assert table.get("p").is_sticky
+
+
+def test_purge_with_heavy_churn_ahead_of_now():
+    """Many expiry seconds created and emptied again: purge stays exact."""
+    table = RoutingTable(CC)
+    a = MqttAddress("g", "1")
+    for i in range(2_000):
+        table.put(f"p{i}", a, is_globally_visible=True, expiry_date_ms=1_000_000 + i * 1_000)
+        if i % 3:
+            assert table.remove(f"p{i}")
+    survivors = {f"p{i}" for i in range(2_000) if i % 3 == 0}
+    assert set(table) == survivors
+    cutoff = 1_000_000 + 1_000 * 1_000
+    expected = {f"p{i}" for i in range(0, 1_000, 3)}
+    assert set(table.purge(cutoff)) == expected
+    assert set(table) == survivors - expected
+    assert set(table.purge(NO_EXPIRY_MS)) == survivors - expected
+    assert len(table) == 0
+
+
+def test_negative_and_huge_expiries():
+    table = RoutingTable(CC)
+    a = MqttAddress("g", "1")
+    table.put("neg", a, is_globally_visible=True, expiry_date_ms=-5)
+    table.put("huge", a, is_globally_visible=True, expiry_date_ms=10**30)
+    assert table.purge(0) == ["neg"]
+    assert table.purge(NO_EXPIRY_MS) == []
+
+
+@pytest.mark.parametrize("pid", ["", None, 42, b"bytes"])
+def test_participant_id_must_be_a_non_empty_string(pid):
+    with pytest.raises(TypeError):
+        RoutingTable(CC).put(pid, MqttAddress("g", "t"), is_globally_visible=True,
+                             expiry_date_ms=1)
+
+
+@pytest.mark.parametrize("expiry", [1.5, "10", None])
+def test_expiry_must_be_an_int(expiry):
+    with pytest.raises(TypeError):
+        RoutingTable(CC).put("p", MqttAddress("g", "t"), is_globally_visible=True,
+                             expiry_date_ms=expiry)
+
+
+def test_kind_must_be_a_runtime_kind():
+    with pytest.raises(TypeError):
+        RoutingTable("cluster-controller")
+
+
+def test_non_address_objects_are_invalid():
+    table = RoutingTable(CC)
+    assert table.put("p", "mqtt://x", is_globally_visible=True,
+                     expiry_date_ms=1) is PutResult.REJECTED_INVALID
+    assert not table.is_valid_address("mqtt://x")
+    assert table.is_valid_address(InProcessAddress(object()))
+
+
+def test_items_is_a_snapshot():
+    table = RoutingTable(CC)
+    table.put("p", MqttAddress("g", "t"), is_globally_visible=True, expiry_date_ms=1)
+    snapshot = table.items()
+    table.put("q", MqttAddress("g", "t"), is_globally_visible=True, expiry_date_ms=1)
+    assert [pid for pid, _ in snapshot] == ["p"]
