@@ -44,8 +44,8 @@ __all__ = [
 #: Expiry of entries that do not expire on their own (joynr uses Long.MAX_VALUE).
 NO_EXPIRY_MS: Final = 2**63 - 1
 
-#: Width of the expiry buckets that let purge() skip the entries that are not due.
-_BUCKET_MS: Final = 1000
+#: Default width of the expiry buckets that let purge() skip the entries that are not due.
+DEFAULT_EXPIRY_BUCKET_MS: Final = 60_000
 
 
 class RuntimeKind(Enum):
@@ -111,32 +111,47 @@ class RoutingTable:
 
     ``own_addresses`` are this runtime's own global/replyTo addresses; the cluster controller
     refuses to route a participant to one of them (that would loop back to itself).
+    ``expiry_bucket_ms`` only tunes the expiry index behind :meth:`purge` (see there).
     """
 
     __slots__ = (
         "_bucket_keys",
+        "_bucket_ms",
         "_buckets",
         "_by_address",
         "_entries",
         "_own",
         "_ranks",
+        "_stale_refs",
         "kind",
     )
 
-    def __init__(self, kind: RuntimeKind, own_addresses: Iterable[Address] = ()) -> None:
+    def __init__(
+        self,
+        kind: RuntimeKind,
+        own_addresses: Iterable[Address] = (),
+        *,
+        expiry_bucket_ms: int = DEFAULT_EXPIRY_BUCKET_MS,
+    ) -> None:
         if not isinstance(kind, RuntimeKind):
             raise TypeError(f"kind must be a RuntimeKind, got {kind!r}")
+        if type(expiry_bucket_ms) is not int or expiry_bucket_ms <= 0:
+            raise ValueError(f"expiry_bucket_ms must be a positive int, got {expiry_bucket_ms!r}")
         self.kind: Final = kind
         self._ranks = _RANKS[kind]
         self._own: frozenset[Address] = frozenset(own_addresses)
         self._entries: dict[str, RoutingEntry] = {}
         # reverse index for participants_at(): address -> participantIds routed there
         self._by_address: dict[Address, set[str]] = {}
-        # expiry index for purge(): the purgeable entries (not sticky, finite expiry) grouped by
-        # expiry second, and a heap of the seconds, so that purge costs what expired, not what
-        # the table holds. Keys of emptied buckets stay in the heap until purge pops them.
-        self._buckets: dict[int, set[str]] = {}
+        # Expiry index for purge(), so that a purge costs what is due, not what the table holds:
+        # the purgeable entries (not sticky, finite expiry) listed by expiry // bucket width, and
+        # a heap of the bucket keys. Lists are cheap but only ever appended to: when an entry
+        # leaves its bucket (removed, extended, made sticky) its reference stays behind, is
+        # counted as stale, and is dropped when purge reaches it or the index is rebuilt.
+        self._bucket_ms = expiry_bucket_ms
+        self._buckets: dict[int, list[str]] = {}
         self._bucket_keys: list[int] = []
+        self._stale_refs = 0
 
     # ------------------------------------------------------------------ queries
 
@@ -160,6 +175,16 @@ class RoutingTable:
         """The participantIds whose entry points at ``address`` (a copy)."""
         ids = self._by_address.get(address)
         return set(ids) if ids else set()
+
+    def stats(self) -> dict[str, int]:
+        """Sizes of the table and its indexes, for diagnostics and metrics."""
+        return {
+            "entries": len(self._entries),
+            "addresses": len(self._by_address),
+            "expiry_buckets": len(self._buckets),
+            "expiry_refs": sum(map(len, self._buckets.values())),
+            "stale_expiry_refs": self._stale_refs,
+        }
 
     @property
     def own_addresses(self) -> frozenset[Address]:
@@ -192,30 +217,42 @@ class RoutingTable:
             self._own and type(address) is MqttAddress and address in self._own
         ):
             return _REJECTED_INVALID
-        is_globally_visible = bool(is_globally_visible)
-        is_sticky = bool(is_sticky)
+        if (is_globally_visible is not True and is_globally_visible is not False) or (
+            is_sticky is not True and is_sticky is not False
+        ):
+            raise TypeError("is_globally_visible and is_sticky must be bools")
 
         entries = self._entries
         old = entries.get(participant_id)
-        if old is None:
+        if old is None:  # the hot path of a growing table, kept inline
             entries[participant_id] = _new_entry(
                 RoutingEntry, (address, is_globally_visible, expiry_date_ms, is_sticky)
             )
-            self._index_add(address, participant_id)
+            ids = self._by_address.get(address)
+            if ids is None:
+                self._by_address[address] = {participant_id}
+            else:
+                ids.add(participant_id)
             if not is_sticky and expiry_date_ms < NO_EXPIRY_MS:
-                self._bucket_add(expiry_date_ms // _BUCKET_MS, participant_id)
+                key = expiry_date_ms // self._bucket_ms
+                bucket = self._buckets.get(key)
+                if bucket is None:
+                    self._buckets[key] = [participant_id]
+                    heapq.heappush(self._bucket_keys, key)
+                else:
+                    bucket.append(participant_id)
             return _CREATED
 
         old_address, old_visible, old_expiry, old_sticky = old
         if old_address == address and old_visible == is_globally_visible:
             if expiry_date_ms > old_expiry or (is_sticky and not old_sticky):
                 new_expiry = max(expiry_date_ms, old_expiry)
+                new_sticky = old_sticky or is_sticky
                 entries[participant_id] = _new_entry(
-                    RoutingEntry, (old_address, old_visible, new_expiry, old_sticky or is_sticky)
+                    RoutingEntry, (old_address, old_visible, new_expiry, new_sticky)
                 )
-                self._reindex_expiry(
-                    participant_id, old_expiry, old_sticky, new_expiry, old_sticky or is_sticky
-                )
+                self._reindex_expiry(participant_id, old_expiry, old_sticky, new_expiry,
+                                     new_sticky)
             return _MERGED
         if old_sticky:
             return _REJECTED_STICKY
@@ -230,7 +267,11 @@ class RoutingTable:
             self._reindex_expiry(participant_id, old_expiry, False, new_expiry, is_sticky)
         if old_address != address:
             self._index_discard(old_address, participant_id)
-            self._index_add(address, participant_id)
+            ids = self._by_address.get(address)
+            if ids is None:
+                self._by_address[address] = {participant_id}
+            else:
+                ids.add(participant_id)
         return _REPLACED
 
     def remove(self, participant_id: str) -> bool:
@@ -241,33 +282,50 @@ class RoutingTable:
         del self._entries[participant_id]
         self._index_discard(entry.address, participant_id)
         if entry.expiry_date_ms < NO_EXPIRY_MS:
-            self._bucket_discard(entry.expiry_date_ms // _BUCKET_MS, participant_id)
+            self._stale_refs += 1
+            self._maybe_rebuild_expiry_index()
         return True
 
     def purge(self, now_ms: int) -> list[str]:
-        """Remove every non-sticky entry whose expiry is before ``now_ms``; return their ids."""
+        """Remove every non-sticky entry whose expiry is before ``now_ms``; return their ids.
+
+        Costs O(removed + entries expiring in now's bucket + stale references passed), not
+        O(table size): buckets wholly before now are emptied without looking at the rest.
+        """
         entries = self._entries
         buckets = self._buckets
         keys = self._bucket_keys
-        now_key = now_ms // _BUCKET_MS
+        width = self._bucket_ms
+        now_key = now_ms // width
         expired: list[str] = []
-        # whole seconds before now's second: everything in them has expired
-        while keys and keys[0] < now_key:
-            bucket = buckets.pop(heapq.heappop(keys), None)
-            if bucket:
-                expired.extend(bucket)
-        for pid in expired:
-            self._index_discard(entries.pop(pid).address, pid)
-        # now's own second: look at each entry
-        current = buckets.get(now_key)
-        if current:
-            due = [pid for pid in current if entries[pid].expiry_date_ms < now_ms]
-            for pid in due:
-                current.discard(pid)
-                self._index_discard(entries.pop(pid).address, pid)
-            if not current:
-                del buckets[now_key]
-            expired.extend(due)
+        stale_dropped = 0
+        while keys and keys[0] <= now_key:
+            key = keys[0]
+            bucket = buckets.get(key)
+            if bucket is None:  # a key pushed twice; its bucket is already gone
+                heapq.heappop(keys)
+                continue
+            kept: list[str] = []
+            for pid in bucket:
+                entry = entries.get(pid)
+                if (
+                    entry is None
+                    or entry.is_sticky
+                    or entry.expiry_date_ms // width != key
+                ):
+                    stale_dropped += 1  # this reference outlived its entry's place here
+                elif entry.expiry_date_ms < now_ms:
+                    del entries[pid]
+                    self._index_discard(entry.address, pid)
+                    expired.append(pid)
+                else:  # only in now's own bucket: due later
+                    kept.append(pid)
+            if kept:
+                buckets[key] = kept
+                break
+            del buckets[key]
+            heapq.heappop(keys)
+        self._stale_refs -= stale_dropped
         return expired
 
     def remove_all_at(self, address: Address) -> list[str]:
@@ -303,49 +361,50 @@ class RoutingTable:
 
     # ------------------------------------------------------------------ indexes
 
-    def _reindex_expiry(
-        self, pid: str, old_expiry: int, old_sticky: bool, new_expiry: int, new_sticky: bool
-    ) -> None:
-        old_key = None if old_sticky or old_expiry >= NO_EXPIRY_MS else old_expiry // _BUCKET_MS
-        new_key = None if new_sticky or new_expiry >= NO_EXPIRY_MS else new_expiry // _BUCKET_MS
-        if old_key != new_key:
-            if old_key is not None:
-                self._bucket_discard(old_key, pid)
-            if new_key is not None:
-                self._bucket_add(new_key, pid)
-
-    def _bucket_add(self, key: int, pid: str) -> None:
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            self._buckets[key] = {pid}
-            keys = self._bucket_keys
-            if len(keys) > 2 * len(self._buckets) + 64:
-                # keys of emptied buckets piled up (churn far ahead of now): rebuild the heap
-                keys[:] = self._buckets
-                heapq.heapify(keys)
-            else:
-                heapq.heappush(keys, key)
-        else:
-            bucket.add(pid)
-
-    def _bucket_discard(self, key: int, pid: str) -> None:
-        bucket = self._buckets.get(key)
-        if bucket is not None:
-            bucket.discard(pid)
-            if not bucket:
-                del self._buckets[key]
-
-
-    def _index_add(self, address: Address, participant_id: str) -> None:
-        ids = self._by_address.get(address)
-        if ids is None:
-            self._by_address[address] = {participant_id}
-        else:
-            ids.add(participant_id)
-
     def _index_discard(self, address: Address, participant_id: str) -> None:
         ids = self._by_address.get(address)
         if ids is not None:
             ids.discard(participant_id)
             if not ids:
                 del self._by_address[address]
+
+    def _bucket_key(self, expiry_ms: int, sticky: bool) -> int | None:
+        if sticky or expiry_ms >= NO_EXPIRY_MS:
+            return None
+        return expiry_ms // self._bucket_ms
+
+    def _reindex_expiry(
+        self, pid: str, old_expiry: int, old_sticky: bool, new_expiry: int, new_sticky: bool
+    ) -> None:
+        old_key = self._bucket_key(old_expiry, old_sticky)
+        new_key = self._bucket_key(new_expiry, new_sticky)
+        if old_key == new_key:
+            return
+        if new_key is not None:
+            bucket = self._buckets.get(new_key)
+            if bucket is None:
+                self._buckets[new_key] = [pid]
+                heapq.heappush(self._bucket_keys, new_key)
+            else:
+                bucket.append(pid)
+        if old_key is not None:
+            self._stale_refs += 1
+            self._maybe_rebuild_expiry_index()
+
+    def _maybe_rebuild_expiry_index(self) -> None:
+        # amortised O(1): a rebuild costs O(entries) and follows at least entries/2 changes
+        if self._stale_refs <= 1024 + (len(self._entries) >> 1):
+            return
+        width = self._bucket_ms
+        buckets: dict[int, list[str]] = {}
+        for pid, (_, _, expiry, sticky) in self._entries.items():
+            if not sticky and expiry < NO_EXPIRY_MS:
+                key = expiry // width
+                bucket = buckets.get(key)
+                if bucket is None:
+                    buckets[key] = [pid]
+                else:
+                    bucket.append(pid)
+        keys = list(buckets)
+        heapq.heapify(keys)
+        self._buckets, self._bucket_keys, self._stale_refs = buckets, keys, 0

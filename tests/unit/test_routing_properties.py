@@ -36,7 +36,8 @@ class RoutingTableMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.table = RoutingTable(self.kind, own_addresses=[OWN])
+        # 1 s buckets: the expiries below span several, so bucket boundaries are exercised
+        self.table = RoutingTable(self.kind, own_addresses=[OWN], expiry_bucket_ms=1_000)
 
     def entries(self) -> dict[str, RoutingEntry]:
         return dict(self.table.items())
@@ -104,6 +105,15 @@ class RoutingTableMachine(RuleBasedStateMachine):
         for pid, entry in entries.items():
             assert pid in self.table
             assert self.table.is_valid_address(entry.address)
+
+    @invariant()
+    def expiry_index_accounts_for_every_purgeable_entry(self):
+        purgeable = sum(
+            1 for _, e in self.table.items() if not e.is_sticky and e.expiry_date_ms < NO_EXPIRY_MS
+        )
+        stats = self.table.stats()
+        assert stats["stale_expiry_refs"] >= 0
+        assert stats["expiry_refs"] - stats["stale_expiry_refs"] == purgeable
 
     @invariant()
     def participants_at_agrees_with_the_entries(self):

@@ -126,3 +126,37 @@ def test_items_is_a_snapshot():
     snapshot = table.items()
     table.put("q", MqttAddress("g", "t"), is_globally_visible=True, expiry_date_ms=1)
     assert [pid for pid, _ in snapshot] == ["p"]
+
+
+def test_expiry_index_stays_bounded_under_churn_and_purge_stays_exact():
+    """Entries extended over and over (learned replyTo) leave stale references behind;
+    the index is rebuilt before they outnumber the entries, and purge stays exact."""
+    table = RoutingTable(CC, expiry_bucket_ms=1)
+    a = MqttAddress("g", "1")
+    for i in range(50):
+        table.put(f"p{i}", a, is_globally_visible=True, expiry_date_ms=0)
+    for step in range(1, 200):
+        for i in range(50):
+            table.put(f"p{i}", a, is_globally_visible=True, expiry_date_ms=step * 10 + i)
+        stats = table.stats()
+        assert stats["expiry_refs"] - stats["stale_expiry_refs"] == 50
+        assert stats["stale_expiry_refs"] <= 1024 + 25
+    assert table.purge(1_990) == []
+    assert sorted(table.purge(1_990 + 25)) == sorted(f"p{i}" for i in range(25))
+    assert sorted(table.purge(10**6)) == sorted(f"p{i}" for i in range(25, 50))
+    assert table.stats() == {
+        "entries": 0, "addresses": 0, "expiry_buckets": 0, "expiry_refs": 0,
+        "stale_expiry_refs": 0,
+    }
+
+
+def test_expiry_bucket_width_must_be_positive():
+    with pytest.raises(ValueError, match="expiry_bucket_ms"):
+        RoutingTable(CC, expiry_bucket_ms=0)
+
+
+@pytest.mark.parametrize(("visible", "sticky"), [(1, False), (True, None), ("yes", False)])
+def test_flags_must_be_bools(visible, sticky):
+    with pytest.raises(TypeError, match="bools"):
+        RoutingTable(CC).put("p", MqttAddress("g", "t"), is_globally_visible=visible,
+                             expiry_date_ms=1, is_sticky=sticky)
