@@ -1,0 +1,76 @@
+"""The cluster controller as a real process: start line, signals, persisted id, bad config."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def start(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "runtime.cluster_controller", *args],
+        cwd=ROOT,
+        env={**os.environ, "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path), **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout_s: float = 20) -> list[str]:
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if needle in line:
+            return lines
+    proc.kill()
+    raise AssertionError(f"{needle!r} not seen; output:\n{''.join(lines)}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_starts_says_so_and_stops_gracefully_on_signal(tmp_path, sig):
+    proc = start(tmp_path)
+    try:
+        lines = wait_for_line(proc, "started")
+        started = lines[-1]
+        cc_id = (tmp_path / "cluster-controller-id").read_text().strip()
+        assert cc_id.startswith("cc-")
+        assert cc_id in started
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out
+    assert "stop requested" in out
+    assert f"cluster controller {cc_id} stopped" in out
+
+    # the id survives a restart
+    proc = start(tmp_path)
+    try:
+        assert cc_id in wait_for_line(proc, "started")[-1]
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+
+
+def test_bad_configuration_exits_with_a_clear_message(tmp_path):
+    proc = start(tmp_path, JOYNR_CC__ROUTING__CLEANUP_INTERVAL_S="-1")
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 2
+    assert "bad configuration" in out
+    assert "cleanup_interval_s must be > 0" in out

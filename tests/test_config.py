@@ -1,0 +1,61 @@
+"""Configuration loading: file, defaults, environment overrides, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runtime.cluster_controller import DEFAULT_CONFIG, ClusterControllerConfig
+from runtime.config import ConfigError
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "cc.toml"
+    path.write_text(text)
+    return path
+
+
+def test_shipped_config_equals_the_documented_defaults():
+    assert ClusterControllerConfig.load(DEFAULT_CONFIG, env={}) == ClusterControllerConfig()
+
+
+def test_file_values_and_environment_overrides(tmp_path):
+    path = write(tmp_path, "[routing]\ncleanup_interval_s = 5\n[logging]\nlevel = 'debug'\n")
+    config = ClusterControllerConfig.load(path, env={})
+    assert config.routing.cleanup_interval_s == 5.0
+    assert config.logging.level == "DEBUG"
+    config = ClusterControllerConfig.load(path, env={
+        "JOYNR_CC__ROUTING__CLEANUP_INTERVAL_S": "0.5",
+        "JOYNR_CC__ROUTING__REPLY_TO_GRACE_MS": "1_000",
+        "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": "/tmp/x",
+    })
+    assert config.routing.cleanup_interval_s == 0.5
+    assert config.routing.reply_to_grace_ms == 1000
+    assert config.cluster_controller.data_dir == Path("/tmp/x")
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "message"),
+    [
+        ("[routing]\ncleanup_intervall_s = 5\n", {}, "unknown setting(s) cleanup_intervall_s"),
+        ("[routnig]\n", {}, "unknown setting(s) routnig"),
+        ("[routing]\ncleanup_interval_s = 'often'\n", {}, "routing.cleanup_interval_s"),
+        ("[routing]\ncleanup_interval_s = 0\n", {}, "cleanup_interval_s must be > 0"),
+        ("[routing]\nreply_to_grace_ms = 1.5\n", {}, "expected an integer"),
+        ("[logging]\nlevel = 'LOUD'\n", {}, "level must be"),
+        ("routing = 3\n", {}, "expected a [routing] table"),
+        ("[routing\n", {}, "not valid TOML"),
+        ("", {"JOYNR_CC__ROUTING__REPLY_TO_GRACE_MS": "soon"}, "$JOYNR_CC__ROUTING__REPLY"),
+    ],
+)
+def test_bad_configuration_is_refused_with_a_clear_reason(tmp_path, text, env, message):
+    with pytest.raises(ConfigError) as info:
+        ClusterControllerConfig.load(write(tmp_path, text), env=env)
+    assert message in str(info.value)
+    assert "cc.toml" in str(info.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        ClusterControllerConfig.load(tmp_path / "nope.toml", env={})
