@@ -1,7 +1,9 @@
 """The cluster controller process: configuration, assembly, start and graceful shutdown.
 
-What it runs grows with the project; today: the routing table (cluster controller rules) with
-its periodic cleanup. ``python -m runtime.cluster_controller --help`` lists the options.
+It runs the routing table (cluster controller rules) with its cleanup job, the message router,
+the websocket server for libjoynr runtimes, the Routing and Discovery providers, and an
+in-process runtime (``cc.runtime``) for providers and proxies living in the CC itself.
+``python -m runtime.cluster_controller --help`` lists the options.
 """
 
 from __future__ import annotations
@@ -11,15 +13,26 @@ import asyncio
 import logging
 import os
 import signal
+import ssl
 import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from runtime.addresses import WebSocketAddress
 from runtime.config import ConfigError, load_config
 from runtime.housekeeping import RoutingTableCleaner
+from runtime.router import MessageRouter, RouterSettings
 from runtime.routing import RoutingTable, RuntimeKind
+from runtime.runtime import JoynrRuntime, LocalSystem
+from runtime.system import (
+    DEFAULT_DISCOVERY_PARTICIPANT_ID,
+    DEFAULT_ROUTING_PARTICIPANT_ID,
+    LocalDiscovery,
+    RoutingProvider,
+)
+from transports.websocket_server import WebSocketServerSettings, WebSocketServerTransport
 
 __all__ = ["ClusterController", "ClusterControllerConfig", "main"]
 
@@ -53,6 +66,57 @@ class RoutingSection:
 
 
 @dataclass
+class WebSocketSection:
+    #: address and port libjoynr runtimes connect to (port 0: any free port)
+    host: str = "127.0.0.1"
+    port: int = 4242
+    path: str = "/"
+    #: TLS (wss) when both are set: PEM certificate chain and private key
+    tls_certificate: str = ""
+    tls_private_key: str = ""
+    #: frames larger than this are refused (bytes)
+    max_frame_bytes: int = 4 * 1024 * 1024
+    #: keep-alive: ping every interval; a connection without pong within the timeout is dead
+    ping_interval_s: float = 20.0
+    ping_timeout_s: float = 20.0
+    #: seconds a new connection has to send its init frame
+    init_timeout_s: float = 10.0
+    #: messages waiting to be written to one client before sends to it are refused
+    max_queued_per_connection: int = 10_000
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port < 65536:
+            raise ValueError(f"port must be in 0..65535, got {self.port}")
+        if bool(self.tls_certificate) != bool(self.tls_private_key):
+            raise ValueError("tls_certificate and tls_private_key go together")
+        if self.max_frame_bytes < 1024:
+            raise ValueError("max_frame_bytes must be at least 1024")
+
+
+@dataclass
+class RouterSection:
+    #: messages kept for one recipient without a route (or whose connection refused them)
+    max_queued_per_recipient: int = 1_000
+    #: messages kept for all such recipients together
+    max_queued_total: int = 100_000
+    #: seconds between two sweeps of those queues (expiry, retries)
+    sweep_interval_s: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.max_queued_per_recipient < 0 or self.max_queued_total < 0:
+            raise ValueError("queue limits must be >= 0")
+        if not self.sweep_interval_s > 0:
+            raise ValueError("sweep_interval_s must be > 0")
+
+
+@dataclass
+class SystemSection:
+    #: provisioned participantIds of the CC's own providers (libjoynr runtimes use the same)
+    routing_participant_id: str = DEFAULT_ROUTING_PARTICIPANT_ID
+    discovery_participant_id: str = DEFAULT_DISCOVERY_PARTICIPANT_ID
+
+
+@dataclass
 class LoggingSection:
     #: DEBUG, INFO, WARNING or ERROR
     level: str = "INFO"
@@ -67,6 +131,9 @@ class LoggingSection:
 class ClusterControllerConfig:
     cluster_controller: IdentitySection = field(default_factory=IdentitySection)
     routing: RoutingSection = field(default_factory=RoutingSection)
+    router: RouterSection = field(default_factory=RouterSection)
+    websocket: WebSocketSection = field(default_factory=WebSocketSection)
+    system: SystemSection = field(default_factory=SystemSection)
     logging: LoggingSection = field(default_factory=LoggingSection)
 
     @classmethod
@@ -95,6 +162,14 @@ def cluster_controller_id(section: IdentitySection) -> str:
     return new_id
 
 
+def _ssl_context(section: WebSocketSection) -> ssl.SSLContext | None:
+    if not section.tls_certificate:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(section.tls_certificate, section.tls_private_key)
+    return context
+
+
 class ClusterController:
     """One cluster controller: ``async with ClusterController(config) as cc: ...``."""
 
@@ -102,23 +177,56 @@ class ClusterController:
         self.config = config
         self.id = cluster_controller_id(config.cluster_controller)
         self.routing_table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER)
+        r = config.router
+        self.router = MessageRouter(self.routing_table, RouterSettings(
+            max_queued_per_recipient=r.max_queued_per_recipient,
+            max_queued_total=r.max_queued_total,
+            sweep_interval_s=r.sweep_interval_s,
+        ))
         self.cleaner = RoutingTableCleaner(
             self.routing_table, config.routing.cleanup_interval_s
         )
+        ws = config.websocket
+        self.websocket = WebSocketServerTransport(self.router, WebSocketServerSettings(
+            host=ws.host, port=ws.port, path=ws.path, max_frame_bytes=ws.max_frame_bytes,
+            ping_interval_s=ws.ping_interval_s, ping_timeout_s=ws.ping_timeout_s,
+            init_timeout_s=ws.init_timeout_s,
+            max_queued_per_connection=ws.max_queued_per_connection,
+            ssl_context=_ssl_context(ws),
+        ))
+        self.discovery = LocalDiscovery()
+        self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery))
+        self.routing_provider = RoutingProvider(self.router)
+        self.runtime.register_system_provider(config.system.routing_participant_id,
+                                              self.routing_provider)
+        self.runtime.register_system_provider(config.system.discovery_participant_id,
+                                              self.discovery)
+
+    @property
+    def websocket_address(self) -> WebSocketAddress:
+        return self.websocket.address
 
     async def start(self) -> None:
+        self.router.start()
         self.cleaner.start()
+        await self.websocket.start()
         log.info(
-            "cluster controller %s started: routing table ready, cleanup every %.0f s; "
-            "no transports are served yet",
+            "cluster controller %s started: libjoynr runtimes connect to %s; routing cleanup "
+            "every %.0f s",
             self.id,
+            self.websocket.address.url,
             self.config.routing.cleanup_interval_s,
         )
 
     async def stop(self) -> None:
+        """Stop accepting, close the client connections, stop the background jobs."""
+        await self.websocket.stop()
+        await self.runtime.close()
+        await self.router.stop()
         await self.cleaner.stop()
-        log.info("cluster controller %s stopped (%d routing entries dropped)", self.id,
-                 len(self.routing_table))
+        log.info("cluster controller %s stopped (%d routing entries, %d messages queued, "
+                 "dropped: %s)", self.id, len(self.routing_table), self.router.queued(),
+                 dict(self.router.counters) or "none")
 
     async def __aenter__(self) -> ClusterController:
         await self.start()

@@ -18,7 +18,8 @@ def start(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "runtime.cluster_controller", *args],
         cwd=ROOT,
-        env={**os.environ, "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path), **env},
+        env={**os.environ, "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path),
+             "JOYNR_CC__WEBSOCKET__PORT": "0", **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

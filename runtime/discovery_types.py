@@ -1,0 +1,77 @@
+"""The discovery data types of spec/discovery.md (the subset the local directory uses now)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+__all__ = [
+    "CustomParameter",
+    "DiscoveryEntry",
+    "DiscoveryEntryWithMetaInfo",
+    "DiscoveryQos",
+    "DiscoveryScope",
+    "ProviderQos",
+    "ProviderScope",
+    "Version",
+]
+
+#: joynr's default expiry of a provider registration: 6 weeks
+DEFAULT_PROVIDER_EXPIRY_MS = 6 * 7 * 24 * 3600 * 1000
+
+
+class ProviderScope(enum.Enum):
+    GLOBAL = "GLOBAL"
+    LOCAL = "LOCAL"
+
+
+class DiscoveryScope(enum.Enum):
+    LOCAL_ONLY = "LOCAL_ONLY"
+    LOCAL_THEN_GLOBAL = "LOCAL_THEN_GLOBAL"
+    LOCAL_AND_GLOBAL = "LOCAL_AND_GLOBAL"
+    GLOBAL_ONLY = "GLOBAL_ONLY"
+
+
+@dataclass
+class Version:
+    major_version: int = 1
+    minor_version: int = 0
+
+
+@dataclass
+class CustomParameter:
+    name: str
+    value: str
+
+
+@dataclass
+class ProviderQos:
+    custom_parameters: list[CustomParameter] = field(default_factory=list)
+    priority: int = 0
+    scope: ProviderScope = ProviderScope.LOCAL
+    supports_on_change_subscriptions: bool = True
+
+
+@dataclass
+class DiscoveryEntry:
+    provider_version: Version
+    domain: str
+    interface_name: str
+    participant_id: str
+    qos: ProviderQos
+    last_seen_date_ms: int
+    expiry_date_ms: int
+    public_key_id: str = ""
+
+
+@dataclass
+class DiscoveryEntryWithMetaInfo(DiscoveryEntry):
+    is_local: bool = True
+
+
+@dataclass
+class DiscoveryQos:
+    cache_max_age_ms: int = 0
+    discovery_timeout_ms: int = 10_000
+    discovery_scope: DiscoveryScope = DiscoveryScope.LOCAL_THEN_GLOBAL
+    provider_must_support_on_change: bool = False

@@ -1,0 +1,103 @@
+"""joynr's error kinds, as Python exceptions and as the error field of replies/publications."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ApplicationError",
+    "DiscoveryError",
+    "JoynrError",
+    "JoynrTimeoutError",
+    "MessageNotSentError",
+    "MethodInvocationError",
+    "ProviderRuntimeError",
+    "error_from_wire",
+]
+
+
+class JoynrError(Exception):
+    """Base of every error a proxy call can raise."""
+
+    wire_type = "JoynrRuntimeException"
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"type": self.wire_type, "message": self.message}
+
+
+class ApplicationError(JoynrError):
+    """A modelled error: ``error`` is the name of a value of the method's error enumeration."""
+
+    wire_type = "ApplicationException"
+
+    def __init__(self, error: str, message: str = "") -> None:
+        super().__init__(message or error)
+        self.error = error
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"type": self.wire_type, "message": self.message, "error": self.error}
+
+
+class ProviderRuntimeError(JoynrError):
+    """The provider failed in a way its interface does not model."""
+
+    wire_type = "ProviderRuntimeException"
+
+
+class MethodInvocationError(JoynrError):
+    """The provider has no such method (or an incompatible interface version)."""
+
+    wire_type = "MethodInvocationException"
+
+
+class DiscoveryError(JoynrError):
+    """No provider could be found, or the directory refused the call."""
+
+    wire_type = "DiscoveryException"
+
+
+class MessageNotSentError(JoynrError):
+    """The cluster controller could not deliver the request before it expired."""
+
+    wire_type = "JoynrMessageNotSentException"
+
+
+class JoynrTimeoutError(JoynrError):
+    """No reply arrived before the request's time to live ran out."""
+
+    wire_type = "JoynrTimeoutException"
+
+
+_BY_WIRE_TYPE = {
+    cls.wire_type: cls
+    for cls in (
+        JoynrError,
+        ProviderRuntimeError,
+        MethodInvocationError,
+        DiscoveryError,
+        MessageNotSentError,
+        JoynrTimeoutError,
+    )
+}
+
+
+def error_from_wire(data: object) -> JoynrError:
+    """The exception for an error field; malformed input becomes a JoynrError saying so."""
+    if not isinstance(data, dict):
+        return JoynrError(f"malformed error field: {type(data).__name__}")
+    kind, message = data.get("type"), data.get("message", "")
+    if not isinstance(message, str):
+        message = repr(message)[:200]
+    if kind == ApplicationError.wire_type:
+        error = data.get("error")
+        if isinstance(error, str):
+            return ApplicationError(error, message)
+        return JoynrError(f"malformed application error: {message}")
+    cls = _BY_WIRE_TYPE.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return JoynrError(f"{kind}: {message}")
+    return cls(message)

@@ -1,0 +1,247 @@
+"""Declaring a joynr interface in Python, and converting typed values to and from the wire.
+
+    @interface("vehicle/Radio", version=(1, 2))
+    class Radio:
+        current_station = attribute(str)                    # get, set, on-change subscriptions
+        volume = attribute(int, readonly=True)
+        new_station = broadcast(station=str, country=Country)
+
+        async def add_favorite(self, station: str) -> bool: ...
+
+        @errors(FavoriteError)                               # modelled errors (an Enum)
+        async def remove_favorite(self, station: str) -> None: ...
+
+        @one_way
+        async def ping(self, n: int) -> None: ...
+
+Supported value types: ``int``, ``float``, ``bool``, ``str``, ``bytes``, ``None``, ``list[T]``,
+``dict[str, T]``, ``T | None``, Enum classes (sent by member name) and dataclasses (sent as
+maps of their fields). Values from the wire are checked against the declared type;
+:class:`ValueTypeError` says which part did not fit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+__all__ = [
+    "AttributeDef",
+    "BroadcastDef",
+    "InterfaceDef",
+    "MethodDef",
+    "ValueTypeError",
+    "attribute",
+    "broadcast",
+    "datatype_name",
+    "errors",
+    "from_wire",
+    "interface",
+    "one_way",
+    "to_wire",
+]
+
+C = TypeVar("C", bound=type)
+
+
+class ValueTypeError(TypeError):
+    """A value does not have the declared type; the message names where."""
+
+
+# ---------------------------------------------------------------------- values
+
+
+def datatype_name(tp: Any) -> str:
+    """joynr-style datatype name of a Python type (used to match overloads)."""
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return datatype_name(args[0]) if len(args) == 1 else "Object"
+    if origin is list:
+        return datatype_name(typing.get_args(tp)[0]) + "[]"
+    if origin is dict:
+        return "Map"
+    return {
+        int: "Long", float: "Double", bool: "Boolean", str: "String", bytes: "ByteBuffer",
+        type(None): "Void", Any: "Object",
+    }.get(tp) or getattr(tp, "__name__", str(tp))
+
+
+def to_wire(value: Any) -> Any:
+    """A msgpack-friendly form of a typed value."""
+    if isinstance(value, enum.Enum):
+        return value.name
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_wire(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [to_wire(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_wire(v) for k, v in value.items()}
+    return value
+
+
+def from_wire(value: Any, tp: Any, where: str = "value") -> Any:
+    """The typed value of ``value`` from the wire; raises ValueTypeError when it does not fit."""
+    if tp is Any:
+        return value
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return from_wire(value, arg, where)
+            except ValueTypeError:
+                continue
+        raise ValueTypeError(f"{where}: {type(value).__name__} fits none of {tp}")
+    if origin is list:
+        if not isinstance(value, list):
+            raise ValueTypeError(f"{where}: expected a list, got {type(value).__name__}")
+        (item,) = typing.get_args(tp)
+        return [from_wire(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ValueTypeError(f"{where}: expected a map, got {type(value).__name__}")
+        key_type, value_type = typing.get_args(tp)
+        return {from_wire(k, key_type, f"{where} key"): from_wire(v, value_type, f"{where}[{k!r}]")
+                for k, v in value.items()}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        if type(value) is str and value in tp.__members__:
+            return tp[value]
+        raise ValueTypeError(f"{where}: {str(value)[:40]!r} is not a {tp.__name__}")
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ValueTypeError(f"{where}: expected a {tp.__name__} map")
+        hints = typing.get_type_hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in value:
+                kwargs[f.name] = from_wire(value[f.name], hints[f.name], f"{where}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ValueTypeError(f"{where}: {tp.__name__} without {f.name}")
+        return tp(**kwargs)
+    if tp is float:
+        if type(value) in (int, float):
+            return float(value)
+        raise ValueTypeError(f"{where}: expected a number, got {type(value).__name__}")
+    if tp is type(None) or tp is None:
+        if value is None:
+            return None
+        raise ValueTypeError(f"{where}: expected nothing, got {type(value).__name__}")
+    if tp in (int, bool, str, bytes):
+        if type(value) is tp:
+            return value
+        raise ValueTypeError(f"{where}: expected {tp.__name__}, got {type(value).__name__}")
+    raise ValueTypeError(f"{where}: unsupported declared type {tp!r}")
+
+
+# ---------------------------------------------------------------------- declarations
+
+
+@dataclass(frozen=True)
+class MethodDef:
+    name: str
+    params: tuple[tuple[str, Any], ...]
+    returns: Any
+    error_enum: type[enum.Enum] | None = None
+    one_way: bool = False
+
+    @property
+    def param_datatypes(self) -> list[str]:
+        return [datatype_name(tp) for _, tp in self.params]
+
+
+@dataclass(frozen=True)
+class AttributeDef:
+    type: Any
+    readonly: bool = False
+    notifiable: bool = True
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class BroadcastDef:
+    outputs: tuple[tuple[str, Any], ...]
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class InterfaceDef:
+    name: str
+    version: tuple[int, int]
+    methods: dict[str, MethodDef] = field(default_factory=dict)
+    attributes: dict[str, AttributeDef] = field(default_factory=dict)
+    broadcasts: dict[str, BroadcastDef] = field(default_factory=dict)
+
+
+def attribute(tp: Any, *, readonly: bool = False, notifiable: bool = True) -> Any:
+    """Declare an attribute of type ``tp`` (get; set unless readonly; subscribe if notifiable)."""
+    return AttributeDef(tp, readonly, notifiable)
+
+
+def broadcast(**outputs: Any) -> Any:
+    """Declare a broadcast with named, typed output values."""
+    return BroadcastDef(tuple(outputs.items()))
+
+
+def errors(error_enum: type[enum.Enum]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare the modelled error enumeration of a method."""
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__joynr_errors__ = error_enum  # type: ignore[attr-defined]
+        return fn
+    return mark
+
+
+def one_way(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Declare a fire-and-forget method (no reply, returns None)."""
+    fn.__joynr_one_way__ = True  # type: ignore[attr-defined]
+    return fn
+
+
+def interface(name: str, *, version: tuple[int, int] = (1, 0)) -> Callable[[C], C]:
+    """Class decorator: read the declarations into ``cls.__joynr__`` (an InterfaceDef)."""
+
+    def build(cls: C) -> C:
+        methods: dict[str, MethodDef] = {}
+        attributes: dict[str, AttributeDef] = {}
+        broadcasts: dict[str, BroadcastDef] = {}
+        for attr_name, value in vars(cls).items():
+            if isinstance(value, AttributeDef):
+                attributes[attr_name] = dataclasses.replace(value, name=attr_name)
+            elif isinstance(value, BroadcastDef):
+                broadcasts[attr_name] = dataclasses.replace(value, name=attr_name)
+            elif inspect.iscoroutinefunction(value) and not attr_name.startswith("_"):
+                hints = typing.get_type_hints(value)
+                params = tuple(
+                    (p, hints.get(p, Any))
+                    for p in list(inspect.signature(value).parameters)[1:]
+                )
+                one = getattr(value, "__joynr_one_way__", False)
+                methods[attr_name] = MethodDef(
+                    attr_name, params, hints.get("return", type(None)),
+                    getattr(value, "__joynr_errors__", None), one,
+                )
+        clash = set(methods) & {f"{p}_{a}" for a in attributes for p in ("get", "set")}
+        if clash:
+            raise TypeError(f"{cls.__name__}: methods {sorted(clash)} clash with attribute "
+                            "accessors")
+        cls.__joynr__ = InterfaceDef(name, version, methods, attributes, broadcasts)  # type: ignore[attr-defined]
+        return cls
+
+    return build
+
+
+def interface_def(cls: Any) -> InterfaceDef:
+    definition = getattr(cls, "__joynr__", None)
+    if not isinstance(definition, InterfaceDef):
+        raise TypeError(f"{cls!r} is not declared with @interface")
+    return definition

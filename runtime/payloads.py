@@ -1,0 +1,222 @@
+"""The payloads (message bodies) of the ten message types, msgpack-encoded. Pure module.
+
+A body is a msgpack map keyed by the field names below. :func:`decode_payload` validates the
+types of every field and raises :class:`PayloadError` for anything else: the body comes from
+the network and is as hostile as the frame around it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+import msgpack
+
+from runtime.errors import JoynrError
+from runtime.messages import REQUEST_TYPES, Message, MessageType
+
+__all__ = [
+    "BroadcastSubscriptionRequest",
+    "MulticastPublication",
+    "MulticastSubscriptionRequest",
+    "OneWayRequest",
+    "PayloadError",
+    "Publication",
+    "Reply",
+    "Request",
+    "SubscriptionReply",
+    "SubscriptionRequest",
+    "SubscriptionStop",
+    "answer_to",
+    "decode_payload",
+    "make_error_answer",
+]
+
+P = TypeVar("P", bound="Payload")
+
+
+class PayloadError(ValueError):
+    """A message body could not be decoded; the message says why."""
+
+
+class Payload:
+    message_type: ClassVar[MessageType]
+
+    def to_body(self) -> bytes:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        try:
+            return msgpack.packb(data, use_bin_type=True)
+        except TypeError as exc:
+            raise TypeError(f"{type(self).__name__} holds a value msgpack cannot encode: {exc}"
+                            ) from None
+
+
+# the annotations below, as strings (postponed evaluation) -> the msgpack types accepted
+_CHECKS: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "list[str]": (list,),
+    "list[Any]": (list,),
+    "list[Any] | None": (list, type(None)),
+    "dict[str, Any]": (dict,),
+    "dict[str, Any] | None": (dict, type(None)),
+}
+
+
+def _field_specs(cls: type) -> list[tuple[str, tuple[type, ...], bool, bool]]:
+    specs = []
+    for f in dataclasses.fields(cls):
+        kinds = _CHECKS[str(f.type)]
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        specs.append((f.name, kinds, required, f.type == "list[str]"))
+    return specs
+
+
+def decode_payload(cls: type[P], body: bytes) -> P:
+    """Decode ``body`` as a ``cls`` payload; raises :class:`PayloadError` with the reason."""
+    try:
+        data = msgpack.unpackb(body, raw=False, strict_map_key=True)
+    except (ValueError, msgpack.UnpackException, RecursionError) as exc:
+        raise PayloadError(f"{cls.__name__} body is not valid msgpack: {exc}") from None
+    if not isinstance(data, dict):
+        raise PayloadError(f"{cls.__name__} body must be a map, got {type(data).__name__}")
+    values = {}
+    for name, kinds, required, str_items in _SPECS[cls]:
+        if name not in data:
+            if required:
+                raise PayloadError(f"{cls.__name__} body has no {name}")
+            continue
+        value = data[name]
+        if not isinstance(value, kinds):
+            raise PayloadError(
+                f"{cls.__name__}.{name} has the wrong type {type(value).__name__}"
+            )
+        if str_items and not all(type(item) is str for item in value):
+            raise PayloadError(f"{cls.__name__}.{name} must be a list of strings")
+        values[name] = value
+    return cls(**values)
+
+
+@dataclass(slots=True)
+class Request(Payload):
+    message_type: ClassVar[MessageType] = MessageType.REQUEST
+    request_reply_id: str
+    method_name: str
+    params: list[Any] = field(default_factory=list)
+    param_datatypes: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Reply(Payload):
+    message_type: ClassVar[MessageType] = MessageType.REPLY
+    request_reply_id: str
+    response: list[Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class OneWayRequest(Payload):
+    message_type: ClassVar[MessageType] = MessageType.ONE_WAY
+    method_name: str
+    params: list[Any] = field(default_factory=list)
+    param_datatypes: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SubscriptionRequest(Payload):
+    """Attribute subscription (``arq``)."""
+
+    message_type: ClassVar[MessageType] = MessageType.SUBSCRIPTION_REQUEST
+    subscription_id: str
+    subscribe_to_name: str
+    qos: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class BroadcastSubscriptionRequest(Payload):
+    """Selective broadcast subscription (``brq``)."""
+
+    message_type: ClassVar[MessageType] = MessageType.BROADCAST_SUBSCRIPTION_REQUEST
+    subscription_id: str
+    subscribe_to_name: str
+    qos: dict[str, Any] = field(default_factory=dict)
+    filter_parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class MulticastSubscriptionRequest(Payload):
+    """Subscription to a (non-selective) broadcast delivered as multicast (``mrq``)."""
+
+    message_type: ClassVar[MessageType] = MessageType.MULTICAST_SUBSCRIPTION_REQUEST
+    subscription_id: str
+    subscribe_to_name: str
+    multicast_id: str
+    qos: dict[str, Any] = field(default_factory=dict)
+    partitions: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SubscriptionReply(Payload):
+    message_type: ClassVar[MessageType] = MessageType.SUBSCRIPTION_REPLY
+    subscription_id: str
+    error: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class SubscriptionStop(Payload):
+    message_type: ClassVar[MessageType] = MessageType.SUBSCRIPTION_STOP
+    subscription_id: str
+
+
+@dataclass(slots=True)
+class Publication(Payload):
+    message_type: ClassVar[MessageType] = MessageType.PUBLICATION
+    subscription_id: str
+    response: list[Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class MulticastPublication(Payload):
+    message_type: ClassVar[MessageType] = MessageType.MULTICAST
+    multicast_id: str
+    response: list[Any] = field(default_factory=list)
+
+
+PAYLOAD_TYPES: dict[MessageType, type[Payload]] = {
+    cls.message_type: cls
+    for cls in (
+        Request, Reply, OneWayRequest, SubscriptionRequest, BroadcastSubscriptionRequest,
+        MulticastSubscriptionRequest, SubscriptionReply, SubscriptionStop, Publication,
+        MulticastPublication,
+    )
+}
+_SPECS = {cls: _field_specs(cls) for cls in PAYLOAD_TYPES.values()}
+
+
+def answer_to(request: Message, payload: Payload, *, expiry_date_ms: int | None = None) -> Message:
+    """The message that answers ``request`` (reply or subscription reply): back to its sender,
+    the request's expiry unless told otherwise, the request's custom headers echoed."""
+    return Message(
+        type=payload.message_type,
+        sender=request.recipient,
+        recipient=request.sender,
+        expiry_date_ms=request.expiry_date_ms if expiry_date_ms is None else expiry_date_ms,
+        body=payload.to_body(),
+        effort=request.effort,
+        custom_headers=dict(request.custom_headers),
+    )
+
+
+def make_error_answer(request: Message, error: JoynrError, *, expiry_date_ms: int) -> Message:
+    """An error answer to a request-type message; raises PayloadError if its body is bad."""
+    if request.type is MessageType.REQUEST:
+        rid = decode_payload(Request, request.body).request_reply_id
+        payload: Payload = Reply(request_reply_id=rid, error=error.to_wire())
+    elif request.type in REQUEST_TYPES:
+        cls = PAYLOAD_TYPES[request.type]
+        sid = decode_payload(cls, request.body).subscription_id  # type: ignore[attr-defined]
+        payload = SubscriptionReply(subscription_id=sid, error=error.to_wire())
+    else:
+        raise PayloadError(f"a {request.type.name} message is not answered")
+    return answer_to(request, payload, expiry_date_ms=expiry_date_ms)

@@ -1,0 +1,491 @@
+"""The application API: register providers, build proxies.
+
+Two kinds of runtime share it:
+
+- a **libjoynr runtime** (:func:`connect`) in an application process, connected to its
+  cluster controller over websocket; it reaches the CC's Routing and Discovery providers through
+  proxies and re-registers everything after a reconnect;
+- the **in-process runtime** of the cluster controller itself (``ClusterController.runtime``),
+  which uses the CC's router and directory directly.
+
+    async with await connect("ws://127.0.0.1:4242/") as runtime:
+        await runtime.register_provider("my.domain", RadioProvider())
+        radio = await runtime.build_proxy(Radio, "my.domain")
+        await radio.add_favorite("FM4")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Protocol
+
+from runtime.addresses import (
+    Address,
+    AddressError,
+    InProcessAddress,
+    WebSocketAddress,
+    WebSocketClientAddress,
+    address_from_dict,
+)
+from runtime.clock import now_ms
+from runtime.discovery_types import (
+    DEFAULT_PROVIDER_EXPIRY_MS,
+    DiscoveryEntry,
+    DiscoveryEntryWithMetaInfo,
+    DiscoveryQos,
+    ProviderQos,
+    ProviderScope,
+    Version,
+)
+from runtime.dispatch import Provider, ProviderSkeleton, Proxy, ProxyEndpoint
+from runtime.errors import ApplicationError, DiscoveryError, JoynrError
+from runtime.housekeeping import RoutingTableCleaner
+from runtime.interface import InterfaceDef, interface_def
+from runtime.router import MessageRouter, RouterSettings
+from runtime.routing import RoutingTable, RuntimeKind
+from runtime.system import (
+    DEFAULT_DISCOVERY_PARTICIPANT_ID,
+    DEFAULT_ROUTING_PARTICIPANT_ID,
+    Discovery,
+    LocalDiscovery,
+    Routing,
+)
+from transports.inprocess import InProcessTransport
+
+__all__ = ["Arbitration", "JoynrRuntime", "connect"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Arbitration:
+    """How a proxy picks one provider among the discovered ones."""
+
+    strategy: str = "highest_priority"  # highest_priority | keyword | fixed_participant | last_seen
+    keyword: str = ""
+    participant_id: str = ""
+
+    @classmethod
+    def keyword_(cls, keyword: str) -> Arbitration:
+        return cls("keyword", keyword=keyword)
+
+    @classmethod
+    def fixed(cls, participant_id: str) -> Arbitration:
+        return cls("fixed_participant", participant_id=participant_id)
+
+    def choose(self, entries: list[DiscoveryEntryWithMetaInfo]
+               ) -> DiscoveryEntryWithMetaInfo | None:
+        if self.strategy == "keyword":
+            entries = [e for e in entries if any(
+                p.name == "keyword" and p.value == self.keyword for p in e.qos.custom_parameters)]
+        if not entries:
+            return None
+        if self.strategy == "last_seen":
+            return max(entries, key=lambda e: e.last_seen_date_ms)
+        # highest priority; ties: local before global, then the participantId for determinism
+        return max(entries, key=lambda e: (e.qos.priority, e.is_local, e.participant_id))
+
+
+class SystemServices(Protocol):
+    """What a runtime needs from its cluster controller (or from itself, inside the CC)."""
+
+    async def add_next_hop(self, participant_id: str, is_globally_visible: bool) -> None: ...
+    async def remove_next_hop(self, participant_id: str) -> None: ...
+    async def add_multicast_receiver(self, pattern: str, subscriber: str, provider: str
+                                     ) -> None: ...
+    async def remove_multicast_receiver(self, pattern: str, subscriber: str, provider: str
+                                        ) -> None: ...
+    async def discovery_add(self, entry: DiscoveryEntry) -> None: ...
+    async def discovery_remove(self, participant_id: str) -> None: ...
+    async def discovery_lookup(self, domains: list[str], interface_name: str,
+                               qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]: ...
+    async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos
+                                           ) -> DiscoveryEntryWithMetaInfo: ...
+
+
+class JoynrRuntime:
+    """Registers providers and builds proxies over a router and the system services."""
+
+    def __init__(self, router: MessageRouter, system: SystemServices | None = None, *,
+                 reply_grace_s: float = 1.0, provider_address: Address | None = None) -> None:
+        self.router = router
+        self.system: SystemServices = system  # type: ignore[assignment] - set by the assembler
+        self.reply_grace_s = reply_grace_s
+        self.reply_to_address: Address | None = None
+        #: where the CC reaches this runtime's participants (None inside the CC)
+        self.provider_address = provider_address
+        self._providers: dict[str, tuple[ProviderSkeleton, DiscoveryEntry]] = {}
+        self._proxies: dict[str, Proxy] = {}
+        self._multicast_receivers: set[tuple[str, str, str]] = set()
+        router.register_transport(InProcessAddress, InProcessTransport())
+
+    # ------------------------------------------------------------------ providers
+
+    async def register_provider(
+        self,
+        domain: str,
+        provider: Provider,
+        *,
+        qos: ProviderQos | None = None,
+        participant_id: str | None = None,
+        expiry_ms: int = DEFAULT_PROVIDER_EXPIRY_MS,
+    ) -> str:
+        """Register ``provider`` in ``domain``; returns its participantId."""
+        qos = qos or ProviderQos()
+        definition = provider._definition
+        pid = participant_id or f"{uuid.uuid4()}"
+        skeleton = ProviderSkeleton(self, provider, pid)
+        visible = qos.scope is ProviderScope.GLOBAL
+        result = self.router.add_route(pid, skeleton.address, is_globally_visible=visible)
+        if not result.accepted:
+            raise JoynrError(f"cannot register provider {pid}: {result.reason}")
+        now = now_ms()
+        entry = DiscoveryEntry(
+            provider_version=Version(*definition.version), domain=domain,
+            interface_name=definition.name, participant_id=pid, qos=qos,
+            last_seen_date_ms=now, expiry_date_ms=now + expiry_ms,
+        )
+        try:
+            await self.system.add_next_hop(pid, visible)
+            await self.system.discovery_add(entry)
+        except BaseException:
+            self.router.remove_route(pid)
+            raise
+        provider._skeletons.append(skeleton)
+        self._providers[pid] = (skeleton, entry)
+        log.info("provider %s registered: %s in %s", pid, definition.name, domain)
+        return pid
+
+    async def unregister_provider(self, provider_or_id: Provider | str) -> None:
+        if isinstance(provider_or_id, str):
+            pids = [provider_or_id]
+        else:
+            pids = [pid for pid, (s, _) in self._providers.items()
+                    if s.provider is provider_or_id]
+        for pid in pids:
+            found = self._providers.pop(pid, None)
+            if found is None:
+                continue
+            skeleton, _ = found
+            skeleton.close()
+            skeleton.provider._skeletons.remove(skeleton)
+            try:
+                await self.system.discovery_remove(pid)
+                await self.system.remove_next_hop(pid)
+            finally:
+                self.router.remove_route(pid)
+            log.info("provider %s unregistered", pid)
+
+    # ------------------------------------------------------------------ proxies
+
+    async def build_proxy(
+        self,
+        interface: type,
+        domain: str | list[str],
+        *,
+        discovery_qos: DiscoveryQos | None = None,
+        arbitration: Arbitration | None = None,
+        ttl_ms: int = 60_000,
+        discovery_retry_s: float = 0.25,
+    ) -> Proxy:
+        """Discover a provider of ``interface`` in ``domain`` and build a proxy for it."""
+        definition = interface_def(interface)
+        qos = discovery_qos or DiscoveryQos()
+        arbitration = arbitration or Arbitration()
+        entry = await self._discover(definition, [domain] if isinstance(domain, str) else domain,
+                                     qos, arbitration, discovery_retry_s)
+        pid = f"{uuid.uuid4()}"
+        endpoint = ProxyEndpoint(pid)
+        self.router.add_route(pid, endpoint.address, is_globally_visible=False)
+        try:
+            await self.system.add_next_hop(pid, False)
+        except BaseException:
+            self.router.remove_route(pid)
+            raise
+        if self.router.parent is not None:
+            # how this runtime reaches the provider: through the CC, unless it lives here
+            # (an InProcess entry has precedence and is kept)
+            self.router.add_route(entry.participant_id, self.router.parent,
+                                  is_globally_visible=not entry.is_local)
+        proxy = Proxy(self, definition, entry.participant_id, endpoint, ttl_ms)
+        self._proxies[pid] = proxy
+        log.info("proxy %s built for %s %s (provider %s)", pid, definition.name, domain,
+                 entry.participant_id)
+        return proxy
+
+    async def _discover(self, definition: InterfaceDef, domains: list[str], qos: DiscoveryQos,
+                        arbitration: Arbitration, retry_s: float) -> DiscoveryEntryWithMetaInfo:
+        deadline = asyncio.get_running_loop().time() + qos.discovery_timeout_ms / 1000
+        while True:
+            if arbitration.strategy == "fixed_participant":
+                try:
+                    found = [await self.system.discovery_lookup_participant(
+                        arbitration.participant_id, qos)]
+                except ApplicationError:
+                    found = []
+            else:
+                found = await self.system.discovery_lookup(domains, definition.name, qos)
+            major, minor = definition.version
+            compatible = [e for e in found if e.provider_version.major_version == major
+                          and e.provider_version.minor_version >= minor]
+            chosen = arbitration.choose(compatible)
+            if chosen is not None:
+                return chosen
+            if asyncio.get_running_loop().time() + retry_s > deadline:
+                what = (arbitration.participant_id if arbitration.strategy == "fixed_participant"
+                        else f"{definition.name} v{major}.{minor} in {domains}")
+                raise DiscoveryError(f"no provider for {what} "
+                                     f"({len(found)} found, {len(compatible)} compatible)")
+            await asyncio.sleep(retry_s)
+
+    async def _forget_proxy(self, proxy: Proxy) -> None:
+        if self._proxies.pop(proxy.participant_id, None) is None:
+            return
+        try:
+            await self.system.remove_next_hop(proxy.participant_id)
+        finally:
+            self.router.remove_route(proxy.participant_id)
+
+    # ------------------------------------------------------------------ multicast receivers
+
+    async def _add_multicast_receiver(self, pattern: str, subscriber: str, provider: str) -> None:
+        self.router.multicast_receivers.add(pattern, subscriber)
+        self._multicast_receivers.add((pattern, subscriber, provider))
+        await self.system.add_multicast_receiver(pattern, subscriber, provider)
+
+    async def _remove_multicast_receiver(self, pattern: str, subscriber: str, provider: str
+                                         ) -> None:
+        self.router.multicast_receivers.remove(pattern, subscriber)
+        self._multicast_receivers.discard((pattern, subscriber, provider))
+        await self.system.remove_multicast_receiver(pattern, subscriber, provider)
+
+    # ------------------------------------------------------------------ reconnect
+
+    def local_participants(self) -> list[tuple[str, bool]]:
+        """(participantId, globally visible) of every provider and proxy of this runtime."""
+        participants = [(pid, e.qos.scope is ProviderScope.GLOBAL)
+                        for pid, (_, e) in self._providers.items()]
+        participants += [(pid, False) for pid in self._proxies]
+        return participants
+
+    async def reregister(self) -> None:
+        """After a reconnect: tell the CC again about every participant, receiver, provider."""
+        await asyncio.gather(*(self.system.add_next_hop(pid, visible)
+                               for pid, visible in self.local_participants()))
+        await asyncio.gather(*(self.system.add_multicast_receiver(*r)
+                               for r in sorted(self._multicast_receivers)))
+        await asyncio.gather(*(self.system.discovery_add(entry)
+                               for _, entry in self._providers.values()))
+        log.info("re-registered %d participant(s), %d multicast receiver(s), %d provider(s)",
+                 len(self.local_participants()), len(self._multicast_receivers),
+                 len(self._providers))
+
+    def register_system_provider(self, participant_id: str, provider: Provider) -> None:
+        """A provider of the runtime itself: sticky route, not in the directory."""
+        skeleton = ProviderSkeleton(self, provider, participant_id)
+        result = self.router.add_route(participant_id, skeleton.address,
+                                       is_globally_visible=False, is_sticky=True)
+        if not result.accepted:
+            raise JoynrError(f"cannot provision {participant_id}: {result.reason}")
+        provider._skeletons.append(skeleton)
+
+    async def close(self) -> None:
+        for proxy in list(self._proxies.values()):
+            try:
+                await proxy.close()
+            except JoynrError as exc:
+                log.warning("closing proxy %s: %s", proxy.participant_id, exc)
+        for pid in list(self._providers):
+            try:
+                await self.unregister_provider(pid)
+            except JoynrError as exc:
+                log.warning("unregistering provider %s: %s", pid, exc)
+
+
+# ====================================================================== inside the CC
+
+
+class LocalSystem:
+    """System services of the cluster controller's own runtime: direct calls."""
+
+    def __init__(self, router: MessageRouter, discovery: LocalDiscovery) -> None:
+        self.router = router
+        self.discovery = discovery
+
+    async def add_next_hop(self, participant_id: str, is_globally_visible: bool) -> None:
+        return None  # the InProcess route is all the CC needs
+
+    async def remove_next_hop(self, participant_id: str) -> None:
+        return None
+
+    async def add_multicast_receiver(self, pattern: str, subscriber: str, provider: str) -> None:
+        return None  # the router's receiver index is this runtime's
+
+    async def remove_multicast_receiver(self, pattern: str, subscriber: str, provider: str
+                                        ) -> None:
+        return None
+
+    async def discovery_add(self, entry: DiscoveryEntry) -> None:
+        await self.discovery.add(entry)
+
+    async def discovery_remove(self, participant_id: str) -> None:
+        await self.discovery.remove(participant_id)
+
+    async def discovery_lookup(self, domains: list[str], interface_name: str,
+                               qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]:
+        return await self.discovery.lookup(domains, interface_name, qos)
+
+    async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos
+                                           ) -> DiscoveryEntryWithMetaInfo:
+        return await self.discovery.lookup_participant(participant_id, qos)
+
+
+# ====================================================================== libjoynr
+
+
+class RemoteSystem:
+    """System services of a libjoynr runtime: proxies to the CC's Routing and Discovery."""
+
+    def __init__(self, runtime: JoynrRuntime, own_address: WebSocketClientAddress,
+                 routing_participant_id: str, discovery_participant_id: str,
+                 ttl_ms: int) -> None:
+        self.runtime = runtime
+        self.own_address = own_address
+        self.routing = self._system_proxy(Routing, routing_participant_id, ttl_ms)
+        self.discovery = self._system_proxy(Discovery, discovery_participant_id, ttl_ms)
+
+    def _system_proxy(self, interface: type, provider_id: str, ttl_ms: int) -> Proxy:
+        endpoint = ProxyEndpoint(f"{uuid.uuid4()}")
+        router = self.runtime.router
+        router.add_route(endpoint.participant_id, endpoint.address, is_globally_visible=False)
+        return Proxy(self.runtime, interface_def(interface), provider_id, endpoint, ttl_ms)
+
+    async def register_system_proxies(self) -> None:
+        # the first call registers the routing proxy itself: its reply finds the way back
+        # because the CC adds the route before it answers
+        for proxy in (self.routing, self.discovery):
+            await self.routing.add_next_hop(proxy.participant_id, self.own_address.to_dict(),
+                                            False)
+
+    async def add_next_hop(self, participant_id: str, is_globally_visible: bool) -> None:
+        await self.routing.add_next_hop(participant_id, self.own_address.to_dict(),
+                                        is_globally_visible)
+
+    async def remove_next_hop(self, participant_id: str) -> None:
+        await self.routing.remove_next_hop(participant_id)
+
+    async def add_multicast_receiver(self, pattern: str, subscriber: str, provider: str) -> None:
+        await self.routing.add_multicast_receiver(pattern, subscriber, provider)
+
+    async def remove_multicast_receiver(self, pattern: str, subscriber: str, provider: str
+                                        ) -> None:
+        await self.routing.remove_multicast_receiver(pattern, subscriber, provider)
+
+    async def discovery_add(self, entry: DiscoveryEntry) -> None:
+        await self.discovery.add(entry)
+
+    async def discovery_remove(self, participant_id: str) -> None:
+        await self.discovery.remove(participant_id)
+
+    async def discovery_lookup(self, domains: list[str], interface_name: str,
+                               qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]:
+        return await self.discovery.lookup(domains, interface_name, qos)
+
+    async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos
+                                           ) -> DiscoveryEntryWithMetaInfo:
+        return await self.discovery.lookup_participant(participant_id, qos)
+
+
+class LibjoynrRuntime(JoynrRuntime):
+    """A JoynrRuntime connected to its cluster controller over websocket."""
+
+    def __init__(self, cc_address: WebSocketAddress, client_id: str, *,
+                 routing_participant_id: str = DEFAULT_ROUTING_PARTICIPANT_ID,
+                 discovery_participant_id: str = DEFAULT_DISCOVERY_PARTICIPANT_ID,
+                 system_ttl_ms: int = 10_000, router_settings: RouterSettings | None = None,
+                 transport_settings: Any = None) -> None:
+        from transports.websocket_client import WebSocketClientTransport  # noqa: PLC0415
+
+        table = RoutingTable(RuntimeKind.LIBJOYNR)
+        router = MessageRouter(table, router_settings, parent=cc_address)
+        own = WebSocketClientAddress(client_id)
+        super().__init__(router, provider_address=own)
+        self.client_id = client_id
+        self.remote = RemoteSystem(self, own, routing_participant_id, discovery_participant_id,
+                                   system_ttl_ms)
+        self.system = self.remote
+        self._first_connect: asyncio.Future[None] | None = None
+        self.transport = WebSocketClientTransport(router, cc_address, client_id,
+                                                  transport_settings,
+                                                  on_connected=self._on_connected)
+        self.cleaner = RoutingTableCleaner(table)
+
+    async def _on_connected(self) -> None:
+        await self.remote.register_system_proxies()
+        try:
+            address = await self.remote.routing.global_address.get()
+            self.reply_to_address = address_from_dict(address) if address else None
+        except (JoynrError, AddressError) as exc:
+            log.warning("could not read the cluster controller's reply-to address: %s", exc)
+        if self.transport.connections > 1:
+            await self.reregister()
+        if self._first_connect is not None and not self._first_connect.done():
+            self._first_connect.set_result(None)
+
+    async def start(self, timeout_s: float = 10.0) -> None:
+        self._first_connect = asyncio.get_running_loop().create_future()
+        self.router.start()
+        self.cleaner.start()
+        await self.transport.start(wait_s=None)
+        try:
+            await asyncio.wait_for(asyncio.shield(self._first_connect), timeout_s)
+        except TimeoutError:
+            await self.stop()
+            raise ConnectionError(f"could not connect to the cluster controller at "
+                                  f"{self.transport.cc_address.url} within {timeout_s} s"
+                                  ) from None
+
+    async def stop(self) -> None:
+        await self.transport.stop()
+        await self.cleaner.stop()
+        await self.router.stop()
+
+    async def close(self) -> None:
+        """Unregister everything (while connected), then disconnect."""
+        if self.transport.connected:
+            try:
+                await asyncio.wait_for(super().close(), 10)
+            except TimeoutError:
+                log.warning("unregistering took too long; disconnecting anyway")
+        await self.stop()
+
+    async def __aenter__(self) -> LibjoynrRuntime:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+
+async def connect(url: str | WebSocketAddress, *, client_id: str | None = None,
+                  timeout_s: float = 10.0, **options: Any) -> LibjoynrRuntime:
+    """Start a libjoynr runtime connected to the cluster controller at ``url``."""
+    if isinstance(url, str):
+        from urllib.parse import urlsplit  # noqa: PLC0415
+
+        parts = urlsplit(url)
+        if parts.scheme not in ("ws", "wss") or not parts.hostname:
+            raise ValueError(f"not a websocket url: {url!r}")
+        address = WebSocketAddress(parts.scheme, parts.hostname,
+                                   parts.port or (443 if parts.scheme == "wss" else 80),
+                                   parts.path or "/")
+    else:
+        address = url
+    runtime = LibjoynrRuntime(address, client_id or f"libjoynr-{uuid.uuid4()}", **options)
+    await runtime.start(timeout_s)
+    return runtime
+

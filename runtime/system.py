@@ -1,0 +1,215 @@
+"""The cluster controller's own providers, served to its libjoynr runtimes.
+
+- Routing (``system/Routing``): next hops and multicast receivers of the libjoynr runtimes.
+- Discovery (``system/Discovery``): the local capabilities directory. For now it knows local
+  registrations only and answers every scope from them; the global part comes with the GCD.
+
+Both are registered in-process in the cluster controller under provisioned participantIds with
+sticky routing entries. The caller's identity is the connection its request arrived over
+(``message.origin``): a libjoynr runtime may only register next hops at its own address.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from typing import Any
+
+from runtime.addresses import (
+    Address,
+    AddressError,
+    WebSocketClientAddress,
+    address_from_dict,
+)
+from runtime.clock import now_ms
+from runtime.discovery_types import (
+    DiscoveryEntry,
+    DiscoveryEntryWithMetaInfo,
+    DiscoveryQos,
+)
+from runtime.dispatch import Provider, current_origin
+from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.interface import attribute, errors, interface
+from runtime.multicast import MulticastError, make_multicast_id
+from runtime.router import MessageRouter
+
+__all__ = [
+    "DEFAULT_DISCOVERY_PARTICIPANT_ID",
+    "DEFAULT_ROUTING_PARTICIPANT_ID",
+    "Discovery",
+    "LocalDiscovery",
+    "Routing",
+    "RoutingProvider",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ROUTING_PARTICIPANT_ID = "system.routing.provider"
+DEFAULT_DISCOVERY_PARTICIPANT_ID = "system.discovery.provider"
+
+
+class DiscoveryErrorEnum(enum.Enum):
+    NO_ENTRY_FOR_PARTICIPANT = "NO_ENTRY_FOR_PARTICIPANT"
+    INVALID_GBID = "INVALID_GBID"
+    UNKNOWN_GBID = "UNKNOWN_GBID"
+    NO_ENTRY_FOR_SELECTED_BACKENDS = "NO_ENTRY_FOR_SELECTED_BACKENDS"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
+@interface("system/Routing", version=(1, 0))
+class Routing:
+    # the cluster controller's MqttAddress in wire form ({} while it has none)
+    global_address = attribute(dict[str, Any], readonly=True, notifiable=False)
+    reply_to_address = attribute(dict[str, Any], readonly=True, notifiable=False)
+
+    async def add_next_hop(self, participant_id: str, address: dict[str, Any],
+                           is_globally_visible: bool) -> None: ...
+
+    async def remove_next_hop(self, participant_id: str) -> None: ...
+
+    async def resolve_next_hop(self, participant_id: str) -> bool: ...
+
+    async def add_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
+                                     provider_participant_id: str) -> None: ...
+
+    async def remove_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
+                                        provider_participant_id: str) -> None: ...
+
+
+@interface("system/Discovery", version=(1, 0))
+class Discovery:
+    async def add(self, entry: DiscoveryEntry) -> None: ...
+
+    async def remove(self, participant_id: str) -> None: ...
+
+    async def lookup(self, domains: list[str], interface_name: str,
+                     discovery_qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]: ...
+
+    @errors(DiscoveryErrorEnum)
+    async def lookup_participant(self, participant_id: str,
+                                 discovery_qos: DiscoveryQos) -> DiscoveryEntryWithMetaInfo: ...
+
+
+class RoutingProvider(Provider, interface=Routing):
+    """The Routing provider's implementation over the cluster controller's router."""
+
+    def __init__(self, router: MessageRouter, global_address: Address | None = None) -> None:
+        super().__init__()
+        self.router = router
+        self._global = global_address
+
+    def _caller(self) -> Address | None:
+        return current_origin()
+
+    async def get_global_address(self) -> dict[str, Any]:
+        return {} if self._global is None else self._global.to_dict()
+
+    async def get_reply_to_address(self) -> dict[str, Any]:
+        return await self.get_global_address()
+
+    async def add_next_hop(self, participant_id: str, address: dict[str, Any],
+                           is_globally_visible: bool) -> None:
+        try:
+            decoded = address_from_dict(address)
+        except AddressError as exc:
+            raise ProviderRuntimeError(f"add_next_hop: bad address: {exc}") from None
+        caller = self._caller()
+        if caller is not None and decoded != caller:
+            # a websocket client may only register participants at its own connection
+            self.router.counters["refused-foreign-next-hop"] += 1
+            log.warning("add_next_hop %s -> %r refused: the caller is %r", participant_id,
+                        decoded, caller)
+            raise ProviderRuntimeError(
+                f"add_next_hop refused: {decoded!r} is not the caller's own address {caller!r}"
+            )
+        if caller is None and not isinstance(decoded, WebSocketClientAddress):
+            raise ProviderRuntimeError("add_next_hop: only WebSocketClientAddresses are accepted")
+        result = self.router.add_route(participant_id, decoded,
+                                       is_globally_visible=is_globally_visible)
+        if not result.accepted:
+            raise ProviderRuntimeError(f"add_next_hop {participant_id} refused: {result.reason}")
+
+    async def remove_next_hop(self, participant_id: str) -> None:
+        entry = self.router.table.get(participant_id)
+        caller = self._caller()
+        if entry is not None and caller is not None and entry.address != caller:
+            raise ProviderRuntimeError(
+                f"remove_next_hop {participant_id} refused: it is not routed to the caller"
+            )
+        self.router.remove_route(participant_id)
+
+    async def resolve_next_hop(self, participant_id: str) -> bool:
+        return participant_id in self.router.table
+
+    async def add_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
+                                     provider_participant_id: str) -> None:
+        self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
+        self.router.multicast_receivers.add(multicast_id, subscriber_participant_id)
+
+    async def remove_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
+                                        provider_participant_id: str) -> None:
+        self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
+        self.router.multicast_receivers.remove(multicast_id, subscriber_participant_id)
+
+    def _check_multicast(self, multicast_id: str, subscriber: str, provider: str) -> None:
+        prefix = provider + "/"
+        if not multicast_id.startswith(prefix):
+            raise ProviderRuntimeError("multicast id does not belong to the provider")
+        name, *partitions = multicast_id[len(prefix):].split("/")
+        try:
+            make_multicast_id(provider, name, partitions, for_subscription=True)
+        except MulticastError as exc:
+            raise ProviderRuntimeError(f"bad multicast id: {exc}") from None
+        entry = self.router.table.get(subscriber)
+        caller = self._caller()
+        if caller is not None and (entry is None or entry.address != caller):
+            raise ProviderRuntimeError(
+                f"multicast receiver {subscriber} is not a participant of the caller"
+            )
+
+
+class LocalDiscovery(Provider, interface=Discovery):
+    """The local capabilities directory (local registrations only, for now)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._entries: dict[str, DiscoveryEntry] = {}
+
+    async def add(self, entry: DiscoveryEntry) -> None:
+        if not (entry.domain and entry.interface_name and entry.participant_id):
+            raise ProviderRuntimeError("discovery entry without domain, interface or "
+                                       "participantId")
+        self._entries[entry.participant_id] = entry
+        log.info("registered provider %s (%s, %s v%d.%d)", entry.participant_id, entry.domain,
+                 entry.interface_name, entry.provider_version.major_version,
+                 entry.provider_version.minor_version)
+
+    async def remove(self, participant_id: str) -> None:
+        if self._entries.pop(participant_id, None) is not None:
+            log.info("unregistered provider %s", participant_id)
+
+    def _with_meta(self, entry: DiscoveryEntry) -> DiscoveryEntryWithMetaInfo:
+        return DiscoveryEntryWithMetaInfo(**vars(entry), is_local=True)
+
+    async def lookup(self, domains: list[str], interface_name: str,
+                     discovery_qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]:
+        now = now_ms()
+        wanted = set(domains)
+        return [
+            self._with_meta(e) for e in self._entries.values()
+            if e.domain in wanted and e.interface_name == interface_name
+            and e.expiry_date_ms >= now
+            and (e.qos.supports_on_change_subscriptions
+                 or not discovery_qos.provider_must_support_on_change)
+        ]
+
+    async def lookup_participant(self, participant_id: str,
+                                 discovery_qos: DiscoveryQos) -> DiscoveryEntryWithMetaInfo:
+        entry = self._entries.get(participant_id)
+        if entry is None or entry.expiry_date_ms < now_ms():
+            raise ApplicationError(DiscoveryErrorEnum.NO_ENTRY_FOR_PARTICIPANT.name,
+                                   f"no provider {participant_id}")
+        return self._with_meta(entry)
+
+    def entries(self) -> list[DiscoveryEntry]:
+        return list(self._entries.values())

@@ -1,0 +1,36 @@
+"""In-process transport: hands messages to a participant living in this process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Protocol
+
+from runtime.addresses import Address, InProcessAddress
+from runtime.messages import Message
+
+__all__ = ["InProcessTransport", "MessageReceiver"]
+
+log = logging.getLogger(__name__)
+
+
+class MessageReceiver(Protocol):
+    """The skeleton behind an InProcessAddress."""
+
+    def receive(self, message: Message) -> None: ...
+
+
+class InProcessTransport:
+    """Delivery on the next loop iteration, so that routing never re-enters a participant."""
+
+    def send(self, address: Address, message: Message) -> bool:
+        assert isinstance(address, InProcessAddress)
+        asyncio.get_running_loop().call_soon(_deliver, address.skeleton, message)
+        return True
+
+
+def _deliver(skeleton: MessageReceiver, message: Message) -> None:
+    try:
+        skeleton.receive(message)
+    except Exception:
+        log.exception("in-process participant failed on %s", message.describe())

@@ -1,0 +1,95 @@
+"""What both websocket ends share: the init frame and the per-connection send queue."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any, Final
+
+import msgpack
+from websockets.asyncio.connection import Connection
+from websockets.exceptions import ConnectionClosed
+
+from runtime.messages import FrameError, Message, encode_frame
+
+__all__ = ["INIT_TYPE", "Outbox", "decode_init", "encode_init"]
+
+log = logging.getLogger(__name__)
+
+INIT_TYPE: Final = "init"
+MAX_CLIENT_ID_LENGTH: Final = 256
+
+
+def encode_init(client_id: str) -> bytes:
+    """The first frame of a libjoynr runtime: ``{"v": 1, "t": "init", "id": <client id>}``."""
+    return msgpack.packb({"v": 1, "t": INIT_TYPE, "id": client_id})
+
+
+def decode_init(frame: Any) -> str:
+    """The client id of an init frame; raises FrameError with the reason."""
+    if not isinstance(frame, bytes):
+        raise FrameError("bad-init", "the first frame must be a binary init frame")
+    if len(frame) > 1024:
+        raise FrameError("bad-init", "init frame too large")
+    try:
+        data = msgpack.unpackb(frame, raw=False, strict_map_key=True)
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise FrameError("bad-init", f"init frame is not msgpack: {exc}") from None
+    if not isinstance(data, dict) or data.get("t") != INIT_TYPE:
+        raise FrameError("bad-init", "the first frame must be an init frame")
+    if data.get("v") != 1:
+        raise FrameError("bad-init", f"unsupported init version {data.get('v')!r}")
+    client_id = data.get("id")
+    if type(client_id) is not str or not 0 < len(client_id) <= MAX_CLIENT_ID_LENGTH:
+        raise FrameError("bad-init", "init frame needs a client id of 1..256 characters")
+    return client_id
+
+
+class Outbox:
+    """A bounded queue of messages for one connection and the task that writes them.
+
+    What was queued but not written when the connection ends is returned by ``close()`` so
+    that the router can queue it again: a message accepted for a connection is not lost
+    because that connection broke (the one frame being written at that moment may be).
+    """
+
+    def __init__(self, ws: Connection, name: str, max_messages: int) -> None:
+        self.ws = ws
+        self.name = name
+        self.max_messages = max_messages
+        self._queue: asyncio.Queue[Message] = asyncio.Queue()
+        self._task = asyncio.get_running_loop().create_task(self._write(), name=f"outbox-{name}")
+
+    def put(self, message: Message) -> bool:
+        """Queue a message; False when the connection is closing or the queue is full."""
+        if self._task.done() or self._queue.qsize() >= self.max_messages:
+            return False
+        self._queue.put_nowait(message)
+        return True
+
+    async def _write(self) -> None:
+        queue, ws = self._queue, self.ws
+        try:
+            while True:
+                message = await queue.get()
+                await ws.send(encode_frame(message))
+        except ConnectionClosed:
+            pass
+        except Exception:
+            log.exception("writing to %s failed", self.name)
+            await ws.close(1011, "write failure")
+
+    @property
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    async def close(self) -> list[Message]:
+        """Stop writing; return what was not written."""
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        leftover = []
+        while not self._queue.empty():
+            leftover.append(self._queue.get_nowait())
+        return leftover

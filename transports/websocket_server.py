@@ -1,0 +1,231 @@
+"""Cluster controller side of the websocket transport: the server libjoynr runtimes connect to.
+
+Protocol (spec/wire.md): the client's first frame is an init frame carrying its
+WebSocketClientAddress id (see transports.websocket_common); every later frame is a binary
+message frame. Identity rules:
+
+- one live connection per id: a second connection claiming the id of a connection that still
+  answers a ping is refused (close 1008, "client id in use"); one whose connection does not answer
+  within the ping timeout replaces it;
+- a connection speaks only for itself: a message whose sender is routed to another address
+  is refused (spoofed sender); the Routing provider accepts add_next_hop from a connection only
+  for that connection's own address (see runtime.system);
+- when a connection ends, every route and multicast receiver behind it is removed.
+
+Every refused frame is logged with its reason and counted in ``counters``; the connection
+stays open (except for frames websockets itself refuses as too big, which close it with 1009).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from collections import Counter
+from dataclasses import dataclass
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from runtime.addresses import Address, WebSocketAddress, WebSocketClientAddress
+from runtime.messages import DEFAULT_MAX_FRAME_BYTES, FrameError, Message, decode_frame
+from runtime.router import MessageRouter
+from transports.websocket_common import Outbox, decode_init
+
+__all__ = ["WebSocketServerSettings", "WebSocketServerTransport"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WebSocketServerSettings:
+    host: str = "127.0.0.1"
+    port: int = 4242
+    path: str = "/"
+    #: frames larger than this are refused (counted, connection kept)
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    #: websocket keep-alive: ping every interval; no pong within the timeout = dead connection
+    ping_interval_s: float = 20.0
+    ping_timeout_s: float = 20.0
+    #: seconds a new connection has to send its init frame
+    init_timeout_s: float = 10.0
+    #: messages waiting to be written to one connection before sends to it are refused
+    max_queued_per_connection: int = 10_000
+    ssl_context: ssl.SSLContext | None = None
+
+
+class _Client:
+    __slots__ = ("address", "outbox", "ws")
+
+    def __init__(self, ws: ServerConnection, address: WebSocketClientAddress, outbox: Outbox
+                 ) -> None:
+        self.ws = ws
+        self.address = address
+        self.outbox = outbox
+
+
+class WebSocketServerTransport:
+    """Serves libjoynr runtimes; the router's transport for WebSocketClientAddress."""
+
+    def __init__(self, router: MessageRouter, settings: WebSocketServerSettings) -> None:
+        self.router = router
+        self.settings = settings
+        self.counters: Counter[str] = Counter()
+        self._clients: dict[str, _Client] = {}
+        self._server: Server | None = None
+        self._bound_port: int | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        s = self.settings
+        self._server = await serve(
+            self._handle,
+            s.host,
+            s.port,
+            ssl=s.ssl_context,
+            # websockets itself closes on frames over twice our limit, so that frames between
+            # the two are refused one by one while the connection stays up
+            max_size=2 * s.max_frame_bytes,
+            ping_interval=s.ping_interval_s,
+            ping_timeout=s.ping_timeout_s,
+            compression=None,
+            process_request=self._check_path,
+        )
+        sockets = list(self._server.sockets)
+        self._bound_port = sockets[0].getsockname()[1] if sockets else s.port
+        self.router.register_transport(WebSocketClientAddress, self)
+
+    def _check_path(self, connection: ServerConnection, request: object) -> object:
+        path = getattr(request, "path", "/").split("?", 1)[0]
+        if path != self.settings.path:
+            self.counters["refused-path"] += 1
+            return connection.respond(404, f"no joynr endpoint at {path}\n")
+        return None
+
+    @property
+    def address(self) -> WebSocketAddress:
+        """Where libjoynr runtimes connect (the real port when 0 was configured)."""
+        s = self.settings
+        return WebSocketAddress("wss" if s.ssl_context else "ws", s.host,
+                                self._bound_port or s.port, s.path)
+
+    async def stop(self) -> None:
+        """Stop accepting, close every connection (going away), wait for the handlers."""
+        if self._server is None:
+            return
+        self._server.close(close_connections=True)
+        await self._server.wait_closed()
+        self._server = None
+
+    @property
+    def clients(self) -> list[str]:
+        return list(self._clients)
+
+    # ------------------------------------------------------------------ sending
+
+    def send(self, address: Address, message: Message) -> bool:
+        assert isinstance(address, WebSocketClientAddress)
+        client = self._clients.get(address.id)
+        return client is not None and client.outbox.put(message)
+
+    # ------------------------------------------------------------------ connections
+
+    def _refuse(self, reason: str, detail: str, peer: object) -> None:
+        self.counters[reason] += 1
+        log.warning("websocket %s: refused: %s", peer, detail)
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        peer = ws.remote_address
+        try:
+            first = await asyncio.wait_for(ws.recv(), self.settings.init_timeout_s)
+            client_id = decode_init(first)
+        except TimeoutError:
+            self._refuse("init-timeout", "no init frame in time", peer)
+            await ws.close(1008, "init frame expected")
+            return
+        except FrameError as exc:
+            self._refuse(exc.reason, str(exc), peer)
+            await ws.close(1008, str(exc)[:120])
+            return
+        except ConnectionClosed:
+            return
+
+        if not await self._take_id(client_id, ws, peer):
+            return
+        address = WebSocketClientAddress(client_id)
+        client = _Client(ws, address, Outbox(ws, f"client {client_id}",
+                                             self.settings.max_queued_per_connection))
+        self._clients[client_id] = client
+        log.info("websocket client %s connected from %s", client_id, peer)
+        try:
+            await self._receive(client, peer)
+        finally:
+            await self._disconnected(client)
+
+    async def _take_id(self, client_id: str, ws: ServerConnection, peer: object) -> bool:
+        """Bind ``client_id`` to ``ws`` unless a live connection holds it."""
+        old = self._clients.get(client_id)
+        if old is None:
+            return True
+        if await self._answers_ping(old.ws):
+            self._refuse("id-in-use", f"client id {client_id} belongs to a live connection", peer)
+            await ws.close(1008, "client id in use")
+            return False
+        log.warning("websocket client %s: previous connection is dead, replacing it", client_id)
+        self.counters["replaced-dead"] += 1
+        await self._disconnected(old)
+        await old.ws.close(1001, "replaced by a new connection")
+        return True
+
+    async def _answers_ping(self, ws: ServerConnection) -> bool:
+        try:
+            waiter = await ws.ping()
+            await asyncio.wait_for(waiter, self.settings.ping_timeout_s)
+        except (TimeoutError, ConnectionClosed):
+            return False
+        return True
+
+    async def _receive(self, client: _Client, peer: object) -> None:
+        router, table = self.router, self.router.table
+        max_bytes = self.settings.max_frame_bytes
+        address = client.address
+        try:
+            async for frame in client.ws:
+                try:
+                    message = decode_frame(frame, max_bytes)
+                except FrameError as exc:
+                    self._refuse(exc.reason, f"client {address.id}: {exc}", peer)
+                    continue
+                entry = table.get(message.sender)
+                if entry is not None and entry.address != address:
+                    self._refuse("spoofed-sender", f"client {address.id}: {message.describe()}: "
+                                 f"the sender is routed to {entry.address!r}", peer)
+                    continue
+                message.origin = address
+                router.route(message)
+        except ConnectionClosed as exc:
+            if (exc.rcvd is not None and exc.rcvd.code == 1009) or (
+                exc.sent is not None and exc.sent.code == 1009
+            ):
+                self._refuse("oversized-closed", f"client {address.id}: frame too big", peer)
+
+    async def _disconnected(self, client: _Client) -> None:
+        if self._clients.get(client.address.id) is not client:
+            return  # already replaced and cleaned up
+        del self._clients[client.address.id]
+        leftover = await client.outbox.close()
+        removed = self.router.remove_routes_at(client.address)
+        log.info("websocket client %s disconnected: %d route(s) removed, %d unsent message(s) "
+                 "queued again", client.address.id, len(removed), len(leftover))
+        # its participants have no route now: the messages wait until they register again
+        for message in leftover:
+            self.router.route(message)
+
+    async def close_client(self, client_id: str) -> None:
+        """Close one client's connection (tests, administration)."""
+        client = self._clients.get(client_id)
+        if client is not None:
+            with contextlib.suppress(ConnectionClosed):
+                await client.ws.close(1001, "closed by the cluster controller")
