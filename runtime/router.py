@@ -85,6 +85,7 @@ class MessageRouter:
         self.parent = parent
         self.multicast_receivers = MulticastReceivers()
         self.counters: Counter[str] = Counter()
+        self.routed = 0  # messages handed to route(), for statistics
         self._transports: dict[type[Address], Transport] = {}
         self._pending: dict[str, _Pending] = {}
         self._pending_total = 0
@@ -165,6 +166,7 @@ class MessageRouter:
     def route(self, message: Message) -> None:
         """Send ``message`` on its way (``message.origin``: where it arrived from, if at all)."""
         origin = message.origin
+        self.routed += 1
         if message.expiry_date_ms < self._clock_ms():
             self._drop(message, "expired", "the message expired before it could be routed")
             return

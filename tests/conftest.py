@@ -6,10 +6,14 @@ every skip is turned into a failure that names its reason.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from runtime.runtime import LibjoynrRuntime, connect
+from tests.support.cluster import ClusterController, cc_config
 
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -28,3 +32,25 @@ def pytest_runtest_makereport(
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped tests are not allowed in this suite: {reason}"
+
+
+@pytest.fixture
+async def cc(tmp_path) -> AsyncIterator[ClusterController]:
+    """A real cluster controller on a free loopback port."""
+    async with ClusterController(cc_config(tmp_path)) as controller:
+        yield controller
+
+
+@pytest.fixture
+async def runtimes(cc) -> AsyncIterator[Callable[..., Awaitable[LibjoynrRuntime]]]:
+    """Factory of libjoynr runtimes connected to ``cc``; all are closed at the end."""
+    started: list[LibjoynrRuntime] = []
+
+    async def start(**options: Any) -> LibjoynrRuntime:
+        runtime = await connect(cc.websocket_address.url, **options)
+        started.append(runtime)
+        return runtime
+
+    yield start
+    for runtime in started:
+        await runtime.stop()

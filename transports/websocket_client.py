@@ -72,6 +72,7 @@ class WebSocketClientTransport:
 
     async def start(self, wait_s: float | None = 10.0) -> None:
         """Start connecting; wait up to ``wait_s`` for the first connection (None: don't)."""
+        self._stopping = False
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="ws-client")
         if wait_s is not None:
