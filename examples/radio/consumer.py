@@ -1,0 +1,58 @@
+"""Example consumer process: finds the radio, calls it, listens to it.
+
+    .venv/bin/python -m examples.radio.consumer --url ws://127.0.0.1:4242/ --domain car
+
+Adds a favorite, reads and subscribes to the current station, shuffles (a modelled error when
+there is too little to shuffle), sends a one-way message and listens to the broadcasts of one
+country for ``--listen`` seconds. Prints what happens; exits 0 when everything worked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+import uvloop
+
+from examples.radio.interface import Country, Radio, RadioStation
+from runtime.discovery_types import DiscoveryQos
+from runtime.errors import ApplicationError
+from runtime.runtime import connect
+
+
+async def main(url: str, domain: str, listen_s: float, country: str) -> int:
+    async with await connect(url) as runtime:
+        radio = await runtime.build_proxy(Radio, domain, ttl_ms=5_000,
+                                          discovery_qos=DiscoveryQos(discovery_timeout_ms=20_000))
+        print(f"found the radio: provider {radio.provider_participant_id}")
+        added = await radio.add_favorite_station(RadioStation("Oe1", Country.AUSTRIA))
+        print(f"add_favorite_station(Oe1) -> {added}")
+        current = await radio.current_station.get()
+        print(f"current station: {current.name}")
+        changes: list[str] = []
+        await radio.current_station.subscribe(lambda s: changes.append(s.name))
+        try:
+            await radio.shuffle_stations()
+            print("shuffled")
+        except ApplicationError as exc:
+            print(f"shuffle refused: {exc.error}")
+        await radio.log_message("hello from the consumer")
+        heard: list[str] = []
+        await radio.new_station_discovered.subscribe(
+            lambda s: (heard.append(s.name), print(f"new station in {country}: {s.name}")),
+            partitions=[country])
+        await asyncio.sleep(listen_s)
+        print(f"station changes seen: {changes}")
+        print(f"stations heard: {len(heard)}")
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default="ws://127.0.0.1:4242/")
+    parser.add_argument("--domain", default="car")
+    parser.add_argument("--listen", type=float, default=5.0, help="seconds to listen")
+    parser.add_argument("--country", default="AUSTRIA", choices=[c.name for c in Country])
+    args = parser.parse_args()
+    sys.exit(uvloop.run(main(args.url, args.domain, args.listen, args.country)))

@@ -1,0 +1,79 @@
+"""Example provider process: a radio registered with the cluster controller.
+
+    .venv/bin/python -m examples.radio.provider --url ws://127.0.0.1:4242/ --domain car
+
+It announces a newly discovered station every few seconds (a broadcast, partitioned by
+country, the countries in turn) and runs until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import random
+import signal
+
+import uvloop
+
+from examples.radio.interface import Country, Radio, RadioStation, ShuffleError
+from runtime.dispatch import Provider
+from runtime.errors import ApplicationError
+from runtime.runtime import connect
+
+log = logging.getLogger("radio-provider")
+
+
+class RadioProvider(Provider, interface=Radio):
+    def __init__(self) -> None:
+        super().__init__(current_station=RadioStation("FM4", Country.AUSTRIA, True))
+        self.stations = [self.get_attribute("current_station")]
+
+    async def add_favorite_station(self, station: RadioStation) -> bool:
+        if any(s.name == station.name for s in self.stations):
+            return False
+        self.stations.append(station)
+        log.info("favorite added: %s", station.name)
+        return True
+
+    async def shuffle_stations(self) -> None:
+        if len(self.stations) < 2:
+            raise ApplicationError(ShuffleError.NO_STATIONS.name, "need two stations to shuffle")
+        random.shuffle(self.stations)
+        self.set_attribute("current_station", self.stations[0])  # publishes on-change
+
+    async def log_message(self, text: str) -> None:
+        log.info("consumer says: %s", text)
+
+
+async def main(url: str, domain: str, interval_s: float) -> None:
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    async with await connect(url) as runtime:
+        provider = RadioProvider()
+        pid = await runtime.register_provider(domain, provider)
+        log.info("radio provider %s registered in domain %r; Ctrl-C to stop", pid, domain)
+        n = 0
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval_s)
+            if stop.is_set():
+                break
+            n += 1
+            country = list(Country)[n % len(Country)]
+            station = RadioStation(f"Station {n}", country)
+            provider.fire("new_station_discovered", station, partitions=[country.name])
+            log.info("announced %s (%s)", station.name, country.name)
+    log.info("radio provider stopped")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default="ws://127.0.0.1:4242/")
+    parser.add_argument("--domain", default="car")
+    parser.add_argument("--interval", type=float, default=3.0, help="seconds between broadcasts")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    uvloop.run(main(args.url, args.domain, args.interval))

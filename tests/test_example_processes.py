@@ -1,0 +1,65 @@
+"""The README's example as real processes: a CC, the radio provider and the consumer."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.cluster import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, *args], cwd=ROOT, text=True,
+                            env={**os.environ, **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def wait_for_line(proc: subprocess.Popen[str], needle: str, lines: list[str]) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:  # bounded: the process is killed by the caller on timeout
+        lines.append(line)
+        if needle in line:
+            return
+    raise AssertionError(f"{needle!r} not seen:\n{''.join(lines)}")
+
+
+def test_provider_and_consumer_talk_through_the_cluster_controller(tmp_path):
+    port = free_port()
+    url = f"ws://127.0.0.1:{port}/"
+    cc = spawn("-m", "runtime.cluster_controller", env={
+        "JOYNR_CC__WEBSOCKET__PORT": str(port),
+        "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path)})
+    provider = consumer = None
+    try:
+        cc_lines: list[str] = []
+        wait_for_line(cc, "started", cc_lines)
+        provider = spawn("-m", "examples.radio.provider", "--url", url, "--interval", "0.2")
+        provider_lines: list[str] = []
+        wait_for_line(provider, "registered", provider_lines)
+        consumer = spawn("-m", "examples.radio.consumer", "--url", url, "--listen", "1.5")
+        out, _ = consumer.communicate(timeout=60)
+        assert consumer.returncode == 0, out
+        assert "add_favorite_station(Oe1) -> True" in out
+        assert "current station: FM4" in out
+        assert "shuffled" in out
+        heard = int(out.split("stations heard: ")[1].split()[0])
+        assert heard >= 1, out
+        assert "new station in AUSTRIA" in out
+        assert "GERMANY:" not in out  # partition filtering: only the chosen country
+
+        provider.send_signal(signal.SIGINT)
+        p_out, _ = provider.communicate(timeout=30)
+        assert provider.returncode == 0, p_out
+        assert "consumer says: hello from the consumer" in "".join(provider_lines) + p_out
+    finally:
+        for proc in (consumer, provider):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+        cc.send_signal(signal.SIGTERM)
+        cc_out, _ = cc.communicate(timeout=30)
+    assert cc.returncode == 0, cc_out
