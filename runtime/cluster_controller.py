@@ -194,7 +194,7 @@ class ClusterController:
             max_queued_per_connection=ws.max_queued_per_connection,
             ssl_context=_ssl_context(ws),
         ))
-        self.discovery = LocalDiscovery()
+        self.discovery = LocalDiscovery(self.routing_table)
         self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery))
         self.routing_provider = RoutingProvider(self.router)
         self.runtime.register_system_provider(config.system.routing_participant_id,

@@ -32,6 +32,7 @@ from runtime.errors import ApplicationError, ProviderRuntimeError
 from runtime.interface import attribute, errors, interface
 from runtime.multicast import MulticastError, make_multicast_id
 from runtime.router import MessageRouter
+from runtime.routing import RoutingTable
 
 __all__ = [
     "DEFAULT_DISCOVERY_PARTICIPANT_ID",
@@ -169,22 +170,40 @@ class RoutingProvider(Provider, interface=Routing):
 
 
 class LocalDiscovery(Provider, interface=Discovery):
-    """The local capabilities directory (local registrations only, for now)."""
+    """The local capabilities directory (local registrations only, for now).
 
-    def __init__(self) -> None:
+    A libjoynr runtime may only add or remove entries of its own participants (routed to the
+    connection the call arrived over)."""
+
+    def __init__(self, table: RoutingTable) -> None:
         super().__init__()
+        self._table = table
         self._entries: dict[str, DiscoveryEntry] = {}
+
+    def _check_owner(self, participant_id: str, action: str) -> None:
+        caller = current_origin()
+        if caller is None:
+            return
+        entry = self._table.get(participant_id)
+        if entry is None or entry.address != caller:
+            log.warning("discovery %s of %s refused: not a participant of %r", action,
+                        participant_id, caller)
+            raise ProviderRuntimeError(
+                f"discovery {action} refused: {participant_id} is not routed to the caller")
 
     async def add(self, entry: DiscoveryEntry) -> None:
         if not (entry.domain and entry.interface_name and entry.participant_id):
             raise ProviderRuntimeError("discovery entry without domain, interface or "
                                        "participantId")
+        self._check_owner(entry.participant_id, "add")
         self._entries[entry.participant_id] = entry
         log.info("registered provider %s (%s, %s v%d.%d)", entry.participant_id, entry.domain,
                  entry.interface_name, entry.provider_version.major_version,
                  entry.provider_version.minor_version)
 
     async def remove(self, participant_id: str) -> None:
+        if participant_id in self._entries:
+            self._check_owner(participant_id, "remove")
         if self._entries.pop(participant_id, None) is not None:
             log.info("unregistered provider %s", participant_id)
 

@@ -111,13 +111,26 @@ class WebSocketServerTransport:
         return WebSocketAddress("wss" if s.ssl_context else "ws", s.host,
                                 self._bound_port or s.port, s.path)
 
-    async def stop(self) -> None:
-        """Stop accepting, close every connection (going away), wait for the handlers."""
+    async def stop(self, drain_timeout_s: float = 5.0) -> None:
+        """Stop accepting, let each connection write what is queued for it (at most
+        ``drain_timeout_s``), then close every connection (going away)."""
         if self._server is None:
             return
-        self._server.close(close_connections=True)
-        await self._server.wait_closed()
-        self._server = None
+        server, self._server = self._server, None
+        server.close(close_connections=False)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + drain_timeout_s
+        while any(c.outbox.pending for c in self._clients.values()) and (  # noqa: ASYNC110
+            loop.time() < deadline  # bounded polling of several queues
+        ):
+            await asyncio.sleep(0.01)
+        undrained = sum(c.outbox.pending for c in self._clients.values())
+        if undrained:
+            log.warning("closing with %d message(s) not yet written to clients", undrained)
+        for client in list(self._clients.values()):
+            with contextlib.suppress(ConnectionClosed):
+                await client.ws.close(1001, "cluster controller shutting down")
+        await server.wait_closed()
 
     @property
     def clients(self) -> list[str]:
