@@ -6,7 +6,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
-DEBIAN_PACKAGES=(mosquitto)
+DEBIAN_PACKAGES=(mosquitto openssl)
 
 die() { echo "bootstrap: $*" >&2; exit 1; }
 say() { echo "bootstrap: $*" >&2; }

@@ -115,6 +115,8 @@ class WebSocketClientTransport:
                     ping_interval=s.ping_interval_s,
                     ping_timeout=s.ping_timeout_s,
                     compression=None,
+                    # a dead peer is not waited for longer than the ping timeout
+                    close_timeout=s.ping_timeout_s,
                     open_timeout=10,
                 ) as ws:
                     delay = s.reconnect_initial_s

@@ -91,6 +91,8 @@ class WebSocketServerTransport:
             ping_interval=s.ping_interval_s,
             ping_timeout=s.ping_timeout_s,
             compression=None,
+            # a dead peer is not waited for longer than the ping timeout
+            close_timeout=s.ping_timeout_s,
             process_request=self._check_path,
         )
         sockets = list(self._server.sockets)
