@@ -224,9 +224,10 @@ class ClusterController:
         await self.runtime.close()
         await self.router.stop()
         await self.cleaner.stop()
-        log.info("cluster controller %s stopped (%d routing entries, %d messages queued, "
-                 "dropped: %s)", self.id, len(self.routing_table), self.router.queued(),
-                 dict(self.router.counters) or "none")
+        log.info("cluster controller %s stopped: %d routing entries, %d message(s) still "
+                 "queued, %d routed; router counters %s; websocket refusals %s", self.id,
+                 len(self.routing_table), self.router.queued(), self.router.routed,
+                 dict(self.router.counters) or "none", dict(self.websocket.counters) or "none")
 
     async def __aenter__(self) -> ClusterController:
         await self.start()
