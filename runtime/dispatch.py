@@ -551,6 +551,7 @@ class Proxy:
             async def call(*args: Any) -> Any:
                 return await self._invoke(method, args)
             call.__name__ = name
+            self.__dict__[name] = call  # found directly from now on
             return call
         if name in definition.attributes:
             return _AttributeHandle(self, name)

@@ -86,8 +86,13 @@ def to_wire(value: Any) -> Any:
     return value
 
 
+_PLAIN = frozenset({int, bool, str, bytes, float})
+
+
 def from_wire(value: Any, tp: Any, where: str = "value") -> Any:
     """The typed value of ``value`` from the wire; raises ValueTypeError when it does not fit."""
+    if type(value) is tp and tp in _PLAIN:  # the common case first
+        return value
     if tp is Any:
         return value
     origin = typing.get_origin(tp)
@@ -154,10 +159,10 @@ class MethodDef:
     returns: Any
     error_enum: type[enum.Enum] | None = None
     one_way: bool = False
+    param_datatypes: list[str] = field(init=False, compare=False)
 
-    @property
-    def param_datatypes(self) -> list[str]:
-        return [datatype_name(tp) for _, tp in self.params]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "param_datatypes", [datatype_name(tp) for _, tp in self.params])
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,10 @@ class FrameError(ValueError):
         self.message_id = message_id
 
 
+# one Packer per process (each call resets its buffer); packb would build a new one per call
+_pack = msgpack.Packer(use_bin_type=True).pack
+_unpack_options = {"raw": False, "strict_map_key": True, "use_list": True}
+
 _id_prefix = os.urandom(6).hex()
 _id_counter = itertools.count()
 
@@ -157,7 +161,7 @@ def encode_frame(message: Message) -> bytes:
         frame["h"] = message.custom_headers
     if message.compressed:
         frame["z"] = True
-    raw = msgpack.packb(frame, use_bin_type=True)
+    raw = _pack(frame)
     message.raw = raw
     return raw
 
@@ -185,50 +189,57 @@ def decode_frame(frame: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> Mess
     if len(frame) > max_bytes:
         raise FrameError("oversized", f"frame of {len(frame)} bytes exceeds {max_bytes} bytes")
     try:
-        data = msgpack.unpackb(frame, raw=False, strict_map_key=True, use_list=True)
+        data = msgpack.unpackb(frame, **_unpack_options)
     except (ValueError, msgpack.UnpackException, RecursionError) as exc:
         raise FrameError("not-msgpack", f"frame is not valid msgpack: {exc}") from None
-    if not isinstance(data, dict):
+    if type(data) is not dict:
         raise FrameError("not-a-map", f"frame must be a msgpack map, got {type(data).__name__}")
+    get = data.get
+    message_id, sender, recipient, expiry = get("id"), get("s"), get("r"), get("x")
+    raw_type = get("t")
+    message_type = _TYPES.get(raw_type) if type(raw_type) is str else None
+    # the common case in one test; the slow path below says exactly what is wrong
+    if not (
+        get("v") == WIRE_VERSION
+        and message_type is not None
+        and type(message_id) is str and 0 < len(message_id) <= MAX_ID_LENGTH
+        and type(sender) is str and 0 < len(sender) <= MAX_ID_LENGTH
+        and type(recipient) is str and 0 < len(recipient) <= MAX_ID_LENGTH
+        and type(expiry) is int and 0 <= expiry <= INT64_MAX
+        and type(get("v")) is int
+    ):
+        _explain_bad_header(data)
+    body = get("b", b"")
+    if type(body) is not bytes:
+        raise FrameError("bad-field", f"body ('b') must be binary, not {type(body).__name__}",
+                         message_id)
+    if "re" in data or "h" in data or "ef" in data or "z" in data:
+        reply_to, effort, headers, compressed = _optional_fields(data, message_id)
+    else:
+        reply_to, effort, headers, compressed = None, Effort.NORMAL, {}, False
+    return Message(message_type, sender, recipient, expiry, body, message_id,  # type: ignore[arg-type]
+                   reply_to, effort, headers, compressed, None, bytes(frame))
+
+
+def _explain_bad_header(data: dict[str, Any]) -> None:
+    """Raise the FrameError for the first fixed field that is wrong."""
     raw_id = data.get("id")
     message_id = raw_id if type(raw_id) is str and len(raw_id) <= MAX_ID_LENGTH else None
-
     version = data.get("v")
     if version != WIRE_VERSION or type(version) is not int:
         raise FrameError("unknown-version", f"unsupported frame version {version!r}", message_id)
     raw_type = data.get("t")
-    message_type = _TYPES.get(raw_type) if type(raw_type) is str else None
-    if message_type is None:
+    if type(raw_type) is not str or raw_type not in _TYPES:
         raise FrameError("unknown-type", f"unknown message type {str(raw_type)[:40]!r}",
                          message_id)
     message_id = _str_field(data, "id", "message id", message_id)
-    sender = _str_field(data, "s", "sender", message_id)
-    recipient = _str_field(data, "r", "recipient", message_id)
+    _str_field(data, "s", "sender", message_id)
+    _str_field(data, "r", "recipient", message_id)
     expiry = data.get("x")
     if type(expiry) is not int:
         raise FrameError("bad-field", "expiry ('x') must be an absolute int of epoch ms",
                          message_id)
-    if not 0 <= expiry <= INT64_MAX:
-        raise FrameError("bad-field", f"expiry {expiry} is outside 0..int64", message_id)
-    body = data.get("b", b"")
-    if type(body) is not bytes:
-        raise FrameError("bad-field", f"body ('b') must be binary, not {type(body).__name__}",
-                         message_id)
-
-    reply_to, effort, headers, compressed = _optional_fields(data, message_id)
-    return Message(
-        type=message_type,
-        sender=sender,
-        recipient=recipient,
-        expiry_date_ms=expiry,
-        body=body,
-        id=message_id,
-        reply_to=reply_to,
-        effort=effort,
-        custom_headers=headers,
-        compressed=compressed,
-        raw=bytes(frame),
-    )
+    raise FrameError("bad-field", f"expiry {expiry} is outside 0..int64", message_id)
 
 
 def _optional_fields(

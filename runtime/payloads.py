@@ -40,13 +40,17 @@ class PayloadError(ValueError):
     """A message body could not be decoded; the message says why."""
 
 
+_pack = msgpack.Packer(use_bin_type=True).pack
+
+
 class Payload:
     message_type: ClassVar[MessageType]
+    _field_names: ClassVar[tuple[str, ...]] = ()
 
     def to_body(self) -> bytes:
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        data = {name: getattr(self, name) for name in self._field_names}
         try:
-            return msgpack.packb(data, use_bin_type=True)
+            return _pack(data)
         except TypeError as exc:
             raise TypeError(f"{type(self).__name__} holds a value msgpack cannot encode: {exc}"
                             ) from None
@@ -192,6 +196,8 @@ PAYLOAD_TYPES: dict[MessageType, type[Payload]] = {
     )
 }
 _SPECS = {cls: _field_specs(cls) for cls in PAYLOAD_TYPES.values()}
+for _cls in PAYLOAD_TYPES.values():
+    _cls._field_names = tuple(f.name for f in dataclasses.fields(_cls))
 
 
 def answer_to(request: Message, payload: Payload, *, expiry_date_ms: int | None = None) -> Message:

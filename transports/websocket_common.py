@@ -38,8 +38,9 @@ def decode_init(frame: Any) -> str:
         raise FrameError("bad-init", f"init frame is not msgpack: {exc}") from None
     if not isinstance(data, dict) or data.get("t") != INIT_TYPE:
         raise FrameError("bad-init", "the first frame must be an init frame")
-    if data.get("v") != 1:
-        raise FrameError("bad-init", f"unsupported init version {data.get('v')!r}")
+    version = data.get("v")
+    if type(version) is not int or version != 1:
+        raise FrameError("bad-init", f"unsupported init version {str(version)[:40]!r}")
     client_id = data.get("id")
     if type(client_id) is not str or not 0 < len(client_id) <= MAX_CLIENT_ID_LENGTH:
         raise FrameError("bad-init", "init frame needs a client id of 1..256 characters")

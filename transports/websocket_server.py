@@ -55,6 +55,11 @@ class WebSocketServerSettings:
     ssl_context: ssl.SSLContext | None = None
 
 
+def _close_reason(text: str) -> str:
+    """A close reason that fits a control frame (123 bytes of UTF-8)."""
+    return text.encode()[:120].decode(errors="ignore")
+
+
 class _Client:
     __slots__ = ("address", "outbox", "ws")
 
@@ -102,8 +107,9 @@ class WebSocketServerTransport:
     def _check_path(self, connection: ServerConnection, request: object) -> object:
         path = getattr(request, "path", "/").split("?", 1)[0]
         if path != self.settings.path:
-            self.counters["refused-path"] += 1
-            return connection.respond(404, f"no joynr endpoint at {path}\n")
+            self._refuse("refused-path", f"no joynr endpoint at {path[:200]!r}",
+                         connection.remote_address)
+            return connection.respond(404, f"no joynr endpoint at {path[:200]}\n")
         return None
 
     @property
@@ -162,7 +168,7 @@ class WebSocketServerTransport:
             return
         except FrameError as exc:
             self._refuse(exc.reason, str(exc), peer)
-            await ws.close(1008, str(exc)[:120])
+            await ws.close(1008, _close_reason(str(exc)))
             return
         except ConnectionClosed:
             return

@@ -1,0 +1,182 @@
+"""One-way message rate through the cluster controller, beside a raw websockets relay.
+
+Usage: .venv/bin/python bench/websocket_oneway.py [--messages N] [--rounds R] [--payload BYTES]
+                                                   [--window W] [--profile]
+
+Project path: a cluster controller and two libjoynr runtimes in this process (each runtime on
+its own websocket connection to the CC); the provider of ``bench/Sink`` lives in runtime B, the
+proxy in runtime A, which calls the one-way ``push(data: str)`` N times with a BYTES-long
+string. Timed from the first call until the provider has received all N.
+
+Raw path, in the same process and uvloop event loop: a bare ``websockets`` server on 127.0.0.1
+that forwards every frame of a sender connection to a receiver connection
+(``await other.send(frame)``, no decoding), with the same connection options as the project's
+transports. The frame sent is a project frame of the same push call (same byte size).
+
+Both paths send in the same windows: never more than W messages ahead of the receiver (then
+wait until at most W/2 are in flight), so that no queue overflows. Rounds alternate project,
+raw, project, raw, ...; the best round of each counts (this machine is noisy). Printed: msgs/s
+of both, the ratio and the goal of the issue (project rate >= 0.7 x raw rate). Lost or dropped
+messages are reported with the CC's and the runtimes' counters. ``--profile`` adds one project
+round under cProfile (not counted) and prints the top functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+
+import uvloop
+from _common import (
+    WS_OPTIONS,
+    Progress,
+    ProjectSetup,
+    cancel,
+    environment,
+    profiled,
+    quiet_gc,
+    send_windowed,
+    setup_logging,
+    start_raw_server,
+)
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+GOAL = 0.7
+SENDER, RECEIVER = b"sender", b"receiver"
+
+
+class RawRelay:
+    """client A -> server -> client B; the server forwards the bytes of every frame."""
+
+    def __init__(self) -> None:
+        self.progress = Progress()
+        self.url = ""
+        self._receiver: ServerConnection | None = None
+        self._receiver_ready = asyncio.Event()
+        self._stack = contextlib.AsyncExitStack()
+        self.sender: ClientConnection | None = None
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            role = await ws.recv()
+            if role == RECEIVER:
+                self._receiver = ws
+                self._receiver_ready.set()
+                await ws.wait_closed()
+                return
+            receiver = self._receiver
+            assert receiver is not None, "the receiver connects first"
+            async for frame in ws:
+                await receiver.send(frame)
+
+    async def _count(self, ws: ClientConnection) -> None:
+        hit = self.progress.hit
+        with contextlib.suppress(ConnectionClosed):
+            async for _ in ws:
+                hit()
+
+    async def __aenter__(self) -> RawRelay:
+        stack = self._stack
+        server, self.url = await start_raw_server(self._handle)
+        stack.push_async_callback(server.wait_closed)
+        stack.callback(server.close)
+        receiver = await stack.enter_async_context(connect(self.url, **WS_OPTIONS))
+        await receiver.send(RECEIVER)
+        await self._receiver_ready.wait()
+        counting = asyncio.get_running_loop().create_task(self._count(receiver))
+        stack.push_async_callback(cancel, counting)
+        self.sender = await stack.enter_async_context(connect(self.url, **WS_OPTIONS))
+        await self.sender.send(SENDER)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+
+def report_losses(setup: ProjectSetup, expected: int, received: int) -> bool:
+    lost = expected - received
+    dropped = setup.dropped()
+    print(f"messages: {expected:,} sent per round, {received:,} received in the last project "
+          f"round; lost {max(lost, 0):,}, extra {max(-lost, 0):,}, dropped {dropped:,}, "
+          f"still queued {setup.queued():,}")
+    counters = setup.counters()
+    if lost or dropped:
+        print(f"counters: {counters or 'none'}")
+    elif counters:
+        print(f"counters (no drops): {counters}")
+    return lost == 0 and dropped == 0
+
+
+async def run(args: argparse.Namespace) -> int:
+    data = "x" * args.payload
+    async with ProjectSetup() as setup, RawRelay() as relay:
+        frame = setup.one_way_frame(data)
+        proxy, provider, sender = setup.proxy, setup.provider, relay.sender
+        assert sender is not None
+        print(f"websocket one-way: {args.messages:,} messages of a {args.payload} B payload "
+              f"(frame {len(frame)} B), window {args.window:,}, best of {args.rounds} "
+              f"alternating rounds; {environment()}")
+
+        async def project(n: int) -> float:
+            return await send_windowed(lambda: proxy.push(data), n, args.window,
+                                       provider.progress)
+
+        async def raw(n: int) -> float:
+            return await send_windowed(lambda: sender.send(frame), n, args.window,
+                                       relay.progress)
+
+        warm = min(args.messages, 2_000)
+        await project(warm)
+        await raw(warm)
+        best_project = best_raw = 0.0
+        try:
+            for i in range(1, args.rounds + 1):
+                quiet_gc()
+                p = args.messages / await project(args.messages)
+                quiet_gc()
+                r = args.messages / await raw(args.messages)
+                best_project, best_raw = max(best_project, p), max(best_raw, r)
+                print(f"  round {i}: project {p:9,.0f} msg/s   raw {r:9,.0f} msg/s   "
+                      f"ratio {p / r:4.2f}")
+        except TimeoutError:
+            print(f"TIMEOUT: a round did not finish; provider got {provider.progress.count:,}, "
+                  f"raw receiver got {relay.progress.count:,}")
+            report_losses(setup, args.messages, provider.progress.count)
+            return 1
+        await asyncio.sleep(0.2)  # anything extra (duplicates) would arrive now
+        ok = report_losses(setup, args.messages, provider.progress.count)
+
+        ratio = best_project / best_raw
+        print(f"project (CC + 2 libjoynr runtimes) {best_project:9,.0f} msg/s "
+              f"({1e6 / best_project:6.1f} us/msg)")
+        print(f"raw websockets relay               {best_raw:9,.0f} msg/s "
+              f"({1e6 / best_raw:6.1f} us/msg)")
+        print(f"ratio project/raw {ratio:4.2f}   goal >= {GOAL}: "
+              f"{'met' if ratio >= GOAL else 'MISSED'}")
+        if args.profile:
+            await profiled(project(args.messages))
+        return 0 if ok else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--messages", type=int, default=20_000, help="messages per round")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of each (alternating)")
+    parser.add_argument("--payload", type=int, default=200, help="payload string length")
+    parser.add_argument("--window", type=int, default=1_000,
+                        help="most messages in flight (sent, not yet received)")
+    parser.add_argument("--profile", action="store_true",
+                        help="then run one project round under cProfile and print hotspots")
+    args = parser.parse_args()
+    if args.messages < 1 or args.rounds < 1 or args.payload < 0 or args.window < 2:
+        parser.error("need --messages >= 1, --rounds >= 1, --payload >= 0, --window >= 2")
+    setup_logging()
+    return uvloop.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
