@@ -219,11 +219,15 @@ class ClusterController:
         )
 
     async def stop(self) -> None:
-        """Stop accepting, close the client connections, stop the background jobs."""
-        await self.websocket.stop()
-        await self.runtime.close()
-        await self.router.stop()
-        await self.cleaner.stop()
+        """Stop accepting, close the client connections, stop the background jobs. A step
+        that fails is logged and the next one runs all the same."""
+        for step in (self.websocket.stop, self.runtime.close, self.router.stop,
+                     self.cleaner.stop):
+            try:
+                await step()
+            except Exception:
+                log.exception("cluster controller %s: %s failed during shutdown", self.id,
+                              step.__qualname__)
         log.info("cluster controller %s stopped: %d routing entries, %d message(s) still "
                  "queued, %d routed; router counters %s; websocket refusals %s", self.id,
                  len(self.routing_table), self.router.queued(), self.router.routed,

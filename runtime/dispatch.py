@@ -18,8 +18,9 @@ import asyncio
 import contextvars
 import inspect
 import logging
+import types
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,7 @@ from runtime.interface import (
     interface_def,
     to_wire,
 )
-from runtime.messages import Message, MessageType
+from runtime.messages import Message, MessageType, new_message_id
 from runtime.multicast import make_multicast_id, matches
 from runtime.payloads import (
     MulticastPublication,
@@ -163,6 +164,25 @@ class Provider:
 _Bound = tuple[MethodDef, Callable[..., Any]]
 
 
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, None], awaited: Any) -> Generator[Any, Any, None]:
+    """Drive an already started coroutine under a Task: pass on what it awaits (the Task
+    waits for it), feed back results and exceptions (cancellation included)."""
+    while True:
+        try:
+            value = yield awaited
+        except BaseException as exc:
+            try:
+                awaited = coro.throw(exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                awaited = coro.send(value)
+            except StopIteration:
+                return
+
+
 @dataclass
 class _AttributeSubscription:
     subscription_id: str
@@ -238,8 +258,15 @@ class ProviderSkeleton:
         else:
             log.warning("provider %s: ignored %s", self.participant_id, message.describe())
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run a handler eagerly, in its own context; it becomes a Task only if it suspends
+        (most calls complete at once, and a Task per call costs as much as the call)."""
+        context = contextvars.copy_context()
+        try:
+            awaited = context.run(coro.send, None)
+        except StopIteration:
+            return
+        task = asyncio.get_running_loop().create_task(_resume(coro, awaited), context=context)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -251,18 +278,18 @@ class ProviderSkeleton:
         except PayloadError as exc:
             log.warning("provider %s: bad request %s: %s", self.participant_id, message.id, exc)
             return
-        try:
-            result = await self._call(payload, message.origin)
-            reply = Reply(request_reply_id=getattr(payload, "request_reply_id", ""),
-                          response=result)
-        except JoynrError as exc:
-            reply = Reply(request_reply_id=getattr(payload, "request_reply_id", ""),
-                          error=exc.to_wire())
         if one_way:
-            if reply.error:
+            try:
+                await self._call(payload, message.origin)
+            except JoynrError as exc:
                 log.warning("provider %s: one-way %s failed: %s", self.participant_id,
-                            payload.method_name, reply.error.get("message"))
+                            payload.method_name, exc)
             return
+        rid = payload.request_reply_id  # type: ignore[union-attr]
+        try:
+            reply = Reply(rid, response=await self._call(payload, message.origin))
+        except JoynrError as exc:
+            reply = Reply(rid, error=exc.to_wire())
         self.runtime.router.route(answer_to(message, reply))
 
     async def _call(self, payload: Request | OneWayRequest, origin: Address | None) -> list[Any]:
@@ -565,11 +592,11 @@ class Proxy:
             raise AttributeError(f"{name} is not available (read-only attribute?)")
         return await self._invoke(method, args)
 
-    def _message(self, kind: MessageType, body: bytes, ttl_ms: int | None = None) -> Message:
+    def _message(self, kind: MessageType, body: bytes) -> Message:
         return Message(
-            type=kind, sender=self.participant_id, recipient=self.provider_participant_id,
-            expiry_date_ms=now_ms() + (self.ttl_ms if ttl_ms is None else ttl_ms), body=body,
-            reply_to=self._runtime.reply_to_address if kind is not MessageType.ONE_WAY else None,
+            kind, self.participant_id, self.provider_participant_id, now_ms() + self.ttl_ms,
+            body, new_message_id(),
+            None if kind is MessageType.ONE_WAY else self._runtime.reply_to_address,
         )
 
     async def _invoke(self, method: MethodDef, args: tuple[Any, ...]) -> Any:

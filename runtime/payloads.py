@@ -8,6 +8,8 @@ the network and is as hostile as the frame around it.
 from __future__ import annotations
 
 import dataclasses
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -46,9 +48,10 @@ _pack = msgpack.Packer(use_bin_type=True).pack
 class Payload:
     message_type: ClassVar[MessageType]
     _field_names: ClassVar[tuple[str, ...]] = ()
+    _field_values: ClassVar[Callable[[Any], tuple[Any, ...]]]
 
     def to_body(self) -> bytes:
-        data = {name: getattr(self, name) for name in self._field_names}
+        data = dict(zip(self._field_names, self._field_values(self), strict=True))
         try:
             return _pack(data)
         except TypeError as exc:
@@ -198,6 +201,11 @@ PAYLOAD_TYPES: dict[MessageType, type[Payload]] = {
 _SPECS = {cls: _field_specs(cls) for cls in PAYLOAD_TYPES.values()}
 for _cls in PAYLOAD_TYPES.values():
     _cls._field_names = tuple(f.name for f in dataclasses.fields(_cls))
+    # attrgetter of several names returns a tuple; of one, the bare value
+    _getter = operator.attrgetter(*_cls._field_names)
+    _cls._field_values = staticmethod(  # type: ignore[assignment]
+        _getter if len(_cls._field_names) > 1 else (lambda obj, g=_getter: (g(obj),))
+    )
 
 
 def answer_to(request: Message, payload: Payload, *, expiry_date_ms: int | None = None) -> Message:
