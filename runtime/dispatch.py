@@ -35,6 +35,7 @@ from runtime.errors import (
     error_from_wire,
 )
 from runtime.interface import (
+    _PLAIN,
     InterfaceDef,
     MethodDef,
     ValueTypeError,
@@ -300,13 +301,18 @@ class ProviderSkeleton:
                 f"{self.definition.name} v{self.definition.version[0]}.{self.definition.version[1]}"
                 f" has no method {payload.method_name}({', '.join(payload.param_datatypes)})")
         method, impl = found
-        if len(payload.params) != len(method.params):
+        params = payload.params
+        if len(params) != len(method.params):
             raise MethodInvocationError(f"{method.name} takes {len(method.params)} parameters")
-        try:
-            args = [from_wire(value, tp, f"{method.name}({name})")
-                    for value, (name, tp) in zip(payload.params, method.params, strict=True)]
-        except ValueTypeError as exc:
-            raise MethodInvocationError(f"wrong parameter: {exc}") from None
+        args = []
+        for value, (name, tp) in zip(params, method.params, strict=True):
+            if type(value) is tp and tp in _PLAIN:
+                args.append(value)  # the common case, without building a label
+                continue
+            try:
+                args.append(from_wire(value, tp, f"{method.name}({name})"))
+            except ValueTypeError as exc:
+                raise MethodInvocationError(f"wrong parameter: {exc}") from None
         token = _origin.set(origin)
         try:
             result = await impl(*args)

@@ -57,6 +57,9 @@ class ValueTypeError(TypeError):
 # ---------------------------------------------------------------------- values
 
 
+_PLAIN = frozenset({int, bool, str, bytes, float})
+
+
 def datatype_name(tp: Any) -> str:
     """joynr-style datatype name of a Python type (used to match overloads)."""
     origin = typing.get_origin(tp)
@@ -75,6 +78,8 @@ def datatype_name(tp: Any) -> str:
 
 def to_wire(value: Any) -> Any:
     """A msgpack-friendly form of a typed value."""
+    if type(value) in _PLAIN or value is None:
+        return value
     if isinstance(value, enum.Enum):
         return value.name
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -84,9 +89,6 @@ def to_wire(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: to_wire(v) for k, v in value.items()}
     return value
-
-
-_PLAIN = frozenset({int, bool, str, bytes, float})
 
 
 def from_wire(value: Any, tp: Any, where: str = "value") -> Any:

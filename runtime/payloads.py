@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 P = TypeVar("P", bound="Payload")
+_MISSING = object()
 
 
 class PayloadError(ValueError):
@@ -89,17 +90,19 @@ def decode_payload(cls: type[P], body: bytes) -> P:
         raise PayloadError(f"{cls.__name__} body must be a map, got {type(data).__name__}")
     values = {}
     for name, kinds, required, str_items in _SPECS[cls]:
-        if name not in data:
+        value = data.get(name, _MISSING)
+        if value is _MISSING:
             if required:
                 raise PayloadError(f"{cls.__name__} body has no {name}")
             continue
-        value = data[name]
         if not isinstance(value, kinds):
             raise PayloadError(
                 f"{cls.__name__}.{name} has the wrong type {type(value).__name__}"
             )
-        if str_items and not all(type(item) is str for item in value):
-            raise PayloadError(f"{cls.__name__}.{name} must be a list of strings")
+        if str_items:
+            for item in value:
+                if type(item) is not str:
+                    raise PayloadError(f"{cls.__name__}.{name} must be a list of strings")
         values[name] = value
     return cls(**values)
 

@@ -21,11 +21,19 @@ class MessageReceiver(Protocol):
 
 
 class InProcessTransport:
-    """Delivery on the next loop iteration, so that routing never re-enters a participant."""
+    """Hands messages to participants in this process.
+
+    A message that arrived from the network is delivered at once (the caller is a transport's
+    receive loop); one routed by code in this process is delivered on the next loop iteration,
+    so that routing never re-enters the participant that is sending.
+    """
 
     def send(self, address: Address, message: Message) -> bool:
         assert isinstance(address, InProcessAddress)
-        asyncio.get_running_loop().call_soon(_deliver, address.skeleton, message)
+        if message.origin is not None:
+            _deliver(address.skeleton, message)
+        else:
+            asyncio.get_running_loop().call_soon(_deliver, address.skeleton, message)
         return True
 
 

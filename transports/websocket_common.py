@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from typing import Any, Final
 
 import msgpack
@@ -59,22 +60,31 @@ class Outbox:
         self.ws = ws
         self.name = name
         self.max_messages = max_messages
-        self._queue: asyncio.Queue[Message] = asyncio.Queue()
+        self._items: deque[Message] = deque()
+        self._wakeup: asyncio.Future[None] | None = None
         self._task = asyncio.get_running_loop().create_task(self._write(), name=f"outbox-{name}")
 
     def put(self, message: Message) -> bool:
         """Queue a message; False when the connection is closing or the queue is full."""
-        if self._task.done() or self._queue.qsize() >= self.max_messages:
+        if self._task.done() or len(self._items) >= self.max_messages:
             return False
-        self._queue.put_nowait(message)
+        self._items.append(message)
+        wakeup = self._wakeup
+        if wakeup is not None:
+            self._wakeup = None
+            if not wakeup.done():
+                wakeup.set_result(None)
         return True
 
     async def _write(self) -> None:
-        queue, ws = self._queue, self.ws
+        items, ws = self._items, self.ws
+        loop = asyncio.get_running_loop()
         try:
             while True:
-                message = await queue.get()
-                await ws.send(encode_frame(message))
+                while items:
+                    await ws.send(encode_frame(items.popleft()))
+                self._wakeup = loop.create_future()
+                await self._wakeup
         except ConnectionClosed:
             pass
         except Exception:
@@ -83,14 +93,13 @@ class Outbox:
 
     @property
     def pending(self) -> int:
-        return self._queue.qsize()
+        return len(self._items)
 
     async def close(self) -> list[Message]:
         """Stop writing; return what was not written."""
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        leftover = []
-        while not self._queue.empty():
-            leftover.append(self._queue.get_nowait())
+        leftover = list(self._items)
+        self._items.clear()
         return leftover
