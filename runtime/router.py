@@ -178,7 +178,14 @@ class MessageRouter:
         if address is None:
             self._enqueue(message, "no route yet")
             return
-        if address == origin and self.parent is not None and address == self.parent:
+        parent = self.parent
+        if (  # cheap tests first: this runs for every message
+            origin is not None
+            and parent is not None
+            and type(address) is type(parent)
+            and (address is parent or address == parent)
+            and (origin is parent or origin == parent)
+        ):
             # the cluster controller sent it here, and it has no route here: it cannot be
             # delivered (sending it back would loop)
             self._drop(message, "no-route", "no route for a message from the cluster controller",

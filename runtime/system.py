@@ -125,6 +125,8 @@ class RoutingProvider(Provider, interface=Routing):
             )
         if caller is None and not isinstance(decoded, WebSocketClientAddress):
             raise ProviderRuntimeError("add_next_hop: only WebSocketClientAddresses are accepted")
+        if caller is not None:
+            decoded = caller  # the same address; the connection's own object compares fastest
         result = self.router.add_route(participant_id, decoded,
                                        is_globally_visible=is_globally_visible)
         if not result.accepted:

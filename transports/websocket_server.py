@@ -220,7 +220,9 @@ class WebSocketServerTransport:
                     self._refuse(exc.reason, f"client {address.id}: {exc}", peer)
                     continue
                 entry = table.get(message.sender)
-                if entry is not None and entry.address != address:
+                if entry is not None and entry.address is not address and (
+                    entry.address != address
+                ):
                     self._refuse("spoofed-sender", f"client {address.id}: {message.describe()}: "
                                  f"the sender is routed to {entry.address!r}", peer)
                     continue
