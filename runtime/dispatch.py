@@ -245,8 +245,10 @@ class ProviderSkeleton:
 
     def receive(self, message: Message) -> None:
         kind = message.type
-        if kind is MessageType.REQUEST or kind is MessageType.ONE_WAY:
-            self._spawn(self._invoke(message))
+        if kind is MessageType.ONE_WAY:
+            self._one_way(message)
+        elif kind is MessageType.REQUEST:
+            self._spawn(self._invoke(message), contextvars.copy_context(), "request")
         elif kind is MessageType.SUBSCRIPTION_REQUEST:
             self._subscribe_attribute(message)
         elif kind is MessageType.MULTICAST_SUBSCRIPTION_REQUEST:
@@ -259,43 +261,58 @@ class ProviderSkeleton:
         else:
             log.warning("provider %s: ignored %s", self.participant_id, message.describe())
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        """Run a handler eagerly, in its own context; it becomes a Task only if it suspends
+    def _spawn(self, coro: Coroutine[Any, Any, Any], context: contextvars.Context,
+               what: str) -> None:
+        """Run a coroutine eagerly in ``context``; it becomes a Task only if it suspends
         (most calls complete at once, and a Task per call costs as much as the call)."""
-        context = contextvars.copy_context()
         try:
             awaited = context.run(coro.send, None)
         except StopIteration:
             return
+        except Exception:
+            log.exception("provider %s: %s failed", self.participant_id, what)
+            return
         task = asyncio.get_running_loop().create_task(_resume(coro, awaited), context=context)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("provider %s: a call failed", self.participant_id,
+                      exc_info=task.exception())
+
+    def _one_way(self, message: Message) -> None:
+        """Fire and forget: decode and check here, then run the provider's method itself."""
+        try:
+            payload = decode_payload(OneWayRequest, message.body)
+            _, impl, args = self._prepare(payload)
+        except (PayloadError, JoynrError) as exc:
+            log.warning("provider %s: one-way call %s refused: %s", self.participant_id,
+                        message.id, exc)
+            return
+        context = contextvars.copy_context()
+        context.run(_origin.set, message.origin)
+        self._spawn(impl(*args), context, f"one-way {payload.method_name}")
 
     async def _invoke(self, message: Message) -> None:
-        one_way = message.type is MessageType.ONE_WAY
         try:
-            payload: Request | OneWayRequest = decode_payload(
-                OneWayRequest if one_way else Request, message.body)
+            payload = decode_payload(Request, message.body)
         except PayloadError as exc:
             log.warning("provider %s: bad request %s: %s", self.participant_id, message.id, exc)
             return
-        if one_way:
-            try:
-                await self._call(payload, message.origin)
-            except JoynrError as exc:
-                log.warning("provider %s: one-way %s failed: %s", self.participant_id,
-                            payload.method_name, exc)
-            return
-        rid = payload.request_reply_id  # type: ignore[union-attr]
         try:
-            reply = Reply(rid, response=await self._call(payload, message.origin))
+            method, impl, args = self._prepare(payload)
+            reply = Reply(payload.request_reply_id,
+                          response=await self._call(method, impl, args, message.origin))
         except JoynrError as exc:
-            reply = Reply(rid, error=exc.to_wire())
+            reply = Reply(payload.request_reply_id, error=exc.to_wire())
         self.runtime.router.route(answer_to(message, reply))
 
-    async def _call(self, payload: Request | OneWayRequest, origin: Address | None) -> list[Any]:
-        key = (payload.method_name, tuple(payload.param_datatypes))
-        found = self._methods.get(key)
+    def _prepare(self, payload: Request | OneWayRequest
+                 ) -> tuple[MethodDef, Callable[..., Any], list[Any]]:
+        """The method and its typed arguments; MethodInvocationError if they do not fit."""
+        found = self._methods.get((payload.method_name, tuple(payload.param_datatypes)))
         if found is None:
             raise MethodInvocationError(
                 f"{self.definition.name} v{self.definition.version[0]}.{self.definition.version[1]}"
@@ -313,6 +330,10 @@ class ProviderSkeleton:
                 args.append(from_wire(value, tp, f"{method.name}({name})"))
             except ValueTypeError as exc:
                 raise MethodInvocationError(f"wrong parameter: {exc}") from None
+        return method, impl, args
+
+    async def _call(self, method: MethodDef, impl: Callable[..., Any], args: list[Any],
+                    origin: Address | None) -> list[Any]:
         token = _origin.set(origin)
         try:
             result = await impl(*args)

@@ -102,6 +102,8 @@ class FrameError(ValueError):
 _pack = msgpack.Packer(use_bin_type=True).pack
 _unpack_options = {"raw": False, "strict_map_key": True, "use_list": True}
 
+_ABSENT = object()
+
 _id_prefix = os.urandom(6).hex()
 _id_counter = itertools.count()
 
@@ -209,11 +211,13 @@ def decode_frame(frame: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> Mess
         and type(get("v")) is int
     ):
         _explain_bad_header(data)
-    body = get("b", b"")
+    body = get("b", _ABSENT)
     if type(body) is not bytes:
+        if body is _ABSENT:
+            raise FrameError("missing-field", "frame has no body ('b')", message_id)
         raise FrameError("bad-field", f"body ('b') must be binary, not {type(body).__name__}",
                          message_id)
-    if "re" in data or "h" in data or "ef" in data or "z" in data:
+    if len(data) != 7:  # the seven fields above are all there: anything else is optional
         reply_to, effort, headers, compressed = _optional_fields(data, message_id)
     else:
         reply_to, effort, headers, compressed = None, Effort.NORMAL, {}, False
