@@ -30,6 +30,7 @@ from runtime.errors import (
     ApplicationError,
     JoynrError,
     JoynrTimeoutError,
+    MessageNotSentError,
     MethodInvocationError,
     ProviderRuntimeError,
     error_from_wire,
@@ -632,7 +633,12 @@ class Proxy:
         params = [to_wire(a) for a in args]
         if method.one_way:
             body = OneWayRequest(method.name, params, method.param_datatypes).to_body()
-            self._runtime.router.route(self._message(MessageType.ONE_WAY, body))
+            message = self._message(MessageType.ONE_WAY, body)
+            if not self._runtime.router.route(message):
+                raise MessageNotSentError(
+                    f"one-way {method.name}() to {self.provider_participant_id} not sent "
+                    f"(message {message.id}: queue full or expired; see the log)")
+            await self._runtime.flow_control()
             return None
         rid = uuid.uuid4().hex
         body = Request(rid, method.name, params, method.param_datatypes).to_body()

@@ -163,21 +163,23 @@ class MessageRouter:
 
     # ------------------------------------------------------------------ routing
 
-    def route(self, message: Message) -> None:
-        """Send ``message`` on its way (``message.origin``: where it arrived from, if at all)."""
+    def route(self, message: Message) -> bool:
+        """Send ``message`` on its way (``message.origin``: where it arrived from, if at all).
+
+        True when it went out or waits in a queue; False when it was dropped (logged, counted,
+        and for requests answered with a message-not-sent error)."""
         origin = message.origin
         self.routed += 1
         if message.expiry_date_ms < self._clock_ms():
             self._drop(message, "expired", "the message expired before it could be routed")
-            return
+            return False
         if message.type is MessageType.MULTICAST:
             self._route_multicast(message, origin)
-            return
+            return True
         entry = self.table.get(message.recipient)
         address = entry.address if entry is not None else self.parent
         if address is None:
-            self._enqueue(message, "no route yet")
-            return
+            return self._enqueue(message, "no route yet")
         parent = self.parent
         if (  # cheap tests first: this runs for every message
             origin is not None
@@ -190,18 +192,19 @@ class MessageRouter:
             # delivered (sending it back would loop)
             self._drop(message, "no-route", "no route for a message from the cluster controller",
                        answer=True)
-            return
-        self._send(address, message)
+            return False
+        return self._send(address, message)
 
-    def _send(self, address: Address, message: Message) -> None:
+    def _send(self, address: Address, message: Message) -> bool:
         transport = self._transports.get(type(address))
         if transport is None:
             self._drop(message, "no-transport", f"no transport for {type(address).__name__}",
                        answer=True)
-            return
-        if not transport.send(address, message):
-            self.counters["send-refused"] += 1
-            self._enqueue(message, f"transport refused it for {address!r}")
+            return False
+        if transport.send(address, message):
+            return True
+        self.counters["send-refused"] += 1
+        return self._enqueue(message, f"transport refused it for {address!r}")
 
     def _route_multicast(self, message: Message, origin: Address | None) -> None:
         addresses: set[Address] = set()
@@ -220,7 +223,7 @@ class MessageRouter:
 
     # ------------------------------------------------------------------ queues
 
-    def _enqueue(self, message: Message, why: str) -> None:
+    def _enqueue(self, message: Message, why: str) -> bool:
         settings = self.settings
         pending = self._pending.get(message.recipient)
         queued = 0 if pending is None else len(pending.messages)
@@ -228,13 +231,14 @@ class MessageRouter:
             self._pending_total >= settings.max_queued_total
         ):
             self._drop(message, "queue-full", f"queue full ({why})", answer=True)
-            return
+            return False
         if pending is None:
             pending = self._pending[message.recipient] = _Pending()
         pending.messages.append(message)
         self._pending_total += 1
         self.counters["queued"] += 1
         log.debug("queued %s: %s", message.describe(), why)
+        return True
 
     def _flush(self, recipient: str) -> None:
         pending = self._pending.pop(recipient, None)

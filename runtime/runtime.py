@@ -123,6 +123,9 @@ class JoynrRuntime:
         self._multicast_receivers: set[tuple[str, str, str]] = set()
         router.register_transport(InProcessAddress, InProcessTransport())
 
+    async def flow_control(self) -> None:
+        """Wait while the way to the cluster controller is congested (libjoynr only)."""
+
     # ------------------------------------------------------------------ providers
 
     async def register_provider(
@@ -435,6 +438,9 @@ class LibjoynrRuntime(JoynrRuntime):
             await self.reregister()
         if self._first_connect is not None and not self._first_connect.done():
             self._first_connect.set_result(None)
+
+    async def flow_control(self) -> None:
+        await self.transport.wait_writable()
 
     async def start(self, timeout_s: float = 10.0) -> None:
         self._first_connect = asyncio.get_running_loop().create_future()

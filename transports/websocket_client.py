@@ -100,6 +100,15 @@ class WebSocketClientTransport:
         outbox = self._outbox
         return outbox is not None and self._connected.is_set() and outbox.put(message)
 
+    async def wait_writable(self) -> None:
+        """Flow control for senders: while more than half of the outgoing queue is taken,
+        wait until three quarters of it are free again (returns at once when disconnected:
+        then the router's own bounded queue applies)."""
+        outbox = self._outbox
+        limit = self.settings.max_queued
+        if outbox is not None and outbox.pending > limit // 2:
+            await outbox.wait_below(limit // 4)
+
     # ------------------------------------------------------------------ connection loop
 
     async def _run(self) -> None:

@@ -62,6 +62,8 @@ class Outbox:
         self.max_messages = max_messages
         self._items: deque[Message] = deque()
         self._wakeup: asyncio.Future[None] | None = None
+        self._drained: asyncio.Future[None] | None = None  # see wait_below()
+        self._drained_level = 0
         self._task = asyncio.get_running_loop().create_task(self._write(), name=f"outbox-{name}")
 
     def put(self, message: Message) -> bool:
@@ -83,6 +85,11 @@ class Outbox:
             while True:
                 while items:
                     await ws.send(encode_frame(items.popleft()))
+                    drained = self._drained
+                    if drained is not None and len(items) <= self._drained_level:
+                        self._drained = None
+                        if not drained.done():
+                            drained.set_result(None)
                 self._wakeup = loop.create_future()
                 await self._wakeup
         except ConnectionClosed:
@@ -94,6 +101,20 @@ class Outbox:
     @property
     def pending(self) -> int:
         return len(self._items)
+
+    async def wait_below(self, level: int) -> None:
+        """Return when at most ``level`` messages wait (or the connection is gone)."""
+        if len(self._items) <= level or self._task.done():
+            return
+        if self._drained is None or self._drained.done():
+            self._drained = asyncio.get_running_loop().create_future()
+            self._task.add_done_callback(self._release)
+        self._drained_level = level
+        await self._drained
+
+    def _release(self, _: object) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
 
     async def close(self) -> list[Message]:
         """Stop writing; return what was not written."""
