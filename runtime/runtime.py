@@ -309,10 +309,31 @@ class JoynrRuntime:
                 log.warning("unregistering provider %s: %s", pid, exc)
 
 
+class _DirectoryCalls:
+    """The directory part of the system services: calls on ``self.discovery``, which is the
+    CC's LocalDiscovery itself or a proxy of it (both have the Discovery interface's methods)."""
+
+    discovery: Any
+
+    async def discovery_add(self, entry: DiscoveryEntry) -> None:
+        await self.discovery.add(entry)
+
+    async def discovery_remove(self, participant_id: str) -> None:
+        await self.discovery.remove(participant_id)
+
+    async def discovery_lookup(self, domains: list[str], interface_name: str,
+                               qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]:
+        return await self.discovery.lookup(domains, interface_name, qos)
+
+    async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos
+                                           ) -> DiscoveryEntryWithMetaInfo:
+        return await self.discovery.lookup_participant(participant_id, qos)
+
+
 # ====================================================================== inside the CC
 
 
-class LocalSystem:
+class LocalSystem(_DirectoryCalls):
     """System services of the cluster controller's own runtime: direct calls."""
 
     def __init__(self, router: MessageRouter, discovery: LocalDiscovery) -> None:
@@ -332,25 +353,12 @@ class LocalSystem:
                                         ) -> None:
         return None
 
-    async def discovery_add(self, entry: DiscoveryEntry) -> None:
-        await self.discovery.add(entry)
-
-    async def discovery_remove(self, participant_id: str) -> None:
-        await self.discovery.remove(participant_id)
-
-    async def discovery_lookup(self, domains: list[str], interface_name: str,
-                               qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]:
-        return await self.discovery.lookup(domains, interface_name, qos)
-
-    async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos
-                                           ) -> DiscoveryEntryWithMetaInfo:
-        return await self.discovery.lookup_participant(participant_id, qos)
 
 
 # ====================================================================== libjoynr
 
 
-class RemoteSystem:
+class RemoteSystem(_DirectoryCalls):
     """System services of a libjoynr runtime: proxies to the CC's Routing and Discovery."""
 
     def __init__(self, runtime: JoynrRuntime, own_address: WebSocketClientAddress,
@@ -388,19 +396,6 @@ class RemoteSystem:
                                         ) -> None:
         await self.routing.remove_multicast_receiver(pattern, subscriber, provider)
 
-    async def discovery_add(self, entry: DiscoveryEntry) -> None:
-        await self.discovery.add(entry)
-
-    async def discovery_remove(self, participant_id: str) -> None:
-        await self.discovery.remove(participant_id)
-
-    async def discovery_lookup(self, domains: list[str], interface_name: str,
-                               qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]:
-        return await self.discovery.lookup(domains, interface_name, qos)
-
-    async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos
-                                           ) -> DiscoveryEntryWithMetaInfo:
-        return await self.discovery.lookup_participant(participant_id, qos)
 
 
 class LibjoynrRuntime(JoynrRuntime):
