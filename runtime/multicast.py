@@ -1,7 +1,7 @@
 """Multicast ids, subscription patterns and the receiver index (spec/wire.md). Pure module.
 
 multicast id = ``<providerParticipantId>/<broadcastName>[/<partition>...]``. A publisher's
-partitions are plain names (letters, digits, ``_``, ``-``); a subscriber's may also be ``+``
+partitions are plain names (letters, digits, ``_``, ``-``, ``.``); a subscriber's may also be ``+``
 (exactly one level) or, last only, ``*`` (any remaining levels, including none).
 """
 
