@@ -52,7 +52,9 @@ class Payload:
     _field_values: ClassVar[Callable[[Any], tuple[Any, ...]]]
 
     def to_body(self) -> bytes:
-        data = dict(zip(self._field_names, self._field_values(self), strict=True))
+        return self._pack(dict(zip(self._field_names, self._field_values(self), strict=True)))
+
+    def _pack(self, data: dict[str, Any]) -> bytes:
         try:
             return _pack(data)
         except TypeError as exc:
@@ -88,6 +90,11 @@ def decode_payload(cls: type[P], body: bytes) -> P:
         raise PayloadError(f"{cls.__name__} body is not valid msgpack: {exc}") from None
     if not isinstance(data, dict):
         raise PayloadError(f"{cls.__name__} body must be a map, got {type(data).__name__}")
+    fast = _FAST.get(cls)
+    if fast is not None:
+        decoded = fast(data)
+        if decoded is not None:
+            return decoded  # type: ignore[return-value]
     values = {}
     for name, kinds, required, str_items in _SPECS[cls]:
         value = data.get(name, _MISSING)
@@ -115,6 +122,11 @@ class Request(Payload):
     params: list[Any] = field(default_factory=list)
     param_datatypes: list[str] = field(default_factory=list)
 
+    def to_body(self) -> bytes:  # every call: spelled out, it is twice as fast
+        return self._pack({"request_reply_id": self.request_reply_id,
+                           "method_name": self.method_name, "params": self.params,
+                           "param_datatypes": self.param_datatypes})
+
 
 @dataclass(slots=True)
 class Reply(Payload):
@@ -123,6 +135,10 @@ class Reply(Payload):
     response: list[Any] | None = None
     error: dict[str, Any] | None = None
 
+    def to_body(self) -> bytes:
+        return self._pack({"request_reply_id": self.request_reply_id,
+                           "response": self.response, "error": self.error})
+
 
 @dataclass(slots=True)
 class OneWayRequest(Payload):
@@ -130,6 +146,10 @@ class OneWayRequest(Payload):
     method_name: str
     params: list[Any] = field(default_factory=list)
     param_datatypes: list[str] = field(default_factory=list)
+
+    def to_body(self) -> bytes:
+        return self._pack({"method_name": self.method_name, "params": self.params,
+                           "param_datatypes": self.param_datatypes})
 
 
 @dataclass(slots=True)
@@ -237,3 +257,44 @@ def make_error_answer(request: Message, error: JoynrError, *, expiry_date_ms: in
     else:
         raise PayloadError(f"a {request.type.name} message is not answered")
     return answer_to(request, payload, expiry_date_ms=expiry_date_ms)
+
+
+def _all_str(items: list[Any]) -> bool:
+    for item in items:  # noqa: SIM110 - a plain loop is faster than all() over a generator
+        if type(item) is not str:
+            return False
+    return True
+
+
+def _fast_request(d: dict[str, Any]) -> Request | None:
+    rid, name = d.get("request_reply_id"), d.get("method_name")
+    params, types = d.get("params"), d.get("param_datatypes")
+    if (len(d) == 4 and type(rid) is str and type(name) is str and type(params) is list
+            and type(types) is list and _all_str(types)):
+        return Request(rid, name, params, types)
+    return None
+
+
+def _fast_one_way(d: dict[str, Any]) -> OneWayRequest | None:
+    name, params, types = d.get("method_name"), d.get("params"), d.get("param_datatypes")
+    if (len(d) == 3 and type(name) is str and type(params) is list and type(types) is list
+            and _all_str(types)):
+        return OneWayRequest(name, params, types)
+    return None
+
+
+def _fast_reply(d: dict[str, Any]) -> Reply | None:
+    rid, response, error = d.get("request_reply_id"), d.get("response"), d.get("error")
+    if (len(d) == 3 and type(rid) is str and (response is None or type(response) is list)
+            and (error is None or type(error) is dict)):
+        return Reply(rid, response, error)
+    return None
+
+
+# the payloads of every call: the common, well-formed case in one test; anything else goes
+# through the generic decoder, which says exactly what is wrong
+_FAST: dict[type[Payload], Callable[[dict[str, Any]], Payload | None]] = {
+    Request: _fast_request,
+    OneWayRequest: _fast_one_way,
+    Reply: _fast_reply,
+}
