@@ -91,6 +91,11 @@ class WebSocketSection:
             raise ValueError("tls_certificate and tls_private_key go together")
         if self.max_frame_bytes < 1024:
             raise ValueError("max_frame_bytes must be at least 1024")
+        for name in ("ping_interval_s", "ping_timeout_s", "init_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.max_queued_per_connection < 1:
+            raise ValueError("max_queued_per_connection must be >= 1")
 
 
 @dataclass
