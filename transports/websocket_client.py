@@ -84,9 +84,6 @@ class WebSocketClientTransport:
                     f"within {wait_s} s"
                 ) from None
 
-    async def wait_connected(self, timeout_s: float) -> None:
-        await asyncio.wait_for(self._connected.wait(), timeout_s)
-
     async def stop(self) -> None:
         self._stopping = True
         task, self._task = self._task, None

@@ -245,10 +245,3 @@ class WebSocketServerTransport:
         # its participants have no route now: the messages wait until they register again
         for message in leftover:
             self.router.route(message)
-
-    async def close_client(self, client_id: str) -> None:
-        """Close one client's connection (tests, administration)."""
-        client = self._clients.get(client_id)
-        if client is not None:
-            with contextlib.suppress(ConnectionClosed):
-                await client.ws.close(1001, "closed by the cluster controller")
