@@ -61,11 +61,14 @@ class RouterSettings:
 
 
 class _Pending:
-    """The queue of one recipient plus its retry state."""
+    """The queue of one recipient plus its retry state. ``hop`` is set for the queue of a
+    multicast that one next hop refused: it is retried to that hop alone, since routing it
+    again would deliver it twice everywhere else."""
 
-    __slots__ = ("delay_s", "messages", "retry_at")
+    __slots__ = ("delay_s", "hop", "messages", "retry_at")
 
-    def __init__(self) -> None:
+    def __init__(self, hop: Address | None = None) -> None:
+        self.hop = hop
         self.messages: deque[Message] = deque()
         self.retry_at = 0.0
         self.delay_s = 0.0
@@ -87,13 +90,11 @@ class MessageRouter:
         self.counters: Counter[str] = Counter()
         self.routed = 0  # messages handed to route(), for statistics
         self._transports: dict[type[Address], Transport] = {}
-        self._pending: dict[str, _Pending] = {}
+        # keyed by recipient, or by (next hop, multicast id) for a refused multicast hop
+        self._pending: dict[str | tuple[Address, str], _Pending] = {}
         self._pending_total = 0
         self._clock_ms = clock_ms
         self._sweeper: asyncio.Task[None] | None = None
-        #: called with (multicast message, local next-hop addresses already served); the MQTT
-        #: transport hooks in here to publish global multicasts
-        self.multicast_hooks: list[Callable[[Message], None]] = []
 
     # ------------------------------------------------------------------ set-up
 
@@ -204,7 +205,8 @@ class MessageRouter:
         if transport.send(address, message):
             return True
         self.counters["send-refused"] += 1
-        return self._enqueue(message, f"transport refused it for {address!r}")
+        hop = address if message.type is MessageType.MULTICAST else None
+        return self._enqueue(message, f"transport refused it for {address!r}", hop)
 
     def _route_multicast(self, message: Message, origin: Address | None) -> None:
         addresses: set[Address] = set()
@@ -218,14 +220,13 @@ class MessageRouter:
         self.counters["multicast"] += 1
         for address in addresses:
             self._send(address, message)
-        for hook in self.multicast_hooks:
-            hook(message)
 
     # ------------------------------------------------------------------ queues
 
-    def _enqueue(self, message: Message, why: str) -> bool:
+    def _enqueue(self, message: Message, why: str, hop: Address | None = None) -> bool:
         settings = self.settings
-        pending = self._pending.get(message.recipient)
+        key = message.recipient if hop is None else (hop, message.recipient)
+        pending = self._pending.get(key)
         queued = 0 if pending is None else len(pending.messages)
         if queued >= settings.max_queued_per_recipient or (
             self._pending_total >= settings.max_queued_total
@@ -233,23 +234,27 @@ class MessageRouter:
             self._drop(message, "queue-full", f"queue full ({why})", answer=True)
             return False
         if pending is None:
-            pending = self._pending[message.recipient] = _Pending()
+            pending = self._pending[key] = _Pending(hop)
         pending.messages.append(message)
         self._pending_total += 1
         self.counters["queued"] += 1
         log.debug("queued %s: %s", message.describe(), why)
         return True
 
-    def _flush(self, recipient: str) -> None:
-        pending = self._pending.pop(recipient, None)
+    def _flush(self, key: str | tuple[Address, str]) -> None:
+        pending = self._pending.pop(key, None)
         if pending is None:
             return
         self._pending_total -= len(pending.messages)
-        # route() re-queues whatever still cannot go out, in order
+        # route() and _send() queue again whatever still cannot go out, in order
+        hop = pending.hop
         for message in pending.messages:
-            self.route(message)
+            if hop is None:
+                self.route(message)
+            else:
+                self._send(hop, message)
 
-    def queued(self, recipient: str | None = None) -> int:
+    def queued(self, recipient: str | tuple[Address, str] | None = None) -> int:
         if recipient is None:
             return self._pending_total
         pending = self._pending.get(recipient)
@@ -261,8 +266,8 @@ class MessageRouter:
             return
         now = self._clock_ms()
         loop_now = asyncio.get_running_loop().time()
-        for recipient in list(self._pending):
-            pending = self._pending[recipient]
+        for key in list(self._pending):
+            pending = self._pending[key]
             fresh: deque[Message] = deque()
             for message in pending.messages:
                 if message.expiry_date_ms < now:
@@ -272,23 +277,23 @@ class MessageRouter:
                 else:
                     fresh.append(message)
             if not fresh:
-                del self._pending[recipient]
+                del self._pending[key]
                 continue
             pending.messages = fresh
-            has_route = recipient in self.table or self.parent is not None
+            has_route = pending.hop is not None or key in self.table or self.parent is not None
             if has_route and loop_now >= pending.retry_at:
                 settings = self.settings
                 pending.delay_s = min(max(pending.delay_s * 2, settings.retry_initial_s),
                                       settings.retry_max_s)
                 pending.retry_at = loop_now + pending.delay_s
                 before = len(fresh)
-                self._flush(recipient)
-                if recipient in self._pending:
+                self._flush(key)
+                if key in self._pending:
                     # still refused: keep the backoff going on the re-created queue
-                    again = self._pending[recipient]
+                    again = self._pending[key]
                     again.delay_s, again.retry_at = pending.delay_s, pending.retry_at
                 else:
-                    log.info("delivered %d queued message(s) for %s", before, recipient)
+                    log.info("delivered %d queued message(s) for %s", before, key)
 
     async def _sweep_loop(self) -> None:
         while True:

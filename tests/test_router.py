@@ -217,3 +217,28 @@ async def test_answers_to_undeliverable_non_requests_are_not_invented(kind):
     await asyncio.sleep(0.02)
     assert caller.messages == []
     assert r.counters["dropped-queue-full"] == 1
+
+
+async def test_a_refused_multicast_hop_is_retried_alone_without_duplicates():
+    r = router(sweep_interval_s=0.01, retry_initial_s=0.02, retry_max_s=0.05)
+    down_inbox = Inbox()
+    down = Gate(down_inbox)  # client-b's connection is down for now
+    r.register_transport(WebSocketClientAddress, down)
+    local = Inbox()
+    r.add_route("local-sub", local.address, is_globally_visible=False)
+    r.add_route("b1", WebSocketClientAddress("client-b"), is_globally_visible=False)
+    for pid in ("local-sub", "b1"):
+        r.multicast_receivers.add("prov/news", pid)
+    r.start()
+    try:
+        r.route(Message(MessageType.MULTICAST, "prov", "prov/news", now_ms() + 5_000,
+                        MulticastPublication("prov/news", ["x"]).to_body()))
+        await eventually(lambda: local.messages and down.refused >= 2, what="retries")
+        down.open = True
+        await eventually(lambda: down_inbox.messages, what="delivery to the hop that was down")
+        await asyncio.sleep(0.1)
+        assert len(down_inbox.messages) == 1
+        assert len(local.messages) == 1  # the hop that took it at once does not get it again
+        assert r.queued() == 0
+    finally:
+        await r.stop()
