@@ -216,12 +216,10 @@ class ProviderSkeleton:
             if impl is None or not inspect.iscoroutinefunction(impl):
                 raise TypeError(f"{type(provider).__name__} does not implement async {name}()")
             table[(name, tuple(method.param_datatypes))] = (method, impl)
-        for name, attr in self.definition.attributes.items():
-            getter = MethodDef(f"get_{name}", (), attr.type)
-            table[(getter.name, ())] = (getter, self._getter(name))
-            if not attr.readonly:
-                setter = MethodDef(f"set_{name}", (("value", attr.type),), type(None))
-                table[(setter.name, tuple(setter.param_datatypes))] = (setter, self._setter(name))
+        for accessor in self.definition.accessors.values():
+            kind, name = accessor.name.split("_", 1)
+            impl = self._getter(name) if kind == "get" else self._setter(name)
+            table[(accessor.name, tuple(accessor.param_datatypes))] = (accessor, impl)
         return table
 
     def _getter(self, name: str) -> Callable[[], Any]:
@@ -590,12 +588,6 @@ class Proxy:
         self.participant_id = endpoint.participant_id
         self._endpoint = endpoint
         self.ttl_ms = ttl_ms
-        self._accessors = {}
-        for name, attr in definition.attributes.items():
-            self._accessors[f"get_{name}"] = MethodDef(f"get_{name}", (), attr.type)
-            if not attr.readonly:
-                self._accessors[f"set_{name}"] = MethodDef(f"set_{name}", (("value", attr.type),),
-                                                           type(None))
 
     def __getattr__(self, name: str) -> Any:
         definition = self.__dict__.get("_definition")
@@ -615,7 +607,7 @@ class Proxy:
         raise AttributeError(f"{definition.name} has no method, attribute or broadcast {name}")
 
     async def _call_accessor(self, name: str, args: tuple[Any, ...]) -> Any:
-        method = self._accessors.get(name)
+        method = self._definition.accessors.get(name)
         if method is None:
             raise AttributeError(f"{name} is not available (read-only attribute?)")
         return await self._invoke(method, args)

@@ -188,6 +188,17 @@ class InterfaceDef:
     methods: dict[str, MethodDef] = field(default_factory=dict)
     attributes: dict[str, AttributeDef] = field(default_factory=dict)
     broadcasts: dict[str, BroadcastDef] = field(default_factory=dict)
+    #: the attributes' get_<name> / set_<name> methods (set only when writable), by name
+    accessors: dict[str, MethodDef] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        accessors = {}
+        for name, attr in self.attributes.items():
+            accessors[f"get_{name}"] = MethodDef(f"get_{name}", (), attr.type)
+            if not attr.readonly:
+                accessors[f"set_{name}"] = MethodDef(f"set_{name}", (("value", attr.type),),
+                                                     type(None))
+        object.__setattr__(self, "accessors", accessors)
 
 
 def attribute(tp: Any, *, readonly: bool = False, notifiable: bool = True) -> Any:
