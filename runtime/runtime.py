@@ -111,13 +111,11 @@ class JoynrRuntime:
     """Registers providers and builds proxies over a router and the system services."""
 
     def __init__(self, router: MessageRouter, system: SystemServices | None = None, *,
-                 reply_grace_s: float = 1.0, provider_address: Address | None = None) -> None:
+                 reply_grace_s: float = 1.0) -> None:
         self.router = router
         self.system: SystemServices = system  # type: ignore[assignment] - set by the assembler
         self.reply_grace_s = reply_grace_s
         self.reply_to_address: Address | None = None
-        #: where the CC reaches this runtime's participants (None inside the CC)
-        self.provider_address = provider_address
         self._providers: dict[str, tuple[ProviderSkeleton, DiscoveryEntry]] = {}
         self._proxies: dict[str, Proxy] = {}
         self._multicast_receivers: set[tuple[str, str, str]] = set()
@@ -411,7 +409,7 @@ class LibjoynrRuntime(JoynrRuntime):
         table = RoutingTable(RuntimeKind.LIBJOYNR)
         router = MessageRouter(table, router_settings, parent=cc_address)
         own = WebSocketClientAddress(client_id)
-        super().__init__(router, provider_address=own)
+        super().__init__(router)
         self.client_id = client_id
         self.remote = RemoteSystem(self, own, routing_participant_id, discovery_participant_id,
                                    system_ttl_ms)
