@@ -77,3 +77,31 @@ async def test_a_dead_connection_is_detected_and_its_id_can_be_taken_over(tmp_pa
         finally:
             await victim.stop()
             await asyncio.sleep(0)
+
+
+async def test_two_claimants_of_a_dead_id_one_wins(tmp_path):
+    config = cc_config(tmp_path, websocket__ping_interval_s=5, websocket__ping_timeout_s=0.3)
+    async with ClusterController(config) as cc:
+        quiet = WebSocketClientSettings(ping_interval_s=5, ping_timeout_s=5,
+                                        reconnect_initial_s=10, reconnect_max_s=10)
+        victim = await connect(cc.websocket_address, transport_settings=quiet)
+        outbox = victim.transport._outbox
+        assert outbox is not None
+        outbox.ws.transport.pause_reading()  # hung: it will not answer the CC's ping
+        claims = [
+            connect(cc.websocket_address, client_id=victim.client_id, timeout_s=2.0,
+                    transport_settings=quiet)
+            for _ in range(2)
+        ]
+        results = await asyncio.gather(*claims, return_exceptions=True)
+        try:
+            winners = [r for r in results if not isinstance(r, BaseException)]
+            assert len(winners) == 1, results
+            assert isinstance(next(r for r in results if isinstance(r, BaseException)),
+                              ConnectionError)
+            assert cc.websocket.counters["id-in-use"] >= 1
+            assert cc.websocket.counters["replaced-dead"] == 1
+        finally:
+            for runtime in winners:
+                await runtime.stop()
+            await victim.stop()

@@ -78,6 +78,7 @@ class WebSocketServerTransport:
         self.settings = settings
         self.counters: Counter[str] = Counter()
         self._clients: dict[str, _Client] = {}
+        self._claimed: set[str] = set()  # ids being taken over from a dead connection
         self._server: Server | None = None
         self._bound_port: int | None = None
 
@@ -179,6 +180,7 @@ class WebSocketServerTransport:
         client = _Client(ws, address, Outbox(ws, f"client {client_id}",
                                              self.settings.max_queued_per_connection))
         self._clients[client_id] = client
+        self._claimed.discard(client_id)
         log.info("websocket client %s connected from %s", client_id, peer)
         try:
             await self._receive(client, peer)
@@ -187,17 +189,28 @@ class WebSocketServerTransport:
 
     async def _take_id(self, client_id: str, ws: ServerConnection, peer: object) -> bool:
         """Bind ``client_id`` to ``ws`` unless a live connection holds it."""
+        if client_id in self._claimed:
+            self._refuse("id-in-use", f"client id {client_id} is being taken over", peer)
+            await ws.close(1008, "client id in use")
+            return False
         old = self._clients.get(client_id)
         if old is None:
             return True
-        if await self._answers_ping(old.ws):
+        # while the ping is awaited another claimant may take the id: only the one that
+        # finds it still held by the silent connection replaces it
+        if await self._answers_ping(old.ws) or self._clients.get(client_id) is not old:
             self._refuse("id-in-use", f"client id {client_id} belongs to a live connection", peer)
             await ws.close(1008, "client id in use")
             return False
         log.warning("websocket client %s: previous connection is dead, replacing it", client_id)
         self.counters["replaced-dead"] += 1
-        await self._disconnected(old)
-        await old.ws.close(1001, "replaced by a new connection")
+        self._claimed.add(client_id)  # until _handle registers the new connection
+        try:
+            await self._disconnected(old)
+            await old.ws.close(1001, "replaced by a new connection")
+        except BaseException:
+            self._claimed.discard(client_id)
+            raise
         return True
 
     async def _answers_ping(self, ws: ServerConnection) -> bool:
