@@ -152,6 +152,8 @@ class WebSocketClientTransport:
             self._connected.clear()
             self._outbox = None
             registering.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await registering  # so that it cannot outlive this connection
             leftover = await outbox.close()
             close = ws.close_reason or "connection lost"
             log.log(logging.INFO if self._stopping else logging.WARNING,
