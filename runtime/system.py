@@ -91,6 +91,16 @@ class Discovery:
                                  discovery_qos: DiscoveryQos) -> DiscoveryEntryWithMetaInfo: ...
 
 
+def _belongs_to_caller(table: RoutingTable, participant_id: str) -> bool:
+    """Whether the current call may act for ``participant_id``: it comes from this process,
+    or the participant is routed to the connection the call arrived over."""
+    caller = current_origin()
+    if caller is None:
+        return True
+    entry = table.get(participant_id)
+    return entry is not None and entry.address == caller
+
+
 class RoutingProvider(Provider, interface=Routing):
     """The Routing provider's implementation over the cluster controller's router."""
 
@@ -98,9 +108,6 @@ class RoutingProvider(Provider, interface=Routing):
         super().__init__()
         self.router = router
         self._global = global_address
-
-    def _caller(self) -> Address | None:
-        return current_origin()
 
     async def get_global_address(self) -> dict[str, Any]:
         return {} if self._global is None else self._global.to_dict()
@@ -114,7 +121,7 @@ class RoutingProvider(Provider, interface=Routing):
             decoded = address_from_dict(address)
         except AddressError as exc:
             raise ProviderRuntimeError(f"add_next_hop: bad address: {exc}") from None
-        caller = self._caller()
+        caller = current_origin()
         if caller is not None and decoded != caller:
             # a websocket client may only register participants at its own connection
             self.router.counters["refused-foreign-next-hop"] += 1
@@ -133,9 +140,8 @@ class RoutingProvider(Provider, interface=Routing):
             raise ProviderRuntimeError(f"add_next_hop {participant_id} refused: {result.reason}")
 
     async def remove_next_hop(self, participant_id: str) -> None:
-        entry = self.router.table.get(participant_id)
-        caller = self._caller()
-        if entry is not None and caller is not None and entry.address != caller:
+        table = self.router.table
+        if participant_id in table and not _belongs_to_caller(table, participant_id):
             raise ProviderRuntimeError(
                 f"remove_next_hop {participant_id} refused: it is not routed to the caller"
             )
@@ -163,9 +169,7 @@ class RoutingProvider(Provider, interface=Routing):
             make_multicast_id(provider, name, partitions, for_subscription=True)
         except MulticastError as exc:
             raise ProviderRuntimeError(f"bad multicast id: {exc}") from None
-        entry = self.router.table.get(subscriber)
-        caller = self._caller()
-        if caller is not None and (entry is None or entry.address != caller):
+        if not _belongs_to_caller(self.router.table, subscriber):
             raise ProviderRuntimeError(
                 f"multicast receiver {subscriber} is not a participant of the caller"
             )
@@ -183,13 +187,9 @@ class LocalDiscovery(Provider, interface=Discovery):
         self._entries: dict[str, DiscoveryEntry] = {}
 
     def _check_owner(self, participant_id: str, action: str) -> None:
-        caller = current_origin()
-        if caller is None:
-            return
-        entry = self._table.get(participant_id)
-        if entry is None or entry.address != caller:
+        if not _belongs_to_caller(self._table, participant_id):
             log.warning("discovery %s of %s refused: not a participant of %r", action,
-                        participant_id, caller)
+                        participant_id, current_origin())
             raise ProviderRuntimeError(
                 f"discovery {action} refused: {participant_id} is not routed to the caller")
 
