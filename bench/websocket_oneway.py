@@ -13,6 +13,11 @@ that forwards every frame of a sender connection to a receiver connection
 (``await other.send(frame)``, no decoding), with the same connection options as the project's
 transports. The frame sent is a project frame of the same push call (same byte size).
 
+The two paths use websockets differently, on purpose: the raw relay is what a plain user of
+the library writes (``recv()`` / ``send()`` per frame), the project delivers frames from
+``data_received`` and writes all frames waiting for a connection with one socket write (one
+websocket message per joynr message either way; see transports/websocket_common.py).
+
 Both paths send in the same windows: never more than W messages ahead of the receiver (then
 wait until at most W/2 are in flight), so that no queue overflows. Rounds alternate project,
 raw, project, raw, ...; the best round of each counts (this machine is noisy). Printed: msgs/s

@@ -722,3 +722,80 @@ async def test_a_raw_client_that_leaves_takes_only_its_own_routes(
     await wait_until(lambda: raw.pid not in cc.routing_table, "the raw client's route removed")
     await legit.still_works()
     assert legit.entries() == before_entries
+
+
+# ====================================================================== 6. framing
+
+
+def write_at_once(raw: RawClient, frames: list[bytes]) -> None:
+    """Put ``frames`` on the wire as separate websocket messages with one socket write, so
+    that the CC receives them together (in one read, as a fast sender's frames arrive)."""
+    protocol = raw.ws.protocol
+    for frame in frames:
+        protocol.send_binary(frame)
+    raw.ws.transport.write(b"".join(protocol.data_to_send()))
+
+
+async def test_frames_written_together_with_the_init_are_all_routed_in_order(
+        stack: AsyncExitStack, cc: ClusterController, legit: Legit) -> None:
+    # the frames arrive before the CC has read the init frame and bound the connection:
+    # none may be lost or reordered on the way from websockets' queue to the router
+    raw = await RawClient.open(stack, cc.websocket_address.url, init=False)
+    register, register_id = raw.request(
+        DEFAULT_ROUTING_PARTICIPANT_ID, "add_next_hop", [raw.pid, raw.address.to_dict(), False],
+        ROUTING.methods["add_next_hop"].param_datatypes)
+    stations = [Station(f"burst-{i}", Country.AUSTRIA) for i in range(200)]
+    requests = [raw.radio_request(legit, s) for s in stations]
+    write_at_once(raw, [encode_init(raw.client_id), encode_frame(register),
+                        *(encode_frame(m) for m, _ in requests)])
+
+    answered: list[str] = []
+    while len(answered) < 1 + len(requests):
+        answer = await raw.receive()
+        reply = decode_payload(Reply, answer.body)
+        assert reply.error is None, reply.error
+        answered.append(reply.request_reply_id)
+    assert answered == [register_id, *(rid for _, rid in requests)]
+    assert [s.name for s in legit.provider.stations][-200:] == [s.name for s in stations]
+    await raw.nothing_received()
+    await legit.still_works()
+
+
+async def test_a_fragmented_message_is_reassembled_and_routed(
+        stack: AsyncExitStack, cc: ClusterController, legit: Legit) -> None:
+    raw = await registered_raw(stack, cc)
+    station = Station("fragmented-station", Country.GERMANY)
+    message, rid = raw.radio_request(legit, station)
+    frame = encode_frame(message)
+    await raw.send([frame[:5], frame[5:40], frame[40:]])  # websockets: one fragmented message
+    answer = await raw.receive()
+    reply = decode_payload(Reply, answer.body)
+    assert (reply.request_reply_id, reply.error, reply.response) == (rid, None, [True])
+    assert "fragmented-station" in await raw.favorites(legit)
+
+
+async def test_a_fragmented_text_message_is_refused_as_not_binary(
+        stack: AsyncExitStack, cc: ClusterController, legit: Legit,
+        caplog: pytest.LogCaptureFixture) -> None:
+    raw = await registered_raw(stack, cc)
+    before = cc.websocket.counters.copy()
+    await raw.send(["a text ", "in three ", "fragments"])
+    await assert_attacker_still_routed(raw, legit)
+    assert cc.websocket.counters - before == {"not-binary": 1}
+    assert_logged(caplog, "refused", raw.client_id, "must be binary")
+
+
+async def test_a_fragmented_message_over_the_frame_limit_is_refused(
+        stack: AsyncExitStack, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    cc = await start_cc(stack, tmp_path, JOYNR_CC__WEBSOCKET__MAX_FRAME_BYTES="4096")
+    legit = await build_legit(stack, cc)
+    raw = await registered_raw(stack, cc)
+    message, _ = raw.radio_request(legit, Station("big-fragments", Country.AUSTRIA))
+    message.body = message.body + b"\x00" * 6000
+    frame = encode_frame(message)
+    await raw.send([frame[i:i + 1000] for i in range(0, len(frame), 1000)])
+    await assert_attacker_still_routed(raw, legit)
+    assert cc.websocket.counters["oversized"] == 1
+    assert_logged(caplog, "refused", raw.client_id, str(len(frame)), "4096")
+    assert "big-fragments" not in [s.name for s in legit.provider.stations]

@@ -17,13 +17,13 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from runtime.addresses import Address, WebSocketAddress
 from runtime.messages import DEFAULT_MAX_FRAME_BYTES, FrameError, Message, decode_frame
 from runtime.router import MessageRouter
-from transports.websocket_common import Outbox, encode_init
+from transports.websocket_common import FrameClientConnection, Outbox, encode_init
 
 __all__ = ["WebSocketClientSettings", "WebSocketClientTransport"]
 
@@ -124,7 +124,9 @@ class WebSocketClientTransport:
                     # a dead peer is not waited for longer than the ping timeout
                     close_timeout=s.ping_timeout_s,
                     open_timeout=10,
+                    create_connection=FrameClientConnection,
                 ) as ws:
+                    assert isinstance(ws, FrameClientConnection)
                     delay = s.reconnect_initial_s
                     await self._serve(ws)
             except asyncio.CancelledError:
@@ -137,7 +139,7 @@ class WebSocketClientTransport:
             await asyncio.sleep(delay * (0.8 + 0.4 * random.random()))
             delay = min(delay * 2, s.reconnect_max_s)
 
-    async def _serve(self, ws: ClientConnection) -> None:
+    async def _serve(self, ws: FrameClientConnection) -> None:
         await ws.send(encode_init(self.client_id))
         outbox = Outbox(ws, "cluster controller", self.settings.max_queued)
         self._outbox = outbox
@@ -172,16 +174,20 @@ class WebSocketClientTransport:
                 log.exception("re-registration with the cluster controller failed")
         self.router.transport_ready()
 
-    async def _receive(self, ws: ClientConnection) -> None:
+    async def _receive(self, ws: FrameClientConnection) -> None:
+        """Route the cluster controller's frames as they arrive until the connection ends."""
         router, origin = self.router, self.cc_address
         max_bytes = self.settings.max_frame_bytes
-        with contextlib.suppress(ConnectionClosed):
-            async for frame in ws:
-                try:
-                    message = decode_frame(frame, max_bytes)
-                except FrameError as exc:
-                    self.counters[exc.reason] += 1
-                    log.warning("refused a frame from the cluster controller: %s", exc)
-                    continue
-                message.origin = origin
-                router.route(message)
+
+        def on_frame(frame: bytes | str) -> None:
+            try:
+                message = decode_frame(frame, max_bytes)
+            except FrameError as exc:
+                self.counters[exc.reason] += 1
+                log.warning("refused a frame from the cluster controller: %s", exc)
+                return
+            message.origin = origin
+            router.route(message)
+
+        ws.deliver(on_frame)
+        await ws.wait_closed()

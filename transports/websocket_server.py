@@ -31,7 +31,7 @@ from websockets.exceptions import ConnectionClosed
 from runtime.addresses import Address, WebSocketAddress, WebSocketClientAddress
 from runtime.messages import DEFAULT_MAX_FRAME_BYTES, FrameError, Message, decode_frame
 from runtime.router import MessageRouter
-from transports.websocket_common import Outbox, decode_init
+from transports.websocket_common import FrameServerConnection, Outbox, decode_init
 
 __all__ = ["WebSocketServerSettings", "WebSocketServerTransport"]
 
@@ -63,8 +63,8 @@ def _close_reason(text: str) -> str:
 class _Client:
     __slots__ = ("address", "outbox", "ws")
 
-    def __init__(self, ws: ServerConnection, address: WebSocketClientAddress, outbox: Outbox
-                 ) -> None:
+    def __init__(self, ws: FrameServerConnection, address: WebSocketClientAddress,
+                 outbox: Outbox) -> None:
         self.ws = ws
         self.address = address
         self.outbox = outbox
@@ -100,6 +100,7 @@ class WebSocketServerTransport:
             # a dead peer is not waited for longer than the ping timeout
             close_timeout=s.ping_timeout_s,
             process_request=self._check_path,
+            create_connection=FrameServerConnection,
         )
         sockets = list(self._server.sockets)
         self._bound_port = sockets[0].getsockname()[1] if sockets else s.port
@@ -158,7 +159,7 @@ class WebSocketServerTransport:
         self.counters[reason] += 1
         log.warning("websocket %s: refused: %s", peer, detail)
 
-    async def _handle(self, ws: ServerConnection) -> None:
+    async def _handle(self, ws: FrameServerConnection) -> None:
         peer = ws.remote_address
         try:
             first = await asyncio.wait_for(ws.recv(), self.settings.init_timeout_s)
@@ -187,7 +188,7 @@ class WebSocketServerTransport:
         finally:
             await self._disconnected(client)
 
-    async def _take_id(self, client_id: str, ws: ServerConnection, peer: object) -> bool:
+    async def _take_id(self, client_id: str, ws: FrameServerConnection, peer: object) -> bool:
         """Bind ``client_id`` to ``ws`` unless a live connection holds it."""
         if client_id in self._claimed:
             self._refuse("id-in-use", f"client id {client_id} is being taken over", peer)
@@ -222,30 +223,35 @@ class WebSocketServerTransport:
         return True
 
     async def _receive(self, client: _Client, peer: object) -> None:
+        """Route the client's frames as they arrive (in data_received) until it is gone."""
         router, table = self.router, self.router.table
         max_bytes = self.settings.max_frame_bytes
         address = client.address
-        try:
-            async for frame in client.ws:
-                try:
-                    message = decode_frame(frame, max_bytes)
-                except FrameError as exc:
-                    self._refuse(exc.reason, f"client {address.id}: {exc}", peer)
-                    continue
-                entry = table.get(message.sender)
-                if entry is not None and entry.address is not address and (
-                    entry.address != address
-                ):
-                    self._refuse("spoofed-sender", f"client {address.id}: {message.describe()}: "
-                                 f"the sender is routed to {entry.address!r}", peer)
-                    continue
-                message.origin = address
-                router.route(message)
-        except ConnectionClosed as exc:
-            if (exc.rcvd is not None and exc.rcvd.code == 1009) or (
-                exc.sent is not None and exc.sent.code == 1009
+        ws = client.ws
+
+        def on_frame(frame: bytes | str) -> None:
+            if self._clients.get(address.id) is not client:
+                return  # replaced or disconnected: what it still sends is not routed
+            try:
+                message = decode_frame(frame, max_bytes)
+            except FrameError as exc:
+                self._refuse(exc.reason, f"client {address.id}: {exc}", peer)
+                return
+            entry = table.get(message.sender)
+            if entry is not None and entry.address is not address and (
+                entry.address != address
             ):
-                self._refuse("oversized-closed", f"client {address.id}: frame too big", peer)
+                self._refuse("spoofed-sender", f"client {address.id}: {message.describe()}: "
+                             f"the sender is routed to {entry.address!r}", peer)
+                return
+            message.origin = address
+            router.route(message)
+
+        ws.deliver(on_frame)
+        await ws.wait_closed()
+        rcvd, sent = ws.protocol.close_rcvd, ws.protocol.close_sent
+        if (rcvd is not None and rcvd.code == 1009) or (sent is not None and sent.code == 1009):
+            self._refuse("oversized-closed", f"client {address.id}: frame too big", peer)
 
     async def _disconnected(self, client: _Client) -> None:
         if self._clients.get(client.address.id) is not client:
