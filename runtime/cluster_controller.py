@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from runtime.addresses import WebSocketAddress
+from runtime.addresses import MqttAddress, WebSocketAddress
 from runtime.config import ConfigError, load_config
 from runtime.housekeeping import RoutingTableCleaner
+from runtime.provisioning import ProvisionedProvider, load_provisioning
 from runtime.router import MessageRouter, RouterSettings
 from runtime.routing import RoutingTable, RuntimeKind
 from runtime.runtime import JoynrRuntime, LocalSystem
@@ -32,6 +33,9 @@ from runtime.system import (
     LocalDiscovery,
     RoutingProvider,
 )
+from transports.mqtt import MqttBackendSettings, MqttTransport, MqttTransportSettings
+from transports.mqtt_broker import EmbeddedBroker, EmbeddedBrokerSettings
+from transports.mqtt_client import parse_broker_url
 from transports.websocket_server import WebSocketServerSettings, WebSocketServerTransport
 
 __all__ = ["ClusterController", "ClusterControllerConfig", "main"]
@@ -99,6 +103,65 @@ class WebSocketSection:
 
 
 @dataclass
+class MqttSection:
+    #: GBID -> broker URL, in order; the first GBID is the default backend. URLs:
+    #: mqtt://host:port, mqtts://host:port (TLS), mqtt://user:password@host:port, and
+    #: ?version=3.1.1 or ?version=5; "embedded": the embedded broker. Empty: no MQTT.
+    backends: dict[str, str] = field(default_factory=dict)
+    #: this CC's topic is <topic_prefix><cluster controller id>
+    topic_prefix: str = "joynr/cc/"
+    #: MQTT protocol version for backends whose URL does not say: "5" or "3.1.1"
+    version: str = "5"
+    keepalive_s: int = 30
+    #: the broker keeps this CC's session (subscriptions, QoS 1 messages) this long while it
+    #: is disconnected; 0: clean sessions
+    session_expiry_s: int = 3600
+    connect_timeout_s: float = 10.0
+    #: QoS 1 messages published and not yet acknowledged, per backend
+    max_inflight: int = 100
+    #: messages waiting for one backend (e.g. while it is down) before sends are refused
+    max_queued_per_backend: int = 10_000
+    #: incoming MQTT messages larger than this are refused (bytes)
+    max_message_bytes: int = 4 * 1024 * 1024
+    #: CA certificates (PEM) for mqtts backends; empty: the system's
+    tls_ca_file: str = ""
+    reconnect_initial_s: float = 0.1
+    reconnect_max_s: float = 5.0
+    #: ids of received messages remembered to drop QoS 1 redeliveries
+    duplicate_window: int = 100_000
+
+    def __post_init__(self) -> None:
+        for gbid, url in self.backends.items():
+            if not gbid or "/" in gbid:
+                raise ValueError(f"bad GBID {gbid!r}")
+            if url != "embedded":
+                parse_broker_url(url)  # ValueError with the reason
+        if self.version not in ("5", "3.1.1"):
+            raise ValueError(f"version must be \"5\" or \"3.1.1\", not {self.version!r}")
+        for name in ("keepalive_s", "max_inflight", "max_queued_per_backend",
+                     "max_message_bytes", "duplicate_window"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        if self.session_expiry_s < 0:
+            raise ValueError("session_expiry_s must be >= 0")
+
+
+@dataclass
+class EmbeddedBrokerSection:
+    #: start an MQTT broker (amqtt, MQTT 3.1.1) inside the CC; backends name it "embedded"
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    #: 0: any free port
+    port: int = 1883
+
+
+@dataclass
+class DiscoverySection:
+    #: TOML file of provisioned global providers (see runtime/provisioning.py); empty: none
+    provisioning_file: str = ""
+
+
+@dataclass
 class RouterSection:
     #: messages kept for one recipient without a route (or whose connection refused them)
     max_queued_per_recipient: int = 1_000
@@ -138,6 +201,9 @@ class ClusterControllerConfig:
     routing: RoutingSection = field(default_factory=RoutingSection)
     router: RouterSection = field(default_factory=RouterSection)
     websocket: WebSocketSection = field(default_factory=WebSocketSection)
+    mqtt: MqttSection = field(default_factory=MqttSection)
+    embedded_broker: EmbeddedBrokerSection = field(default_factory=EmbeddedBrokerSection)
+    discovery: DiscoverySection = field(default_factory=DiscoverySection)
     system: SystemSection = field(default_factory=SystemSection)
     logging: LoggingSection = field(default_factory=LoggingSection)
 
@@ -199,9 +265,21 @@ class ClusterController:
             max_queued_per_connection=ws.max_queued_per_connection,
             ssl_context=_ssl_context(ws),
         ))
+        b = config.embedded_broker
+        self.broker = (EmbeddedBroker(EmbeddedBrokerSettings(b.host, b.port)) if b.enabled
+                       else None)
+        self.mqtt: MqttTransport | None = None
+        for gbid, url in config.mqtt.backends.items():
+            if url == "embedded" and self.broker is None:
+                raise ConfigError(f"mqtt.backends.{gbid} is \"embedded\" but "
+                                  "embedded_broker.enabled is false")
+        self.provisioned: list[ProvisionedProvider] = []
+        if config.discovery.provisioning_file:
+            self.provisioned = load_provisioning(Path(config.discovery.provisioning_file))
         self.discovery = LocalDiscovery(self.routing_table)
         self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery))
-        self.routing_provider = RoutingProvider(self.router)
+        self.routing_provider = RoutingProvider(self.router, self.global_address)
+        self.runtime.reply_to_address = self.global_address
         self.runtime.register_system_provider(config.system.routing_participant_id,
                                               self.routing_provider)
         self.runtime.register_system_provider(config.system.discovery_participant_id,
@@ -211,23 +289,87 @@ class ClusterController:
     def websocket_address(self) -> WebSocketAddress:
         return self.websocket.address
 
+    @property
+    def own_topic(self) -> str:
+        return f"{self.config.mqtt.topic_prefix}{self.id}"
+
+    @property
+    def global_address(self) -> MqttAddress | None:
+        """MqttAddress(default GBID, own topic); None without MQTT backends."""
+        backends = self.config.mqtt.backends
+        return MqttAddress(next(iter(backends)), self.own_topic) if backends else None
+
+    def _make_mqtt(self) -> MqttTransport:
+        m = self.config.mqtt
+        backends = []
+        for gbid, url in m.backends.items():
+            if url == "embedded" and self.broker is not None:
+                backends.append(MqttBackendSettings(
+                    gbid, parse_broker_url(f"{self.broker.url}?version=3.1.1")))
+            else:
+                backends.append(MqttBackendSettings(gbid, parse_broker_url(url)))
+        tls_context = None
+        if m.tls_ca_file:
+            tls_context = ssl.create_default_context(cafile=m.tls_ca_file)
+        return MqttTransport(self.router, MqttTransportSettings(
+            backends=tuple(backends), own_topic=self.own_topic, client_id=self.id,
+            version=m.version, keepalive_s=m.keepalive_s, session_expiry_s=m.session_expiry_s,
+            connect_timeout_s=m.connect_timeout_s, max_inflight=m.max_inflight,
+            reconnect_initial_s=m.reconnect_initial_s, reconnect_max_s=m.reconnect_max_s,
+            max_queued_per_backend=m.max_queued_per_backend,
+            max_message_bytes=m.max_message_bytes,
+            reply_to_grace_ms=self.config.routing.reply_to_grace_ms,
+            duplicate_window=m.duplicate_window, tls_context=tls_context,
+        ))
+
+    def _install_provisioned(self) -> None:
+        gbids = set(self.config.mqtt.backends)
+        for provider in self.provisioned:
+            if provider.address.broker_uri not in gbids:
+                log.warning("provisioned provider %s is in backend %r, which is not configured",
+                            provider.participant_id, provider.address.broker_uri)
+            result = self.router.add_route(provider.participant_id, provider.address,
+                                           is_globally_visible=True, is_sticky=True)
+            if not result.accepted:
+                log.warning("provisioned provider %s not routed: %s", provider.participant_id,
+                            result.reason)
+            self.discovery.add_global(provider.entry)
+        if self.provisioned:
+            log.info("installed %d provisioned global provider(s)", len(self.provisioned))
+
     async def start(self) -> None:
+        if self.broker is not None:
+            await self.broker.start()
         self.router.start()
         self.cleaner.start()
+        self._install_provisioned()
+        if self.config.mqtt.backends:
+            self.mqtt = self._make_mqtt()
+            await self.mqtt.start()
         await self.websocket.start()
+        mqtt = "no MQTT backends"
+        if self.mqtt is not None:
+            backends = ", ".join(f"{b.gbid}={b.url}" for b in self.mqtt.settings.backends)
+            mqtt = f"MQTT backends {backends}, global address {self.global_address!r}"
         log.info(
-            "cluster controller %s started: libjoynr runtimes connect to %s; routing cleanup "
-            "every %.0f s",
+            "cluster controller %s started: libjoynr runtimes connect to %s; %s; routing "
+            "cleanup every %.0f s",
             self.id,
             self.websocket.address.url,
+            mqtt,
             self.config.routing.cleanup_interval_s,
         )
 
     async def stop(self) -> None:
         """Stop accepting, close the client connections, stop the background jobs. A step
         that fails is logged and the next one runs all the same."""
-        for step in (self.websocket.stop, self.runtime.close, self.router.stop,
-                     self.cleaner.stop):
+        steps = [self.websocket.stop, self.runtime.close]
+        if self.mqtt is not None:
+            steps.append(self.mqtt.stop)
+        steps += [self.router.stop, self.cleaner.stop]
+        if self.broker is not None:
+            steps.append(self.broker.stop)
+        for step in steps:
             try:
                 await step()
             except Exception:
@@ -237,6 +379,9 @@ class ClusterController:
                  "queued, %d routed; router counters %s; websocket refusals %s", self.id,
                  len(self.routing_table), self.router.queued(), self.router.routed,
                  dict(self.router.counters) or "none", dict(self.websocket.counters) or "none")
+        if self.mqtt is not None:
+            log.info("MQTT: %d published, %d received; refusals and drops %s",
+                     self.mqtt.published, self.mqtt.received, dict(self.mqtt.counters) or "none")
 
     async def __aenter__(self) -> ClusterController:
         await self.start()
@@ -284,6 +429,9 @@ def main(argv: list[str] | None = None) -> int:
         runner = asyncio.run
     try:
         runner(run(config))
+    except ConfigError as exc:
+        log.error("bad configuration: %s", exc)
+        return 2
     except OSError as exc:
         log.error("cluster controller failed: %s", exc)
         return 1

@@ -23,17 +23,27 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from runtime.addresses import Address
+from runtime.addresses import Address, MqttAddress
 from runtime.clock import now_ms
 from runtime.errors import JoynrError, MessageNotSentError
 from runtime.messages import REQUEST_TYPES, Message, MessageType
-from runtime.multicast import MulticastReceivers
+from runtime.multicast import MulticastReceivers, to_mqtt_topic
 from runtime.payloads import PayloadError, make_error_answer
 from runtime.routing import NO_EXPIRY_MS, PutResult, RoutingTable
 
-__all__ = ["MessageRouter", "RouterSettings", "Transport"]
+__all__ = ["GlobalMulticast", "MessageRouter", "RouterSettings", "Transport"]
 
 log = logging.getLogger(__name__)
+
+
+class GlobalMulticast(Protocol):
+    """The link of a cluster controller's router to multicast across backends (MQTT)."""
+
+    def publish_multicast(self, message: Message) -> None: ...
+
+    def subscribe_multicast(self, gbid: str, topic: str) -> None: ...
+
+    def unsubscribe_multicast(self, gbid: str, topic: str) -> None: ...
 
 
 class Transport(Protocol):
@@ -87,6 +97,10 @@ class MessageRouter:
         self.settings = settings or RouterSettings()
         self.parent = parent
         self.multicast_receivers = MulticastReceivers()
+        #: set by the MQTT transport of a cluster controller
+        self.global_multicast: GlobalMulticast | None = None
+        # receivers of providers behind MQTT: subscriber -> {pattern: GBID}
+        self._global_receivers: dict[str, dict[str, str]] = {}
         self.counters: Counter[str] = Counter()
         self.routed = 0  # messages handed to route(), for statistics
         self._transports: dict[type[Address], Transport] = {}
@@ -153,9 +167,55 @@ class MessageRouter:
         removed = self.table.remove_all_at(address)
         for pid in removed:
             self.multicast_receivers.remove_receiver(pid)
+            for pattern in list(self._global_receivers.get(pid, ())):
+                self._forget_global_receiver(pattern, pid)
         if removed:
             log.info("removed %d route(s) behind %r", len(removed), address)
         return removed
+
+    def learn_reply_to(self, sender: str, reply_to: Address, *, gbid: str,
+                       message_expiry_ms: int, grace_ms: int) -> PutResult:
+        """Remember how to answer the sender of a request that arrived over MQTT (see
+        RoutingTable.learn_reply_to) and deliver what was waiting for it."""
+        result = self.table.learn_reply_to(sender, reply_to, gbid=gbid,
+                                           message_expiry_ms=message_expiry_ms,
+                                           grace_ms=grace_ms)
+        if result.accepted:
+            if sender in self._pending:
+                self._flush(sender)
+        else:
+            log.debug("replyTo %r of %s not learned: %s", reply_to, sender, result.reason)
+        return result
+
+    # ------------------------------------------------------------------ multicast receivers
+
+    def add_multicast_receiver(self, pattern: str, subscriber: str, provider: str) -> None:
+        """A local receiver of ``pattern``; when the provider is behind MQTT, the CC
+        subscribes to the pattern's topic in the provider's backend (reference counted)."""
+        self.multicast_receivers.add(pattern, subscriber)
+        entry = self.table.get(provider)
+        if self.global_multicast is None or entry is None or (
+            type(entry.address) is not MqttAddress
+        ):
+            return
+        patterns = self._global_receivers.setdefault(subscriber, {})
+        if pattern not in patterns:
+            gbid = patterns[pattern] = entry.address.broker_uri
+            self.global_multicast.subscribe_multicast(gbid, to_mqtt_topic(pattern))
+
+    def remove_multicast_receiver(self, pattern: str, subscriber: str) -> None:
+        self.multicast_receivers.remove(pattern, subscriber)
+        self._forget_global_receiver(pattern, subscriber)
+
+    def _forget_global_receiver(self, pattern: str, subscriber: str) -> None:
+        patterns = self._global_receivers.get(subscriber)
+        if patterns is None or pattern not in patterns:
+            return
+        gbid = patterns.pop(pattern)
+        if not patterns:
+            del self._global_receivers[subscriber]
+        if self.global_multicast is not None:
+            self.global_multicast.unsubscribe_multicast(gbid, to_mqtt_topic(pattern))
 
     def transport_ready(self) -> None:
         """A transport (re)connected: try every queue now instead of at its next retry."""
@@ -220,6 +280,12 @@ class MessageRouter:
         self.counters["multicast"] += 1
         for address in addresses:
             self._send(address, message)
+        if self.global_multicast is not None and type(origin) is not MqttAddress:
+            provider = self.table.get(message.sender)
+            if provider is not None and provider.is_globally_visible and (
+                type(provider.address) is not MqttAddress
+            ):
+                self.global_multicast.publish_multicast(message)
 
     # ------------------------------------------------------------------ queues
 

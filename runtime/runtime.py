@@ -254,13 +254,13 @@ class JoynrRuntime:
     # ------------------------------------------------------------------ multicast receivers
 
     async def _add_multicast_receiver(self, pattern: str, subscriber: str, provider: str) -> None:
-        self.router.multicast_receivers.add(pattern, subscriber)
+        self.router.add_multicast_receiver(pattern, subscriber, provider)
         self._multicast_receivers.add((pattern, subscriber, provider))
         await self.system.add_multicast_receiver(pattern, subscriber, provider)
 
     async def _remove_multicast_receiver(self, pattern: str, subscriber: str, provider: str
                                          ) -> None:
-        self.router.multicast_receivers.remove(pattern, subscriber)
+        self.router.remove_multicast_receiver(pattern, subscriber)
         self._multicast_receivers.discard((pattern, subscriber, provider))
         await self.system.remove_multicast_receiver(pattern, subscriber, provider)
 

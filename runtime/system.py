@@ -26,6 +26,8 @@ from runtime.discovery_types import (
     DiscoveryEntry,
     DiscoveryEntryWithMetaInfo,
     DiscoveryQos,
+    DiscoveryScope,
+    ProviderScope,
 )
 from runtime.dispatch import Provider, current_origin
 from runtime.errors import ApplicationError, ProviderRuntimeError
@@ -153,12 +155,13 @@ class RoutingProvider(Provider, interface=Routing):
     async def add_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
                                      provider_participant_id: str) -> None:
         self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
-        self.router.multicast_receivers.add(multicast_id, subscriber_participant_id)
+        self.router.add_multicast_receiver(multicast_id, subscriber_participant_id,
+                                           provider_participant_id)
 
     async def remove_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
                                         provider_participant_id: str) -> None:
         self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
-        self.router.multicast_receivers.remove(multicast_id, subscriber_participant_id)
+        self.router.remove_multicast_receiver(multicast_id, subscriber_participant_id)
 
     def _check_multicast(self, multicast_id: str, subscriber: str, provider: str) -> None:
         prefix = provider + "/"
@@ -176,7 +179,8 @@ class RoutingProvider(Provider, interface=Routing):
 
 
 class LocalDiscovery(Provider, interface=Discovery):
-    """The local capabilities directory (local registrations only, for now).
+    """The local capabilities directory: local registrations, plus the global entries it was
+    given (provisioned; the GCD's come with the GCD issue).
 
     A libjoynr runtime may only add or remove entries of its own participants (routed to the
     connection the call arrived over)."""
@@ -185,6 +189,7 @@ class LocalDiscovery(Provider, interface=Discovery):
         super().__init__()
         self._table = table
         self._entries: dict[str, DiscoveryEntry] = {}
+        self._global: dict[str, DiscoveryEntryWithMetaInfo] = {}
 
     def _check_owner(self, participant_id: str, action: str) -> None:
         if not _belongs_to_caller(self._table, participant_id):
@@ -212,25 +217,44 @@ class LocalDiscovery(Provider, interface=Discovery):
     def _with_meta(self, entry: DiscoveryEntry) -> DiscoveryEntryWithMetaInfo:
         return DiscoveryEntryWithMetaInfo(**vars(entry), is_local=True)
 
+    def add_global(self, entry: DiscoveryEntryWithMetaInfo) -> None:
+        """A provider in another cluster controller (provisioned, or from the GCD)."""
+        self._global[entry.participant_id] = entry
+
     async def lookup(self, domains: list[str], interface_name: str,
                      discovery_qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]:
         now = now_ms()
         wanted = set(domains)
-        return [
-            self._with_meta(e) for e in self._entries.values()
-            if e.domain in wanted and e.interface_name == interface_name
-            and e.expiry_date_ms >= now
-            and (e.qos.supports_on_change_subscriptions
-                 or not discovery_qos.provider_must_support_on_change)
-        ]
+        on_change = discovery_qos.provider_must_support_on_change
+
+        def fits(e: DiscoveryEntry) -> bool:
+            return (e.domain in wanted and e.interface_name == interface_name
+                    and e.expiry_date_ms >= now
+                    and (e.qos.supports_on_change_subscriptions or not on_change))
+
+        scope = discovery_qos.discovery_scope
+        local = [self._with_meta(e) for e in self._entries.values() if fits(e)]
+        if scope is DiscoveryScope.LOCAL_ONLY or (
+            scope is DiscoveryScope.LOCAL_THEN_GLOBAL and local
+        ):
+            return local
+        remote = [e for pid, e in self._global.items() if fits(e) and pid not in self._entries]
+        if scope is DiscoveryScope.GLOBAL_ONLY:
+            local = [e for e in local if e.qos.scope is ProviderScope.GLOBAL]
+        return local + remote
 
     async def lookup_participant(self, participant_id: str,
                                  discovery_qos: DiscoveryQos) -> DiscoveryEntryWithMetaInfo:
         entry = self._entries.get(participant_id)
-        if entry is None or entry.expiry_date_ms < now_ms():
-            raise ApplicationError(DiscoveryErrorEnum.NO_ENTRY_FOR_PARTICIPANT.name,
-                                   f"no provider {participant_id}")
-        return self._with_meta(entry)
+        if entry is not None and entry.expiry_date_ms >= now_ms():
+            return self._with_meta(entry)
+        remote = self._global.get(participant_id)
+        if remote is not None and remote.expiry_date_ms >= now_ms() and (
+            discovery_qos.discovery_scope is not DiscoveryScope.LOCAL_ONLY
+        ):
+            return remote
+        raise ApplicationError(DiscoveryErrorEnum.NO_ENTRY_FOR_PARTICIPANT.name,
+                               f"no provider {participant_id}")
 
     def entries(self) -> list[DiscoveryEntry]:
         return list(self._entries.values())

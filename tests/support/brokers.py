@@ -1,0 +1,95 @@
+"""Real MQTT brokers for tests: mosquitto processes and the embedded amqtt broker.
+
+``Mosquitto`` runs ``/usr/sbin/mosquitto`` on a free loopback port with persistence in a
+temporary directory, so that a stop (SIGTERM: mosquitto saves its state) and a start on the
+same port keep persistent sessions and their queued QoS 1 messages, as a production broker
+configured for persistence does. A missing mosquitto fails the test with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from tests.support.cluster import free_port
+
+MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+
+
+class Mosquitto:
+    def __init__(self, directory: Path, port: int | None = None) -> None:
+        self.directory = directory
+        self.port = port or free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        directory.mkdir(parents=True, exist_ok=True)
+        self.config = directory / "mosquitto.conf"
+        self.log = directory / "mosquitto.log"
+        self.config.write_text(
+            f"listener {self.port} 127.0.0.1\n"
+            "allow_anonymous true\n"
+            "persistence true\n"
+            f"persistence_location {directory}/\n"
+            "autosave_interval 0\n"       # save on shutdown only
+            "max_queued_messages 100000\n"
+            "max_inflight_messages 0\n"
+            "log_dest stderr\n"
+            "log_type error\n"
+            "log_type warning\n"
+        )
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://127.0.0.1:{self.port}"
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        if not Path(MOSQUITTO).exists():
+            raise RuntimeError("mosquitto is not installed (apt-get install -y mosquitto); "
+                               "bin/test installs it when run as root")
+        with open(self.log, "ab") as log:
+            return subprocess.Popen([MOSQUITTO, "-c", str(self.config)], stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    async def start(self, timeout_s: float = 10.0) -> None:
+        self.process = self._spawn()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"mosquitto exited with {self.process.returncode}: "
+                                   f"{self.log.read_text(errors='replace')[-2000:]}")
+            with contextlib.suppress(OSError):
+                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+                writer.close()
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
+                return
+            if loop.time() > deadline:
+                raise RuntimeError(f"mosquitto did not listen on {self.port} within "
+                                   f"{timeout_s} s")
+            await asyncio.sleep(0.02)
+
+    async def stop(self, timeout_s: float = 10.0) -> None:
+        """SIGTERM (mosquitto saves its persistent state) and wait for the exit."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while process.poll() is None:
+            if loop.time() > deadline:
+                process.kill()
+                process.wait()
+                break
+            await asyncio.sleep(0.02)
+
+    async def __aenter__(self) -> Mosquitto:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

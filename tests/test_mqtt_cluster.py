@@ -1,0 +1,116 @@
+"""Calls across two cluster controllers through real brokers: mosquitto and the embedded amqtt.
+
+Every call style crosses MQTT: request/reply, errors, one-way, attribute get/set and on-change
+subscriptions, broadcasts as multicasts with partitions (subscribed in the consumer's CC with
+reference counting, published by the provider's CC, never echoed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import pytest
+
+from runtime.addresses import MqttAddress
+from runtime.errors import ApplicationError, ProviderRuntimeError
+from tests.support.brokers import Mosquitto
+from tests.support.cluster import eventually
+from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, start_pair
+from tests.support.radio import Country, FavoriteError, Station
+from transports.mqtt_broker import EmbeddedBroker, EmbeddedBrokerSettings
+
+pytestmark = pytest.mark.network
+
+
+@pytest.fixture(params=["mosquitto", "amqtt"])
+async def pair(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MqttPair]:
+    async with AsyncExitStack() as stack:
+        if request.param == "mosquitto":
+            broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
+            url = broker.url
+        else:
+            embedded = await stack.enter_async_context(
+                EmbeddedBroker(EmbeddedBrokerSettings(port=0)))
+            url = f"{embedded.url}?version=3.1.1"
+        yield await start_pair(stack, tmp_path, {GBID: url})
+
+
+async def test_request_reply_across_cluster_controllers(pair: MqttPair) -> None:
+    proxy = await pair.proxy()
+    assert await proxy.add_favorite(Station("Oe1", Country.AUSTRIA, 87.8)) is True
+    assert await proxy.add_favorite(Station("Oe1", Country.AUSTRIA, 87.8)) is False
+    assert [s.name for s in await proxy.favorites()] == ["Oe1"]
+    # the route in CC one is the provisioned sticky one; CC two learned the proxy's replyTo
+    entry = pair.one.routing_table.get(pair.provider_pid)
+    assert entry is not None and entry.is_sticky
+    assert entry.address == MqttAddress(GBID, pair.two.own_topic)
+    learned = pair.two.routing_table.get(proxy.participant_id)
+    assert learned is not None
+    assert learned.address == MqttAddress(GBID, pair.one.own_topic)
+
+
+async def test_errors_cross_too(pair: MqttPair) -> None:
+    proxy = await pair.proxy()
+    with pytest.raises(ApplicationError) as error:
+        await proxy.remove_favorite("nothing")
+    assert error.value.error == FavoriteError.NOT_FOUND.name
+    with pytest.raises(ProviderRuntimeError, match="tuner broke"):
+        await proxy.crash()
+
+
+async def test_one_way_across_cluster_controllers(pair: MqttPair) -> None:
+    proxy = await pair.proxy()
+    await proxy.note("over the broker")
+    await asyncio.wait_for(pair.provider.noted.wait(), WAIT_S)
+    assert pair.provider.notes == ["over the broker"]
+
+
+async def test_attributes_and_subscription_across_cluster_controllers(pair: MqttPair) -> None:
+    proxy = await pair.proxy()
+    assert await proxy.current_station.get() == "FM4"
+    await proxy.current_station.set("Oe3")
+    assert await proxy.current_station.get() == "Oe3"
+    seen: asyncio.Queue[str] = asyncio.Queue()
+    subscription = await proxy.current_station.subscribe(seen.put_nowait)
+    assert await asyncio.wait_for(seen.get(), WAIT_S) == "Oe3"
+    pair.provider.set_attribute("current_station", "Radio Wien")
+    assert await asyncio.wait_for(seen.get(), WAIT_S) == "Radio Wien"
+    await subscription.unsubscribe()
+    await eventually(lambda: not pair.provider._skeletons[0]._subscriptions, WAIT_S,
+                     "the provider ends the subscription")
+
+
+async def test_multicast_across_cluster_controllers(pair: MqttPair) -> None:
+    proxy = await pair.proxy()
+    mqtt_one = pair.one.mqtt
+    assert mqtt_one is not None
+    europe: asyncio.Queue[Station] = asyncio.Queue()
+    anywhere: asyncio.Queue[Station] = asyncio.Queue()
+    sub_eu = await proxy.new_station.subscribe(europe.put_nowait, partitions=["eu", "+"])
+    sub_any = await proxy.new_station.subscribe(anywhere.put_nowait, partitions=["*"])
+    prefix = f"{pair.provider_pid}/new_station"
+    assert mqtt_one.multicast_topics(GBID) == {f"{prefix}/eu/+": 1, f"{prefix}/#": 1}
+
+    x, y = Station("X", Country.GERMANY), Station("Y", Country.AUSTRIA)
+    pair.provider.fire("new_station", x, partitions=["eu", "de"])
+    pair.provider.fire("new_station", y, partitions=["us"])
+    assert await asyncio.wait_for(europe.get(), WAIT_S) == x
+    received = [await asyncio.wait_for(anywhere.get(), WAIT_S) for _ in range(2)]
+    assert sorted(s.name for s in received) == ["X", "Y"]
+    await asyncio.sleep(0.3)
+    assert europe.empty() and anywhere.empty()  # once each, no echo
+    mqtt_two = pair.two.mqtt
+    assert mqtt_two is not None and mqtt_two.counters["refused-relay"] == 0
+
+    # a second receiver of the same pattern shares the subscription; the last one ends it
+    other = await pair.proxy()
+    sub_other = await other.new_station.subscribe(lambda s: None, partitions=["*"])
+    assert mqtt_one.multicast_topics(GBID)[f"{prefix}/#"] == 2
+    await sub_any.unsubscribe()
+    assert mqtt_one.multicast_topics(GBID)[f"{prefix}/#"] == 1
+    await sub_other.unsubscribe()
+    await sub_eu.unsubscribe()
+    assert mqtt_one.multicast_topics(GBID) == {}

@@ -1,0 +1,482 @@
+"""The cluster controller's MQTT transport: one broker connection per backend (GBID).
+
+Outgoing: ``send(MqttAddress, message)`` picks the backend by the address's GBID (``broker_uri``)
+and queues the message there (bounded); a writer publishes to the address's topic with QoS 1
+(QoS 0 for BEST_EFFORT), retain off, and with MQTT 5 the message expiry interval. A message
+leaves the queue for good only when the broker acknowledged it: what was in flight when a
+connection broke goes out again after the reconnect (QoS 1 is at least once; receivers drop
+the duplicates by message id). Queued messages that expire are dropped, logged and counted.
+
+Requests that leave this cluster controller carry its reply-to address (the global address:
+MqttAddress(default GBID, own topic)), whatever the local sender put there.
+
+Incoming (the own topic tree, and the multicast topics that local receivers need): frames are
+decoded and checked like websocket frames; duplicates and expired messages are dropped; a
+request-type message teaches the routing table its sender's replyTo address (with the GBID of
+the connection it arrived on) or, without a usable replyTo, is dropped. Messages from MQTT are
+delivered to local participants only (no relaying to another backend) and their multicasts are
+not published again (no echo). Every refusal is logged with its reason and counted in
+``counters``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import logging
+import random
+import ssl
+from collections import Counter, deque
+from dataclasses import dataclass
+
+from runtime.addresses import Address, MqttAddress
+from runtime.clock import now_ms
+from runtime.messages import (
+    DEFAULT_MAX_FRAME_BYTES,
+    REQUEST_TYPES,
+    Effort,
+    FrameError,
+    Message,
+    decode_frame,
+    encode_frame,
+)
+from runtime.router import MessageRouter
+from transports.mqtt_client import (
+    BrokerUrl,
+    MqttSession,
+    MqttSessionError,
+    SessionOptions,
+    open_session,
+)
+
+__all__ = ["MqttBackendSettings", "MqttTransport", "MqttTransportSettings"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MqttBackendSettings:
+    gbid: str
+    url: BrokerUrl
+
+
+@dataclass(frozen=True)
+class MqttTransportSettings:
+    #: the backends; the first one is the default backend (the CC's global address is there)
+    backends: tuple[MqttBackendSettings, ...]
+    #: the topic this cluster controller is reached at (it subscribes to ``<topic>/#``)
+    own_topic: str
+    #: MQTT client id prefix; the client id of a backend is ``<prefix>-<gbid>``
+    client_id: str
+    #: "5" or "3.1.1", for backends whose URL does not say
+    version: str = "5"
+    keepalive_s: int = 30
+    session_expiry_s: int = 3600
+    connect_timeout_s: float = 10.0
+    max_inflight: int = 100
+    reconnect_initial_s: float = 0.1
+    reconnect_max_s: float = 5.0
+    #: messages waiting for one backend (while its connection is down, for example)
+    max_queued_per_backend: int = 10_000
+    #: incoming frames larger than this are refused
+    max_message_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    #: learned replyTo entries live this long past the expiry of the request
+    reply_to_grace_ms: int = 30_000
+    #: message ids remembered to drop QoS 1 redeliveries
+    duplicate_window: int = 100_000
+    tls_context: ssl.SSLContext | None = None
+
+    def __post_init__(self) -> None:
+        if not self.backends:
+            raise ValueError("at least one MQTT backend is needed")
+        gbids = [b.gbid for b in self.backends]
+        if len(set(gbids)) != len(gbids):
+            raise ValueError(f"GBIDs must be unique, got {gbids}")
+
+
+@dataclass(slots=True)
+class _Outgoing:
+    seq: int
+    message: Message
+    topic: str
+    qos: int
+
+
+class _Backend:
+    """One broker connection and its outgoing queue."""
+
+    def __init__(self, transport: MqttTransport, settings: MqttBackendSettings) -> None:
+        self.transport = transport
+        self.gbid = settings.gbid
+        self.url = settings.url
+        self.origin = MqttAddress(self.gbid, transport.settings.own_topic)
+        self.queue: deque[_Outgoing] = deque()
+        self.inflight: dict[int, _Outgoing] = {}
+        self.topics: Counter[str] = Counter()  # multicast topics -> receivers needing them
+        self.session: MqttSession | None = None
+        self.connected = asyncio.Event()
+        self.connections = 0
+        self._wakeup: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ queue
+
+    def put(self, item: _Outgoing) -> bool:
+        if len(self.queue) >= self.transport.settings.max_queued_per_backend:
+            return False
+        self.queue.append(item)
+        self._wake()
+        return True
+
+    def _wake(self) -> None:
+        wakeup = self._wakeup
+        if wakeup is not None:
+            self._wakeup = None
+            if not wakeup.done():
+                wakeup.set_result(None)
+
+    @property
+    def pending(self) -> int:
+        return len(self.queue) + len(self.inflight)
+
+    def drop_expired(self) -> None:
+        now = now_ms()
+        if not any(item.message.expiry_date_ms < now for item in self.queue):
+            return
+        fresh: deque[_Outgoing] = deque()
+        for item in self.queue:
+            if item.message.expiry_date_ms < now:
+                self.transport._dropped_outgoing(self, item.message, "expired-in-queue",
+                                                 "expired while waiting for the broker")
+            else:
+                fresh.append(item)
+        self.queue = fresh
+
+    # ------------------------------------------------------------------ connection
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name=f"mqtt-{self.gbid}")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        s = self.transport.settings
+        delay = s.reconnect_initial_s
+        options = SessionOptions(
+            client_id=f"{s.client_id}-{self.gbid}", version=s.version, keepalive_s=s.keepalive_s,
+            session_expiry_s=s.session_expiry_s, connect_timeout_s=s.connect_timeout_s,
+            max_inflight=s.max_inflight, tls_context=s.tls_context,
+        )
+        while True:
+            try:
+                async with open_session(self.url, options) as session:
+                    delay = s.reconnect_initial_s
+                    await self._serve(session)
+            except asyncio.CancelledError:
+                raise
+            except (MqttSessionError, OSError) as exc:
+                level = logging.WARNING if self.connections else logging.INFO
+                log.log(level, "MQTT backend %s (%s): %s; %d message(s) wait; retrying in "
+                        "%.2f s", self.gbid, self.url, exc, self.pending, delay)
+            except Exception:
+                log.exception("MQTT backend %s (%s) failed; retrying in %.2f s", self.gbid,
+                              self.url, delay)
+            self.drop_expired()
+            await asyncio.sleep(delay * (0.8 + 0.4 * random.random()))
+            delay = min(delay * 2, s.reconnect_max_s)
+
+    async def _serve(self, session: MqttSession) -> None:
+        transport = self.transport
+        await session.subscribe(f"{transport.settings.own_topic}/#", 1)
+        for topic in list(self.topics):
+            await session.subscribe(topic, 1)
+        self.session = session
+        self.connections += 1
+        self.connected.set()
+        log.info("MQTT backend %s connected to %s (connection %d): subscribed to %s/# and %d "
+                 "multicast topic(s); %d message(s) to send", self.gbid, self.url,
+                 self.connections, transport.settings.own_topic, len(self.topics),
+                 len(self.queue))
+        writer = asyncio.get_running_loop().create_task(self._write(session))
+        try:
+            received = transport._received
+            async for topic, payload in session.messages():
+                received(self, topic, payload)
+            raise MqttSessionError("the message stream ended")
+        finally:
+            self.session = None
+            self.connected.clear()
+            writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await writer
+            self._requeue_inflight()
+
+    def _requeue_inflight(self) -> None:
+        """What the broker did not acknowledge goes out again, first and in order."""
+        if self.inflight:
+            items = sorted(self.inflight.values(), key=lambda item: item.seq)
+            self.inflight.clear()
+            self.queue.extendleft(reversed(items))
+
+    async def _write(self, session: MqttSession) -> None:
+        transport = self.transport
+        queue, inflight = self.queue, self.inflight
+        limit = transport.settings.max_inflight
+        slots = asyncio.Semaphore(limit)
+        loop = asyncio.get_running_loop()
+        tasks: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                queue = self.queue  # drop_expired() may have replaced it
+                while not queue:
+                    self._wakeup = loop.create_future()
+                    await self._wakeup
+                await slots.acquire()
+                if not queue:
+                    slots.release()
+                    continue
+                item = queue.popleft()
+                remaining_ms = item.message.expiry_date_ms - now_ms()
+                if remaining_ms < 0:
+                    slots.release()
+                    transport._dropped_outgoing(self, item.message, "expired-in-queue",
+                                                "expired before it could be published")
+                    continue
+                inflight[item.seq] = item
+                task = loop.create_task(self._publish(session, item, -(-remaining_ms // 1000),
+                                                      slots))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+        finally:
+            for task in list(tasks):
+                task.cancel()
+
+    async def _publish(self, session: MqttSession, item: _Outgoing, expiry_s: int,
+                       slots: asyncio.Semaphore) -> None:
+        try:
+            await session.publish(item.topic, encode_frame(item.message), item.qos, expiry_s)
+        except MqttSessionError as exc:
+            # stays in flight: the connection is breaking and _requeue_inflight() sends it again
+            log.debug("publish of %s on %s not acknowledged: %s", item.message.id, self.gbid,
+                      exc)
+            return
+        finally:
+            slots.release()
+        self.inflight.pop(item.seq, None)
+        self.transport.published += 1
+
+    # ------------------------------------------------------------------ subscriptions
+
+    def subscribe(self, topic: str) -> None:
+        self.topics[topic] += 1
+        if self.topics[topic] == 1 and self.session is not None:
+            self._spawn(self.session.subscribe(topic, 1), f"subscribe {topic}")
+
+    def unsubscribe(self, topic: str) -> None:
+        if self.topics[topic] <= 0:
+            return
+        self.topics[topic] -= 1
+        if self.topics[topic] == 0:
+            del self.topics[topic]
+            if self.session is not None:
+                self._spawn(self.session.unsubscribe(topic), f"unsubscribe {topic}")
+
+    def _spawn(self, call: object, what: str) -> None:
+        async def run() -> None:
+            try:
+                await call  # type: ignore[misc]
+            except MqttSessionError as exc:
+                # the reconnect subscribes again to whatever is needed then
+                log.info("MQTT backend %s: %s failed: %s", self.gbid, what, exc)
+            else:
+                log.debug("MQTT backend %s: %s", self.gbid, what)
+
+        asyncio.get_running_loop().create_task(run())
+
+
+class MqttTransport:
+    """The router's transport for MqttAddress, and its link to global multicast."""
+
+    def __init__(self, router: MessageRouter, settings: MqttTransportSettings) -> None:
+        self.router = router
+        self.settings = settings
+        self.counters: Counter[str] = Counter()
+        self.published = 0
+        self.received = 0
+        self._backends = {b.gbid: _Backend(self, b) for b in settings.backends}
+        self._default = self._backends[settings.backends[0].gbid]
+        #: where this cluster controller is reached (its replyTo address)
+        self.global_address = MqttAddress(settings.backends[0].gbid, settings.own_topic)
+        self._seq = 0
+        self._seen: dict[str, int] = {}  # message id -> expiry, of messages received
+        self._unknown_gbids: set[str] = set()
+        router.register_transport(MqttAddress, self)
+        router.global_multicast = self
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def gbids(self) -> list[str]:
+        return list(self._backends)
+
+    async def start(self, wait_s: float | None = None) -> None:
+        """Start connecting every backend; with ``wait_s``, wait that long for all of them."""
+        for backend in self._backends.values():
+            backend.start()
+        if wait_s is not None:
+            await self.wait_connected(wait_s)
+
+    async def wait_connected(self, timeout_s: float) -> None:
+        try:
+            async with asyncio.timeout(timeout_s):
+                for backend in self._backends.values():
+                    await backend.connected.wait()
+        except TimeoutError:
+            down = [f"{b.gbid} ({b.url})" for b in self._backends.values()
+                    if not b.connected.is_set()]
+            raise ConnectionError(f"MQTT backend(s) not connected within {timeout_s} s: "
+                                  f"{', '.join(down)}") from None
+
+    def connected(self, gbid: str) -> bool:
+        backend = self._backends.get(gbid)
+        return backend is not None and backend.connected.is_set()
+
+    async def stop(self, drain_timeout_s: float = 5.0) -> None:
+        """Let the connected backends publish what waits (at most ``drain_timeout_s``), then
+        disconnect."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + drain_timeout_s
+        while any(b.pending and b.connected.is_set()  # noqa: ASYNC110 - bounded polling
+                  for b in self._backends.values()) and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        for backend in self._backends.values():
+            await backend.stop()
+            if backend.pending:
+                log.warning("MQTT backend %s stopped with %d unpublished message(s)",
+                            backend.gbid, backend.pending)
+
+    def pending(self, gbid: str | None = None) -> int:
+        backends = self._backends.values() if gbid is None else [self._backends[gbid]]
+        return sum(b.pending for b in backends)
+
+    # ------------------------------------------------------------------ outgoing
+
+    def send(self, address: Address, message: Message) -> bool:
+        assert type(address) is MqttAddress
+        if type(message.origin) is MqttAddress:
+            # from one backend to another (or back): not this cluster controller's job
+            self._refuse("refused-relay", f"{message.describe()}: arrived over MQTT and its "
+                         f"recipient is behind MQTT too ({address!r}); not relayed")
+            return True
+        backend = self._backends.get(address.broker_uri)
+        if backend is None:
+            if address.broker_uri not in self._unknown_gbids:
+                self._unknown_gbids.add(address.broker_uri)
+                log.warning("no MQTT backend for GBID %r (known: %s): messages to %r wait "
+                            "until they expire", address.broker_uri, ", ".join(self._backends),
+                            address)
+            self.counters["unknown-gbid"] += 1
+            return False
+        if message.type in REQUEST_TYPES and message.reply_to != self.global_address:
+            # the answer must come back here, whatever the local sender said
+            message = dataclasses.replace(message, reply_to=self.global_address, raw=None)
+        return backend.put(self._outgoing(message, address.topic))
+
+    def _outgoing(self, message: Message, topic: str) -> _Outgoing:
+        self._seq += 1
+        qos = 0 if message.effort is Effort.BEST_EFFORT else 1
+        return _Outgoing(self._seq, message, topic, qos)
+
+    def publish_multicast(self, message: Message) -> None:
+        """A globally visible local provider's multicast: to its topic in every backend."""
+        for backend in self._backends.values():
+            if not backend.put(self._outgoing(message, message.recipient)):
+                self._dropped_outgoing(backend, message, "queue-full",
+                                       "the backend's queue is full")
+
+    def subscribe_multicast(self, gbid: str, topic: str) -> None:
+        backend = self._backends.get(gbid)
+        if backend is None:
+            self.counters["unknown-gbid"] += 1
+            log.warning("multicast topic %s: no MQTT backend for GBID %r", topic, gbid)
+            return
+        backend.subscribe(topic)
+
+    def unsubscribe_multicast(self, gbid: str, topic: str) -> None:
+        backend = self._backends.get(gbid)
+        if backend is not None:
+            backend.unsubscribe(topic)
+
+    def multicast_topics(self, gbid: str) -> dict[str, int]:
+        return dict(self._backends[gbid].topics)
+
+    def _dropped_outgoing(self, backend: _Backend, message: Message, reason: str,
+                          detail: str) -> None:
+        self.counters[f"dropped-{reason}"] += 1
+        log.warning("MQTT backend %s: dropped %s: %s", backend.gbid, message.describe(), detail)
+
+    # ------------------------------------------------------------------ incoming
+
+    def _refuse(self, reason: str, detail: str) -> None:
+        self.counters[reason] += 1
+        log.warning("MQTT: refused: %s", detail)
+
+    def _received(self, backend: _Backend, topic: str, payload: bytes) -> None:
+        self.received += 1
+        try:
+            message = decode_frame(payload, self.settings.max_message_bytes)
+        except FrameError as exc:
+            self._refuse(exc.reason, f"backend {backend.gbid}, topic {topic[:200]}: {exc}")
+            return
+        except Exception:  # never let one payload end the connection
+            self.counters["undecodable"] += 1
+            log.exception("MQTT backend %s: cannot decode a payload on %s", backend.gbid,
+                          topic[:200])
+            return
+        seen = self._seen
+        if message.id in seen:
+            self.counters["duplicate"] += 1
+            log.debug("MQTT backend %s: duplicate %s dropped", backend.gbid, message.describe())
+            return
+        now = now_ms()
+        if message.expiry_date_ms < now:
+            self._refuse("expired", f"backend {backend.gbid}: {message.describe()}: expired "
+                         f"{now - message.expiry_date_ms} ms ago")
+            return
+        if len(seen) >= self.settings.duplicate_window:
+            self._forget_seen(now)
+        seen[message.id] = message.expiry_date_ms
+        if message.type in REQUEST_TYPES:
+            reply_to = message.reply_to
+            if type(reply_to) is not MqttAddress:
+                self._refuse("no-reply-to", f"backend {backend.gbid}: {message.describe()}: "
+                             f"a request without an MQTT replyTo ({reply_to!r}) cannot be "
+                             "answered")
+                return
+            result = self.router.learn_reply_to(
+                message.sender, reply_to, gbid=backend.gbid,
+                message_expiry_ms=message.expiry_date_ms,
+                grace_ms=self.settings.reply_to_grace_ms,
+            )
+            if not result.accepted:
+                self.counters["reply-to-not-learned"] += 1
+        message.origin = backend.origin
+        self.router.route(message)
+
+    def _forget_seen(self, now: int) -> None:
+        seen = self._seen
+        for message_id in [i for i, expiry in seen.items() if expiry < now]:
+            del seen[message_id]
+        if len(seen) >= self.settings.duplicate_window * 9 // 10:
+            for message_id in list(itertools.islice(seen, len(seen) // 10 + 1)):
+                del seen[message_id]
+
