@@ -31,6 +31,9 @@ class Mosquitto:
         self.config.write_text(
             f"listener {self.port} 127.0.0.1\n"
             "allow_anonymous true\n"
+            # as root, mosquitto would switch to the mosquitto user, which cannot write the
+            # persistence file here (no effect when not run as root)
+            "user root\n"
             "persistence true\n"
             f"persistence_location {directory}/\n"
             "autosave_interval 0\n"       # save on shutdown only
