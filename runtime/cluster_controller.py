@@ -420,6 +420,10 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if config.logging.level != "DEBUG":
+        # the embedded broker's libraries narrate every state change and client at INFO
+        for name in ("amqtt", "transitions", "websockets.server"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     try:
         import uvloop  # noqa: PLC0415 - optional speed-up, imported where the loop is made
 

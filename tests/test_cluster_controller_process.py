@@ -19,7 +19,7 @@ def start(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
         [sys.executable, "-m", "runtime.cluster_controller", *args],
         cwd=ROOT,
         env={**os.environ, "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path),
-             "JOYNR_CC__WEBSOCKET__PORT": "0", **env},
+             "JOYNR_CC__WEBSOCKET__PORT": "0", "JOYNR_CC__EMBEDDED_BROKER__PORT": "0", **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -45,11 +45,16 @@ def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout_s: float = 2
 def test_starts_says_so_and_stops_gracefully_on_signal(tmp_path, sig):
     proc = start(tmp_path)
     try:
-        lines = wait_for_line(proc, "started")
+        lines = wait_for_line(proc, "cluster controller cc-")
         started = lines[-1]
         cc_id = (tmp_path / "cluster-controller-id").read_text().strip()
         assert cc_id.startswith("cc-")
         assert cc_id in started
+        # the shipped configuration: the embedded broker, the CC's global address on it
+        assert any("embedded MQTT broker (amqtt, MQTT 3.1.1) listening" in line
+                   for line in lines)
+        assert f"MqttAddress('joynrdefaultgbid', 'joynr/cc/{cc_id}')" in started
+        wait_for_line(proc, "MQTT backend joynrdefaultgbid connected")
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=20)
     finally:
@@ -67,6 +72,14 @@ def test_starts_says_so_and_stops_gracefully_on_signal(tmp_path, sig):
     finally:
         proc.kill()
     assert proc.returncode == 0
+
+
+def test_embedded_backend_without_the_embedded_broker_is_a_clear_error(tmp_path):
+    proc = start(tmp_path, JOYNR_CC__EMBEDDED_BROKER__ENABLED="false")
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 2, out
+    assert "bad configuration" in out
+    assert "embedded_broker.enabled is false" in out
 
 
 def test_bad_configuration_exits_with_a_clear_message(tmp_path):

@@ -17,7 +17,13 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_shipped_config_equals_the_documented_defaults():
-    assert ClusterControllerConfig.load(DEFAULT_CONFIG, env={}) == ClusterControllerConfig()
+    shipped = ClusterControllerConfig.load(DEFAULT_CONFIG, env={})
+    # the two documented differences: the shipped file runs the embedded broker as its backend
+    assert shipped.mqtt.backends == {"joynrdefaultgbid": "embedded"}
+    assert shipped.embedded_broker.enabled is True
+    shipped.mqtt.backends = {}
+    shipped.embedded_broker.enabled = False
+    assert shipped == ClusterControllerConfig()
 
 
 def test_file_values_and_environment_overrides(tmp_path):
@@ -49,6 +55,15 @@ def test_file_values_and_environment_overrides(tmp_path):
         ("[websocket]\ntls_certificate = 'c.pem'\n", {}, "go together"),
         ("[websocket]\nmax_queued_per_connection = 0\n", {}, "max_queued_per_connection"),
         ("[router]\nsweep_interval_s = 0\n", {}, "sweep_interval_s must be > 0"),
+        ("[mqtt]\nbackends = { a = 'http://x' }\n", {}, "the scheme must be one of"),
+        ("[mqtt]\nbackends = { a = 'mqtt://' }\n", {}, "no host"),
+        ("[mqtt]\nbackends = { a = 'mqtt://h:99999' }\n", {}, "bad broker URL"),
+        ("[mqtt]\nbackends = { a = 'mqtt://h?version=4.2' }\n", {}, "version must be 5 or"),
+        ("[mqtt]\nbackends = { a = 'mqtt://h?qos=2' }\n", {}, "unknown parameter"),
+        ("[mqtt]\nbackends = { 'a/b' = 'mqtt://h' }\n", {}, "bad GBID"),
+        ("[mqtt]\nversion = '4'\n", {}, "version must be"),
+        ("[mqtt]\nmax_inflight = 0\n", {}, "max_inflight must be >= 1"),
+        ("", {"JOYNR_CC__MQTT__BACKENDS": "not a table"}, "expected an inline TOML table"),
         ("routing = 3\n", {}, "expected a [routing] table"),
         ("[routing\n", {}, "not valid TOML"),
         ("", {"JOYNR_CC__ROUTING__REPLY_TO_GRACE_MS": "soon"}, "$JOYNR_CC__ROUTING__REPLY"),

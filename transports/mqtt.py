@@ -163,10 +163,14 @@ class _Backend:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
+        # cancel until it is done: Python 3.11's wait_for (used inside aiomqtt) can swallow a
+        # cancellation that arrives as the awaited call completes
+        while task is not None and not task.done():
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.wait({task}, timeout=0.5)
+        if task is not None and not task.cancelled() and task.exception() is not None:
+            log.error("MQTT backend %s: connection task failed", self.gbid,
+                      exc_info=task.exception())
 
     async def _run(self) -> None:
         s = self.transport.settings

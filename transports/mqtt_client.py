@@ -12,6 +12,7 @@ parameter: ``?version=3.1.1`` or ``?version=5`` (the transport's default applies
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import ssl
@@ -32,6 +33,9 @@ __all__ = [
     "open_session",
     "parse_broker_url",
 ]
+
+#: longest wait for the broker to close the connection after DISCONNECT
+DISCONNECT_TIMEOUT_S = 1.0
 
 _SCHEMES = {"mqtt": False, "tcp": False, "mqtts": True, "ssl": True}
 _VERSIONS = {"5": "5", "5.0": "5", "3.1.1": "3.1.1", "311": "3.1.1", "4": "3.1.1"}
@@ -199,5 +203,10 @@ async def open_session(url: BrokerUrl, options: SessionOptions) -> AsyncIterator
     try:
         yield _AiomqttSession(client, version)
     finally:
-        with contextlib.suppress(aiomqtt.MqttError, OSError):
-            await client.__aexit__(None, None, None)
+        # a graceful DISCONNECT waits for the broker to close the socket, which a broker in
+        # trouble (or amqtt in the middle of a handshake) may never do: bounded, then forced
+        try:
+            await asyncio.wait_for(client.__aexit__(None, None, None), DISCONNECT_TIMEOUT_S)
+        except (aiomqtt.MqttError, OSError, TimeoutError):
+            with contextlib.suppress(Exception):
+                client._client._sock_close()  # paho's own socket shutdown (private)
