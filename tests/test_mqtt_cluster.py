@@ -114,3 +114,14 @@ async def test_multicast_across_cluster_controllers(pair: MqttPair) -> None:
     await sub_other.unsubscribe()
     await sub_eu.unsubscribe()
     assert mqtt_one.multicast_topics(GBID) == {}
+
+
+async def test_a_runtime_that_goes_takes_its_mqtt_subscriptions_along(pair: MqttPair) -> None:
+    proxy = await pair.proxy()
+    mqtt_one = pair.one.mqtt
+    assert mqtt_one is not None
+    await proxy.new_station.subscribe(lambda s: None, partitions=["*"])
+    assert mqtt_one.multicast_topics(GBID) == {f"{pair.provider_pid}/new_station/#": 1}
+    await pair.rt_one.close()  # the websocket client is gone for good
+    await eventually(lambda: mqtt_one.multicast_topics(GBID) == {}, WAIT_S,
+                     "the topic unsubscribed")

@@ -22,8 +22,8 @@ import aiomqtt
 import pytest
 
 from runtime.addresses import MqttAddress, WebSocketClientAddress
-from runtime.messages import Message, MessageType, decode_frame, encode_frame
-from runtime.payloads import Reply, Request, decode_payload
+from runtime.messages import Effort, Message, MessageType, decode_frame, encode_frame
+from runtime.payloads import OneWayRequest, Reply, Request, decode_payload
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, start_pair
@@ -301,3 +301,35 @@ async def test_broker_restart_mid_traffic_delivers_what_has_not_expired(
     assert delivered_short == []
     assert mqtt_one.counters["dropped-expired-in-queue"] == len(short)
     assert await proxy.favorites() == []  # and calls work as before
+
+
+# ====================================================================== publish options
+
+
+async def test_publish_qos_and_message_expiry_interval(
+        stack: AsyncExitStack, broker: Mosquitto, pair: MqttPair) -> None:
+    spy = await stack.enter_async_context(aiomqtt.Client(
+        "127.0.0.1", broker.port, identifier="spy-qos", protocol=aiomqtt.ProtocolVersion.V5))
+    await spy.subscribe(pair.two.own_topic, qos=1)
+    def one_way(effort: Effort, ttl_ms: int) -> Message:
+        return Message(type=MessageType.ONE_WAY, sender="cc-one-internal",
+                       recipient=pair.provider_pid, expiry_date_ms=now_ms() + ttl_ms,
+                       body=OneWayRequest("note", [effort.value], ["String"]).to_body(),
+                       effort=effort)
+
+    normal, best_effort = one_way(Effort.NORMAL, 42_000), one_way(Effort.BEST_EFFORT, 5_000)
+    assert pair.one.router.route(normal) and pair.one.router.route(best_effort)
+    seen: dict[str, tuple[int, int | None]] = {}
+    async with asyncio.timeout(WAIT_S):
+        async for incoming in spy.messages:
+            assert isinstance(incoming.payload, bytes)
+            message = decode_frame(incoming.payload)
+            expiry = getattr(incoming.properties, "MessageExpiryInterval", None)
+            seen[message.id] = (incoming.qos, expiry)
+            if len(seen) == 2:
+                break
+    # QoS 1 normally, QoS 0 for BEST_EFFORT; expiry interval = remaining time, rounded up
+    assert seen[normal.id][0] == 1 and 40 <= (seen[normal.id][1] or 0) <= 42
+    assert seen[best_effort.id][0] == 0 and 4 <= (seen[best_effort.id][1] or 0) <= 5
+    await eventually(lambda: pair.provider.notes == ["NORMAL", "BEST_EFFORT"], WAIT_S,
+                     "both delivered")
