@@ -1,4 +1,5 @@
-"""Shared helpers of the websocket benchmarks (bench/websocket_oneway.py, bench/websocket_rpc.py).
+"""Shared helpers of the benchmarks (bench/websocket_oneway.py, bench/websocket_rpc.py,
+bench/mqtt_oneway.py, bench/mqtt_rpc.py).
 
 - :class:`Sink` / :class:`SinkProvider`: the benchmark interface (a one-way ``push`` and a
   request/reply ``echo``) and its provider, which counts pushes in a :class:`Progress`;
@@ -6,7 +7,15 @@
   its own websocket connection: the provider lives in runtime B, the proxy in runtime A;
 - :func:`start_raw_server`: a bare ``websockets`` server on 127.0.0.1 with the same connection
   options as the project's transports (no compression, same frame limit and keep-alive);
-- :func:`profiled`: cProfile around a coroutine, for ``--profile``.
+- :class:`Mosquitto`: a mosquitto broker process on a free loopback port, for the MQTT benches;
+- :class:`MqttProjectSetup`: two in-process cluster controllers linked through that broker,
+  runtime A (proxy) on CC1 and runtime B (provider, a provisioned GLOBAL participant) on CC2;
+- :func:`raw_mqtt_client`: an aiomqtt client with the connection options of the project's MQTT
+  transport (MQTT 5, same in-flight limit), for the raw baselines;
+- :class:`PendingCallsWarnings`: counts aiomqtt's "pending publish calls" warnings and keeps
+  them out of the output;
+- :func:`profiled`: cProfile around a coroutine, for ``--profile`` (optionally with the time
+  charged per owner: the project's code, aiomqtt + paho, websockets, asyncio, ...).
 
 Nothing here changes the project: it is only driven through its public API.
 """
@@ -20,9 +29,15 @@ import gc
 import io
 import logging
 import pstats
+import shutil
+import signal
+import socket
+import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections import defaultdict
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack
 from importlib.metadata import version
@@ -32,10 +47,12 @@ from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import aiomqtt
 from websockets.asyncio.server import Server, ServerConnection, serve
 
 from runtime.clock import now_ms
 from runtime.cluster_controller import ClusterController, ClusterControllerConfig
+from runtime.discovery_types import ProviderQos, ProviderScope
 from runtime.dispatch import Provider, Proxy
 from runtime.interface import interface, interface_def, one_way
 from runtime.messages import DEFAULT_MAX_FRAME_BYTES, Message, MessageType, encode_frame
@@ -46,6 +63,7 @@ T = TypeVar("T")
 
 HOST = "127.0.0.1"
 DOMAIN = "bench"
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # for telling project files in profiles
 #: a generous bound for one timed round: the loops always end, even when messages get lost
 ROUND_TIMEOUT_S = 60.0
 
@@ -56,9 +74,40 @@ def setup_logging() -> None:
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
 
 
+class PendingCallsWarnings(logging.Filter):
+    """Counts aiomqtt's "There are N pending publish calls." warnings (logged by every publish
+    while more than ``Client.pending_calls_threshold``, default 10, wait for their PUBACK) per
+    logger, and keeps them out of the output. Install with :meth:`install`; they are still
+    logged (the records are made and handled), only not written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: dict[str, int] = defaultdict(int)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == "There are %d pending publish calls.":
+            self.counts[record.name] += 1
+            return False
+        return True
+
+    def install(self) -> PendingCallsWarnings:
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(self)
+        return self
+
+    def summary(self) -> str:
+        found = ", ".join(f"{count:,} by logger {name!r}" for name, count in self.counts.items())
+        return f"aiomqtt 'pending publish calls' warnings (not shown): {found or 'none'}"
+
+
 def environment() -> str:
     return (f"Python {sys.version.split()[0]}, uvloop {version('uvloop')}, "
             f"websockets {version('websockets')}, msgpack {version('msgpack')}")
+
+
+def mqtt_environment() -> str:
+    return (f"{environment()}, aiomqtt {version('aiomqtt')}, paho-mqtt {version('paho-mqtt')}, "
+            f"{Mosquitto.version()}")
 
 
 # ---------------------------------------------------------------------- counting
@@ -143,18 +192,24 @@ class SinkProvider(Provider, interface=Sink):
         return data
 
 
-def cc_config(data_dir: str) -> ClusterControllerConfig:
-    return ClusterControllerConfig.load(None, env={
+def cc_config(data_dir: str, **overrides: str) -> ClusterControllerConfig:
+    """The benchmarks' CC configuration; ``overrides`` like ``mqtt__backends='{...}'``."""
+    env = {
         "JOYNR_CC__WEBSOCKET__HOST": HOST,
         "JOYNR_CC__WEBSOCKET__PORT": "0",
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": data_dir,
         "JOYNR_CC__LOGGING__LEVEL": "WARNING",
-    })
+    }
+    env.update({f"JOYNR_CC__{key.upper()}": value for key, value in overrides.items()})
+    return ClusterControllerConfig.load(None, env=env)
 
 
 class ProjectSetup:
     """``async with ProjectSetup() as p``: a CC, runtimes ``p.a`` (proxy ``p.proxy``) and
     ``p.b`` (provider ``p.provider``), all in this process and event loop."""
+
+    #: counters whose every count is a refused (dropped) message, by name suffix
+    REFUSAL_COUNTERS: tuple[str, ...] = ("websocket", "transport")
 
     cc: ClusterController
     a: LibjoynrRuntime
@@ -199,7 +254,7 @@ class ProjectSetup:
         total = 0
         for name, counter in self.counters().items():
             for key, value in counter.items():
-                if key.startswith("dropped-") or name.endswith(("websocket", "transport")):
+                if key.startswith("dropped-") or name.endswith(self.REFUSAL_COUNTERS):
                     total += value
         return total
 
@@ -228,6 +283,195 @@ class ProjectSetup:
         return self._frame(MessageType.REQUEST, body)
 
 
+# ---------------------------------------------------------------------- MQTT
+
+MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+GBID = "joynrdefaultgbid"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+class Mosquitto:
+    """``async with Mosquitto() as broker``: mosquitto on a free loopback port, configured as
+    in the project's tests (tests/support/brokers.py) but without persistence to disk: no limit
+    on QoS 1 messages in flight to a client, 100,000 queued per client; and with
+    ``set_tcp_nodelay true`` unless ``tcp_nodelay`` is false (mosquitto's default is false:
+    then a small packet the broker writes right after another one can wait for the client's
+    delayed TCP ACK, about 40 ms)."""
+
+    def __init__(self, tcp_nodelay: bool = True) -> None:
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        self._directory = tempfile.TemporaryDirectory(prefix="bench-mosquitto-")
+        directory = Path(self._directory.name)
+        self.config = directory / "mosquitto.conf"
+        self.log = directory / "mosquitto.log"
+        self.config.write_text(
+            f"listener {self.port} {HOST}\n"
+            "allow_anonymous true\n"
+            "persistence false\n"
+            f"set_tcp_nodelay {'true' if tcp_nodelay else 'false'}\n"
+            "max_queued_messages 100000\n"
+            "max_inflight_messages 0\n"
+            "log_dest stderr\n"
+            "log_type error\n"
+            "log_type warning\n"
+        )
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://{HOST}:{self.port}"
+
+    @staticmethod
+    def version() -> str:
+        try:
+            out = subprocess.run([MOSQUITTO, "-h"], capture_output=True, check=False, timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            return "mosquitto (version unknown)"
+        first = (out.stdout or out.stderr).decode(errors="replace").splitlines()
+        return first[0].strip() if first else "mosquitto (version unknown)"
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        if not Path(MOSQUITTO).exists():
+            raise RuntimeError("mosquitto is not installed (apt-get install -y mosquitto)")
+        with open(self.log, "ab") as log:
+            return subprocess.Popen([MOSQUITTO, "-c", str(self.config)], stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    async def __aenter__(self) -> Mosquitto:
+        process = self.process = self._spawn()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10.0
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"mosquitto exited with {process.returncode}: "
+                                   f"{self.log.read_text(errors='replace')[-2000:]}")
+            with contextlib.suppress(OSError):
+                _, writer = await asyncio.open_connection(HOST, self.port)
+                writer.close()
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
+                return self
+            if loop.time() > deadline:
+                await self.__aexit__()
+                raise RuntimeError(f"mosquitto did not listen on {self.port} within 10 s")
+            await asyncio.sleep(0.02)
+
+    async def __aexit__(self, *exc: object) -> None:
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10.0
+            while process.poll() is None:
+                if loop.time() > deadline:
+                    process.kill()
+                    process.wait()
+                    break
+                await asyncio.sleep(0.02)
+        self._directory.cleanup()
+
+
+def write_provisioning(path: Path, entry: dict[str, str]) -> Path:
+    """A provisioning file (runtime/provisioning.py) with one ``[[provider]]``."""
+    lines = ["[[provider]]", *(f'{key} = "{value}"' for key, value in entry.items())]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+class MqttProjectSetup(ProjectSetup):
+    """``async with MqttProjectSetup(broker.url) as p``: cluster controllers ``p.cc1`` and
+    ``p.cc2``, each with one MQTT backend (GBID joynrdefaultgbid) on the broker; runtime ``p.a``
+    (proxy ``p.proxy``) connected to CC1 by websocket, runtime ``p.b`` (provider
+    ``p.provider``, registered GLOBAL with a fixed participantId) connected to CC2. CC1 knows
+    the provider from a provisioning file (CC2's topic), so every message between proxy and
+    provider crosses the broker. All in this process and event loop; ``p.cc`` is CC1."""
+
+    REFUSAL_COUNTERS = ("websocket", "transport", "mqtt")
+
+    cc1: ClusterController
+    cc2: ClusterController
+
+    def __init__(self, broker_url: str, ttl_ms: int = 60_000) -> None:
+        super().__init__(ttl_ms)
+        self.broker_url = broker_url
+
+    async def __aenter__(self) -> MqttProjectSetup:
+        stack = self._stack
+        data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-cc-")))
+        suffix = uuid.uuid4().hex[:8]
+        provider_id = f"bench-sink-{suffix}"
+        backends = f'{{{GBID} = "{self.broker_url}"}}'
+        self.cc2 = await stack.enter_async_context(ClusterController(cc_config(
+            str(data_dir / "cc2"), cluster_controller__id=f"bench-cc2-{suffix}",
+            mqtt__backends=backends)))
+        provisioning = write_provisioning(data_dir / "provisioning.toml", {
+            "participant_id": provider_id, "domain": DOMAIN,
+            "interface": interface_def(Sink).name,
+            "version": ".".join(map(str, interface_def(Sink).version)),
+            "gbid": GBID, "topic": self.cc2.own_topic,
+        })
+        self.cc1 = self.cc = await stack.enter_async_context(ClusterController(cc_config(
+            str(data_dir / "cc1"), cluster_controller__id=f"bench-cc1-{suffix}",
+            mqtt__backends=backends, discovery__provisioning_file=str(provisioning))))
+        for cc in (self.cc1, self.cc2):
+            assert cc.mqtt is not None
+            await cc.mqtt.wait_connected(10.0)
+        self.b = await stack.enter_async_context(
+            await connect(self.cc2.websocket_address.url, client_id="bench-b"))
+        self.a = await stack.enter_async_context(
+            await connect(self.cc1.websocket_address.url, client_id="bench-a"))
+        self.provider = SinkProvider()
+        await self.b.register_provider(DOMAIN, self.provider, participant_id=provider_id,
+                                       qos=ProviderQos(scope=ProviderScope.GLOBAL))
+        self.proxy = await self.a.build_proxy(Sink, DOMAIN, ttl_ms=self.ttl_ms)
+        return self
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """Every non-empty counter of both CCs (router, websocket, MQTT) and both runtimes."""
+        found: dict[str, Any] = {}
+        for name, cc in (("cc1", self.cc1), ("cc2", self.cc2)):
+            found[f"{name}.router"] = cc.router.counters
+            found[f"{name}.websocket"] = cc.websocket.counters
+            found[f"{name}.mqtt"] = cc.mqtt.counters if cc.mqtt is not None else {}
+        for name, rt in (("a", self.a), ("b", self.b)):
+            found[f"{name}.router"] = rt.router.counters
+            found[f"{name}.transport"] = rt.transport.counters
+        return {name: dict(c) for name, c in found.items() if c}
+
+    def queued(self) -> int:
+        """Messages waiting in a router or for an MQTT backend (queued or unacknowledged)."""
+        total = sum(x.router.queued() for x in (self.cc1, self.cc2, self.a, self.b))
+        return total + sum(cc.mqtt.pending() for cc in (self.cc1, self.cc2)
+                           if cc.mqtt is not None)
+
+    def mqtt_traffic(self) -> str:
+        """What the CCs published to and received from the broker (since their start)."""
+        parts = []
+        for name, cc in (("cc1", self.cc1), ("cc2", self.cc2)):
+            if cc.mqtt is not None:
+                parts.append(f"{name} published {cc.mqtt.published:,}, "
+                             f"received {cc.mqtt.received:,}")
+        return "; ".join(parts)
+
+
+def raw_mqtt_client(broker: Mosquitto, name: str, max_inflight: int = 100,
+                    socket_options: tuple[tuple[int, int, int], ...] = ()) -> aiomqtt.Client:
+    """An aiomqtt client as the project's MQTT transport opens them (MQTT 5, ``max_inflight``
+    QoS 1 messages unacknowledged at once, aiomqtt's defaults otherwise) but with a clean
+    session, logging to ``bench.<name>``, with ``socket_options`` (``setsockopt`` arguments,
+    e.g. TCP_NODELAY) on its socket; ``async with`` it."""
+    return aiomqtt.Client(HOST, broker.port, identifier=f"{name}-{uuid.uuid4().hex[:8]}",
+                          protocol=aiomqtt.ProtocolVersion.V5, keepalive=30,
+                          max_inflight_messages=max_inflight,
+                          logger=logging.getLogger(f"bench.{name}"),
+                          socket_options=socket_options)
+
+
 # ---------------------------------------------------------------------- raw websockets
 
 #: the connection options of the project's transports (transports/websocket_*.py)
@@ -249,17 +493,119 @@ async def start_raw_server(handler: Callable[[ServerConnection], Awaitable[None]
 # ---------------------------------------------------------------------- profiling
 
 
-async def profiled(coro: Coroutine[Any, Any, T], top: int = 25) -> T:
+async def profiled(coro: Coroutine[Any, Any, T], top: int = 25, by_package: bool = False
+                   ) -> T:
     """Run ``coro`` under cProfile (the whole event loop: every task of this process) and
-    print the ``top`` functions by own time and by cumulative time."""
+    print the ``top`` functions by own time and by cumulative time; with ``by_package``, first
+    the time per owner and the own time per package (see :func:`print_by_package`)."""
     profile = cProfile.Profile()
     profile.enable()
     try:
         return await coro
     finally:
         profile.disable()
+        if by_package:
+            print_by_package(pstats.Stats(profile))
         for key in ("tottime", "cumulative"):
             out = io.StringIO()
             pstats.Stats(profile, stream=out).strip_dirs().sort_stats(key).print_stats(top)
             print(f"--- profile, top {top} by {key} ---")
             print("\n".join(line for line in out.getvalue().splitlines()[5:] if line.strip()))
+
+
+def package_of(filename: str, function: str) -> str:
+    """Where a profiled function lives: ``project runtime/router.py``, ``aiomqtt``, ``paho``,
+    ``stdlib asyncio``, ``built-in <name>`` (C functions, named by what they are)..."""
+    if filename == "~":  # a built-in: cProfile names it "<method 'x' of 'y' objects>" or so
+        return f"built-in {function.strip('<>')}"
+    path = Path(filename)
+    if "site-packages" in path.parts:
+        return path.parts[path.parts.index("site-packages") + 1].removesuffix(".py")
+    with contextlib.suppress(ValueError):
+        return f"project {path.relative_to(PROJECT_ROOT)}"
+    if "python3" in filename:
+        stdlib = path.parts[-2] if path.parts[-2] not in ("python3.11", "lib") else path.stem
+        return f"stdlib {stdlib}"
+    return filename
+
+
+Func = tuple[str, int, str]  # (filename, line, function name), as cProfile names a function
+PASS_THROUGH = "(built-ins and stdlib helpers without a caller)"
+
+
+def print_by_package(stats: pstats.Stats, top: int = 30) -> None:
+    """Where the profile's time went, per owner: the project's code, the benchmark, aiomqtt +
+    paho-mqtt, gmqtt, websockets, asyncio / uvloop. Each owner is charged its own time plus
+    that of the built-ins (socket calls, msgpack, ...) and stdlib helpers (logging, threading,
+    contextlib, ...) it calls, split between callers as cProfile measured; then the own time
+    per package / project file."""
+    raw: dict[Func, tuple[Any, ...]] = stats.stats  # type: ignore[attr-defined]
+    own: dict[str, float] = defaultdict(float)
+    own_per_owner: dict[str, float] = defaultdict(float)
+    charged: dict[str, float] = defaultdict(float)
+    memo: dict[Func, dict[str, float]] = {}
+    for func, (_, _, tottime, _, _) in raw.items():
+        package = package_of(func[0], func[2])
+        own[package] += tottime
+        owner = _owner(package)
+        if owner is not None:
+            own_per_owner[owner] += tottime
+        for name, share in _owner_shares(raw, func, memo, set()).items():
+            charged[name] += tottime * share
+    total = sum(own.values()) or 1.0
+    print(f"--- profile: time per owner, with the built-ins and stdlib helpers it calls "
+          f"(total {total:.2f} s; own time alone in brackets) ---")
+    for name, seconds in sorted(charged.items(), key=lambda kv: -kv[1]):
+        print(f"  {seconds:7.3f} s  {100 * seconds / total:5.1f} %  "
+              f"({100 * own_per_owner.get(name, 0.0) / total:5.1f} %)  {name}")
+    print(f"--- profile: own time per package / project file, top {top} ---")
+    for name, seconds in sorted(own.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {seconds:7.3f} s  {100 * seconds / total:5.1f} %  {name}")
+
+
+def _owner_shares(raw: dict[Func, tuple[Any, ...]], func: Func,
+                  memo: dict[Func, dict[str, float]], visiting: set[Func]) -> dict[str, float]:
+    """Which owners ``func``'s own time is charged to (fractions summing to 1): its own
+    owner, or for a built-in or stdlib helper its callers' owners, in proportion to the time
+    it spent under each caller."""
+    owner = _owner(package_of(func[0], func[2]))
+    if owner is not None:
+        return {owner: 1.0}
+    if func in memo:
+        return memo[func]
+    callers: dict[Func, tuple[Any, ...]] = raw[func][4] if func in raw else {}
+    weights = {caller: float(timing[2]) for caller, timing in callers.items()
+               if caller not in visiting}
+    total = sum(weights.values())
+    if total <= 0:
+        weights = {caller: float(timing[0]) for caller, timing in callers.items()
+                   if caller not in visiting}  # no measurable time: by number of calls
+        total = sum(weights.values())
+    shares: dict[str, float] = defaultdict(float)
+    if total <= 0:
+        shares[PASS_THROUGH] = 1.0
+    else:
+        visiting.add(func)
+        for caller, weight in weights.items():
+            for name, share in _owner_shares(raw, caller, memo, visiting).items():
+                shares[name] += share * weight / total
+        visiting.discard(func)
+    if not visiting:  # a result that depends on no cut cycle
+        memo[func] = shares
+    return shares
+
+
+def _owner(package: str) -> str | None:
+    """The owner a package's time is charged to; None: a built-in or stdlib helper, charged
+    to its callers."""
+    if package.startswith("project bench"):
+        return "the benchmark itself (bench/)"
+    if package.startswith("project"):
+        return "project code (runtime/, transports/)"
+    if package in ("aiomqtt", "paho"):
+        return "aiomqtt + paho-mqtt"
+    if package in ("gmqtt", "websockets"):
+        return package
+    if package.startswith(("stdlib asyncio", "uvloop")) or "uvloop" in package:
+        return "asyncio / uvloop (the event loop)"
+    return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -130,12 +131,24 @@ class _AiomqttSession:
     def __init__(self, client: aiomqtt.Client, version: str) -> None:
         self._client = client
         self._v5 = version == "5"
+        # paho's Properties cost about as much as the rest of a publish; they are only read
+        # after being made, so one per expiry interval serves every message
+        self._expiry_properties: dict[int, Properties] = {}
+
+    def _properties(self, expiry_s: int) -> Properties:
+        properties = self._expiry_properties.get(expiry_s)
+        if properties is None:
+            if len(self._expiry_properties) >= 4096:
+                self._expiry_properties.clear()
+            properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+            properties.MessageExpiryInterval = max(1, expiry_s)
+            self._expiry_properties[expiry_s] = properties
+        return properties
 
     async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> None:
         properties = None
         if self._v5 and expiry_s is not None:
-            properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
-            properties.MessageExpiryInterval = max(1, expiry_s)
+            properties = self._properties(expiry_s)
         try:
             await self._client.publish(topic, payload, qos=qos, properties=properties,
                                        timeout=math.inf)
@@ -194,8 +207,15 @@ async def open_session(url: BrokerUrl, options: SessionOptions) -> AsyncIterator
         timeout=options.connect_timeout_s,
         max_inflight_messages=options.max_inflight,
         tls_context=tls_context,
+        # no Nagle: a request and its reply are small single packets (with Nagle and delayed
+        # ACKs each leg waits ~40 ms); the broker should set TCP_NODELAY too (mosquitto:
+        # set_tcp_nodelay true)
+        socket_options=((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),),
         **kwargs,  # type: ignore[arg-type]
     )
+    # aiomqtt warns on every publish while more than this many wait for their PUBACK; with
+    # max_inflight publishes in flight by design that would be a warning per message
+    client.pending_calls_threshold = max(10, 2 * options.max_inflight)
     try:
         await client.__aenter__()
     except aiomqtt.MqttError as exc:

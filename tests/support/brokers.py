@@ -39,6 +39,7 @@ class Mosquitto:
             "autosave_interval 0\n"       # save on shutdown only
             "max_queued_messages 100000\n"
             "max_inflight_messages 0\n"
+            "set_tcp_nodelay true\n"     # small request/reply packets go out at once
             "log_dest stderr\n"
             "log_type error\n"
             "log_type warning\n"

@@ -1,0 +1,279 @@
+"""One-way message rate between two cluster controllers linked by MQTT, beside raw MQTT clients.
+
+Usage: .venv/bin/python bench/mqtt_oneway.py [--messages N] [--rounds R] [--payload BYTES]
+                                              [--window W] [--profile] [--profile-raw]
+
+A mosquitto broker (/usr/sbin/mosquitto) is started on a free loopback port for the run.
+
+Project path: cluster controllers CC1 and CC2 in this process, each with one MQTT backend on
+that broker (MQTT 5, QoS 1, the CC's default settings), and two libjoynr runtimes, each on its
+own websocket connection: runtime A on CC1 holds the proxy, runtime B on CC2 the provider of
+``bench/Sink`` (registered GLOBAL with a fixed participantId that CC1 knows from a
+provisioning file). A calls the one-way ``push(data: str)`` N times with a BYTES-long string:
+A -> websocket -> CC1 -> MQTT publish -> mosquitto -> CC2 -> websocket -> B. Timed from the
+first call until the provider has received all N.
+
+Raw path (the baseline of the goal), in the same process and uvloop event loop, through the
+same broker: one aiomqtt client publishes N messages with QoS 1 to a topic that another aiomqtt
+client subscribes to (``<topic>/#``, as the CCs subscribe to their topic tree), the way a plain
+aiomqtt user writes it: ``await client.publish(topic, payload, qos=1)`` per message (each
+publish waits for its PUBACK). The payload is a project frame of the same push call (the bytes
+CC1 publishes, same size). The clients have the project's connection options (MQTT 5, at most
+100 QoS 1 messages unacknowledged).
+
+Reference lines, measured in the same rounds, to tell whether the MQTT client is the ceiling:
+
+- raw aiomqtt, publishes in tasks: the same clients, but each publish runs in its own task, so
+  that many are in flight (up to the client's limit of 100 unacknowledged; the project's MQTT
+  transport publishes this way too);
+- raw gmqtt (another asyncio MQTT client, pip package gmqtt): QoS 1, MQTT 5, through the same
+  broker, same payload; ``publish()`` returns at once and the PUBACKs are handled as they come.
+
+Every path sends in the same windows: never more than W messages ahead of the receiver (then
+wait until at most W/2 are in flight). Rounds alternate project, raw, the reference paths,
+project, ...; the best round of each counts (this machine is noisy). Printed: msgs/s of each,
+the ratio project/raw and the goal of the issue (project rate >= 0.7 x raw rate), and the ratio
+to each reference path. Lost or dropped messages are reported with the counters of both CCs
+(router, websocket, MQTT) and both runtimes. ``--profile`` adds one project round under
+cProfile (not counted) and prints the own time per package (project code, aiomqtt, paho,
+asyncio, ...) and the top functions; ``--profile-raw`` does the same for one round of raw
+aiomqtt publishes in tasks.
+
+aiomqtt logs a warning "There are N pending publish calls." for every publish made while more
+than 10 publishes wait for their PUBACK (the CCs' clients and the raw clients in tasks do); the
+records are made as usual, but they are kept out of the output and only counted (printed at
+the end, per logger: ``mqtt`` is the CCs' clients, ``bench.*`` the raw ones).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from importlib.metadata import version
+from typing import Any
+
+import aiomqtt
+import gmqtt
+import uvloop
+from _common import (
+    HOST,
+    Mosquitto,
+    MqttProjectSetup,
+    PendingCallsWarnings,
+    Progress,
+    cancel,
+    mqtt_environment,
+    profiled,
+    quiet_gc,
+    raw_mqtt_client,
+    send_windowed,
+    setup_logging,
+)
+from gmqtt.mqtt.constants import MQTTv50
+from websocket_oneway import report_losses
+
+GOAL = 0.7
+
+
+class RawAiomqtt:
+    """sender client -> broker -> receiver client (subscribed to ``<topic>/#``), counting."""
+
+    def __init__(self, broker: Mosquitto, payload: bytes) -> None:
+        self.broker = broker
+        self.payload = payload
+        self.topic = f"bench/raw/aiomqtt-{uuid.uuid4().hex[:8]}"
+        self.progress = Progress()
+        self._stack = contextlib.AsyncExitStack()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.sender: aiomqtt.Client | None = None
+
+    async def _count(self, client: aiomqtt.Client) -> None:
+        hit = self.progress.hit
+        async for _ in client.messages:
+            hit()
+
+    async def __aenter__(self) -> RawAiomqtt:
+        stack = self._stack
+        receiver = await stack.enter_async_context(raw_mqtt_client(self.broker, "bench-raw-rx"))
+        await receiver.subscribe(f"{self.topic}/#", qos=1)
+        counting = asyncio.get_running_loop().create_task(self._count(receiver))
+        stack.push_async_callback(cancel, counting)
+        self.sender = await stack.enter_async_context(
+            raw_mqtt_client(self.broker, "bench-raw-tx"))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.settle()
+        await self._stack.aclose()
+
+    async def publish(self) -> None:
+        """Publish one message and wait for its PUBACK."""
+        assert self.sender is not None
+        await self.sender.publish(self.topic, self.payload, qos=1)
+
+    async def publish_in_task(self) -> None:
+        """Start publishing one message in a task of its own (many are in flight)."""
+        task = asyncio.get_running_loop().create_task(self.publish())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def settle(self) -> None:
+        """Wait until every publish task has its PUBACK."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks)
+
+
+class RawGmqtt:
+    """The same with gmqtt clients: sender -> broker -> receiver, QoS 1, MQTT 5."""
+
+    def __init__(self, broker: Mosquitto, payload: bytes) -> None:
+        self.broker = broker
+        self.payload = payload
+        self.topic = f"bench/raw/gmqtt-{uuid.uuid4().hex[:8]}"
+        self.progress = Progress()
+        suffix = uuid.uuid4().hex[:8]
+        self.receiver = gmqtt.Client(f"bench-gmqtt-rx-{suffix}")
+        self.sender = gmqtt.Client(f"bench-gmqtt-tx-{suffix}")
+
+    def _on_message(self, client: gmqtt.Client, topic: str, payload: bytes, qos: int,
+                    properties: dict[str, Any]) -> int:
+        self.progress.hit()
+        return 0  # PUBACK reason code: success
+
+    async def __aenter__(self) -> RawGmqtt:
+        subscribed = asyncio.Event()
+        self.receiver.on_message = self._on_message
+        self.receiver.on_subscribe = lambda *_: subscribed.set()
+        await self.receiver.connect(HOST, self.broker.port, keepalive=30, version=MQTTv50)
+        self.receiver.subscribe(f"{self.topic}/#", qos=1)
+        async with asyncio.timeout(10.0):
+            await subscribed.wait()
+        await self.sender.connect(HOST, self.broker.port, keepalive=30, version=MQTTv50)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.settle()
+        for client in (self.sender, self.receiver):
+            with contextlib.suppress(Exception):
+                await client.disconnect()
+
+    async def publish(self) -> None:
+        """Hand one message to gmqtt (it does not wait for the PUBACK)."""
+        self.sender.publish(self.topic, self.payload, qos=1)
+
+    async def settle(self) -> None:
+        """Wait until every message sent has its PUBACK (gmqtt keeps them until then)."""
+        async with asyncio.timeout(10.0):
+            await self.sender._persistent_storage.wait_empty()
+
+
+Round = Callable[[int], Awaitable[float]]
+
+
+async def run(args: argparse.Namespace) -> int:
+    data = "x" * args.payload
+    args.warnings = PendingCallsWarnings().install()
+    async with (Mosquitto() as broker, MqttProjectSetup(broker.url) as setup):
+        frame = setup.one_way_frame(data)
+        async with RawAiomqtt(broker, frame) as raw, RawGmqtt(broker, frame) as other:
+            return await compare(args, data, setup, raw, other)
+
+
+async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
+                  raw: RawAiomqtt, other: RawGmqtt) -> int:
+    proxy, provider, frame = setup.proxy, setup.provider, raw.payload
+    print(f"MQTT one-way: {args.messages:,} messages of a {args.payload} B payload (frame "
+          f"{len(frame)} B), QoS 1, window {args.window:,}, best of {args.rounds} alternating "
+          f"rounds; {mqtt_environment()}, gmqtt {version('gmqtt')}")
+
+    def windowed(send: Callable[[], Awaitable[object]], progress: Progress,
+                 settle: Callable[[], Awaitable[None]] | None = None) -> Round:
+        async def one_round(n: int) -> float:
+            seconds = await send_windowed(send, n, args.window, progress)
+            if settle is not None:
+                await settle()  # the PUBACKs still coming do not spill into the next round
+            return seconds
+        return one_round
+
+    project_name = "project (2 CCs + 2 runtimes, via MQTT)"
+    raw_name = "raw aiomqtt, await each publish"
+    tasks_name = "raw aiomqtt, publishes in tasks"
+    gmqtt_name = "raw gmqtt, publish() + PUBACKs async"
+    paths: dict[str, tuple[Round, Progress]] = {
+        project_name: (windowed(lambda: proxy.push(data), provider.progress), provider.progress),
+        raw_name: (windowed(raw.publish, raw.progress), raw.progress),
+        tasks_name: (windowed(raw.publish_in_task, raw.progress, raw.settle), raw.progress),
+        gmqtt_name: (windowed(other.publish, other.progress, other.settle), other.progress),
+    }
+    warm = min(args.messages, 1_000)
+    best = dict.fromkeys(paths, 0.0)
+    try:
+        for one_round, _ in paths.values():
+            await one_round(warm)
+        for i in range(1, args.rounds + 1):
+            rates = []
+            for name, (one_round, _) in paths.items():
+                quiet_gc()
+                rate = args.messages / await one_round(args.messages)
+                best[name] = max(best[name], rate)
+                rates.append(rate)
+            print(f"  round {i}: msg/s project {rates[0]:7,.0f}   raw {rates[1]:7,.0f}   "
+                  f"ratio {rates[0] / rates[1]:4.2f}   | raw in tasks {rates[2]:7,.0f}   "
+                  f"gmqtt {rates[3]:7,.0f}")
+    except TimeoutError:
+        got = ", ".join(f"{name}: {progress.count:,}" for name, (_, progress) in paths.items())
+        print(f"TIMEOUT: a round did not finish; received {got}")
+        report_losses(setup, args.messages, provider.progress.count)
+        return 1
+    await asyncio.sleep(0.2)  # anything extra (duplicates) would arrive now
+    ok = report_losses(setup, args.messages, provider.progress.count)
+    print(f"MQTT traffic of the CCs: {setup.mqtt_traffic()}")
+    print(args.warnings.summary())
+    for name, (_, progress) in list(paths.items())[1:]:
+        if progress.count != args.messages:
+            print(f"{name}: received {progress.count:,} of {args.messages:,} in its last round")
+            ok = False
+
+    width = max(len(name) for name in paths)
+    for name, rate in best.items():
+        print(f"{name:<{width}}  {rate:9,.0f} msg/s ({1e6 / rate:7.1f} us/msg)")
+    ratio = best[project_name] / best[raw_name]
+    print(f"ratio project / {raw_name}: {ratio:4.2f}   goal >= {GOAL}: "
+          f"{'met' if ratio >= GOAL else 'MISSED'}")
+    for name in (tasks_name, gmqtt_name):
+        print(f"reference: project / {name}: {best[project_name] / best[name]:4.2f}   "
+              f"({name} / {raw_name}: {best[name] / best[raw_name]:4.1f}x)")
+    if args.profile:
+        print("=== profile of one project round ===")
+        await profiled(paths[project_name][0](args.messages), by_package=True)
+    if args.profile_raw:
+        print(f"=== profile of one round of {tasks_name} ===")
+        await profiled(paths[tasks_name][0](args.messages), by_package=True)
+    return 0 if ok else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--messages", type=int, default=10_000, help="messages per round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each (alternating)")
+    parser.add_argument("--payload", type=int, default=200, help="payload string length")
+    parser.add_argument("--window", type=int, default=1_000,
+                        help="most messages in flight (sent, not yet received)")
+    parser.add_argument("--profile", action="store_true",
+                        help="then run one project round under cProfile and print hotspots")
+    parser.add_argument("--profile-raw", action="store_true",
+                        help="then run one round of raw aiomqtt publishes in tasks under "
+                             "cProfile and print hotspots")
+    args = parser.parse_args()
+    if args.messages < 1 or args.rounds < 1 or args.payload < 0 or args.window < 2:
+        parser.error("need --messages >= 1, --rounds >= 1, --payload >= 0, --window >= 2")
+    setup_logging()
+    return uvloop.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

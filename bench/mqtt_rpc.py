@@ -1,0 +1,219 @@
+"""Request/reply round-trip latency between two cluster controllers linked by MQTT, beside a raw
+aiomqtt ping-pong through the same broker.
+
+Usage: .venv/bin/python bench/mqtt_rpc.py [--calls N] [--rounds R] [--payload BYTES] [--profile]
+
+A mosquitto broker (/usr/sbin/mosquitto) is started on a free loopback port for the run.
+
+Project path: cluster controllers CC1 and CC2 in this process, each with one MQTT backend on
+that broker (MQTT 5, QoS 1, the CC's default settings), and two libjoynr runtimes, each on its
+own websocket connection: runtime A on CC1 holds the proxy, runtime B on CC2 the provider of
+``bench/Sink`` (registered GLOBAL with a fixed participantId that CC1 knows from a
+provisioning file). A calls ``echo(data: str) -> str`` N times, one call outstanding at a
+time, with a BYTES-long string. Each call is timed from the call until its result is back:
+A -> CC1 -> mosquitto -> CC2 -> B and the reply B -> CC2 -> mosquitto -> CC1 -> A (four MQTT
+legs, four websocket hops).
+
+Raw paths, in the same process and uvloop event loop, through the same broker: aiomqtt
+client A publishes the payload with QoS 1 to topic a (``await publish()``: until the PUBACK),
+client B, subscribed to ``a/#``, publishes every payload back to topic b with QoS 1, and A,
+subscribed to ``b/#``, waits for it (four MQTT legs, no websocket). The payload is a project
+request frame of the same echo call (same byte size). The clients have the project's
+connection options (MQTT 5, at most 100 QoS 1 messages unacknowledged), and:
+
+- raw aiomqtt ping-pong, TCP_NODELAY (the baseline): the client sockets have TCP_NODELAY set
+  (``socket_options`` of aiomqtt.Client), as asyncio sets it on its own TCP connections;
+- raw aiomqtt ping-pong, default sockets (reference): aiomqtt's defaults, as the CCs' MQTT
+  clients have them: paho-mqtt opens its socket itself and leaves Nagle's algorithm on, so a
+  small write that follows another one before its TCP ACK waits for the peer's delayed ACK
+  (about 40 ms on Linux).
+
+The broker runs with ``set_tcp_nodelay true`` (mosquitto's default is false: then every
+broker-to-client leg of a request/reply can wait for a delayed ACK too, whatever the client).
+
+Rounds alternate project, raw, reference, project, ...; each figure printed (p50, p99, mean in
+microseconds; round trips per second) is the best of the R rounds for that figure (this
+machine is noisy), with the ratios project/raw. No goal is set for this one. When 20 probe
+calls show round trips so slow that N calls of a path would take more than --max-round-s,
+every path makes fewer calls per round (printed). Dropped messages are reported with the
+counters of both CCs (router, websocket, MQTT) and both runtimes. ``--profile`` adds one
+project round under cProfile (not counted) and prints the time per package (project code,
+aiomqtt, paho, asyncio, ...) and the top functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import socket
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+
+import aiomqtt
+import uvloop
+from _common import (
+    Mosquitto,
+    MqttProjectSetup,
+    PendingCallsWarnings,
+    cancel,
+    mqtt_environment,
+    profiled,
+    quiet_gc,
+    raw_mqtt_client,
+    setup_logging,
+)
+from websocket_rpc import Stats, report, timed_calls
+
+NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
+
+
+class RawPingPong:
+    """A publishes to topic a; B echoes every payload to topic b; A waits for it."""
+
+    def __init__(self, broker: Mosquitto, payload: bytes, nodelay: bool) -> None:
+        self.broker = broker
+        self.payload = payload
+        self.socket_options = NODELAY if nodelay else ()
+        prefix = f"bench/raw/rpc-{uuid.uuid4().hex[:8]}"
+        self.topic_a, self.topic_b = f"{prefix}/a", f"{prefix}/b"
+        self._stack = contextlib.AsyncExitStack()
+        self._reply: asyncio.Future[bytes] | None = None
+        self.a: aiomqtt.Client | None = None
+
+    async def _echo(self, b: aiomqtt.Client) -> None:
+        async for message in b.messages:
+            payload = message.payload
+            assert isinstance(payload, bytes)
+            await b.publish(self.topic_b, payload, qos=1)
+
+    async def _replies(self, a: aiomqtt.Client) -> None:
+        async for message in a.messages:
+            reply, self._reply = self._reply, None
+            if reply is not None and not reply.done():
+                assert isinstance(message.payload, bytes)
+                reply.set_result(message.payload)
+
+    async def __aenter__(self) -> RawPingPong:
+        stack = self._stack
+        loop = asyncio.get_running_loop()
+        b = await stack.enter_async_context(
+            raw_mqtt_client(self.broker, "bench-pong", socket_options=self.socket_options))
+        await b.subscribe(f"{self.topic_a}/#", qos=1)
+        stack.push_async_callback(cancel, loop.create_task(self._echo(b)))
+        self.a = await stack.enter_async_context(
+            raw_mqtt_client(self.broker, "bench-ping", socket_options=self.socket_options))
+        await self.a.subscribe(f"{self.topic_b}/#", qos=1)
+        stack.push_async_callback(cancel, loop.create_task(self._replies(self.a)))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def call(self) -> None:
+        assert self.a is not None
+        reply = self._reply = asyncio.get_running_loop().create_future()
+        await self.a.publish(self.topic_a, self.payload, qos=1)
+        if await reply != self.payload:
+            raise AssertionError("the raw echo returned something else")
+
+
+async def run(args: argparse.Namespace) -> int:
+    data = "x" * args.payload
+    warnings = PendingCallsWarnings().install()
+    async with (Mosquitto() as broker, MqttProjectSetup(broker.url) as setup):
+        frame = setup.request_frame(data)
+        async with (RawPingPong(broker, frame, nodelay=True) as raw,
+                    RawPingPong(broker, frame, nodelay=False) as nagle):
+            print(f"MQTT request/reply: sequential calls of a {args.payload} B payload (request "
+                  f"frame {len(frame)} B), QoS 1, best of {args.rounds} alternating rounds; "
+                  f"{mqtt_environment()}")
+            proxy = setup.proxy
+            if await proxy.echo(data) != data:
+                print("ERROR: echo() returned something else")
+                return 1
+
+            async def project_call() -> None:
+                await proxy.echo(data)
+
+            paths = {
+                "project (2 CCs + 2 runtimes, 4 MQTT legs + 4 websocket hops)": project_call,
+                "raw aiomqtt ping-pong, TCP_NODELAY (4 MQTT legs)": raw.call,
+                "raw aiomqtt ping-pong, default sockets (4 MQTT legs)": nagle.call,
+            }
+            try:
+                calls = await calls_per_round(paths, args.calls, args.max_round_s)
+                best = await measure(paths, calls, args.rounds)
+            except TimeoutError:
+                print(f"TIMEOUT: a round did not finish; counters: {setup.counters() or 'none'}")
+                return 1
+            report(best)
+            dropped = setup.dropped()
+            counters = setup.counters()
+            print(f"dropped: {dropped:,}, still queued {setup.queued():,}"
+                  + (f"; counters: {counters}" if counters else ""))
+            print(f"MQTT traffic of the CCs: {setup.mqtt_traffic()}")
+            print(warnings.summary())
+            if args.profile:
+                print("=== profile of one project round ===")
+                await profiled(timed_calls(project_call, calls), by_package=True)
+            return 0 if dropped == 0 else 1
+
+
+async def calls_per_round(paths: dict[str, Callable[[], Awaitable[None]]], calls: int,
+                          max_round_s: float) -> int:
+    """``calls``, or fewer when 20 probe calls of a path show that a round of it would take
+    longer than ``max_round_s`` (printed, with the probe figures)."""
+    slowest, slowest_name = 0.0, ""
+    for name, call in paths.items():
+        probe = await timed_calls(call, 20)
+        print(f"  probe, 20 calls: p50 {probe.p50_us:9.1f} us  {name}")
+        if probe.p50_us > slowest:
+            slowest, slowest_name = probe.p50_us, name
+    fitting = max(20, int(max_round_s * 1e6 / slowest))
+    if fitting < calls:
+        print(f"NOTE: {slowest_name} takes {slowest / 1e3:.1f} ms per round trip: {fitting:,} "
+              f"calls per round instead of {calls:,} (--max-round-s {max_round_s:g})")
+        return fitting
+    print(f"{calls:,} calls per round")
+    return calls
+
+
+async def measure(paths: dict[str, Callable[[], Awaitable[None]]], calls: int, rounds: int
+                  ) -> dict[str, Stats]:
+    """Warm up, then ``rounds`` rounds of each path in turn; the best figures of each path."""
+    for call in paths.values():
+        await timed_calls(call, max(1, min(calls // 5, 300)))
+    best: dict[str, Stats] = {}
+    for i in range(1, rounds + 1):
+        figures = []
+        for name, call in paths.items():
+            quiet_gc()
+            stats = await timed_calls(call, calls)
+            best[name] = stats.best(best.get(name))
+            figures.append(f"{stats.p50_us:7.1f}/{stats.p99_us:7.1f}")
+        print(f"  round {i}: p50/p99 us (project, raw, raw default sockets)  "
+              + "   ".join(figures))
+    return best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--calls", "--messages", type=int, default=2_000,
+                        help="sequential calls per round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each (alternating)")
+    parser.add_argument("--payload", type=int, default=200, help="payload string length")
+    parser.add_argument("--max-round-s", type=float, default=12.0,
+                        help="fewer calls per round when a round of a path would take longer")
+    parser.add_argument("--profile", action="store_true",
+                        help="then run one project round under cProfile and print hotspots")
+    args = parser.parse_args()
+    if args.calls < 1 or args.rounds < 1 or args.payload < 0 or args.max_round_s <= 0:
+        parser.error("need --calls >= 1, --rounds >= 1, --payload >= 0, --max-round-s > 0")
+    setup_logging()
+    return uvloop.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
