@@ -187,6 +187,11 @@ class MqttAddress(Address):
     def __init__(self, broker_uri: str, topic: str) -> None:
         _check_str(broker_uri, "broker_uri", self.type_name, allow_empty=True)
         _check_str(topic, "topic", self.type_name)
+        # a topic to publish to: no wildcards, no NUL (a broker disconnects a client that
+        # publishes there), not a $ system topic
+        if "+" in topic or "#" in topic or "\0" in topic or topic.startswith("$"):
+            raise AddressError(f"MqttAddress.topic {topic[:80]!r} is not a topic name one can "
+                               "publish to (wildcards, NUL or a leading $)")
         _init(self, {"broker_uri": broker_uri, "topic": topic}, hash(("mqtt", broker_uri, topic)))
 
     __hash__ = Address.__hash__

@@ -61,12 +61,16 @@ class RoutingSection:
     cleanup_interval_s: float = 60.0
     #: learned replyTo entries live this long past the expiry of the request that taught them
     reply_to_grace_ms: int = 30_000
+    #: ... counted from an expiry of at most now + this (a request chooses its own expiry)
+    reply_to_max_ttl_ms: int = 86_400_000
 
     def __post_init__(self) -> None:
         if not self.cleanup_interval_s > 0:
             raise ValueError(f"cleanup_interval_s must be > 0, got {self.cleanup_interval_s}")
         if self.reply_to_grace_ms < 0:
             raise ValueError(f"reply_to_grace_ms must be >= 0, got {self.reply_to_grace_ms}")
+        if self.reply_to_max_ttl_ms < 1:
+            raise ValueError("reply_to_max_ttl_ms must be >= 1")
 
 
 @dataclass
@@ -247,7 +251,9 @@ class ClusterController:
     def __init__(self, config: ClusterControllerConfig) -> None:
         self.config = config
         self.id = cluster_controller_id(config.cluster_controller)
-        self.routing_table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER)
+        # the CC is reached at its own topic in every backend: routes there would loop
+        self.routing_table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[
+            MqttAddress(gbid, self.own_topic) for gbid in config.mqtt.backends])
         r = config.router
         self.router = MessageRouter(self.routing_table, RouterSettings(
             max_queued_per_recipient=r.max_queued_per_recipient,
@@ -319,6 +325,7 @@ class ClusterController:
             max_queued_per_backend=m.max_queued_per_backend,
             max_message_bytes=m.max_message_bytes,
             reply_to_grace_ms=self.config.routing.reply_to_grace_ms,
+            reply_to_max_ttl_ms=self.config.routing.reply_to_max_ttl_ms,
             duplicate_window=m.duplicate_window, tls_context=tls_context,
         ))
 

@@ -22,9 +22,9 @@ import types
 import uuid
 from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from runtime.addresses import Address, InProcessAddress
+from runtime.addresses import Address, InProcessAddress, MqttAddress
 from runtime.clock import now_ms
 from runtime.errors import (
     ApplicationError,
@@ -44,7 +44,7 @@ from runtime.interface import (
     interface_def,
     to_wire,
 )
-from runtime.messages import Message, MessageType, new_message_id
+from runtime.messages import REQUEST_TYPES, Message, MessageType, new_message_id
 from runtime.multicast import make_multicast_id, matches
 from runtime.payloads import (
     MulticastPublication,
@@ -59,6 +59,7 @@ from runtime.payloads import (
     SubscriptionStop,
     answer_to,
     decode_payload,
+    make_error_answer,
 )
 
 if TYPE_CHECKING:
@@ -122,6 +123,9 @@ class Provider:
     """
 
     interface: type
+    #: False: only participants of this cluster controller (in-process, websocket) may call it;
+    #: calls that arrive over MQTT are refused (the CC's own Routing and Discovery providers)
+    serves_remote_callers: ClassVar[bool] = True
 
     def __init_subclass__(cls, *, interface: type | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -244,7 +248,9 @@ class ProviderSkeleton:
 
     def receive(self, message: Message) -> None:
         kind = message.type
-        if kind is MessageType.ONE_WAY:
+        if type(message.origin) is MqttAddress and not self.provider.serves_remote_callers:
+            self._refuse_remote(message)
+        elif kind is MessageType.ONE_WAY:
             self._one_way(message)
         elif kind is MessageType.REQUEST:
             self._spawn(self._invoke(message), contextvars.copy_context(), "request")
@@ -259,6 +265,19 @@ class ProviderSkeleton:
             self._stop_subscription(message)
         else:
             log.warning("provider %s: ignored %s", self.participant_id, message.describe())
+
+    def _refuse_remote(self, message: Message) -> None:
+        log.warning("provider %s serves local participants only: refused %s from %r",
+                    self.participant_id, message.describe(), message.origin)
+        error = ProviderRuntimeError(
+            f"{self.definition.name} of this cluster controller serves its local participants "
+            "only")
+        if message.type in REQUEST_TYPES:
+            try:
+                answer = make_error_answer(message, error, expiry_date_ms=message.expiry_date_ms)
+            except PayloadError:
+                return
+            self.runtime.router.route(answer)
 
     def _spawn(self, coro: Coroutine[Any, Any, Any], context: contextvars.Context,
                what: str) -> None:

@@ -106,6 +106,8 @@ def _belongs_to_caller(table: RoutingTable, participant_id: str) -> bool:
 class RoutingProvider(Provider, interface=Routing):
     """The Routing provider's implementation over the cluster controller's router."""
 
+    serves_remote_callers = False
+
     def __init__(self, router: MessageRouter, global_address: Address | None = None) -> None:
         super().__init__()
         self.router = router
@@ -184,6 +186,8 @@ class LocalDiscovery(Provider, interface=Discovery):
 
     A libjoynr runtime may only add or remove entries of its own participants (routed to the
     connection the call arrived over)."""
+
+    serves_remote_callers = False
 
     def __init__(self, table: RoutingTable) -> None:
         super().__init__()

@@ -15,12 +15,14 @@ then checks:
   across the broker, and both CCs' routing tables are exactly what they were.
 
 The raw client receives its answers on a topic of its own, given as the replyTo of its requests.
+Some scenarios check what must be accepted as precisely (a payload of exactly the size limit,
+the first copy of a duplicate, an absurd but valid expiry). A scenario marked xfail (strict)
+states what the CC should do and does not yet; once it does, the marker must go.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 import time
@@ -185,15 +187,6 @@ def one_way(recipient: str, text: str, *, sender: str, ttl_ms: int = 3000,
 # ====================================================================== the scene
 
 
-class Broker(Mosquitto):
-    """The tests' mosquitto, sending small packets at once (``set_tcp_nodelay``): otherwise
-    every hop waits ~40 ms for a delayed ACK, which only makes the tests slow."""
-
-    def __init__(self, directory: Path) -> None:
-        super().__init__(directory)
-        self.config.write_text(self.config.read_text() + "set_tcp_nodelay true\n")
-
-
 @dataclass
 class Scene:
     """Broker, two CCs (provider behind two, proxy behind one) and a raw MQTT client."""
@@ -255,7 +248,7 @@ class Scene:
 
 
 async def start_scene(stack: AsyncExitStack, tmp_path: Path, **overrides: Any) -> Scene:
-    broker = await stack.enter_async_context(Broker(tmp_path / "mosquitto"))
+    broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
     pair = await start_pair(stack, tmp_path, {GBID: broker.url}, **overrides)
     proxy = await asyncio.wait_for(pair.proxy(ttl_ms=3000), WAIT_S)
     raw = await RawMqtt.open(stack, broker.port)
@@ -269,6 +262,9 @@ async def start_scene(stack: AsyncExitStack, tmp_path: Path, **overrides: Any) -
     assert scene.one.routing_table.get(pair.provider_pid).address == MqttAddress(
         GBID, scene.two.own_topic)
     assert scene.counters() == (Counter(), Counter())
+    # the answers are out: what the CCs publish from here on is the tests' business
+    await eventually(lambda: not mqtt_of(scene.one).pending() and not mqtt_of(scene.two).pending(),
+                     WAIT_S, "the CCs acknowledged by the broker")
     return scene
 
 
@@ -409,6 +405,15 @@ BAD_PAYLOADS = [
     bad("reply-to-inprocess", "bad-reply-to", "replyTo", _changed(re=IN_PROCESS)),
     bad("reply-to-mqtt-without-topic", "bad-reply-to", "replyTo", _changed(re=MQTT_NO_TOPIC)),
     bad("reply-to-str", "bad-reply-to", "replyTo", _changed(re="raw/topic")),
+    # topics one cannot publish to: a broker disconnects a client that tries
+    bad("reply-to-wildcard-plus", "bad-reply-to", "not a topic name",
+        _changed(re={**MQTT_NO_TOPIC, "topic": "raw/+/x"})),
+    bad("reply-to-wildcard-hash", "bad-reply-to", "not a topic name",
+        _changed(re={**MQTT_NO_TOPIC, "topic": "raw/#"})),
+    bad("reply-to-nul", "bad-reply-to", "not a topic name",
+        _changed(re={**MQTT_NO_TOPIC, "topic": "raw/nul\x00topic"})),
+    bad("reply-to-system-topic", "bad-reply-to", "not a topic name",
+        _changed(re={**MQTT_NO_TOPIC, "topic": "$SYS/x"})),
     bad("unknown-version", "unknown-version", "unsupported frame version", _changed(v=2)),
     bad("version-str", "unknown-version", "unsupported frame version", _changed(v="1")),
     bad("version-true", "unknown-version", "unsupported frame version", _changed(v=True)),
@@ -586,7 +591,7 @@ def padded(scene: Scene, station: str, size: int) -> tuple[bytes, str]:
     return raw, rid
 
 
-@pytest.mark.parametrize("size", [LIMIT + 1, 64 * 1024, 2 * 1024 * 1024])
+@pytest.mark.parametrize("size", [LIMIT + 1, LIMIT + 4096])
 async def test_oversized_payload_is_refused(
         small_scene: Scene, caplog: pytest.LogCaptureFixture, size: int) -> None:
     scene = small_scene
@@ -597,6 +602,26 @@ async def test_oversized_payload_is_refused(
 
     assert_refused_once(scene, before, caplog, scene.two, "oversized",
                         f"frame of {size} bytes exceeds {LIMIT} bytes")
+    await assert_undisturbed(scene, before)
+
+
+@pytest.mark.parametrize("size", [64 * 1024, 2 * 1024 * 1024])
+async def test_far_oversized_payload_never_reaches_the_cc(
+        small_scene: Scene, caplog: pytest.LogCaptureFixture, size: int) -> None:
+    # the CC's MQTT 5 CONNECT says the largest packet it takes (its limit plus room for the
+    # topic and properties): the broker drops bigger ones for it, they are never buffered
+    scene = small_scene
+    payload, _ = padded(scene, "far-oversized", size)
+    mqtt = mqtt_of(scene.two)
+    received = mqtt.received
+    before = snapshot(scene, caplog)
+
+    await scene.raw.publish(scene.two.own_topic, payload)
+    await asyncio.sleep(0.5)
+
+    assert mqtt.received == received
+    assert scene.counters() == (before.counters_one, before.counters_two)
+    assert mqtt._backends[GBID].connections == 1  # never disconnected
     await assert_undisturbed(scene, before)
 
 
@@ -727,32 +752,25 @@ async def test_message_to_a_learned_mqtt_participant_is_not_relayed(
     await assert_undisturbed(scene, before, sender)
 
 
-async def test_reply_to_the_cc_itself_bounces_once_and_is_not_relayed(
+async def test_reply_to_the_cc_itself_is_refused(
         scene: Scene, caplog: pytest.LogCaptureFixture) -> None:
-    # a request whose replyTo is the CC's own topic: the provider's reply goes to that topic,
-    # comes back over MQTT for a participant routed to MQTT, and ends there (no loop)
-    sender = f"loop-{uuid.uuid4().hex[:8]}"
-    message, _ = scene.raw.radio_request(scene.pair, Station("loop", Country.AUSTRIA),
-                                         sender=sender,
-                                         reply_to=MqttAddress(GBID, scene.two.own_topic))
+    # a request whose replyTo is the CC's own topic: its answer would come back to the CC and
+    # loop; it cannot be answered, so it is refused like a request without replyTo
+    own = MqttAddress(GBID, scene.two.own_topic)
+    sender = f"self-{uuid.uuid4().hex[:8]}"
+    message, _ = scene.raw.radio_request(scene.pair, Station("self", Country.AUSTRIA),
+                                         sender=sender, reply_to=own)
     mqtt = mqtt_of(scene.two)
-    received = mqtt.received
+    published = mqtt.published
     before = snapshot(scene, caplog)
 
-    await scene.raw.publish(scene.two.own_topic, encode_frame(message))
+    await scene.publish(scene.two, [encode_frame(message)])
 
-    await eventually(lambda: mqtt.counters["refused-relay"] == 1, WAIT_S,
-                     "the bounced reply refused")
-    await asyncio.sleep(0.3)
-    assert mqtt.received == received + 2  # the request, and the reply once
-    assert_refused_once(scene, before, caplog, scene.two, "refused-relay", sender,
-                        "not relayed")
-    assert_logged(caplog, "REPLY", f"-> {sender}")
-    assert scene.stations() == [*before.stations, "loop"]  # the request itself was valid
-    await scene.raw.nothing_received()
-    served = await scene.raw_is_served()
-    assert scene.stations() == [*before.stations, "loop", served]
-    await scene.still_works()
+    assert_refused_once(scene, before, caplog, scene.two, "bad-reply-to", message.id,
+                        "own address")
+    assert sender not in scene.two.routing_table
+    assert mqtt.published == published  # not to itself, not anywhere
+    await assert_undisturbed(scene, before)
 
 
 # ====================================================================== 7. a burst
@@ -801,6 +819,7 @@ async def test_a_burst_of_bad_payloads_then_a_good_request(
 
     reply = await scene.raw.answer(rid)
     assert (reply.error, reply.response) == (None, [True])
+    await eventually(lambda: mqtt.received >= received + 201, WAIT_S, "all 201 received")
     assert mqtt.received == received + 201
     assert mqtt.counters - before.counters_two == expected
     assert scene.counters()[0] == before.counters_one
@@ -814,70 +833,67 @@ async def test_a_burst_of_bad_payloads_then_a_good_request(
     await assert_undisturbed(scene, before, added=("after-the-burst",))
 
 
-# ====================================================================== 8. known gaps
-# Each test below states what the cluster controller should do and fails today (strict xfail:
-# once the gap is closed the test passes, and the marker must go).
+# ====================================================================== 8. absurd values
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "an expiry of about int64 max passes the codec; the answer's MQTT 5 message expiry "
-    "interval then exceeds 2**32-1 s, paho raises struct.error in _Backend._publish (only "
-    "MqttSessionError is caught) and the answer stays in flight for good"))
-async def test_request_with_an_absurd_expiry_leaves_nothing_stuck(
+async def test_request_with_an_absurd_expiry_is_answered(
         scene: Scene, caplog: pytest.LogCaptureFixture) -> None:
-    message, _ = scene.raw.radio_request(scene.pair, Station("absurd", Country.AUSTRIA),
-                                         expiry_date_ms=2**63 - 1)
+    # an expiry of int64 max is valid for the codec; the answer inherits it, and its MQTT 5
+    # message expiry interval (a four-byte integer of seconds) must be capped to be published
+    message, rid = scene.raw.radio_request(scene.pair, Station("absurd", Country.AUSTRIA),
+                                           expiry_date_ms=2**63 - 1)
     mqtt = mqtt_of(scene.two)
-    published = mqtt.published
-    try:
-        await scene.publish(scene.two, [encode_frame(message)])
-        # refused, or answered: then the answer is handed to CC two's MQTT transport
-        await eventually(lambda: mqtt.counters or mqtt.pending() or mqtt.published > published,
-                         WAIT_S, "the request refused or answered")
-        # either way nothing may stay in flight
-        await eventually(lambda: mqtt.pending() == 0, 1.0, "nothing left to publish")
-        await scene.still_works()
-    finally:
-        # the stuck answer would hold CC two's shutdown for its whole drain timeout
-        if mqtt.pending():
-            await scene.broker.stop()
+    before = snapshot(scene, caplog)
+    await scene.raw.publish(scene.two.own_topic, encode_frame(message))
+    reply = await scene.raw.answer(rid)
+    assert (reply.error, reply.response) == (None, [True])
+    await eventually(lambda: mqtt.pending() == 0, WAIT_S, "nothing left to publish")
+    assert scene.counters() == (before.counters_one, before.counters_two)
+    assert len(log_lines(caplog)) == before.warnings
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    await assert_undisturbed(scene, before, added=("absurd",))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "the cluster controller's own global address is not given to its RoutingTable "
-    "(own_addresses), so a replyTo of the CC's own topic is learned"))
-async def test_reply_to_the_cc_itself_is_not_learned(scene: Scene) -> None:
-    sender = f"self-{uuid.uuid4().hex[:8]}"
-    message, _ = scene.raw.radio_request(scene.pair, Station("self", Country.AUSTRIA),
-                                         sender=sender,
-                                         reply_to=MqttAddress(GBID, scene.two.own_topic))
-    await scene.publish(scene.two, [encode_frame(message)])
-    entry = scene.two.routing_table.get(sender)
-    assert entry is None or entry.address != MqttAddress(GBID, scene.two.own_topic), entry
+# ====================================================================== 9. system providers
 
 
 async def _system_call(scene: Scene, recipient: str, method: str, params: list[Any],
-                       datatypes: list[str]) -> None:
-    """Publish a request to CC two's system provider; wait for its answer, if any comes."""
-    message, _ = scene.raw.request(recipient, method, params, datatypes)
-    await scene.publish(scene.two, [encode_frame(message)])
-    with contextlib.suppress(TimeoutError):
-        await scene.raw.receive(1.0)
+                       datatypes: list[str]) -> Reply:
+    """A request of the raw client to CC two's system provider, and its answer."""
+    message, rid = scene.raw.request(recipient, method, params, datatypes)
+    await scene.raw.publish(scene.two.own_topic, encode_frame(message))
+    return await scene.raw.answer(rid)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "the CC's system Routing and Discovery providers serve requests that arrived over MQTT: "
-    "the caller's identity is then the CC's own MQTT address, so any broker client may add "
-    "routes to it and register providers in the CC's local discovery"))
-async def test_system_providers_do_not_serve_mqtt_peers(scene: Scene) -> None:
+async def test_system_providers_do_not_serve_mqtt_peers(
+        scene: Scene, caplog: pytest.LogCaptureFixture) -> None:
+    # over MQTT the caller's identity would be the CC's own MQTT address: a broker client
+    # could add routes to it and register providers in the CC's local discovery
     pid = f"hostile-system-{uuid.uuid4().hex[:8]}"
     own = MqttAddress(GBID, scene.two.own_topic)
-    await _system_call(scene, DEFAULT_ROUTING_PARTICIPANT_ID, "add_next_hop",
-                       [pid, own.to_dict(), True], ROUTING.methods["add_next_hop"].param_datatypes)
     entry = DiscoveryEntry(Version(1, 2), scene.pair.domain, "test/Radio", pid,
                            ProviderQos(scope=ProviderScope.GLOBAL), now_ms(), now_ms() + 60_000)
-    await _system_call(scene, DEFAULT_DISCOVERY_PARTICIPANT_ID, "add", [to_wire(entry)],
-                       DISCOVERY.methods["add"].param_datatypes)
-    discovered = [e.participant_id for e in scene.two.discovery.entries()]
-    routed = scene.two.routing_table.get(pid)
-    assert routed is None and pid not in discovered, (routed, discovered)
+    calls = [
+        (DEFAULT_ROUTING_PARTICIPANT_ID, "add_next_hop", [pid, own.to_dict(), True],
+         ROUTING.methods["add_next_hop"].param_datatypes),
+        (DEFAULT_ROUTING_PARTICIPANT_ID, "remove_next_hop", [scene.proxy.participant_id],
+         ROUTING.methods["remove_next_hop"].param_datatypes),
+        (DEFAULT_DISCOVERY_PARTICIPANT_ID, "add", [to_wire(entry)],
+         DISCOVERY.methods["add"].param_datatypes),
+        (DEFAULT_DISCOVERY_PARTICIPANT_ID, "remove", [scene.pair.provider_pid],
+         DISCOVERY.methods["remove"].param_datatypes),
+    ]
+    before = snapshot(scene, caplog)
+    for recipient, method, params, datatypes in calls:
+        reply = await _system_call(scene, recipient, method, params, datatypes)
+        assert reply.response is None
+        assert reply.error is not None and reply.error["type"] == "ProviderRuntimeException"
+        assert "serves its local participants only" in reply.error["message"]
+    refusals = [r.getMessage() for r in caplog.records
+                if r.name == "runtime.dispatch" and r.levelno == logging.WARNING]
+    assert len(refusals) == len(calls), refusals
+    assert all("serves local participants only" in line for line in refusals)
+    assert pid not in scene.two.routing_table
+    assert [e.participant_id for e in scene.two.discovery.entries()] == [scene.pair.provider_pid]
+    assert scene.counters() == (before.counters_one, before.counters_two)
+    await assert_undisturbed(scene, before)

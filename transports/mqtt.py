@@ -39,10 +39,12 @@ from runtime.messages import (
     Effort,
     FrameError,
     Message,
+    MessageType,
     decode_frame,
     encode_frame,
 )
 from runtime.router import MessageRouter
+from runtime.routing import PutResult
 from transports.mqtt_client import (
     BrokerUrl,
     MqttSession,
@@ -54,6 +56,13 @@ from transports.mqtt_client import (
 __all__ = ["MqttBackendSettings", "MqttTransport", "MqttTransportSettings"]
 
 log = logging.getLogger(__name__)
+
+
+#: what an MQTT packet carries besides the payload, at most (topic, properties)
+PACKET_OVERHEAD_BYTES = 1024 + 4096
+
+#: the largest MQTT 5 message expiry interval (a four-byte integer)
+MAX_EXPIRY_INTERVAL_S = 2**32 - 1
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,8 @@ class MqttTransportSettings:
     max_message_bytes: int = DEFAULT_MAX_FRAME_BYTES
     #: learned replyTo entries live this long past the expiry of the request
     reply_to_grace_ms: int = 30_000
+    #: ... but never longer than this (plus the grace) from now, whatever expiry it claims
+    reply_to_max_ttl_ms: int = 86_400_000
     #: message ids remembered to drop QoS 1 redeliveries
     duplicate_window: int = 100_000
     tls_context: ssl.SSLContext | None = None
@@ -179,6 +190,9 @@ class _Backend:
             client_id=f"{s.client_id}-{self.gbid}", version=s.version, keepalive_s=s.keepalive_s,
             session_expiry_s=s.session_expiry_s, connect_timeout_s=s.connect_timeout_s,
             max_inflight=s.max_inflight, tls_context=s.tls_context,
+            # room for the topic and properties: payloads a little over the limit still
+            # arrive and are refused with a reason; far bigger ones are not sent at all
+            max_packet_bytes=s.max_message_bytes + PACKET_OVERHEAD_BYTES,
         )
         while True:
             try:
@@ -256,8 +270,8 @@ class _Backend:
                                                 "expired before it could be published")
                     continue
                 inflight[item.seq] = item
-                task = loop.create_task(self._publish(session, item, -(-remaining_ms // 1000),
-                                                      slots))
+                expiry_s = min(-(-remaining_ms // 1000), MAX_EXPIRY_INTERVAL_S)
+                task = loop.create_task(self._publish(session, item, expiry_s, slots))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
         finally:
@@ -272,6 +286,11 @@ class _Backend:
             # stays in flight: the connection is breaking and _requeue_inflight() sends it again
             log.debug("publish of %s on %s not acknowledged: %s", item.message.id, self.gbid,
                       exc)
+            return
+        except Exception as exc:  # this message cannot be published at all: not again either
+            self.inflight.pop(item.seq, None)
+            self.transport._dropped_outgoing(self, item.message, "unpublishable",
+                                             f"the MQTT client refused it: {exc!r}")
             return
         finally:
             slots.release()
@@ -432,49 +451,71 @@ class MqttTransport:
 
     def _refuse(self, reason: str, detail: str) -> None:
         self.counters[reason] += 1
-        log.warning("MQTT: refused: %s", detail)
+        log.warning("MQTT: refused (%s): %s", reason, detail)
 
     def _received(self, backend: _Backend, topic: str, payload: bytes) -> None:
         self.received += 1
+        where = f"backend {backend.gbid}, topic {topic[:200]}"
         try:
             message = decode_frame(payload, self.settings.max_message_bytes)
         except FrameError as exc:
-            self._refuse(exc.reason, f"backend {backend.gbid}, topic {topic[:200]}: {exc}")
+            message_id = f" (message {exc.message_id})" if exc.message_id else ""
+            self._refuse(exc.reason, f"{where}{message_id}: {exc}")
             return
         except Exception:  # never let one payload end the connection
             self.counters["undecodable"] += 1
-            log.exception("MQTT backend %s: cannot decode a payload on %s", backend.gbid,
-                          topic[:200])
+            log.exception("MQTT %s: cannot decode a payload", where)
             return
         seen = self._seen
         if message.id in seen:
             self.counters["duplicate"] += 1
-            log.debug("MQTT backend %s: duplicate %s dropped", backend.gbid, message.describe())
+            log.debug("MQTT %s: duplicate %s dropped", where, message.describe())
             return
         now = now_ms()
         if message.expiry_date_ms < now:
-            self._refuse("expired", f"backend {backend.gbid}: {message.describe()}: expired "
+            self._refuse("expired", f"{where}: {message.describe()}: expired "
                          f"{now - message.expiry_date_ms} ms ago")
+            return
+        if message.type is not MessageType.MULTICAST:
+            entry = self.router.table.get(message.recipient)
+            if entry is not None and type(entry.address) is MqttAddress:
+                # learn nothing from it either
+                self._refuse("refused-relay", f"{where}: {message.describe()}: its recipient "
+                             f"is behind MQTT too ({entry.address!r}); not relayed")
+                return
+        if message.type in REQUEST_TYPES and not self._learn_reply_to(backend, message, now,
+                                                                     where):
             return
         if len(seen) >= self.settings.duplicate_window:
             self._forget_seen(now)
-        seen[message.id] = message.expiry_date_ms
-        if message.type in REQUEST_TYPES:
-            reply_to = message.reply_to
-            if type(reply_to) is not MqttAddress:
-                self._refuse("no-reply-to", f"backend {backend.gbid}: {message.describe()}: "
-                             f"a request without an MQTT replyTo ({reply_to!r}) cannot be "
-                             "answered")
-                return
-            result = self.router.learn_reply_to(
-                message.sender, reply_to, gbid=backend.gbid,
-                message_expiry_ms=message.expiry_date_ms,
-                grace_ms=self.settings.reply_to_grace_ms,
-            )
-            if not result.accepted:
-                self.counters["reply-to-not-learned"] += 1
+        seen[message.id] = message.expiry_date_ms  # accepted: a redelivery is a duplicate
         message.origin = backend.origin
         self.router.route(message)
+
+    def _learn_reply_to(self, backend: _Backend, message: Message, now: int, where: str
+                        ) -> bool:
+        """Learn how to answer a request; False (refused) when it cannot be answered."""
+        reply_to = message.reply_to
+        if type(reply_to) is not MqttAddress:
+            self._refuse("no-reply-to", f"{where}: {message.describe()}: a request without an "
+                         f"MQTT replyTo ({reply_to!r}) cannot be answered")
+            return False
+        # the sender chooses the expiry: a learned entry never outlives now + the limit
+        expiry = min(message.expiry_date_ms, now + self.settings.reply_to_max_ttl_ms)
+        result = self.router.learn_reply_to(
+            message.sender, reply_to, gbid=backend.gbid, message_expiry_ms=expiry,
+            grace_ms=self.settings.reply_to_grace_ms,
+        )
+        if result is PutResult.REJECTED_INVALID:
+            self._refuse("bad-reply-to", f"{where}: {message.describe()}: replyTo {reply_to!r} "
+                         "cannot be used (it is this cluster controller's own address)")
+            return False
+        if not result.accepted:
+            # the sender's id has a local or sticky route, which wins; answers go there
+            self.counters["reply-to-not-learned"] += 1
+            log.info("MQTT %s: %s: replyTo not learned: %s", where, message.describe(),
+                     result.reason)
+        return True
 
     def _forget_seen(self, now: int) -> None:
         seen = self._seen

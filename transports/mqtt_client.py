@@ -106,6 +106,8 @@ class SessionOptions:
     connect_timeout_s: float = 10.0
     #: QoS 1 messages sent but not acknowledged at once
     max_inflight: int = 100
+    #: MQTT 5: the largest packet the broker may send (0: no limit)
+    max_packet_bytes: int = 0
     tls_context: ssl.SSLContext | None = None
 
 
@@ -186,10 +188,13 @@ async def open_session(url: BrokerUrl, options: SessionOptions) -> AsyncIterator
     if version == "5":
         protocol = aiomqtt.ProtocolVersion.V5
         kwargs["clean_start"] = not persistent
+        connect_properties = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
         if persistent:
-            connect_properties = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
             connect_properties.SessionExpiryInterval = options.session_expiry_s
-            kwargs["properties"] = connect_properties
+        if options.max_packet_bytes:
+            # the broker does not send bigger packets: they are never buffered here
+            connect_properties.MaximumPacketSize = options.max_packet_bytes
+        kwargs["properties"] = connect_properties
     else:
         protocol = aiomqtt.ProtocolVersion.V311
         kwargs["clean_session"] = not persistent
