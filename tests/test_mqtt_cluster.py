@@ -8,6 +8,7 @@ reference counting, published by the provider's CC, never echoed).
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -15,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from runtime.addresses import MqttAddress
+from runtime.cluster_controller import ClusterController
 from runtime.errors import ApplicationError, ProviderRuntimeError
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
-from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, start_pair
+from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, mqtt_cc_config, start_pair
 from tests.support.radio import Country, FavoriteError, Station
 from transports.mqtt_broker import EmbeddedBroker, EmbeddedBrokerSettings
 
@@ -125,3 +127,72 @@ async def test_a_runtime_that_goes_takes_its_mqtt_subscriptions_along(pair: Mqtt
     await pair.rt_one.close()  # the websocket client is gone for good
     await eventually(lambda: mqtt_one.multicast_topics(GBID) == {}, WAIT_S,
                      "the topic unsubscribed")
+
+
+# ====================================================================== TLS, credentials
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[Path, Path]:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )
+    return cert, key
+
+
+async def test_mqtts_with_credentials(tmp_path: Path, certificate: tuple[Path, Path]) -> None:
+    cert, _ = certificate
+    async with AsyncExitStack() as stack:
+        broker = await stack.enter_async_context(Mosquitto(
+            tmp_path / "tls", tls=certificate, users={"cc": "s3cret pass"}))
+        url = f"mqtts://cc:s3cret%20pass@127.0.0.1:{broker.port}"
+        pair = await start_pair(stack, tmp_path, {GBID: url}, mqtt__tls_ca_file=str(cert))
+        proxy = await pair.proxy()
+        assert await proxy.add_favorite(Station("TLS", Country.AUSTRIA)) is True
+
+
+async def test_wrong_credentials_are_retried_and_said_clearly(
+        tmp_path: Path, certificate: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    cert, _ = certificate
+    async with AsyncExitStack() as stack:
+        broker = await stack.enter_async_context(Mosquitto(
+            tmp_path / "tls", tls=certificate, users={"cc": "right"}))
+        cc = await stack.enter_async_context(ClusterController(mqtt_cc_config(
+            tmp_path / "cc", "cc-wrong", {GBID: f"mqtts://cc:wrong@127.0.0.1:{broker.port}"},
+            mqtt__tls_ca_file=str(cert))))
+        assert cc.mqtt is not None
+        with pytest.raises(ConnectionError, match="not connected"):
+            await cc.mqtt.wait_connected(1.0)
+        assert any("cannot connect" in r.getMessage() and "mqtts://cc@127.0.0.1" in
+                   r.getMessage() and "wrong" not in r.getMessage()  # no password in logs
+                   for r in caplog.records if r.name == "transports.mqtt")
+
+
+# ====================================================================== broker restart
+
+
+async def test_after_a_restart_without_persistence_the_cc_subscribes_again(
+        tmp_path: Path) -> None:
+    async with AsyncExitStack() as stack:
+        broker = await stack.enter_async_context(
+            Mosquitto(tmp_path / "plain", persistence=False))
+        pair = await start_pair(stack, tmp_path, {GBID: broker.url})
+        proxy = await pair.proxy()
+        seen: asyncio.Queue[Station] = asyncio.Queue()
+        await proxy.new_station.subscribe(seen.put_nowait, partitions=["*"])
+        await broker.stop()
+        await broker.start()  # no sessions survive: both CCs must subscribe again
+        mqtt_one, mqtt_two = pair.one.mqtt, pair.two.mqtt
+        assert mqtt_one is not None and mqtt_two is not None
+        await eventually(lambda: mqtt_one._backends[GBID].connections == 2
+                         and mqtt_two._backends[GBID].connections == 2
+                         and mqtt_one.connected(GBID) and mqtt_two.connected(GBID),
+                         WAIT_S, "both CCs reconnected")
+        assert await proxy.favorites() == []  # own topics subscribed again
+        pair.provider.fire("new_station", Station("after", Country.AUSTRIA), partitions=["x"])
+        assert (await asyncio.wait_for(seen.get(), WAIT_S)).name == "after"

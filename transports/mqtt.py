@@ -194,15 +194,19 @@ class _Backend:
             # arrive and are refused with a reason; far bigger ones are not sent at all
             max_packet_bytes=s.max_message_bytes + PACKET_OVERHEAD_BYTES,
         )
+        last_error = ""
         while True:
             try:
                 async with open_session(self.url, options) as session:
-                    delay = s.reconnect_initial_s
+                    delay, last_error = s.reconnect_initial_s, ""
                     await self._serve(session)
             except asyncio.CancelledError:
                 raise
             except (MqttSessionError, OSError) as exc:
-                level = logging.WARNING if self.connections else logging.INFO
+                # a new kind of trouble is a warning; the same again while retrying is not
+                text = str(exc)
+                level = logging.WARNING if text != last_error else logging.INFO
+                last_error = text
                 log.log(level, "MQTT backend %s (%s): %s; %d message(s) wait; retrying in "
                         "%.2f s", self.gbid, self.url, exc, self.pending, delay)
             except Exception:

@@ -21,33 +21,49 @@ MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 
 
 class Mosquitto:
-    def __init__(self, directory: Path, port: int | None = None) -> None:
+    """``persistence``: keep sessions and queued messages over a restart. ``tls``: (certificate,
+    key) PEM files for a TLS listener. ``users``: name -> password; then only they get in."""
+
+    def __init__(self, directory: Path, port: int | None = None, *, persistence: bool = True,
+                 tls: tuple[Path, Path] | None = None,
+                 users: dict[str, str] | None = None) -> None:
         self.directory = directory
         self.port = port or free_port()
+        self.tls = tls is not None
         self.process: subprocess.Popen[bytes] | None = None
         directory.mkdir(parents=True, exist_ok=True)
         self.config = directory / "mosquitto.conf"
         self.log = directory / "mosquitto.log"
-        self.config.write_text(
-            f"listener {self.port} 127.0.0.1\n"
-            "allow_anonymous true\n"
+        lines = [
+            f"listener {self.port} 127.0.0.1",
             # as root, mosquitto would switch to the mosquitto user, which cannot write the
             # persistence file here (no effect when not run as root)
-            "user root\n"
-            "persistence true\n"
-            f"persistence_location {directory}/\n"
-            "autosave_interval 0\n"       # save on shutdown only
-            "max_queued_messages 100000\n"
-            "max_inflight_messages 0\n"
-            "set_tcp_nodelay true\n"     # small request/reply packets go out at once
-            "log_dest stderr\n"
-            "log_type error\n"
-            "log_type warning\n"
-        )
+            "user root",
+            "max_queued_messages 100000",
+            "max_inflight_messages 0",
+            "set_tcp_nodelay true",  # small request/reply packets go out at once
+            "log_dest stderr",
+            "log_type error",
+            "log_type warning",
+        ]
+        if persistence:
+            lines += ["persistence true", f"persistence_location {directory}/",
+                      "autosave_interval 0"]  # saved on shutdown
+        if tls is not None:
+            lines += [f"certfile {tls[0]}", f"keyfile {tls[1]}"]
+        if users:
+            passwords = directory / "passwords"
+            passwords.write_text("".join(f"{u}:{p}\n" for u, p in users.items()))
+            subprocess.run(["mosquitto_passwd", "-U", str(passwords)], check=True,
+                           capture_output=True)
+            lines += ["allow_anonymous false", f"password_file {passwords}"]
+        else:
+            lines.append("allow_anonymous true")
+        self.config.write_text("\n".join(lines) + "\n")
 
     @property
     def url(self) -> str:
-        return f"mqtt://127.0.0.1:{self.port}"
+        return f"{'mqtts' if self.tls else 'mqtt'}://127.0.0.1:{self.port}"
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         if not Path(MOSQUITTO).exists():
