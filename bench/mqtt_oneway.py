@@ -13,7 +13,7 @@ provisioning file). A calls the one-way ``push(data: str)`` N times with a BYTES
 A -> websocket -> CC1 -> MQTT publish -> mosquitto -> CC2 -> websocket -> B. Timed from the
 first call until the provider has received all N.
 
-Raw path (the baseline of the goal), in the same process and uvloop event loop, through the
+Raw path, in the same process and uvloop event loop, through the
 same broker: one aiomqtt client publishes N messages with QoS 1 to a topic that another aiomqtt
 client subscribes to (``<topic>/#``, as the CCs subscribe to their topic tree), the way a plain
 aiomqtt user writes it: ``await client.publish(topic, payload, qos=1)`` per message (each
@@ -32,8 +32,9 @@ Reference lines, measured in the same rounds, to tell whether the MQTT client is
 Every path sends in the same windows: never more than W messages ahead of the receiver (then
 wait until at most W/2 are in flight). Rounds alternate project, raw, the reference paths,
 project, ...; the best round of each counts (this machine is noisy). Printed: msgs/s of each,
-the ratio project/raw and the goal of the issue (project rate >= 0.7 x raw rate), and the ratio
-to each reference path. Lost or dropped messages are reported with the counters of both CCs
+the ratio project/raw and the goal of the issue (project rate >= 0.7 x raw rate, judged against
+the faster of the two raw aiomqtt paths), and the ratio to each reference path. Lost or
+dropped messages are reported with the counters of both CCs
 (router, websocket, MQTT) and both runtimes. ``--profile`` adds one project round under
 cProfile (not counted) and prints the own time per package (project code, aiomqtt, paho,
 asyncio, ...) and the top functions; ``--profile-raw`` does the same for one round of raw
@@ -241,8 +242,11 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
     width = max(len(name) for name in paths)
     for name, rate in best.items():
         print(f"{name:<{width}}  {rate:9,.0f} msg/s ({1e6 / rate:7.1f} us/msg)")
-    ratio = best[project_name] / best[raw_name]
-    print(f"ratio project / {raw_name}: {ratio:4.2f}   goal >= {GOAL}: "
+    # the goal is judged against the faster of the two ways of using aiomqtt
+    base = max((raw_name, tasks_name), key=lambda name: best[name])
+    ratio = best[project_name] / best[base]
+    print(f"ratio project / {raw_name}: {best[project_name] / best[raw_name]:4.2f}")
+    print(f"ratio project / {base} (the faster raw aiomqtt): {ratio:4.2f}   goal >= {GOAL}: "
           f"{'met' if ratio >= GOAL else 'MISSED'}")
     for name in (tasks_name, gmqtt_name):
         print(f"reference: project / {name}: {best[project_name] / best[name]:4.2f}   "
