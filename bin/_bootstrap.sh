@@ -1,12 +1,12 @@
 # Sourced by bin/run and bin/test: make sure the machine has what the project needs.
 # - Python 3.11+ and a virtual environment at .venv with the project and its test extras
-# - Debian packages (mosquitto), installed with apt-get when running as root
+# - Debian packages (mosquitto, postgresql), installed with apt-get when running as root
 # Fails with a clear message when something cannot be provided.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
-DEBIAN_PACKAGES=(mosquitto openssl)
+DEBIAN_PACKAGES=(mosquitto openssl postgresql)
 
 die() { echo "bootstrap: $*" >&2; exit 1; }
 say() { echo "bootstrap: $*" >&2; }
@@ -40,6 +40,8 @@ ensure_debian_packages() {
         die "apt-get install ${missing[*]} failed"
     # the Debian package starts a system broker on 1883; the project starts its own brokers
     if command -v systemctl >/dev/null 2>&1; then systemctl stop mosquitto >/dev/null 2>&1 || true; fi
+    # likewise a system PostgreSQL cluster on 5432; tests start their own servers
+    if command -v systemctl >/dev/null 2>&1; then systemctl stop postgresql >/dev/null 2>&1 || true; fi
 }
 
 ensure_venv() {

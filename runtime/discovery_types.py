@@ -1,16 +1,19 @@
-"""The discovery data types of spec/discovery.md (the subset the local directory uses now)."""
+"""The discovery data types of spec/discovery.md."""
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "CustomParameter",
     "DiscoveryEntry",
     "DiscoveryEntryWithMetaInfo",
+    "DiscoveryError",
     "DiscoveryQos",
     "DiscoveryScope",
+    "GlobalDiscoveryEntry",
     "ProviderQos",
     "ProviderScope",
     "Version",
@@ -75,3 +78,22 @@ class DiscoveryQos:
     discovery_timeout_ms: int = 10_000
     discovery_scope: DiscoveryScope = DiscoveryScope.LOCAL_THEN_GLOBAL
     provider_must_support_on_change: bool = False
+
+
+@dataclass
+class GlobalDiscoveryEntry(DiscoveryEntry):
+    """A provider as the GCD knows it: with its global address (the wire form of an
+    MqttAddress whose broker_uri is the GBID)."""
+
+    address: dict[str, Any] = field(default_factory=dict)
+
+
+class DiscoveryError(enum.Enum):
+    """The modelled errors of discovery (GCD and local directory)."""
+
+    NO_ENTRY_FOR_PARTICIPANT = "NO_ENTRY_FOR_PARTICIPANT"
+    INVALID_GBID = "INVALID_GBID"
+    UNKNOWN_GBID = "UNKNOWN_GBID"
+    NO_ENTRY_FOR_SELECTED_BACKENDS = "NO_ENTRY_FOR_SELECTED_BACKENDS"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+

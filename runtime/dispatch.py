@@ -219,7 +219,7 @@ class ProviderSkeleton:
             impl = getattr(provider, name, None)
             if impl is None or not inspect.iscoroutinefunction(impl):
                 raise TypeError(f"{type(provider).__name__} does not implement async {name}()")
-            table[(name, tuple(method.param_datatypes))] = (method, impl)
+            table[(method.name, tuple(method.param_datatypes))] = (method, impl)
         for accessor in self.definition.accessors.values():
             kind, name = accessor.name.split("_", 1)
             impl = self._getter(name) if kind == "get" else self._setter(name)

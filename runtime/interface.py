@@ -14,6 +14,9 @@
         @one_way
         async def ping(self, n: int) -> None: ...
 
+        @wire_name("lookup")                                 # an overload: same joynr method
+        async def lookup_in(self, domain: str, gbids: list[str]) -> list[str]: ...
+
 Supported value types: ``int``, ``float``, ``bool``, ``str``, ``bytes``, ``None``, ``list[T]``,
 ``dict[str, T]``, ``T | None``, Enum classes (sent by member name) and dataclasses (sent as
 maps of their fields). Values from the wire are checked against the declared type;
@@ -45,6 +48,7 @@ __all__ = [
     "interface",
     "one_way",
     "to_wire",
+    "wire_name",
 ]
 
 C = TypeVar("C", bound=type)
@@ -225,6 +229,15 @@ def one_way(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def wire_name(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The joynr method name of a Python method, when it differs: overloads (joynr methods of
+    one name with different parameter types) are Python methods of different names."""
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__joynr_name__ = name  # type: ignore[attr-defined]
+        return fn
+    return mark
+
+
 def interface(name: str, *, version: tuple[int, int] = (1, 0)) -> Callable[[C], C]:
     """Class decorator: read the declarations into ``cls.__joynr__`` (an InterfaceDef)."""
 
@@ -245,9 +258,17 @@ def interface(name: str, *, version: tuple[int, int] = (1, 0)) -> Callable[[C], 
                 )
                 one = getattr(value, "__joynr_one_way__", False)
                 methods[attr_name] = MethodDef(
-                    attr_name, params, hints.get("return", type(None)),
-                    getattr(value, "__joynr_errors__", None), one,
+                    getattr(value, "__joynr_name__", attr_name), params,
+                    hints.get("return", type(None)), getattr(value, "__joynr_errors__", None),
+                    one,
                 )
+        signatures: dict[tuple[str, tuple[str, ...]], str] = {}
+        for attr_name, method in methods.items():
+            key = (method.name, tuple(method.param_datatypes))
+            if key in signatures:
+                raise TypeError(f"{cls.__name__}: {attr_name} and {signatures[key]} are both "
+                                f"{method.name}({', '.join(key[1])})")
+            signatures[key] = attr_name
         clash = set(methods) & {f"{p}_{a}" for a in attributes for p in ("get", "set")}
         if clash:
             raise TypeError(f"{cls.__name__}: methods {sorted(clash)} clash with attribute "

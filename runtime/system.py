@@ -11,7 +11,6 @@ sticky routing entries. The caller's identity is the connection its request arri
 
 from __future__ import annotations
 
-import enum
 import logging
 from typing import Any
 
@@ -25,6 +24,7 @@ from runtime.clock import now_ms
 from runtime.discovery_types import (
     DiscoveryEntry,
     DiscoveryEntryWithMetaInfo,
+    DiscoveryError,
     DiscoveryQos,
     DiscoveryScope,
     ProviderScope,
@@ -51,12 +51,8 @@ DEFAULT_ROUTING_PARTICIPANT_ID = "system.routing.provider"
 DEFAULT_DISCOVERY_PARTICIPANT_ID = "system.discovery.provider"
 
 
-class DiscoveryErrorEnum(enum.Enum):
-    NO_ENTRY_FOR_PARTICIPANT = "NO_ENTRY_FOR_PARTICIPANT"
-    INVALID_GBID = "INVALID_GBID"
-    UNKNOWN_GBID = "UNKNOWN_GBID"
-    NO_ENTRY_FOR_SELECTED_BACKENDS = "NO_ENTRY_FOR_SELECTED_BACKENDS"
-    INTERNAL_ERROR = "INTERNAL_ERROR"
+#: the modelled errors of the Discovery provider (kept under its old name too)
+DiscoveryErrorEnum = DiscoveryError
 
 
 @interface("system/Routing", version=(1, 0))

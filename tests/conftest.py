@@ -54,3 +54,6 @@ async def runtimes(cc) -> AsyncIterator[Callable[..., Awaitable[LibjoynrRuntime]
     yield start
     for runtime in started:
         await runtime.stop()
+
+
+from tests.support.gcd_stores import store  # noqa: E402, F401 - the fixture, suite-wide

@@ -140,3 +140,10 @@ def test_broker_urls(url: str, expected: tuple[object, ...]) -> None:
     assert (parsed.host, parsed.port, parsed.tls, parsed.username, parsed.password,
             parsed.version) == expected
     assert "p:ss" not in str(parsed)  # never printed
+
+
+def test_the_cluster_controller_id_of_a_gcd_entry_is_the_last_level_of_its_topic() -> None:
+    from runtime.gcd import cluster_controller_id_of  # noqa: PLC0415
+
+    assert cluster_controller_id_of("joynr/cc/cc-1234") == "cc-1234"
+    assert cluster_controller_id_of("plain") == "plain"

@@ -1,0 +1,379 @@
+"""The Global Capabilities Directory (GCD): interface 0.3 and its provider.
+
+One GCD instance serves one backend (its own GBID) and knows the valid GBIDs; all instances
+share one store (runtime.gcd_store). The rules are spec/discovery.md's "The GCD participant":
+
+- GBID lists: empty, ``""`` or a duplicate -> INVALID_GBID; not a valid GBID -> UNKNOWN_GBID;
+  the first offending element decides and nothing changes.
+- add(entry, gbids) registers in each listed GBID (the GBID in the entry's address is ignored);
+  the old add forms register in the own GBID. An incomplete entry or a non-MQTT address is a
+  provider runtime error.
+- lookups return one entry per participantId, with the address of the selected GBID: the own
+  GBID if the provider is registered there and it is listed, else the first listed GBID it is
+  registered in. The old forms look in the own GBID only.
+- remove(participantId, gbids) is all or nothing; the old forms act on the own GBID, silently.
+- touch / removeStale act on the entries of one cluster controller in every GBID; the cluster
+  controller id of an entry is the last level of its address topic (``joynr/cc/<id>``).
+- a storage failure is INTERNAL_ERROR (a provider runtime error for the old methods, which have
+  no modelled errors); expired entries are never returned and are purged periodically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Final, NoReturn
+
+from runtime.addresses import AddressError, MqttAddress, address_from_dict
+from runtime.clock import now_ms
+from runtime.discovery_types import (
+    DEFAULT_PROVIDER_EXPIRY_MS,
+    CustomParameter,
+    DiscoveryError,
+    GlobalDiscoveryEntry,
+    ProviderQos,
+    ProviderScope,
+    Version,
+)
+from runtime.dispatch import Provider
+from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.gcd_store import GcdStore, RemoveOutcome, StoredEntry, StoreError
+from runtime.interface import errors, interface, wire_name
+
+__all__ = [
+    "GCD_DOMAIN",
+    "GCD_INTERFACE",
+    "GCD_PARTICIPANT_ID",
+    "GCD_TOPIC",
+    "GcdProvider",
+    "GlobalCapabilitiesDirectory",
+    "cluster_controller_id_of",
+]
+
+log = logging.getLogger(__name__)
+
+#: joynr's well-known values
+GCD_PARTICIPANT_ID: Final = "capabilitiesdirectory_participantid"
+GCD_TOPIC: Final = "discoverydirectory_channelid"
+GCD_DOMAIN: Final = "io.joynr"
+GCD_INTERFACE: Final = "infrastructure/GlobalCapabilitiesDirectory"
+
+
+@interface(GCD_INTERFACE, version=(0, 3))
+class GlobalCapabilitiesDirectory:
+    async def add(self, global_discovery_entry: GlobalDiscoveryEntry) -> None: ...
+
+    @wire_name("add")
+    async def add_entries(self, global_discovery_entries: list[GlobalDiscoveryEntry]
+                          ) -> None: ...
+
+    @wire_name("add")
+    @errors(DiscoveryError)
+    async def add_in(self, global_discovery_entry: GlobalDiscoveryEntry, gbids: list[str]
+                     ) -> None: ...
+
+    async def lookup(self, domains: list[str], interface_name: str
+                     ) -> list[GlobalDiscoveryEntry]: ...
+
+    @wire_name("lookup")
+    @errors(DiscoveryError)
+    async def lookup_in(self, domains: list[str], interface_name: str, gbids: list[str]
+                        ) -> list[GlobalDiscoveryEntry]: ...
+
+    @wire_name("lookup")
+    async def lookup_participant(self, participant_id: str) -> GlobalDiscoveryEntry: ...
+
+    @wire_name("lookup")
+    @errors(DiscoveryError)
+    async def lookup_participant_in(self, participant_id: str, gbids: list[str]
+                                    ) -> GlobalDiscoveryEntry: ...
+
+    async def remove(self, participant_id: str) -> None: ...
+
+    @wire_name("remove")
+    async def remove_participants(self, participant_ids: list[str]) -> None: ...
+
+    @wire_name("remove")
+    @errors(DiscoveryError)
+    async def remove_in(self, participant_id: str, gbids: list[str]) -> None: ...
+
+    async def touch(self, cluster_controller_id: str) -> None: ...
+
+    @wire_name("touch")
+    async def touch_participants(self, cluster_controller_id: str, participant_ids: list[str]
+                                 ) -> None: ...
+
+    @wire_name("removeStale")
+    async def remove_stale(self, cluster_controller_id: str, max_last_seen_date_ms: int
+                           ) -> None: ...
+
+
+def cluster_controller_id_of(topic: str) -> str:
+    """The cluster controller id in a provider's address topic: its last level."""
+    return topic.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _fail(error: DiscoveryError, detail: str) -> NoReturn:
+    raise ApplicationError(error.name, detail)
+
+
+def _to_row(entry: GlobalDiscoveryEntry, gbid: str, topic: str) -> StoredEntry:
+    qos = entry.qos
+    return StoredEntry(
+        gbid=gbid, participant_id=entry.participant_id, domain=entry.domain,
+        interface_name=entry.interface_name,
+        major_version=entry.provider_version.major_version,
+        minor_version=entry.provider_version.minor_version, priority=qos.priority,
+        scope=qos.scope.value, supports_on_change=qos.supports_on_change_subscriptions,
+        custom_parameters=json.dumps([[p.name, p.value] for p in qos.custom_parameters]),
+        last_seen_ms=entry.last_seen_date_ms, expiry_ms=entry.expiry_date_ms,
+        public_key_id=entry.public_key_id, topic=topic,
+        cluster_controller_id=cluster_controller_id_of(topic),
+    )
+
+
+def _from_row(row: StoredEntry) -> GlobalDiscoveryEntry:
+    return GlobalDiscoveryEntry(
+        provider_version=Version(row.major_version, row.minor_version), domain=row.domain,
+        interface_name=row.interface_name, participant_id=row.participant_id,
+        qos=ProviderQos(
+            custom_parameters=[CustomParameter(n, v) for n, v in json.loads(
+                row.custom_parameters)],
+            priority=row.priority, scope=ProviderScope(row.scope),
+            supports_on_change_subscriptions=row.supports_on_change),
+        last_seen_date_ms=row.last_seen_ms, expiry_date_ms=row.expiry_ms,
+        public_key_id=row.public_key_id,
+        address=MqttAddress(row.gbid, row.topic).to_dict(),
+    )
+
+
+class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
+    """One GCD instance: ``own_gbid`` (its backend), ``valid_gbids``, a shared ``store``."""
+
+    def __init__(self, store: GcdStore, own_gbid: str, valid_gbids: Sequence[str], *,
+                 default_expiry_ms: int = DEFAULT_PROVIDER_EXPIRY_MS,
+                 clock_ms: Callable[[], int] = now_ms) -> None:
+        super().__init__()
+        if own_gbid not in valid_gbids:
+            raise ValueError(f"the own GBID {own_gbid!r} is not among the valid GBIDs")
+        self.store = store
+        self.own_gbid = own_gbid
+        self.valid_gbids = frozenset(valid_gbids)
+        self.default_expiry_ms = default_expiry_ms
+        self._clock_ms = clock_ms
+        self._purger: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ checks
+
+    def _check_gbids(self, gbids: Sequence[str]) -> None:
+        if not gbids:
+            _fail(DiscoveryError.INVALID_GBID, "no GBID given")
+        seen: set[str] = set()
+        for gbid in gbids:
+            if not gbid:
+                _fail(DiscoveryError.INVALID_GBID, "an empty GBID")
+            if gbid in seen:
+                _fail(DiscoveryError.INVALID_GBID, f"GBID {gbid!r} given twice")
+            if gbid not in self.valid_gbids:
+                _fail(DiscoveryError.UNKNOWN_GBID, f"unknown GBID {gbid[:100]!r}")
+            seen.add(gbid)
+
+    @staticmethod
+    def _topic_of(entry: GlobalDiscoveryEntry) -> str:
+        """The entry's MQTT topic; a provider runtime error if it is incomplete."""
+        missing = [name for name, value in (("domain", entry.domain),
+                                            ("interface name", entry.interface_name),
+                                            ("participantId", entry.participant_id),
+                                            ("address", entry.address)) if not value]
+        if missing:
+            raise ProviderRuntimeError(f"incomplete discovery entry: no {', '.join(missing)}")
+        try:
+            address = address_from_dict(entry.address)
+        except AddressError as exc:
+            raise ProviderRuntimeError(f"discovery entry {entry.participant_id}: bad address: "
+                                       f"{exc}") from None
+        if not isinstance(address, MqttAddress):
+            raise ProviderRuntimeError(f"discovery entry {entry.participant_id}: the address "
+                                       f"must be an MqttAddress, not {address.type_name}")
+        return address.topic
+
+    async def _store(self, what: str, call: Callable[[], object], *, modelled: bool) -> object:
+        """Run a store call; a storage failure becomes INTERNAL_ERROR."""
+        try:
+            return await call()  # type: ignore[misc]
+        except StoreError as exc:
+            log.error("GCD %s: %s failed: %s", self.own_gbid, what, exc)
+            if modelled:
+                _fail(DiscoveryError.INTERNAL_ERROR, f"{what}: storage failure")
+            raise ProviderRuntimeError(f"INTERNAL_ERROR: {what}: storage failure") from None
+
+    # ------------------------------------------------------------------ add
+
+    async def _add(self, entries: Sequence[GlobalDiscoveryEntry], gbids: Sequence[str], *,
+                   modelled: bool) -> None:
+        rows = []
+        for entry in entries:
+            topic = self._topic_of(entry)
+            rows += [_to_row(entry, gbid, topic) for gbid in gbids]
+        await self._store("add", lambda: self.store.add(rows), modelled=modelled)
+        for entry in entries:
+            log.info("GCD %s: added %s (%s, %s) in %s", self.own_gbid, entry.participant_id,
+                     entry.domain, entry.interface_name, ", ".join(gbids))
+
+    async def add(self, global_discovery_entry: GlobalDiscoveryEntry) -> None:
+        await self._add([global_discovery_entry], [self.own_gbid], modelled=False)
+
+    async def add_entries(self, global_discovery_entries: list[GlobalDiscoveryEntry]) -> None:
+        await self._add(global_discovery_entries, [self.own_gbid], modelled=False)
+
+    async def add_in(self, global_discovery_entry: GlobalDiscoveryEntry, gbids: list[str]
+                     ) -> None:
+        self._check_gbids(gbids)
+        await self._add([global_discovery_entry], gbids, modelled=True)
+
+    # ------------------------------------------------------------------ lookup
+
+    def _select(self, rows: Sequence[StoredEntry], gbids: Sequence[str]) -> list[StoredEntry]:
+        """One row per participant: the own GBID if listed and registered, else the first
+        listed GBID it is registered in; participants in none of them are left out."""
+        by_pid: dict[str, dict[str, StoredEntry]] = {}
+        for row in rows:
+            by_pid.setdefault(row.participant_id, {})[row.gbid] = row
+        listed = list(gbids)
+        if self.own_gbid in listed:
+            listed.remove(self.own_gbid)
+            listed.insert(0, self.own_gbid)
+        selected = []
+        for registered in by_pid.values():
+            for gbid in listed:
+                if gbid in registered:
+                    selected.append(registered[gbid])
+                    break
+        return selected
+
+    async def _find(self, domains: list[str], interface_name: str, modelled: bool
+                    ) -> list[StoredEntry]:
+        return await self._store(  # type: ignore[return-value]
+            "lookup", lambda: self.store.find(domains, interface_name, self._clock_ms()),
+            modelled=modelled)
+
+    async def lookup(self, domains: list[str], interface_name: str
+                     ) -> list[GlobalDiscoveryEntry]:
+        rows = await self._find(domains, interface_name, False)
+        return [_from_row(r) for r in self._select(rows, [self.own_gbid])]
+
+    async def lookup_in(self, domains: list[str], interface_name: str, gbids: list[str]
+                        ) -> list[GlobalDiscoveryEntry]:
+        self._check_gbids(gbids)
+        rows = await self._find(domains, interface_name, True)
+        selected = self._select(rows, gbids)
+        if rows and not selected:
+            _fail(DiscoveryError.NO_ENTRY_FOR_SELECTED_BACKENDS,
+                  f"{interface_name} in {domains}: registered in none of {gbids}")
+        return [_from_row(r) for r in selected]
+
+    async def _find_participant(self, participant_id: str, modelled: bool
+                                ) -> list[StoredEntry]:
+        return await self._store(  # type: ignore[return-value]
+            "lookup", lambda: self.store.find_participant(participant_id, self._clock_ms()),
+            modelled=modelled)
+
+    async def lookup_participant(self, participant_id: str) -> GlobalDiscoveryEntry:
+        rows = self._select(await self._find_participant(participant_id, False),
+                            [self.own_gbid])
+        if not rows:
+            raise ProviderRuntimeError(f"no entry for participant {participant_id} in "
+                                       f"{self.own_gbid}")
+        return _from_row(rows[0])
+
+    async def lookup_participant_in(self, participant_id: str, gbids: list[str]
+                                    ) -> GlobalDiscoveryEntry:
+        self._check_gbids(gbids)
+        rows = await self._find_participant(participant_id, True)
+        if not rows:
+            _fail(DiscoveryError.NO_ENTRY_FOR_PARTICIPANT, f"no entry for {participant_id}")
+        selected = self._select(rows, gbids)
+        if not selected:
+            _fail(DiscoveryError.NO_ENTRY_FOR_SELECTED_BACKENDS,
+                  f"{participant_id} is registered in none of {gbids}")
+        return _from_row(selected[0])
+
+    # ------------------------------------------------------------------ remove
+
+    async def remove(self, participant_id: str) -> None:
+        await self.remove_participants([participant_id])
+
+    async def remove_participants(self, participant_ids: list[str]) -> None:
+        removed = await self._store(
+            "remove", lambda: self.store.remove_in(participant_ids, self.own_gbid),
+            modelled=False)
+        log.info("GCD %s: removed %s row(s) of %d participant(s)", self.own_gbid, removed,
+                 len(participant_ids))
+
+    async def remove_in(self, participant_id: str, gbids: list[str]) -> None:
+        self._check_gbids(gbids)
+        outcome = await self._store(
+            "remove", lambda: self.store.remove(participant_id, gbids, self._clock_ms()),
+            modelled=True)
+        if outcome is RemoveOutcome.NO_PARTICIPANT:
+            _fail(DiscoveryError.NO_ENTRY_FOR_PARTICIPANT, f"no entry for {participant_id}")
+        if outcome is RemoveOutcome.NOT_IN_ALL_SELECTED:
+            _fail(DiscoveryError.NO_ENTRY_FOR_SELECTED_BACKENDS,
+                  f"{participant_id} is not registered in every one of {gbids}")
+        log.info("GCD %s: removed %s from %s", self.own_gbid, participant_id, ", ".join(gbids))
+
+    # ------------------------------------------------------------------ freshness
+
+    async def _touch(self, cluster_controller_id: str, participant_ids: list[str] | None
+                     ) -> None:
+        now = self._clock_ms()
+        touched = await self._store(
+            "touch", lambda: self.store.touch(cluster_controller_id, participant_ids, now,
+                                              now + self.default_expiry_ms), modelled=False)
+        log.debug("GCD %s: touched %s row(s) of %s", self.own_gbid, touched,
+                  cluster_controller_id)
+
+    async def touch(self, cluster_controller_id: str) -> None:
+        await self._touch(cluster_controller_id, None)
+
+    async def touch_participants(self, cluster_controller_id: str, participant_ids: list[str]
+                                 ) -> None:
+        await self._touch(cluster_controller_id, participant_ids)
+
+    async def remove_stale(self, cluster_controller_id: str, max_last_seen_date_ms: int
+                           ) -> None:
+        removed = await self._store(
+            "removeStale", lambda: self.store.remove_stale(cluster_controller_id,
+                                                           max_last_seen_date_ms),
+            modelled=False)
+        log.info("GCD %s: removeStale %s before %d: %s row(s) removed", self.own_gbid,
+                 cluster_controller_id, max_last_seen_date_ms, removed)
+
+    # ------------------------------------------------------------------ housekeeping
+
+    def start_purging(self, interval_s: float) -> None:
+        """Delete expired entries every ``interval_s`` (they are never returned anyway)."""
+        if self._purger is None or self._purger.done():
+            self._purger = asyncio.get_running_loop().create_task(self._purge(interval_s),
+                                                                  name="gcd-purge")
+
+    async def stop_purging(self) -> None:
+        task, self._purger = self._purger, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _purge(self, interval_s: float) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                purged = await self.store.purge_expired(self._clock_ms())
+            except StoreError as exc:
+                log.warning("GCD %s: purging expired entries failed: %s", self.own_gbid, exc)
+                continue
+            if purged:
+                log.info("GCD %s: purged %d expired entr(y/ies)", self.own_gbid, purged)
