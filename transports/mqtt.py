@@ -79,6 +79,9 @@ class MqttTransportSettings:
     own_topic: str
     #: MQTT client id prefix; the client id of a backend is ``<prefix>-<gbid>``
     client_id: str
+    #: the topic filter to subscribe to instead of ``<own_topic>/#`` (e.g. a shared
+    #: subscription ``$share/<group>/<own_topic>/#`` of several service instances)
+    subscription: str | None = None
     #: "5" or "3.1.1", for backends whose URL does not say
     version: str = "5"
     keepalive_s: int = 30
@@ -218,16 +221,16 @@ class _Backend:
 
     async def _serve(self, session: MqttSession) -> None:
         transport = self.transport
-        await session.subscribe(f"{transport.settings.own_topic}/#", 1)
+        own = transport.settings.subscription or f"{transport.settings.own_topic}/#"
+        await session.subscribe(own, 1)
         for topic in list(self.topics):
             await session.subscribe(topic, 1)
         self.session = session
         self.connections += 1
         self.connected.set()
-        log.info("MQTT backend %s connected to %s (connection %d): subscribed to %s/# and %d "
+        log.info("MQTT backend %s connected to %s (connection %d): subscribed to %s and %d "
                  "multicast topic(s); %d message(s) to send", self.gbid, self.url,
-                 self.connections, transport.settings.own_topic, len(self.topics),
-                 len(self.queue))
+                 self.connections, own, len(self.topics), len(self.queue))
         writer = asyncio.get_running_loop().create_task(self._write(session))
         try:
             received = transport._received

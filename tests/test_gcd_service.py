@@ -1,0 +1,96 @@
+"""The GCD service over MQTT: a cluster controller's in-process proxy calls it through mosquitto.
+
+The GCD's entry is provisioned in the CC (participantId capabilitiesdirectory_participantid,
+topic discoverydirectory_channelid), as joynr does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.addresses import MqttAddress
+from runtime.cluster_controller import ClusterController
+from runtime.discovery_types import GlobalDiscoveryEntry, ProviderQos, ProviderScope, Version
+from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.gcd import GCD_DOMAIN, GCD_INTERFACE, GCD_PARTICIPANT_ID, GCD_TOPIC
+from runtime.gcd import GlobalCapabilitiesDirectory as Gcd
+from runtime.gcd_service import GcdService, GcdSettings
+from tests.support.brokers import Mosquitto
+from tests.support.mqtt_cluster import mqtt_cc_config, write_provisioning
+
+pytestmark = pytest.mark.network
+
+GBID = "joynrdefaultgbid"
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def gcd_provisioning(path: Path, gbid: str = GBID) -> Path:
+    return write_provisioning(path, {
+        "participant_id": GCD_PARTICIPANT_ID, "domain": GCD_DOMAIN, "interface": GCD_INTERFACE,
+        "version": "0.3", "gbid": gbid, "topic": GCD_TOPIC})
+
+
+def entry(pid: str, topic: str = "joynr/cc/cc-x") -> GlobalDiscoveryEntry:
+    return GlobalDiscoveryEntry(
+        Version(1, 0), "vehicle", "test/Radio", pid, ProviderQos(scope=ProviderScope.GLOBAL),
+        now_ms(), now_ms() + 60_000, "", MqttAddress("ignored", topic).to_dict())
+
+
+@pytest.fixture
+async def gcd_proxy(tmp_path: Path) -> AsyncIterator[tuple[Any, GcdService]]:
+    async with AsyncExitStack() as stack:
+        broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
+        service = await stack.enter_async_context(GcdService(GcdSettings(
+            gbid=GBID, broker_url=broker.url, valid_gbids=[GBID, "other"],
+            sqlite_path=tmp_path / "gcd.sqlite")))
+        await service.mqtt.wait_connected(10)
+        cc = await stack.enter_async_context(ClusterController(mqtt_cc_config(
+            tmp_path / "cc", "cc-gcd-test", {GBID: broker.url},
+            discovery__provisioning_file=str(gcd_provisioning(tmp_path / "prov.toml")))))
+        assert cc.mqtt is not None
+        await cc.mqtt.wait_connected(10)
+        proxy = await cc.runtime.build_proxy(Gcd, GCD_DOMAIN, ttl_ms=5_000)
+        yield proxy, service
+
+
+async def test_add_lookup_remove_over_mqtt(gcd_proxy: tuple[Any, GcdService]) -> None:
+    proxy, service = gcd_proxy
+    await proxy.add_in(entry("p1"), [GBID, "other"])
+    (found,) = await proxy.lookup_in(["vehicle"], "test/Radio", ["other", GBID])
+    assert found.participant_id == "p1"
+    assert found.address == MqttAddress(GBID, "joynr/cc/cc-x").to_dict()  # own GBID first
+    assert (await proxy.lookup_participant_in("p1", ["other"])).address["brokerUri"] == "other"
+    await proxy.remove_in("p1", ["other"])
+    assert [e.participant_id for e in await proxy.lookup(["vehicle"], "test/Radio")] == ["p1"]
+    await proxy.touch_participants("cc-x", ["p1"])
+    await proxy.remove_stale("cc-x", now_ms() + 1000)
+    assert await proxy.lookup(["vehicle"], "test/Radio") == []
+    assert service.mqtt.received >= 7
+
+
+async def test_modelled_errors_over_mqtt(gcd_proxy: tuple[Any, GcdService]) -> None:
+    proxy, _ = gcd_proxy
+    for call, error in (
+        (proxy.add_in(entry("p1"), [""]), "INVALID_GBID"),
+        (proxy.add_in(entry("p1"), ["unknown"]), "UNKNOWN_GBID"),
+        (proxy.lookup_participant_in("nobody", [GBID]), "NO_ENTRY_FOR_PARTICIPANT"),
+        (proxy.remove_in("nobody", [GBID]), "NO_ENTRY_FOR_PARTICIPANT"),
+    ):
+        with pytest.raises(ApplicationError) as raised:
+            await call
+        assert raised.value.error == error
+    with pytest.raises(ProviderRuntimeError, match="must be an MqttAddress"):
+        await proxy.add(GlobalDiscoveryEntry(
+            Version(1, 0), "vehicle", "test/Radio", "p2", ProviderQos(), 0, now_ms() + 1000,
+            "", {"_typeName": "joynr.system.RoutingTypes.WebSocketClientAddress", "id": "x"}))
+    with pytest.raises(ProviderRuntimeError, match="no entry"):
+        await proxy.lookup_participant("nobody")
