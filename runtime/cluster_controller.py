@@ -282,7 +282,7 @@ class ClusterController:
         self.provisioned: list[ProvisionedProvider] = []
         if config.discovery.provisioning_file:
             self.provisioned = load_provisioning(Path(config.discovery.provisioning_file))
-        self.discovery = LocalDiscovery(self.routing_table)
+        self.discovery = LocalDiscovery(self.routing_table, self.router)
         self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery))
         self.routing_provider = RoutingProvider(self.router, self.global_address)
         self.runtime.reply_to_address = self.global_address

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol
@@ -99,11 +100,14 @@ class SystemServices(Protocol):
                                      ) -> None: ...
     async def remove_multicast_receiver(self, pattern: str, subscriber: str, provider: str
                                         ) -> None: ...
-    async def discovery_add(self, entry: DiscoveryEntry) -> None: ...
+    async def discovery_add(self, entry: DiscoveryEntry, await_global: bool = False,
+                            gbids: Sequence[str] = ()) -> None: ...
     async def discovery_remove(self, participant_id: str) -> None: ...
     async def discovery_lookup(self, domains: list[str], interface_name: str,
-                               qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]: ...
-    async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos
+                               qos: DiscoveryQos, gbids: Sequence[str] = ()
+                               ) -> list[DiscoveryEntryWithMetaInfo]: ...
+    async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos,
+                                           gbids: Sequence[str] = ()
                                            ) -> DiscoveryEntryWithMetaInfo: ...
 
 
@@ -134,8 +138,14 @@ class JoynrRuntime:
         qos: ProviderQos | None = None,
         participant_id: str | None = None,
         expiry_ms: int = DEFAULT_PROVIDER_EXPIRY_MS,
+        gbids: Sequence[str] = (),
+        await_global_registration: bool = False,
     ) -> str:
-        """Register ``provider`` in ``domain``; returns its participantId."""
+        """Register ``provider`` in ``domain``; returns its participantId.
+
+        With ``qos.scope`` GLOBAL the cluster controller also registers it with the GCD, in
+        ``gbids`` (default: all its backends); ``await_global_registration`` waits for that
+        (and fails with the GCD's error), else it happens in the background."""
         qos = qos or ProviderQos()
         definition = provider._definition
         pid = participant_id or f"{uuid.uuid4()}"
@@ -152,7 +162,7 @@ class JoynrRuntime:
         )
         try:
             await self.system.add_next_hop(pid, visible)
-            await self.system.discovery_add(entry)
+            await self.system.discovery_add(entry, await_global_registration, gbids)
         except BaseException:
             self.router.remove_route(pid)
             raise
@@ -192,13 +202,15 @@ class JoynrRuntime:
         arbitration: Arbitration | None = None,
         ttl_ms: int = 60_000,
         discovery_retry_s: float = 0.25,
+        gbids: Sequence[str] = (),
     ) -> Proxy:
-        """Discover a provider of ``interface`` in ``domain`` and build a proxy for it."""
+        """Discover a provider of ``interface`` in ``domain`` (in ``gbids``, default: all
+        backends of the cluster controller) and build a proxy for it."""
         definition = interface_def(interface)
         qos = discovery_qos or DiscoveryQos()
         arbitration = arbitration or Arbitration()
         entry = await self._discover(definition, [domain] if isinstance(domain, str) else domain,
-                                     qos, arbitration, discovery_retry_s)
+                                     qos, arbitration, discovery_retry_s, gbids=gbids)
         pid = f"{uuid.uuid4()}"
         endpoint = ProxyEndpoint(pid)
         self.router.add_route(pid, endpoint.address, is_globally_visible=False)
@@ -219,17 +231,21 @@ class JoynrRuntime:
         return proxy
 
     async def _discover(self, definition: InterfaceDef, domains: list[str], qos: DiscoveryQos,
-                        arbitration: Arbitration, retry_s: float) -> DiscoveryEntryWithMetaInfo:
+                        arbitration: Arbitration, retry_s: float, *, gbids: Sequence[str] = ()
+                        ) -> DiscoveryEntryWithMetaInfo:
         deadline = asyncio.get_running_loop().time() + qos.discovery_timeout_ms / 1000
         while True:
             if arbitration.strategy == "fixed_participant":
                 try:
                     found = [await self.system.discovery_lookup_participant(
-                        arbitration.participant_id, qos)]
-                except ApplicationError:
+                        arbitration.participant_id, qos, gbids)]
+                except ApplicationError as exc:
+                    if exc.error in ("INVALID_GBID", "UNKNOWN_GBID"):
+                        raise
                     found = []
             else:
-                found = await self.system.discovery_lookup(domains, definition.name, qos)
+                found = await self.system.discovery_lookup(domains, definition.name, qos,
+                                                           gbids)
             major, minor = definition.version
             compatible = [e for e in found if e.provider_version.major_version == major
                           and e.provider_version.minor_version >= minor]
@@ -313,19 +329,22 @@ class _DirectoryCalls:
 
     discovery: Any
 
-    async def discovery_add(self, entry: DiscoveryEntry) -> None:
-        await self.discovery.add(entry)
+    async def discovery_add(self, entry: DiscoveryEntry, await_global: bool = False,
+                            gbids: Sequence[str] = ()) -> None:
+        await self.discovery.add_in(entry, await_global, list(gbids))
 
     async def discovery_remove(self, participant_id: str) -> None:
         await self.discovery.remove(participant_id)
 
     async def discovery_lookup(self, domains: list[str], interface_name: str,
-                               qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]:
-        return await self.discovery.lookup(domains, interface_name, qos)
+                               qos: DiscoveryQos, gbids: Sequence[str] = ()
+                               ) -> list[DiscoveryEntryWithMetaInfo]:
+        return await self.discovery.lookup_in(domains, interface_name, qos, list(gbids))
 
-    async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos
+    async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos,
+                                           gbids: Sequence[str] = ()
                                            ) -> DiscoveryEntryWithMetaInfo:
-        return await self.discovery.lookup_participant(participant_id, qos)
+        return await self.discovery.lookup_participant_in(participant_id, qos, list(gbids))
 
 
 # ====================================================================== inside the CC

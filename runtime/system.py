@@ -11,12 +11,16 @@ sticky routing entries. The caller's identity is the connection its request arri
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Any
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from runtime.addresses import (
     Address,
     AddressError,
+    MqttAddress,
     WebSocketClientAddress,
     address_from_dict,
 )
@@ -27,11 +31,12 @@ from runtime.discovery_types import (
     DiscoveryError,
     DiscoveryQos,
     DiscoveryScope,
+    GlobalDiscoveryEntry,
     ProviderScope,
 )
 from runtime.dispatch import Provider, current_origin
-from runtime.errors import ApplicationError, ProviderRuntimeError
-from runtime.interface import attribute, errors, interface
+from runtime.errors import ApplicationError, JoynrError, ProviderRuntimeError
+from runtime.interface import attribute, errors, interface, wire_name
 from runtime.multicast import MulticastError, make_multicast_id
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
@@ -46,6 +51,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 DEFAULT_ROUTING_PARTICIPANT_ID = "system.routing.provider"
 DEFAULT_DISCOVERY_PARTICIPANT_ID = "system.discovery.provider"
@@ -79,14 +86,36 @@ class Routing:
 class Discovery:
     async def add(self, entry: DiscoveryEntry) -> None: ...
 
+    @wire_name("add")
+    @errors(DiscoveryErrorEnum)
+    async def add_in(self, entry: DiscoveryEntry, await_global_registration: bool,
+                     gbids: list[str]) -> None: ...
+
+    @wire_name("addToAll")
+    @errors(DiscoveryErrorEnum)
+    async def add_to_all(self, entry: DiscoveryEntry, await_global_registration: bool
+                         ) -> None: ...
+
     async def remove(self, participant_id: str) -> None: ...
 
+    @errors(DiscoveryErrorEnum)
     async def lookup(self, domains: list[str], interface_name: str,
                      discovery_qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]: ...
+
+    @wire_name("lookup")
+    @errors(DiscoveryErrorEnum)
+    async def lookup_in(self, domains: list[str], interface_name: str,
+                        discovery_qos: DiscoveryQos, gbids: list[str]
+                        ) -> list[DiscoveryEntryWithMetaInfo]: ...
 
     @errors(DiscoveryErrorEnum)
     async def lookup_participant(self, participant_id: str,
                                  discovery_qos: DiscoveryQos) -> DiscoveryEntryWithMetaInfo: ...
+
+    @wire_name("lookup_participant")
+    @errors(DiscoveryErrorEnum)
+    async def lookup_participant_in(self, participant_id: str, discovery_qos: DiscoveryQos,
+                                    gbids: list[str]) -> DiscoveryEntryWithMetaInfo: ...
 
 
 def _belongs_to_caller(table: RoutingTable, participant_id: str) -> bool:
@@ -177,19 +206,37 @@ class RoutingProvider(Provider, interface=Routing):
 
 
 class LocalDiscovery(Provider, interface=Discovery):
-    """The local capabilities directory: local registrations, plus the global entries it was
-    given (provisioned; the GCD's come with the GCD issue).
+    """The local capabilities directory (spec/discovery.md, "The cluster controller's LCD").
 
-    A libjoynr runtime may only add or remove entries of its own participants (routed to the
-    connection the call arrived over)."""
+    Local registrations; provisioned global providers (always known, never expire); and, once
+    a GCD is attached (``attach_gcd``), the global directory: GLOBAL-scope providers are
+    registered with the GCD, lookups go to it by discovery scope, its answers are cached for
+    ``cache_max_age_ms`` and routed, and the CC's entries are kept fresh (touch) and cleaned
+    after a restart (removeStale). A libjoynr runtime may only add or remove entries of its own
+    participants (routed to the connection the call arrived over)."""
 
     serves_remote_callers = False
 
-    def __init__(self, table: RoutingTable) -> None:
+    def __init__(self, table: RoutingTable, router: MessageRouter | None = None) -> None:
         super().__init__()
         self._table = table
+        self._router = router
         self._entries: dict[str, DiscoveryEntry] = {}
-        self._global: dict[str, DiscoveryEntryWithMetaInfo] = {}
+        self._provisioned: dict[str, DiscoveryEntryWithMetaInfo] = {}
+        self._gcd: GlobalLink | None = None
+        # participantId -> (when cached, entry): answers of the GCD
+        self._cache: dict[str, tuple[int, DiscoveryEntryWithMetaInfo]] = {}
+        self._global_gbids: dict[str, list[str]] = {}  # registered with the GCD, in these
+        self.gcd_calls: Counter[str] = Counter()
+
+    # ------------------------------------------------------------------ set-up
+
+    def attach_gcd(self, link: GlobalLink) -> None:
+        self._gcd = link
+
+    @property
+    def gbids(self) -> list[str]:
+        return list(self._gcd.gbids) if self._gcd is not None else []
 
     def _check_owner(self, participant_id: str, action: str) -> None:
         if not _belongs_to_caller(self._table, participant_id):
@@ -198,31 +245,116 @@ class LocalDiscovery(Provider, interface=Discovery):
             raise ProviderRuntimeError(
                 f"discovery {action} refused: {participant_id} is not routed to the caller")
 
+    def _check_gbids(self, gbids: list[str]) -> list[str]:
+        """The GBIDs to use: the caller's, checked, or all configured ones."""
+        configured = self.gbids
+        if not gbids:
+            return configured
+        seen: set[str] = set()
+        for gbid in gbids:
+            if not gbid or gbid in seen:
+                raise ApplicationError(DiscoveryErrorEnum.INVALID_GBID.name,
+                                       f"invalid GBID {gbid!r} in {gbids}")
+            if gbid not in configured:
+                raise ApplicationError(DiscoveryErrorEnum.UNKNOWN_GBID.name,
+                                       f"unknown GBID {gbid[:100]!r}")
+            seen.add(gbid)
+        return list(gbids)
+
+    # ------------------------------------------------------------------ add, remove
+
     async def add(self, entry: DiscoveryEntry) -> None:
+        await self.add_in(entry, False, [])
+
+    async def add_to_all(self, entry: DiscoveryEntry, await_global_registration: bool) -> None:
+        await self.add_in(entry, await_global_registration, self.gbids)
+
+    async def add_in(self, entry: DiscoveryEntry, await_global_registration: bool,
+                     gbids: list[str]) -> None:
         if not (entry.domain and entry.interface_name and entry.participant_id):
             raise ProviderRuntimeError("discovery entry without domain, interface or "
                                        "participantId")
         self._check_owner(entry.participant_id, "add")
-        self._entries[entry.participant_id] = entry
-        log.info("registered provider %s (%s, %s v%d.%d)", entry.participant_id, entry.domain,
+        gbids = self._check_gbids(gbids)
+        pid = entry.participant_id
+        self._entries[pid] = entry
+        log.info("registered provider %s (%s, %s v%d.%d)", pid, entry.domain,
                  entry.interface_name, entry.provider_version.major_version,
                  entry.provider_version.minor_version)
+        link = self._gcd
+        if entry.qos.scope is not ProviderScope.GLOBAL or link is None:
+            return
+        self._global_gbids[pid] = gbids
+        if not await_global_registration:
+            link.in_background(f"add {pid}", lambda: link.add(entry, gbids),
+                               still_wanted=lambda: self._entries.get(pid) is entry)
+            return
+        try:
+            await link.add(entry, gbids)
+        except BaseException:
+            # the caller learns that it failed: the local registration is rolled back
+            if self._entries.get(pid) is entry:
+                del self._entries[pid]
+                self._global_gbids.pop(pid, None)
+            raise
 
     async def remove(self, participant_id: str) -> None:
         if participant_id in self._entries:
             self._check_owner(participant_id, "remove")
         if self._entries.pop(participant_id, None) is not None:
             log.info("unregistered provider %s", participant_id)
+        gbids = self._global_gbids.pop(participant_id, None)
+        link = self._gcd
+        if gbids and link is not None:
+            link.in_background(f"remove {participant_id}",
+                               lambda: link.remove(participant_id, gbids),
+                               still_wanted=lambda: participant_id not in self._entries)
+
+    def global_participants(self) -> list[str]:
+        """The participantIds this CC registered with the GCD (for touch)."""
+        return sorted(self._global_gbids)
+
+    # ------------------------------------------------------------------ lookup
 
     def _with_meta(self, entry: DiscoveryEntry) -> DiscoveryEntryWithMetaInfo:
         return DiscoveryEntryWithMetaInfo(**vars(entry), is_local=True)
 
     def add_global(self, entry: DiscoveryEntryWithMetaInfo) -> None:
-        """A provider in another cluster controller (provisioned, or from the GCD)."""
-        self._global[entry.participant_id] = entry
+        """A provisioned provider in another cluster controller (always known)."""
+        self._provisioned[entry.participant_id] = entry
+
+    def _cached(self, max_age_ms: int, now: int) -> list[DiscoveryEntryWithMetaInfo]:
+        """Provisioned entries and the GCD's answers not older than ``max_age_ms``."""
+        fresh = [e for when, e in self._cache.values() if now - when <= max_age_ms]
+        return list(self._provisioned.values()) + [
+            e for e in fresh if e.participant_id not in self._provisioned]
+
+    def _remember(self, found: list[GlobalDiscoveryEntry], now: int
+                  ) -> list[DiscoveryEntryWithMetaInfo]:
+        """Cache and route what the GCD returned (never over a local route)."""
+        entries = []
+        for gde in found:
+            try:
+                address = address_from_dict(gde.address)
+            except AddressError as exc:
+                log.warning("GCD answered %s with a bad address: %s", gde.participant_id, exc)
+                continue
+            meta = DiscoveryEntryWithMetaInfo(**{k: v for k, v in vars(gde).items()
+                                                 if k != "address"}, is_local=False)
+            self._cache[gde.participant_id] = (now, meta)
+            if self._router is not None and gde.participant_id not in self._entries:
+                self._router.add_route(gde.participant_id, address, is_globally_visible=True)
+            entries.append(meta)
+        return entries
 
     async def lookup(self, domains: list[str], interface_name: str,
                      discovery_qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]:
+        return await self.lookup_in(domains, interface_name, discovery_qos, [])
+
+    async def lookup_in(self, domains: list[str], interface_name: str,
+                        discovery_qos: DiscoveryQos, gbids: list[str]
+                        ) -> list[DiscoveryEntryWithMetaInfo]:
+        gbids = self._check_gbids(gbids)
         now = now_ms()
         wanted = set(domains)
         on_change = discovery_qos.provider_must_support_on_change
@@ -234,27 +366,158 @@ class LocalDiscovery(Provider, interface=Discovery):
 
         scope = discovery_qos.discovery_scope
         local = [self._with_meta(e) for e in self._entries.values() if fits(e)]
-        if scope is DiscoveryScope.LOCAL_ONLY or (
-            scope is DiscoveryScope.LOCAL_THEN_GLOBAL and local
-        ):
+        if scope is DiscoveryScope.LOCAL_ONLY:
             return local
-        remote = [e for pid, e in self._global.items() if fits(e) and pid not in self._entries]
+        if scope is DiscoveryScope.LOCAL_THEN_GLOBAL and {e.domain for e in local} >= wanted:
+            return local  # every domain has a local provider
         if scope is DiscoveryScope.GLOBAL_ONLY:
             local = [e for e in local if e.qos.scope is ProviderScope.GLOBAL]
-        return local + remote
+        remote = [e for e in self._cached(discovery_qos.cache_max_age_ms, now) if fits(e)]
+        link = self._gcd
+        if not remote and link is not None:
+            self.gcd_calls["lookup"] += 1
+            remote = [e for e in self._remember(
+                await link.lookup(domains, interface_name, gbids), now) if fits(e)]
+        if scope is DiscoveryScope.LOCAL_THEN_GLOBAL and local:
+            # some domains have local providers: those, plus the others' global ones
+            local_domains = {e.domain for e in local}
+            remote = [e for e in remote if e.domain not in local_domains]
+        mine = {e.participant_id for e in local}
+        # a provider known here is returned as local, whatever the GCD says
+        return local + [e for e in remote if e.participant_id not in mine
+                        and e.participant_id not in self._entries]
 
     async def lookup_participant(self, participant_id: str,
                                  discovery_qos: DiscoveryQos) -> DiscoveryEntryWithMetaInfo:
+        return await self.lookup_participant_in(participant_id, discovery_qos, [])
+
+    async def lookup_participant_in(self, participant_id: str, discovery_qos: DiscoveryQos,
+                                    gbids: list[str]) -> DiscoveryEntryWithMetaInfo:
+        gbids = self._check_gbids(gbids)
+        now = now_ms()
+        scope = discovery_qos.discovery_scope
         entry = self._entries.get(participant_id)
-        if entry is not None and entry.expiry_date_ms >= now_ms():
-            return self._with_meta(entry)
-        remote = self._global.get(participant_id)
-        if remote is not None and remote.expiry_date_ms >= now_ms() and (
-            discovery_qos.discovery_scope is not DiscoveryScope.LOCAL_ONLY
+        if entry is not None and entry.expiry_date_ms >= now and (
+            scope is not DiscoveryScope.GLOBAL_ONLY or entry.qos.scope is ProviderScope.GLOBAL
         ):
-            return remote
+            return self._with_meta(entry)
+        if scope is not DiscoveryScope.LOCAL_ONLY:
+            for cached in self._cached(discovery_qos.cache_max_age_ms, now):
+                if cached.participant_id == participant_id and cached.expiry_date_ms >= now:
+                    return cached
+            link = self._gcd
+            if link is not None:
+                self.gcd_calls["lookup_participant"] += 1
+                found = self._remember([await link.lookup_participant(participant_id, gbids)],
+                                       now)
+                if found:
+                    return found[0]
         raise ApplicationError(DiscoveryErrorEnum.NO_ENTRY_FOR_PARTICIPANT.name,
                                f"no provider {participant_id}")
 
     def entries(self) -> list[DiscoveryEntry]:
         return list(self._entries.values())
+
+
+class GlobalLink:
+    """The local directory's way to the GCD: a proxy of it, the CC's GBIDs and address,
+    background retries, and the freshness jobs (touch, removeStale)."""
+
+    def __init__(self, gcd: Any, gbids: list[str], address: MqttAddress,
+                 cluster_controller_id: str, *, retry_initial_s: float = 0.5,
+                 retry_max_s: float = 30.0) -> None:
+        self.gcd = gcd
+        self.gbids = list(gbids)
+        self.address = address
+        self.cluster_controller_id = cluster_controller_id
+        self.retry_initial_s = retry_initial_s
+        self.retry_max_s = retry_max_s
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def _global_entry(self, entry: DiscoveryEntry) -> GlobalDiscoveryEntry:
+        return GlobalDiscoveryEntry(**vars(entry), address=self.address.to_dict())
+
+    async def _call(self, what: str, call: Awaitable[T]) -> T:
+        """A GCD call: modelled errors pass; anything else is INTERNAL_ERROR for the caller."""
+        try:
+            return await call
+        except ApplicationError:
+            raise
+        except JoynrError as exc:
+            log.warning("GCD %s failed: %s", what, exc)
+            raise ApplicationError(DiscoveryErrorEnum.INTERNAL_ERROR.name,
+                                   f"GCD {what} failed: {exc}") from None
+
+    async def add(self, entry: DiscoveryEntry, gbids: list[str]) -> None:
+        await self._call(f"add {entry.participant_id}",
+                         self.gcd.add_in(self._global_entry(entry), gbids))
+        log.info("provider %s registered globally in %s", entry.participant_id,
+                 ", ".join(gbids))
+
+    async def remove(self, participant_id: str, gbids: list[str]) -> None:
+        try:
+            await self._call(f"remove {participant_id}", self.gcd.remove_in(participant_id,
+                                                                            gbids))
+        except ApplicationError as exc:
+            if exc.error not in (DiscoveryErrorEnum.NO_ENTRY_FOR_PARTICIPANT.name,
+                                 DiscoveryErrorEnum.NO_ENTRY_FOR_SELECTED_BACKENDS.name):
+                raise
+        log.info("provider %s removed from the GCD (%s)", participant_id, ", ".join(gbids))
+
+    async def lookup(self, domains: list[str], interface_name: str, gbids: list[str]
+                     ) -> list[GlobalDiscoveryEntry]:
+        result: list[GlobalDiscoveryEntry] = await self._call(
+            f"lookup {interface_name}", self.gcd.lookup_in(domains, interface_name, gbids))
+        return result
+
+    async def lookup_participant(self, participant_id: str, gbids: list[str]
+                                 ) -> GlobalDiscoveryEntry:
+        result: GlobalDiscoveryEntry = await self._call(
+            f"lookup {participant_id}", self.gcd.lookup_participant_in(participant_id, gbids))
+        return result
+
+    async def touch(self, participant_ids: list[str]) -> None:
+        await self._call("touch", self.gcd.touch_participants(self.cluster_controller_id,
+                                                              participant_ids))
+
+    async def remove_stale(self, max_last_seen_ms: int) -> None:
+        await self._call("removeStale", self.gcd.remove_stale(self.cluster_controller_id,
+                                                              max_last_seen_ms))
+
+    def in_background(self, what: str, call: Callable[[], Awaitable[object]], *,
+                      still_wanted: Callable[[], bool] = lambda: True,
+                      give_up_s: float | None = None) -> None:
+        """Retry ``call`` with backoff until it succeeds, is no longer wanted, or (with
+        ``give_up_s``) time is up. Modelled errors other than INTERNAL_ERROR end it too."""
+        async def run() -> None:
+            loop = asyncio.get_running_loop()
+            deadline = None if give_up_s is None else loop.time() + give_up_s
+            delay = self.retry_initial_s
+            attempt = 0
+            while still_wanted():
+                attempt += 1
+                try:
+                    await call()
+                    return
+                except ApplicationError as exc:
+                    if exc.error != DiscoveryErrorEnum.INTERNAL_ERROR.name:
+                        log.error("GCD %s refused: %s", what, exc)
+                        return
+                    level = logging.WARNING if attempt == 1 else logging.INFO
+                    log.log(level, "GCD %s failed (attempt %d), retrying in %.1f s: %s", what,
+                            attempt, delay, exc)
+                if deadline is not None and loop.time() + delay > deadline:
+                    log.error("GCD %s: giving up after %d attempts", what, attempt)
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.retry_max_s)
+
+        task = asyncio.get_running_loop().create_task(run(), name=f"gcd-{what}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
