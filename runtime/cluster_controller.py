@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -21,15 +22,34 @@ from pathlib import Path
 from types import TracebackType
 
 from runtime.addresses import MqttAddress, WebSocketAddress
+from runtime.clock import now_ms
 from runtime.config import ConfigError, load_config
+from runtime.discovery_types import (
+    DiscoveryEntryWithMetaInfo,
+    ProviderQos,
+    ProviderScope,
+    Version,
+)
+from runtime.dispatch import Proxy, ProxyEndpoint
+from runtime.errors import JoynrError
+from runtime.gcd import (
+    GCD_DOMAIN,
+    GCD_INTERFACE,
+    GCD_PARTICIPANT_ID,
+    GCD_TOPIC,
+    GlobalCapabilitiesDirectory,
+)
+from runtime.gcd_service import GcdService, GcdSettings
 from runtime.housekeeping import RoutingTableCleaner
+from runtime.interface import interface_def
 from runtime.provisioning import ProvisionedProvider, load_provisioning
 from runtime.router import MessageRouter, RouterSettings
-from runtime.routing import RoutingTable, RuntimeKind
+from runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
 from runtime.runtime import JoynrRuntime, LocalSystem
 from runtime.system import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
+    GlobalLink,
     LocalDiscovery,
     RoutingProvider,
 )
@@ -163,6 +183,30 @@ class EmbeddedBrokerSection:
 class DiscoverySection:
     #: TOML file of provisioned global providers (see runtime/provisioning.py); empty: none
     provisioning_file: str = ""
+    #: use the Global Capabilities Directory (with MQTT backends): at participantId
+    #: capabilitiesdirectory_participantid, topic discoverydirectory_channelid of the default
+    #: backend, unless the provisioning file names it
+    gcd: bool = True
+    #: time to live of the CC's calls to the GCD (ms)
+    gcd_request_ttl_ms: int = 10_000
+    #: seconds between two touches of this CC's global providers (joynr: 6 h)
+    touch_interval_s: float = 3600.0
+    #: removeStale of a previous life is retried this long after the start (s)
+    remove_stale_for_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        if self.gcd_request_ttl_ms < 100:
+            raise ValueError("gcd_request_ttl_ms must be >= 100")
+        if not self.touch_interval_s > 0 or not self.remove_stale_for_s > 0:
+            raise ValueError("touch_interval_s and remove_stale_for_s must be > 0")
+
+
+@dataclass
+class EmbeddedGcdSection:
+    #: run a GCD instance (SQLite) inside the CC, on its default backend
+    enabled: bool = False
+    #: empty: <data_dir>/gcd.sqlite
+    sqlite_path: str = ""
 
 
 @dataclass
@@ -208,6 +252,7 @@ class ClusterControllerConfig:
     mqtt: MqttSection = field(default_factory=MqttSection)
     embedded_broker: EmbeddedBrokerSection = field(default_factory=EmbeddedBrokerSection)
     discovery: DiscoverySection = field(default_factory=DiscoverySection)
+    embedded_gcd: EmbeddedGcdSection = field(default_factory=EmbeddedGcdSection)
     system: SystemSection = field(default_factory=SystemSection)
     logging: LoggingSection = field(default_factory=LoggingSection)
 
@@ -275,6 +320,10 @@ class ClusterController:
         self.broker = (EmbeddedBroker(EmbeddedBrokerSettings(b.host, b.port)) if b.enabled
                        else None)
         self.mqtt: MqttTransport | None = None
+        self.gcd: GcdService | None = None
+        self.gcd_link: GlobalLink | None = None
+        self._touch_task: asyncio.Task[None] | None = None
+        self._backend_urls: dict[str, str] = {}  # GBID -> broker URL (resolved)
         for gbid, url in config.mqtt.backends.items():
             if url == "embedded" and self.broker is None:
                 raise ConfigError(f"mqtt.backends.{gbid} is \"embedded\" but "
@@ -305,15 +354,26 @@ class ClusterController:
         backends = self.config.mqtt.backends
         return MqttAddress(next(iter(backends)), self.own_topic) if backends else None
 
+    async def _start_embedded_gcd(self) -> None:
+        assert self.mqtt is not None
+        gbid = self.mqtt.settings.backends[0].gbid
+        url_text = self._backend_urls[gbid]
+        path = self.config.embedded_gcd.sqlite_path or str(
+            self.config.cluster_controller.data_dir / "gcd.sqlite")
+        self.gcd = GcdService(GcdSettings(
+            gbid=gbid, broker_url=url_text, valid_gbids=list(self.config.mqtt.backends),
+            sqlite_path=Path(path), mqtt_version=self.config.mqtt.version,
+            client_id=f"gcd-{self.id}"))
+        await self.gcd.start()
+
     def _make_mqtt(self) -> MqttTransport:
         m = self.config.mqtt
         backends = []
         for gbid, url in m.backends.items():
             if url == "embedded" and self.broker is not None:
-                backends.append(MqttBackendSettings(
-                    gbid, parse_broker_url(f"{self.broker.url}?version=3.1.1")))
-            else:
-                backends.append(MqttBackendSettings(gbid, parse_broker_url(url)))
+                url = f"{self.broker.url}?version=3.1.1"  # noqa: PLW2901 - resolved
+            self._backend_urls[gbid] = url
+            backends.append(MqttBackendSettings(gbid, parse_broker_url(url)))
         tls_context = None
         if m.tls_ca_file:
             tls_context = ssl.create_default_context(cafile=m.tls_ca_file)
@@ -328,6 +388,50 @@ class ClusterController:
             reply_to_max_ttl_ms=self.config.routing.reply_to_max_ttl_ms,
             duplicate_window=m.duplicate_window, tls_context=tls_context,
         ))
+
+    def _provision_gcd(self) -> None:
+        """The GCD's entry: from the provisioning file, else joynr's well-known one."""
+        if any(p.participant_id == GCD_PARTICIPANT_ID for p in self.provisioned):
+            return
+        address = MqttAddress(next(iter(self.config.mqtt.backends)), GCD_TOPIC)
+        self.provisioned.append(ProvisionedProvider(DiscoveryEntryWithMetaInfo(
+            provider_version=Version(0, 3), domain=GCD_DOMAIN, interface_name=GCD_INTERFACE,
+            participant_id=GCD_PARTICIPANT_ID, qos=ProviderQos(scope=ProviderScope.GLOBAL),
+            last_seen_date_ms=0, expiry_date_ms=NO_EXPIRY_MS, is_local=False), address))
+
+    async def _start_gcd_link(self) -> None:
+        """The local directory's link to the GCD, and the freshness jobs."""
+        d = self.config.discovery
+        endpoint = ProxyEndpoint(f"{uuid.uuid4()}")
+        self.router.add_route(endpoint.participant_id, endpoint.address,
+                              is_globally_visible=False)
+        proxy = Proxy(self.runtime, interface_def(GlobalCapabilitiesDirectory),
+                      GCD_PARTICIPANT_ID, endpoint, d.gcd_request_ttl_ms)
+        global_address = self.global_address
+        assert global_address is not None
+        self.gcd_link = GlobalLink(proxy, list(self.config.mqtt.backends), global_address,
+                                   self.id)
+        self.discovery.attach_gcd(self.gcd_link)
+        started = now_ms()
+        # providers of this CC's previous life disappear from the GCD
+        self.gcd_link.in_background("removeStale", lambda: self.gcd_link.remove_stale(started),
+                                    give_up_s=d.remove_stale_for_s)
+        self._touch_task = asyncio.get_running_loop().create_task(
+            self._touch_loop(d.touch_interval_s), name="gcd-touch")
+
+    async def _touch_loop(self, interval_s: float) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            participants = self.discovery.global_participants()
+            link = self.gcd_link
+            if not participants or link is None:
+                continue
+            try:
+                await link.touch(participants)
+                log.debug("touched %d global provider(s)", len(participants))
+            except JoynrError as exc:
+                log.warning("touch of %d global provider(s) failed: %s", len(participants),
+                            exc)
 
     def _install_provisioned(self) -> None:
         gbids = set(self.config.mqtt.backends)
@@ -349,10 +453,17 @@ class ClusterController:
             await self.broker.start()
         self.router.start()
         self.cleaner.start()
+        use_gcd = self.config.discovery.gcd and bool(self.config.mqtt.backends)
+        if use_gcd:
+            self._provision_gcd()
         self._install_provisioned()
         if self.config.mqtt.backends:
             self.mqtt = self._make_mqtt()
             await self.mqtt.start()
+            if self.config.embedded_gcd.enabled:
+                await self._start_embedded_gcd()
+        if use_gcd:
+            await self._start_gcd_link()
         await self.websocket.start()
         mqtt = "no MQTT backends"
         if self.mqtt is not None:
@@ -370,7 +481,9 @@ class ClusterController:
     async def stop(self) -> None:
         """Stop accepting, close the client connections, stop the background jobs. A step
         that fails is logged and the next one runs all the same."""
-        steps = [self.websocket.stop, self.runtime.close]
+        steps = [self.websocket.stop, self._stop_gcd_link, self.runtime.close]
+        if self.gcd is not None:
+            steps.append(self.gcd.stop)
         if self.mqtt is not None:
             steps.append(self.mqtt.stop)
         steps += [self.router.stop, self.cleaner.stop]
@@ -389,6 +502,15 @@ class ClusterController:
         if self.mqtt is not None:
             log.info("MQTT: %d published, %d received; refusals and drops %s",
                      self.mqtt.published, self.mqtt.received, dict(self.mqtt.counters) or "none")
+
+    async def _stop_gcd_link(self) -> None:
+        task, self._touch_task = self._touch_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self.gcd_link is not None:
+            await self.gcd_link.close()
 
     async def __aenter__(self) -> ClusterController:
         await self.start()

@@ -1,0 +1,174 @@
+"""Discovery end to end: two brokers (two backends), two GCD instances sharing one PostgreSQL,
+two cluster controllers with libjoynr runtimes.
+
+CC one is in both backends (its GCD: the instance of gbid-1); CC two only in gbid-2 (its GCD:
+the instance of gbid-2). Both GCD instances share one PostgreSQL database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.addresses import MqttAddress
+from runtime.cluster_controller import ClusterController
+from runtime.discovery_types import DiscoveryQos, DiscoveryScope, ProviderQos, ProviderScope
+from runtime.errors import ApplicationError
+from runtime.gcd_service import GcdService, GcdSettings
+from runtime.runtime import LibjoynrRuntime
+from runtime.runtime import connect as joynr_connect
+from tests.support.brokers import Mosquitto
+from tests.support.mqtt_cluster import WAIT_S, mqtt_cc_config
+from tests.support.postgres import PostgresServer
+from tests.support.radio import Country, Radio, RadioProvider, Station
+
+pytestmark = pytest.mark.network
+
+G1, G2 = "gbid-1", "gbid-2"
+
+
+@dataclass
+class World:
+    tmp_path: Path
+    stack: AsyncExitStack
+    brokers: dict[str, Mosquitto]
+    postgres: PostgresServer
+    dsn: str
+    gcds: dict[str, GcdService]
+    one: ClusterController
+    two: ClusterController
+    rt_one: LibjoynrRuntime
+    rt_two: LibjoynrRuntime
+    domain: str
+
+    async def start_cc(self, name: str, backends: dict[str, str], **overrides: Any
+                       ) -> ClusterController:
+        cc = await self.stack.enter_async_context(ClusterController(mqtt_cc_config(
+            self.tmp_path / name, f"cc-{name}", backends, **overrides)))
+        assert cc.mqtt is not None
+        await cc.mqtt.wait_connected(WAIT_S)
+        return cc
+
+    async def runtime(self, cc: ClusterController) -> LibjoynrRuntime:
+        rt = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
+        self.stack.push_async_callback(rt.close)
+        return rt
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> AsyncIterator[World]:
+    async with AsyncExitStack() as stack:
+        brokers = {g: await stack.enter_async_context(Mosquitto(tmp_path / g)) for g in (G1, G2)}
+        postgres = await stack.enter_async_context(PostgresServer())
+        dsn = await postgres.create_database("gcd")
+        gcds = {}
+        for gbid in (G1, G2):
+            gcds[gbid] = await stack.enter_async_context(GcdService(GcdSettings(
+                gbid=gbid, broker_url=brokers[gbid].url, valid_gbids=[G1, G2],
+                store="postgres", postgres_dsn=dsn)))
+            await gcds[gbid].mqtt.wait_connected(WAIT_S)
+        w = World(tmp_path, stack, brokers, postgres, dsn, gcds, None, None, None, None,  # type: ignore[arg-type]
+                  f"e2e.{uuid.uuid4().hex[:8]}")
+        w.one = await w.start_cc("one", {G1: brokers[G1].url, G2: brokers[G2].url},
+                                 discovery__touch_interval_s="0.3")
+        w.two = await w.start_cc("two", {G2: brokers[G2].url})
+        w.rt_one, w.rt_two = await w.runtime(w.one), await w.runtime(w.two)
+        yield w
+
+
+GLOBAL = ProviderQos(scope=ProviderScope.GLOBAL)
+
+
+async def test_a_provider_in_two_backends_is_found_and_called_from_the_other_cc(
+        world: World) -> None:
+    provider = RadioProvider()
+    pid = await world.rt_one.register_provider(world.domain, provider, qos=GLOBAL,
+                                               gbids=[G1, G2], await_global_registration=True)
+    rows = await world.gcds[G1].store.find_participant(pid, 0)
+    assert sorted(r.gbid for r in rows) == [G1, G2]
+
+    proxy = await world.rt_two.build_proxy(Radio, world.domain, ttl_ms=5_000)
+    assert proxy.provider_participant_id == pid
+    assert await proxy.add_favorite(Station("far", Country.AUSTRIA)) is True
+    # CC two reaches the provider in its own backend, gbid-2
+    route = world.two.routing_table.get(pid)
+    assert route is not None and route.address == MqttAddress(G2, world.one.own_topic)
+    assert world.gcds[G2].mqtt.received >= 1  # CC two asked the GCD of its backend
+
+
+async def test_local_then_global_prefers_a_local_provider(world: World) -> None:
+    await world.rt_one.register_provider(world.domain, RadioProvider(), qos=GLOBAL,
+                                         await_global_registration=True)
+    local_pid = await world.rt_two.register_provider(world.domain, RadioProvider(),
+                                                     qos=GLOBAL, await_global_registration=True)
+    proxy = await world.rt_two.build_proxy(Radio, world.domain)
+    assert proxy.provider_participant_id == local_pid
+    assert world.two.discovery.gcd_calls["lookup"] == 0  # answered locally
+
+
+async def test_global_only_ignores_local_scope_providers(world: World) -> None:
+    remote_pid = await world.rt_one.register_provider(
+        world.domain, RadioProvider(), qos=GLOBAL, await_global_registration=True)
+    await world.rt_two.register_provider(world.domain, RadioProvider(),
+                                         qos=ProviderQos(scope=ProviderScope.LOCAL, priority=99))
+    found = await world.two.discovery.lookup(
+        [world.domain], "test/Radio", DiscoveryQos(discovery_scope=DiscoveryScope.GLOBAL_ONLY))
+    assert [e.participant_id for e in found] == [remote_pid]
+    assert not found[0].is_local
+
+
+async def test_the_cache_answers_within_its_max_age(world: World) -> None:
+    await world.rt_one.register_provider(world.domain, RadioProvider(), qos=GLOBAL,
+                                         await_global_registration=True)
+    qos = DiscoveryQos(cache_max_age_ms=60_000)
+    calls = world.two.discovery.gcd_calls
+    received = world.gcds[G2].mqtt.received
+    for _ in range(5):
+        assert len(await world.two.discovery.lookup([world.domain], "test/Radio", qos)) == 1
+    assert calls["lookup"] == 1
+    assert world.gcds[G2].mqtt.received == received + 1
+    # max age 0: every lookup asks the GCD
+    await world.two.discovery.lookup([world.domain], "test/Radio", DiscoveryQos())
+    assert calls["lookup"] == 2
+
+
+async def test_bad_gbids_are_refused(world: World) -> None:
+    for gbids, error in (([""], "INVALID_GBID"), ([G2, G2], "INVALID_GBID"),
+                         (["nope"], "UNKNOWN_GBID"), ([G1], "UNKNOWN_GBID")):  # two is in G2
+        with pytest.raises(ApplicationError) as raised:
+            await world.rt_two.register_provider(world.domain, RadioProvider(), qos=GLOBAL,
+                                                 gbids=gbids, await_global_registration=True)
+        assert raised.value.error == error
+    assert world.two.discovery.entries() == []  # rolled back / never added
+
+
+async def test_touch_keeps_entries_fresh_and_remove_stale_cleans_a_previous_life(
+        world: World) -> None:
+    pid = await world.rt_one.register_provider(world.domain, RadioProvider(), qos=GLOBAL,
+                                               await_global_registration=True)
+    store = world.gcds[G1].store
+    first = (await store.find_participant(pid, 0))[0].last_seen_ms
+    for _ in range(100):  # the CC touches every 0.3 s here
+        rows = await store.find_participant(pid, 0)
+        if rows and rows[0].last_seen_ms > first:
+            break
+        await asyncio.sleep(0.05)
+    assert rows[0].last_seen_ms > first
+
+    # CC one goes away without unregistering, and comes back with the same id
+    await world.one.stop()
+    restarted = await world.start_cc("one", {G1: world.brokers[G1].url,
+                                             G2: world.brokers[G2].url})
+    assert restarted.id == world.one.id
+    for _ in range(200):
+        if not await store.find_participant(pid, 0):
+            break
+        await asyncio.sleep(0.05)
+    assert await store.find_participant(pid, 0) == []
