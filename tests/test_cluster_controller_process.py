@@ -55,6 +55,7 @@ def test_starts_says_so_and_stops_gracefully_on_signal(tmp_path, sig):
                    for line in lines)
         assert f"MqttAddress('joynrdefaultgbid', 'joynr/cc/{cc_id}')" in started
         wait_for_line(proc, "MQTT backend joynrdefaultgbid connected")
+        assert any("GCD for joynrdefaultgbid started" in line for line in lines)
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=20)
     finally:
@@ -66,7 +67,7 @@ def test_starts_says_so_and_stops_gracefully_on_signal(tmp_path, sig):
     # the id survives a restart
     proc = start(tmp_path)
     try:
-        assert cc_id in wait_for_line(proc, "started")[-1]
+        assert cc_id in wait_for_line(proc, "cluster controller cc-")[-1]
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=20)
     finally:

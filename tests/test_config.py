@@ -18,11 +18,13 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_shipped_config_equals_the_documented_defaults():
     shipped = ClusterControllerConfig.load(DEFAULT_CONFIG, env={})
-    # the two documented differences: the shipped file runs the embedded broker as its backend
+    # the documented differences: the shipped file runs the embedded broker and GCD
     assert shipped.mqtt.backends == {"joynrdefaultgbid": "embedded"}
     assert shipped.embedded_broker.enabled is True
+    assert shipped.embedded_gcd.enabled is True
     shipped.mqtt.backends = {}
     shipped.embedded_broker.enabled = False
+    shipped.embedded_gcd.enabled = False
     assert shipped == ClusterControllerConfig()
 
 
