@@ -172,3 +172,70 @@ async def test_touch_keeps_entries_fresh_and_remove_stale_cleans_a_previous_life
             break
         await asyncio.sleep(0.05)
     assert await store.find_participant(pid, 0) == []
+
+
+async def test_an_expired_entry_is_no_longer_found(world: World) -> None:
+    pid = await world.rt_two.register_provider(world.domain, RadioProvider(), qos=GLOBAL,
+                                               expiry_ms=1500, await_global_registration=True)
+    qos = DiscoveryQos(discovery_scope=DiscoveryScope.GLOBAL_ONLY)
+    found = await world.one.discovery.lookup([world.domain], "test/Radio", qos)
+    assert [e.participant_id for e in found] == [pid]
+    await asyncio.sleep(1.6)
+    assert await world.one.discovery.lookup([world.domain], "test/Radio", qos) == []
+    with pytest.raises(ApplicationError) as raised:
+        await world.one.discovery.lookup_participant(pid, qos)
+    assert raised.value.error == "NO_ENTRY_FOR_PARTICIPANT"
+
+
+async def test_a_dead_database_is_an_internal_error_and_the_service_recovers(
+        world: World) -> None:
+    pid = await world.rt_one.register_provider(world.domain, RadioProvider(), qos=GLOBAL,
+                                               await_global_registration=True)
+    qos = DiscoveryQos(discovery_scope=DiscoveryScope.GLOBAL_ONLY)
+    await world.postgres.stop()
+    try:
+        with pytest.raises(ApplicationError) as raised:
+            await world.two.discovery.lookup([world.domain], "test/Radio", qos)
+        assert raised.value.error == "INTERNAL_ERROR"
+        with pytest.raises(ApplicationError) as raised:
+            await world.rt_two.register_provider(world.domain, RadioProvider(), qos=GLOBAL,
+                                                 participant_id="during-outage",
+                                                 await_global_registration=True)
+        assert raised.value.error == "INTERNAL_ERROR"
+    finally:
+        await world.postgres.start()
+    # back: the same GCD instances answer, and nothing of the failed registration is there
+    found = await world.two.discovery.lookup([world.domain], "test/Radio", qos)
+    assert [e.participant_id for e in found] == [pid]
+    assert await world.gcds[G2].store.find_participant("during-outage", 0) == []
+    assert "during-outage" not in [e.participant_id for e in world.two.discovery.entries()]
+
+
+async def test_instances_of_one_backend_share_its_requests(tmp_path: Path) -> None:
+    async with AsyncExitStack() as stack:
+        broker = await stack.enter_async_context(Mosquitto(tmp_path / "broker"))
+        postgres = await stack.enter_async_context(PostgresServer())
+        dsn = await postgres.create_database("shared")
+        instances = []
+        for n in range(2):
+            service = await stack.enter_async_context(GcdService(GcdSettings(
+                gbid=G1, broker_url=broker.url, store="postgres", postgres_dsn=dsn,
+                shared_subscription_group="gcd", client_id=f"gcd-{n}")))
+            await service.mqtt.wait_connected(WAIT_S)
+            instances.append(service)
+        cc = await stack.enter_async_context(ClusterController(mqtt_cc_config(
+            tmp_path / "cc", "cc-shared", {G1: broker.url})))
+        assert cc.mqtt is not None
+        await cc.mqtt.wait_connected(WAIT_S)
+        rt = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
+        stack.push_async_callback(rt.close)
+        pid = await rt.register_provider("shared", RadioProvider(), qos=GLOBAL,
+                                         await_global_registration=True)
+        qos = DiscoveryQos(discovery_scope=DiscoveryScope.GLOBAL_ONLY)
+        before = [s.mqtt.received for s in instances]
+        for _ in range(20):
+            found = await cc.discovery.lookup(["shared"], "test/Radio", qos)
+            assert [e.participant_id for e in found] == [pid]
+        served = [s.mqtt.received - b for s, b in zip(instances, before, strict=True)]
+        assert sum(served) == 20  # each request served once
+        assert all(n > 0 for n in served), served  # by both instances
