@@ -33,11 +33,12 @@ def test_provider_and_consumer_talk_through_the_cluster_controller(tmp_path):
     url = f"ws://127.0.0.1:{port}/"
     cc = spawn("-m", "runtime.cluster_controller", env={
         "JOYNR_CC__WEBSOCKET__PORT": str(port),
+        "JOYNR_CC__EMBEDDED_BROKER__PORT": "0",
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path)})
     provider = consumer = None
     try:
         cc_lines: list[str] = []
-        wait_for_line(cc, "started", cc_lines)
+        wait_for_line(cc, "cluster controller cc-", cc_lines)
         provider = spawn("-m", "examples.radio.provider", "--url", url, "--interval", "0.2")
         provider_lines: list[str] = []
         wait_for_line(provider, "registered", provider_lines)
@@ -63,3 +64,43 @@ def test_provider_and_consumer_talk_through_the_cluster_controller(tmp_path):
         cc.send_signal(signal.SIGTERM)
         cc_out, _ = cc.communicate(timeout=30)
     assert cc.returncode == 0, cc_out
+
+
+def test_provider_and_consumer_on_two_cluster_controllers_find_each_other_through_the_gcd(
+        tmp_path: Path) -> None:
+    # CC one: the default stack (embedded broker and GCD); CC two: only a cluster controller,
+    # whose backend is CC one's broker
+    broker_port, port_one, port_two = free_port(), free_port(), free_port()
+    one = spawn("-m", "runtime.cluster_controller", env={
+        "JOYNR_CC__WEBSOCKET__PORT": str(port_one),
+        "JOYNR_CC__EMBEDDED_BROKER__PORT": str(broker_port),
+        "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path / "one")})
+    two = provider = consumer = None
+    try:
+        wait_for_line(one, "GCD for joynrdefaultgbid started", [])
+        two = spawn("-m", "runtime.cluster_controller", env={
+            "JOYNR_CC__WEBSOCKET__PORT": str(port_two),
+            "JOYNR_CC__EMBEDDED_BROKER__ENABLED": "false",
+            "JOYNR_CC__EMBEDDED_GCD__ENABLED": "false",
+            "JOYNR_CC__MQTT__BACKENDS":
+                f'{{joynrdefaultgbid = "mqtt://127.0.0.1:{broker_port}?version=3.1.1"}}',
+            "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path / "two")})
+        wait_for_line(two, "MQTT backend joynrdefaultgbid connected", [])
+        provider = spawn("-m", "examples.radio.provider", "--url",
+                         f"ws://127.0.0.1:{port_one}/", "--interval", "0.2")
+        wait_for_line(provider, "registered", [])
+        consumer = spawn("-m", "examples.radio.consumer", "--url",
+                         f"ws://127.0.0.1:{port_two}/", "--listen", "2")
+        out, _ = consumer.communicate(timeout=60)
+        assert consumer.returncode == 0, out
+        assert "add_favorite_station(Oe1) -> True" in out
+        assert "shuffled" in out
+        assert int(out.split("stations heard: ")[1].split()[0]) >= 1, out  # multicast via MQTT
+    finally:
+        for proc in (consumer, provider, two, one):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.communicate(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()

@@ -18,6 +18,7 @@ import signal
 import uvloop
 
 from examples.radio.interface import Country, Radio, RadioStation, ShuffleError
+from runtime.discovery_types import ProviderQos, ProviderScope
 from runtime.dispatch import Provider
 from runtime.errors import ApplicationError
 from runtime.runtime import connect
@@ -53,7 +54,9 @@ async def main(url: str, domain: str, interval_s: float) -> None:
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     async with await connect(url) as runtime:
         provider = RadioProvider()
-        pid = await runtime.register_provider(domain, provider)
+        # GLOBAL: registered with the GCD too, so consumers on other cluster controllers find it
+        pid = await runtime.register_provider(domain, provider,
+                                              qos=ProviderQos(scope=ProviderScope.GLOBAL))
         log.info("radio provider %s registered in domain %r; Ctrl-C to stop", pid, domain)
         n = 0
         while not stop.is_set():
