@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from runtime.addresses import MqttAddress
+from runtime.addresses import MqttAddress, WebSocketClientAddress
 from runtime.cluster_controller import ClusterController
 from runtime.discovery_types import DiscoveryQos, DiscoveryScope, ProviderQos, ProviderScope
 from runtime.errors import ApplicationError
@@ -111,6 +111,16 @@ async def test_local_then_global_prefers_a_local_provider(world: World) -> None:
     proxy = await world.rt_two.build_proxy(Radio, world.domain)
     assert proxy.provider_participant_id == local_pid
     assert world.two.discovery.gcd_calls["lookup"] == 0  # answered locally
+
+    # the GCD knows the local provider too: it stays local, and so does its route
+    both = await world.two.discovery.lookup(
+        [world.domain], "test/Radio",
+        DiscoveryQos(discovery_scope=DiscoveryScope.LOCAL_AND_GLOBAL))
+    assert world.two.discovery.gcd_calls["lookup"] == 1
+    assert {(e.participant_id == local_pid, e.is_local) for e in both} == {
+        (True, True), (False, False)}
+    route = world.two.routing_table.get(local_pid)
+    assert route is not None and isinstance(route.address, WebSocketClientAddress)
 
 
 async def test_global_only_ignores_local_scope_providers(world: World) -> None:
