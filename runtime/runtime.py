@@ -17,6 +17,7 @@ Two kinds of runtime share it:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Sequence
@@ -162,8 +163,15 @@ class JoynrRuntime:
         )
         try:
             await self.system.add_next_hop(pid, visible)
+        except BaseException:
+            self.router.remove_route(pid)
+            raise
+        try:
             await self.system.discovery_add(entry, await_global_registration, gbids)
         except BaseException:
+            # refused (e.g. by the GCD): the cluster controller forgets the route too
+            with contextlib.suppress(JoynrError):
+                await self.system.remove_next_hop(pid)
             self.router.remove_route(pid)
             raise
         provider._skeletons.append(skeleton)

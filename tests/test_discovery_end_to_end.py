@@ -149,7 +149,13 @@ async def test_the_cache_answers_within_its_max_age(world: World) -> None:
     assert calls["lookup"] == 2
 
 
+def routes_of(cc: ClusterController, rt: LibjoynrRuntime) -> set[str]:
+    address = WebSocketClientAddress(rt.client_id)
+    return {pid for pid, e in cc.routing_table.items() if e.address == address}
+
+
 async def test_bad_gbids_are_refused(world: World) -> None:
+    routes_before = routes_of(world.two, world.rt_two)
     for gbids, error in (([""], "INVALID_GBID"), ([G2, G2], "INVALID_GBID"),
                          (["nope"], "UNKNOWN_GBID"), ([G1], "UNKNOWN_GBID")):  # two is in G2
         with pytest.raises(ApplicationError) as raised:
@@ -157,6 +163,8 @@ async def test_bad_gbids_are_refused(world: World) -> None:
                                                  gbids=gbids, await_global_registration=True)
         assert raised.value.error == error
     assert world.two.discovery.entries() == []  # rolled back / never added
+    # and the refused providers left no route behind in CC two
+    assert routes_of(world.two, world.rt_two) == routes_before
 
 
 async def test_touch_keeps_entries_fresh_and_remove_stale_cleans_a_previous_life(
