@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import inspect
 import types
 import typing
@@ -95,6 +96,12 @@ def to_wire(value: Any) -> Any:
     return value
 
 
+@functools.cache
+def _type_hints(tp: type) -> dict[str, Any]:
+    """A dataclass's field types (computing them is slow; they never change)."""
+    return typing.get_type_hints(tp)
+
+
 def from_wire(value: Any, tp: Any, where: str = "value") -> Any:
     """The typed value of ``value`` from the wire; raises ValueTypeError when it does not fit."""
     if type(value) is tp and tp in _PLAIN:  # the common case first
@@ -132,7 +139,7 @@ def from_wire(value: Any, tp: Any, where: str = "value") -> Any:
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ValueTypeError(f"{where}: expected a {tp.__name__} map")
-        hints = typing.get_type_hints(tp)
+        hints = _type_hints(tp)
         kwargs = {}
         for f in dataclasses.fields(tp):
             if f.name in value:

@@ -1,0 +1,351 @@
+"""Time from ``build_proxy`` to the first reply through discovery (the GCD over MQTT), beside a
+raw aiomqtt request/reply round trip through the same broker.
+
+Usage: .venv/bin/python bench/discovery_first_call.py [--iterations N] [--raw-per-iteration R]
+                                   [--payload BYTES] [--raw-payload BYTES] [--profile]
+
+Set-up, all in this process and uvloop event loop: one mosquitto broker
+(tests/support/brokers.Mosquitto, no persistence, TCP_NODELAY) on a free loopback port; a GCD
+(runtime.gcd_service.GcdService, SQLite store in a temporary directory) on it; cluster
+controllers CC1 and CC2, each with that broker as their only backend (GBID joynrdefaultgbid)
+and the GCD provisioned as usual; a libjoynr runtime on each, by websocket. The provider of
+``bench/Sink`` is registered on CC1's runtime with scope GLOBAL and
+``await_global_registration=True`` (so it is in the GCD before anything is timed).
+
+Project path, N times (after 3 untimed warm-up iterations), on CC2's runtime:
+``build_proxy(Sink, domain)`` with the default DiscoveryQos (cache_max_age 0, LOCAL_THEN_GLOBAL:
+CC2 has no local provider, so every build asks the GCD: runtime -> CC2 -> broker -> GCD and
+back, then the proxy's route is added at CC2), then the first ``echo(data)`` (runtime -> CC2 ->
+broker -> CC1 -> provider's runtime and back), then a second ``echo`` on the same proxy (for
+reference: a call without anything first about it), then ``proxy.close()`` (not timed).
+Reported: p50 / p99 / mean of build_proxy alone, of the first call, of the two together
+(the figure), and of the second call; and, to split build_proxy, two more lookups timed in each
+iteration: CC2's ``discovery.lookup`` called in-process (CC2 -> broker -> GCD and back, without
+the runtime's websocket hops) and the GCD provider's ``lookup_in`` called in-process (its
+SQLite store and the provider, without MQTT).
+
+Raw path, R ping-pongs after each project iteration (so both see the same moments of this noisy
+machine): aiomqtt client A publishes a BYTES payload with QoS 1 to topic a, client B
+(subscribed to a) publishes it back to topic b with QoS 1, A (subscribed to b) waits for it:
+four MQTT legs, one MQTT request/reply round trip, as one GCD lookup or one remote call is.
+Both clients use MQTT 5 and TCP_NODELAY, as the project's MQTT transport does. Discovery plus
+the first call are two such round trips plus websocket hops (runtime <-> CC, four of them for
+build_proxy and two for each call) and the work of the CCs, the GCD and its store; the ratios
+say how many raw round trips the project's figures cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiomqtt
+import uvloop
+from _common import (
+    DOMAIN,
+    GBID,
+    HOST,
+    PendingCallsWarnings,
+    Sink,
+    SinkProvider,
+    cancel,
+    cc_config,
+    mqtt_environment,
+    profiled,
+    quiet_gc,
+    setup_logging,
+)
+
+from runtime.cluster_controller import ClusterController
+from runtime.discovery_types import DiscoveryQos, ProviderQos, ProviderScope
+from runtime.gcd_service import GcdService, GcdSettings
+from runtime.interface import interface_def
+from runtime.runtime import LibjoynrRuntime, connect
+from tests.support.brokers import Mosquitto
+
+NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
+WAIT_S = 10.0
+WARM_UP = 3
+#: a pause before each timed block, so that what the previous one left running (the proxy's
+#: close, acknowledgements) does not fall into the next one
+SETTLE_S = 0.01
+PROFILED = 50
+SINK = interface_def(Sink).name
+
+
+@dataclass
+class Latency:
+    p50_us: float
+    p99_us: float
+    mean_us: float
+
+    @classmethod
+    def of(cls, samples_ns: list[int]) -> Latency:
+        ordered = sorted(samples_ns)
+        n = len(ordered)
+        return cls(ordered[n // 2] / 1e3, ordered[min(n - 1, n * 99 // 100)] / 1e3,
+                   sum(ordered) / n / 1e3)
+
+    def line(self) -> str:
+        return (f"p50 {self.p50_us:8.1f} us   p99 {self.p99_us:8.1f} us   "
+                f"mean {self.mean_us:8.1f} us")
+
+
+# ---------------------------------------------------------------------- the raw path
+
+
+class RawPingPong:
+    """A publishes to topic a; B echoes every payload to topic b; A waits for it."""
+
+    def __init__(self, broker: Mosquitto, payload: bytes) -> None:
+        self.broker = broker
+        self.payload = payload
+        prefix = f"bench/raw/discovery-{uuid.uuid4().hex[:8]}"
+        self.topic_a, self.topic_b = f"{prefix}/a", f"{prefix}/b"
+        self._stack = AsyncExitStack()
+        self._reply: asyncio.Future[bytes] | None = None
+        self._a: aiomqtt.Client | None = None
+
+    def _client(self, name: str) -> aiomqtt.Client:
+        """As bench/_common.raw_mqtt_client: the project's MQTT options, and TCP_NODELAY."""
+        return aiomqtt.Client(HOST, self.broker.port, identifier=f"{name}-{uuid.uuid4().hex[:8]}",
+                              protocol=aiomqtt.ProtocolVersion.V5, keepalive=30,
+                              max_inflight_messages=100, socket_options=NODELAY)
+
+    async def _echo(self, b: aiomqtt.Client) -> None:
+        async for message in b.messages:
+            payload = message.payload
+            assert isinstance(payload, bytes)
+            await b.publish(self.topic_b, payload, qos=1)
+
+    async def _replies(self, a: aiomqtt.Client) -> None:
+        async for message in a.messages:
+            reply, self._reply = self._reply, None
+            if reply is not None and not reply.done():
+                assert isinstance(message.payload, bytes)
+                reply.set_result(message.payload)
+
+    async def __aenter__(self) -> RawPingPong:
+        stack = self._stack
+        loop = asyncio.get_running_loop()
+        b = await stack.enter_async_context(self._client("bench-pong"))
+        await b.subscribe(f"{self.topic_a}/#", qos=1)
+        stack.push_async_callback(cancel, loop.create_task(self._echo(b)))
+        a = self._a = await stack.enter_async_context(self._client("bench-ping"))
+        await a.subscribe(f"{self.topic_b}/#", qos=1)
+        stack.push_async_callback(cancel, loop.create_task(self._replies(a)))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def call(self) -> None:
+        assert self._a is not None
+        reply = self._reply = asyncio.get_running_loop().create_future()
+        await self._a.publish(self.topic_a, self.payload, qos=1)
+        if await reply != self.payload:
+            raise RuntimeError("the raw echo returned something else")
+
+
+# ---------------------------------------------------------------------- the project
+
+
+@dataclass
+class World:
+    broker: Mosquitto
+    gcd: GcdService
+    cc1: ClusterController
+    cc2: ClusterController
+    rt1: LibjoynrRuntime
+    rt2: LibjoynrRuntime
+    provider_id: str
+
+
+async def start_world(stack: AsyncExitStack) -> World:
+    directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-disc-")))
+    broker = await stack.enter_async_context(
+        Mosquitto(directory / "mosquitto", persistence=False))
+    gcd = await stack.enter_async_context(GcdService(GcdSettings(
+        gbid=GBID, broker_url=broker.url, sqlite_path=directory / "gcd" / "gcd.sqlite",
+        client_id="bench-gcd")))
+    await gcd.mqtt.wait_connected(WAIT_S)
+    suffix = uuid.uuid4().hex[:8]
+    backends = f'{{{GBID} = "{broker.url}"}}'
+    ccs = []
+    for name in ("cc1", "cc2"):
+        cc = await stack.enter_async_context(ClusterController(cc_config(
+            str(directory / name), cluster_controller__id=f"bench-{name}-{suffix}",
+            mqtt__backends=backends)))
+        assert cc.mqtt is not None
+        await cc.mqtt.wait_connected(WAIT_S)
+        ccs.append(cc)
+    rt1 = await stack.enter_async_context(
+        await connect(ccs[0].websocket_address.url, client_id="bench-provider-side"))
+    rt2 = await stack.enter_async_context(
+        await connect(ccs[1].websocket_address.url, client_id="bench-consumer-side"))
+    provider_id = await rt1.register_provider(
+        DOMAIN, SinkProvider(), qos=ProviderQos(scope=ProviderScope.GLOBAL),
+        await_global_registration=True)
+    return World(broker, gcd, ccs[0], ccs[1], rt1, rt2, provider_id)
+
+
+@dataclass
+class Samples:
+    build: list[int]
+    first: list[int]
+    total: list[int]
+    second: list[int]
+    cc_lookup: list[int]
+    gcd_lookup: list[int]
+    raw: list[int]
+
+
+async def iteration(world: World, data: str, samples: Samples | None) -> None:
+    """One build_proxy + first call + second call on CC2's runtime; timed into ``samples``."""
+    clock = time.perf_counter_ns
+    t0 = clock()
+    proxy = await world.rt2.build_proxy(Sink, DOMAIN, ttl_ms=10_000)
+    t1 = clock()
+    first = await proxy.echo(data)
+    t2 = clock()
+    second = await proxy.echo(data)
+    t3 = clock()
+    await proxy.close()
+    if proxy.provider_participant_id != world.provider_id or first != data or second != data:
+        raise RuntimeError(f"wrong provider ({proxy.provider_participant_id}) or echo")
+    # the parts of build_proxy, for reference: CC2's own lookup (CC2 -> GCD -> CC2, no
+    # websocket) and the GCD provider's lookup_in in-process (store + provider, no MQTT)
+    t4 = clock()
+    found = await world.cc2.discovery.lookup([DOMAIN], SINK, DiscoveryQos())
+    t5 = clock()
+    entries = await world.gcd.provider.lookup_in([DOMAIN], SINK, [GBID])
+    t6 = clock()
+    if len(found) != 1 or len(entries) != 1:
+        raise RuntimeError(f"CC2 found {len(found)}, the GCD {len(entries)} providers, not 1")
+    if samples is not None:
+        samples.build.append(t1 - t0)
+        samples.first.append(t2 - t1)
+        samples.total.append(t2 - t0)
+        samples.second.append(t3 - t2)
+        samples.cc_lookup.append(t5 - t4)
+        samples.gcd_lookup.append(t6 - t5)
+
+
+async def raw_round_trips(raw: RawPingPong, n: int, samples: Samples | None) -> None:
+    clock = time.perf_counter_ns
+    for _ in range(n):
+        t0 = clock()
+        await raw.call()
+        if samples is not None:
+            samples.raw.append(clock() - t0)
+
+
+async def measure(world: World, raw: RawPingPong, args: argparse.Namespace) -> Samples:
+    data = "x" * args.payload
+    for _ in range(WARM_UP):
+        await iteration(world, data, None)
+        await raw_round_trips(raw, args.raw_per_iteration, None)
+    samples = Samples([], [], [], [], [], [], [])
+    async with asyncio.timeout(max(60.0, args.iterations * 2.0)):
+        for _ in range(args.iterations):
+            quiet_gc()
+            await asyncio.sleep(SETTLE_S)
+            await iteration(world, data, samples)
+            await asyncio.sleep(SETTLE_S)
+            await raw_round_trips(raw, args.raw_per_iteration, samples)
+    return samples
+
+
+async def profile_iterations(world: World, data: str) -> None:
+    for _ in range(PROFILED):
+        await iteration(world, data, None)
+
+
+def report(samples: Samples) -> None:
+    raw = Latency.of(samples.raw)
+    figures = {
+        "build_proxy (discovery through the GCD)": Latency.of(samples.build),
+        "first call (echo)": Latency.of(samples.first),
+        "build_proxy + first call (the figure)": Latency.of(samples.total),
+        "second call on the same proxy (reference)": Latency.of(samples.second),
+        "  CC2 discovery.lookup alone (reference)": Latency.of(samples.cc_lookup),
+        "  GCD lookup_in in-process (reference)": Latency.of(samples.gcd_lookup),
+    }
+    width = max(len(name) for name in [*figures, "raw"]) + 2
+    print(f"{'':<{width}}  {len(samples.total)} iterations")
+    for name, latency in figures.items():
+        print(f"{name:<{width}}  {latency.line()}")
+    print(f"{'raw aiomqtt round trip, TCP_NODELAY':<{width}}  {raw.line()}   "
+          f"({len(samples.raw):,} round trips)")
+    for name, latency in figures.items():
+        print(f"ratio {name} / raw round trip: p50 {latency.p50_us / raw.p50_us:5.2f}x   "
+              f"p99 {latency.p99_us / raw.p99_us:5.2f}x   "
+              f"mean {latency.mean_us / raw.mean_us:5.2f}x")
+
+
+async def run(args: argparse.Namespace) -> int:
+    warnings = PendingCallsWarnings().install()
+    async with AsyncExitStack() as stack:
+        world = await start_world(stack)
+        raw = await stack.enter_async_context(RawPingPong(world.broker, b"r" * args.raw_payload))
+        print(f"discovery + first call: build_proxy on CC2's runtime, the provider on CC1's "
+              f"(GLOBAL), a GCD with a SQLite store, one mosquitto; payload {args.payload} B, "
+              f"raw payload {args.raw_payload} B; {mqtt_environment()}")
+        gcd_before = world.gcd.mqtt.received
+        lookups_before = world.cc2.discovery.gcd_calls["lookup"]
+        try:
+            samples = await measure(world, raw, args)
+        except TimeoutError:
+            print("TIMEOUT: the iterations did not finish")
+            return 1
+        report(samples)
+        asked = world.cc2.discovery.gcd_calls["lookup"] - lookups_before
+        received = world.gcd.mqtt.received - gcd_before
+        lookups = 2 * (WARM_UP + args.iterations)  # build_proxy's and the reference's
+        print(f"CC2 asked the GCD {asked:,} time(s) for {lookups:,} lookups (build_proxy and "
+              f"the reference lookups); the GCD received {received:,} request(s)"
+              + ("" if asked >= lookups else "  WARNING: not every lookup asked the GCD"))
+        counters = {f"{name}.{kind}": dict(counter) for name, cc in
+                    (("cc1", world.cc1), ("cc2", world.cc2))
+                    for kind, counter in (("router", cc.router.counters),
+                                          ("mqtt", cc.mqtt.counters if cc.mqtt else {}))
+                    if counter}
+        print(f"counters: {counters or 'none'}; {warnings.summary()}")
+        print(f"GCD store rows: {await world.gcd.store.count()}")
+        if args.profile:
+            print(f"=== profile of {PROFILED} iterations (build_proxy, two calls, close, the "
+                  "reference lookups), not counted ===")
+            await profiled(profile_iterations(world, "x" * args.payload), by_package=True)
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=100,
+                        help="timed build_proxy + first call iterations")
+    parser.add_argument("--raw-per-iteration", type=int, default=10,
+                        help="raw round trips after each iteration")
+    parser.add_argument("--payload", type=int, default=200, help="echo string length")
+    parser.add_argument("--raw-payload", type=int, default=512,
+                        help="raw ping-pong payload bytes (about a GCD lookup reply)")
+    parser.add_argument("--profile", action="store_true",
+                        help=f"then run {PROFILED} iterations under cProfile and print hotspots")
+    args = parser.parse_args()
+    if (args.iterations < 1 or args.raw_per_iteration < 1 or args.payload < 0
+            or args.raw_payload < 1):
+        parser.error("need --iterations >= 1, --raw-per-iteration >= 1, --payload >= 0, "
+                     "--raw-payload >= 1")
+    setup_logging()
+    return uvloop.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
