@@ -257,8 +257,9 @@ class WebSocketServerTransport:
         if self._clients.get(client.address.id) is not client:
             return  # already replaced and cleaned up
         del self._clients[client.address.id]
-        leftover = await client.outbox.close()
+        # routes first, at once: whoever sees the client gone sees its routes gone too
         removed = self.router.remove_routes_at(client.address)
+        leftover = await client.outbox.close()
         log.info("websocket client %s disconnected: %d route(s) removed, %d unsent message(s) "
                  "queued again", client.address.id, len(removed), len(leftover))
         # its participants have no route now: the messages wait until they register again
