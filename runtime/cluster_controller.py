@@ -553,6 +553,7 @@ def main(argv: list[str] | None = None) -> int:
         # the embedded broker's libraries narrate every state change and client at INFO
         for name in ("amqtt", "transitions", "websockets.server"):
             logging.getLogger(name).setLevel(logging.WARNING)
+        logging.getLogger("asyncpg.pool").setLevel(logging.ERROR)  # see runtime.gcd_service
     try:
         import uvloop  # noqa: PLC0415 - optional speed-up, imported where the loop is made
 

@@ -184,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=config.logging.level.upper(),
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
                         stream=sys.stderr)
+    # while PostgreSQL is down, asyncpg's pool logs a traceback per reconnect attempt; the
+    # store's own error lines say it once per failed operation
+    logging.getLogger("asyncpg.pool").setLevel(logging.ERROR)
     import uvloop  # noqa: PLC0415
 
     try:

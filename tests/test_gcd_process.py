@@ -1,0 +1,66 @@
+"""bin/gcd as a real process: start line, a request served over MQTT, signals, bad config."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime.gcd import GCD_TOPIC
+from tests.support.brokers import Mosquitto
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.network
+
+
+def start(tmp_path: Path, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "runtime.gcd_service"], cwd=ROOT, text=True,
+        env={**os.environ, "JOYNR_GCD__GCD__SQLITE_PATH": str(tmp_path / "gcd.sqlite"), **env},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def wait_for_line(proc: subprocess.Popen[str], needle: str) -> list[str]:
+    lines: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:  # bounded: the test's timeout kills a hung run
+        lines.append(line)
+        if needle in line:
+            return lines
+    raise AssertionError(f"{needle!r} not seen:\n{''.join(lines)}")
+
+
+async def test_the_gcd_process_starts_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
+    async with Mosquitto(tmp_path / "broker") as broker:
+        proc = start(tmp_path, JOYNR_GCD__GCD__BROKER_URL=broker.url,
+                     JOYNR_GCD__GCD__VALID_GBIDS="joynrdefaultgbid, other")
+        try:
+            started = wait_for_line(proc, "GCD for joynrdefaultgbid started")[-1]
+            assert GCD_TOPIC in started and "sqlite store" in started
+            assert "joynrdefaultgbid, other" in started
+            wait_for_line(proc, "MQTT backend joynrdefaultgbid connected")
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "stop requested" in out and "GCD for joynrdefaultgbid stopped" in out
+    assert (tmp_path / "gcd.sqlite").exists()
+
+
+def test_bad_gcd_configuration_exits_with_a_clear_message(tmp_path: Path) -> None:
+    proc = start(tmp_path, JOYNR_GCD__GCD__VALID_GBIDS="other")
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 2, out
+    assert "bad configuration" in out and "not among valid_gbids" in out
+
+
+def test_shipped_gcd_config_equals_the_documented_defaults() -> None:
+    from runtime.gcd_service import DEFAULT_CONFIG, GcdConfig  # noqa: PLC0415
+
+    assert GcdConfig.load(DEFAULT_CONFIG, env={}) == GcdConfig()
