@@ -8,7 +8,6 @@ reference counting, published by the provider's CC, never echoed).
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -22,6 +21,7 @@ from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, mqtt_cc_config, start_pair
 from tests.support.radio import Country, FavoriteError, Station
+from tests.support.tls import self_signed_certificate
 from transports.mqtt_broker import EmbeddedBroker, EmbeddedBrokerSettings
 
 pytestmark = pytest.mark.network
@@ -134,14 +134,7 @@ async def test_a_runtime_that_goes_takes_its_mqtt_subscriptions_along(pair: Mqtt
 
 @pytest.fixture
 def certificate(tmp_path: Path) -> tuple[Path, Path]:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True,
-    )
-    return cert, key
+    return self_signed_certificate(tmp_path)
 
 
 async def test_mqtts_with_credentials(tmp_path: Path, certificate: tuple[Path, Path]) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,19 +12,13 @@ from runtime.cluster_controller import ClusterController
 from runtime.runtime import connect
 from tests.support.cluster import cc_config, eventually
 from tests.support.radio import Radio, RadioProvider
+from tests.support.tls import self_signed_certificate
 from transports.websocket_client import WebSocketClientSettings
 
 
 @pytest.fixture
 def certificate(tmp_path: Path) -> tuple[Path, Path]:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True,
-    )
-    return cert, key
+    return self_signed_certificate(tmp_path)
 
 
 async def test_wss_when_a_certificate_is_configured(tmp_path, certificate):
