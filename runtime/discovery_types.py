@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from runtime.errors import ApplicationError
 
 __all__ = [
     "CustomParameter",
@@ -17,6 +20,7 @@ __all__ = [
     "ProviderQos",
     "ProviderScope",
     "Version",
+    "check_gbids",
 ]
 
 #: joynr's default expiry of a provider registration: 6 weeks
@@ -96,4 +100,23 @@ class DiscoveryError(enum.Enum):
     UNKNOWN_GBID = "UNKNOWN_GBID"
     NO_ENTRY_FOR_SELECTED_BACKENDS = "NO_ENTRY_FOR_SELECTED_BACKENDS"
     INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
+def check_gbids(gbids: Sequence[str], valid: Collection[str]) -> None:
+    """Raise ApplicationError(INVALID_GBID | UNKNOWN_GBID) for a GBID list that is empty, holds
+    ``""`` or a duplicate, or names a GBID not in ``valid``; the first offending element
+    decides (spec/discovery.md, "GBID validation")."""
+    if not gbids:
+        raise ApplicationError(DiscoveryError.INVALID_GBID.name, "no GBID given")
+    seen: set[str] = set()
+    for gbid in gbids:
+        if not gbid:
+            raise ApplicationError(DiscoveryError.INVALID_GBID.name, "an empty GBID")
+        if gbid in seen:
+            raise ApplicationError(DiscoveryError.INVALID_GBID.name,
+                                   f"GBID {gbid!r} given twice")
+        if gbid not in valid:
+            raise ApplicationError(DiscoveryError.UNKNOWN_GBID.name,
+                                   f"unknown GBID {gbid[:100]!r}")
+        seen.add(gbid)
 

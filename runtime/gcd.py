@@ -37,6 +37,7 @@ from runtime.discovery_types import (
     ProviderQos,
     ProviderScope,
     Version,
+    check_gbids,
 )
 from runtime.dispatch import Provider
 from runtime.errors import ApplicationError, ProviderRuntimeError
@@ -169,17 +170,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
     # ------------------------------------------------------------------ checks
 
     def _check_gbids(self, gbids: Sequence[str]) -> None:
-        if not gbids:
-            _fail(DiscoveryError.INVALID_GBID, "no GBID given")
-        seen: set[str] = set()
-        for gbid in gbids:
-            if not gbid:
-                _fail(DiscoveryError.INVALID_GBID, "an empty GBID")
-            if gbid in seen:
-                _fail(DiscoveryError.INVALID_GBID, f"GBID {gbid!r} given twice")
-            if gbid not in self.valid_gbids:
-                _fail(DiscoveryError.UNKNOWN_GBID, f"unknown GBID {gbid[:100]!r}")
-            seen.add(gbid)
+        check_gbids(gbids, self.valid_gbids)
 
     @staticmethod
     def _topic_of(entry: GlobalDiscoveryEntry) -> str:

@@ -33,6 +33,7 @@ from runtime.discovery_types import (
     DiscoveryScope,
     GlobalDiscoveryEntry,
     ProviderScope,
+    check_gbids,
 )
 from runtime.dispatch import Provider, current_origin
 from runtime.errors import ApplicationError, JoynrError, ProviderRuntimeError
@@ -247,18 +248,9 @@ class LocalDiscovery(Provider, interface=Discovery):
 
     def _check_gbids(self, gbids: list[str]) -> list[str]:
         """The GBIDs to use: the caller's, checked, or all configured ones."""
-        configured = self.gbids
         if not gbids:
-            return configured
-        seen: set[str] = set()
-        for gbid in gbids:
-            if not gbid or gbid in seen:
-                raise ApplicationError(DiscoveryErrorEnum.INVALID_GBID.name,
-                                       f"invalid GBID {gbid!r} in {gbids}")
-            if gbid not in configured:
-                raise ApplicationError(DiscoveryErrorEnum.UNKNOWN_GBID.name,
-                                       f"unknown GBID {gbid[:100]!r}")
-            seen.add(gbid)
+            return self.gbids
+        check_gbids(gbids, self.gbids)
         return list(gbids)
 
     # ------------------------------------------------------------------ add, remove
