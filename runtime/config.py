@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["ConfigError", "load_config"]
+__all__ = ["ConfigError", "load_config", "read_toml"]
 
 T = TypeVar("T")
 
@@ -142,6 +142,17 @@ def _build(cls: type[T], data: Mapping[str, Any], env: Mapping[str, str], prefix
     return config
 
 
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """The TOML document in ``path``; ConfigError naming the file when it is missing or bad."""
+    try:
+        with open(path, "rb") as file:
+            return tomllib.load(file)
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
 def load_config(
     cls: type[T],
     path: Path | None,
@@ -150,15 +161,7 @@ def load_config(
     env: Mapping[str, str] | None = None,
 ) -> T:
     """Load ``cls`` (a dataclass of section dataclasses) from ``path`` and the environment."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        try:
-            with open(path, "rb") as file:
-                data = tomllib.load(file)
-        except FileNotFoundError:
-            raise ConfigError(f"configuration file {path} does not exist") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    data = read_toml(path, "configuration file") if path is not None else {}
     source = f"{path}" if path else "defaults"
     try:
         return _build(cls, data, os.environ if env is None else env, env_prefix, "")

@@ -106,9 +106,9 @@ def make_store(settings: GcdSettings) -> GcdStore:
 class GcdService:
     """``async with GcdService(settings) as gcd:`` one GCD instance on its broker."""
 
-    def __init__(self, settings: GcdSettings, *, broker_url: str | None = None) -> None:
+    def __init__(self, settings: GcdSettings) -> None:
         self.settings = settings
-        url = parse_broker_url(broker_url or settings.broker_url)
+        url = parse_broker_url(settings.broker_url)
         self.store = make_store(settings)
         self.address = MqttAddress(settings.gbid, GCD_TOPIC)
         self.table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[self.address])

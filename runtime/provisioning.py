@@ -17,12 +17,11 @@ topic), globally visible) and as a global entry of its discovery directory.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from runtime.addresses import AddressError, MqttAddress
-from runtime.config import ConfigError
+from runtime.config import ConfigError, read_toml
 from runtime.discovery_types import (
     DiscoveryEntryWithMetaInfo,
     ProviderQos,
@@ -67,13 +66,7 @@ def _version(text: str, where: str) -> Version:
 
 def load_provisioning(path: Path) -> list[ProvisionedProvider]:
     """Read a provisioning file; ConfigError naming the file, entry and problem."""
-    try:
-        with open(path, "rb") as file:
-            data = tomllib.load(file)
-    except FileNotFoundError:
-        raise ConfigError(f"provisioning file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    data = read_toml(path, "provisioning file")
     unknown = set(data) - {"provider"}
     if unknown:
         raise ConfigError(f"{path}: unknown table(s) {sorted(unknown)}; expected [[provider]]")
