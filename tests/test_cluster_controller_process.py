@@ -6,10 +6,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.support.processes import wait_for_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,21 +25,6 @@ def start(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
         stderr=subprocess.STDOUT,
         text=True,
     )
-
-
-def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout_s: float = 20) -> list[str]:
-    lines: list[str] = []
-    deadline = time.monotonic() + timeout_s
-    assert proc.stdout is not None
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if needle in line:
-            return lines
-    proc.kill()
-    raise AssertionError(f"{needle!r} not seen; output:\n{''.join(lines)}")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

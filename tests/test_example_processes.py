@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.support.cluster import free_port
+from tests.support.processes import wait_for_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,15 +18,6 @@ def spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str
     return subprocess.Popen([sys.executable, *args], cwd=ROOT, text=True,
                             env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-
-def wait_for_line(proc: subprocess.Popen[str], needle: str, lines: list[str]) -> None:
-    assert proc.stdout is not None
-    for line in proc.stdout:  # bounded: the process is killed by the caller on timeout
-        lines.append(line)
-        if needle in line:
-            return
-    raise AssertionError(f"{needle!r} not seen:\n{''.join(lines)}")
 
 
 def test_provider_and_consumer_talk_through_the_cluster_controller(tmp_path):
@@ -37,11 +29,9 @@ def test_provider_and_consumer_talk_through_the_cluster_controller(tmp_path):
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path)})
     provider = consumer = None
     try:
-        cc_lines: list[str] = []
-        wait_for_line(cc, "cluster controller cc-", cc_lines)
+        wait_for_line(cc, "cluster controller cc-")
         provider = spawn("-m", "examples.radio.provider", "--url", url, "--interval", "0.2")
-        provider_lines: list[str] = []
-        wait_for_line(provider, "registered", provider_lines)
+        provider_lines = wait_for_line(provider, "registered")
         consumer = spawn("-m", "examples.radio.consumer", "--url", url, "--listen", "1.5")
         out, _ = consumer.communicate(timeout=60)
         assert consumer.returncode == 0, out
@@ -77,7 +67,7 @@ def test_provider_and_consumer_on_two_cluster_controllers_find_each_other_throug
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path / "one")})
     two = provider = consumer = None
     try:
-        wait_for_line(one, "GCD for joynrdefaultgbid started", [])
+        wait_for_line(one, "GCD for joynrdefaultgbid started")
         two = spawn("-m", "runtime.cluster_controller", env={
             "JOYNR_CC__WEBSOCKET__PORT": str(port_two),
             "JOYNR_CC__EMBEDDED_BROKER__ENABLED": "false",
@@ -85,10 +75,10 @@ def test_provider_and_consumer_on_two_cluster_controllers_find_each_other_throug
             "JOYNR_CC__MQTT__BACKENDS":
                 f'{{joynrdefaultgbid = "mqtt://127.0.0.1:{broker_port}?version=3.1.1"}}',
             "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path / "two")})
-        wait_for_line(two, "MQTT backend joynrdefaultgbid connected", [])
+        wait_for_line(two, "MQTT backend joynrdefaultgbid connected")
         provider = spawn("-m", "examples.radio.provider", "--url",
                          f"ws://127.0.0.1:{port_one}/", "--interval", "0.2")
-        wait_for_line(provider, "registered", [])
+        wait_for_line(provider, "registered")
         consumer = spawn("-m", "examples.radio.consumer", "--url",
                          f"ws://127.0.0.1:{port_two}/", "--listen", "2")
         out, _ = consumer.communicate(timeout=60)

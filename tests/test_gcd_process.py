@@ -12,6 +12,7 @@ import pytest
 
 from runtime.gcd import GCD_TOPIC
 from tests.support.brokers import Mosquitto
+from tests.support.processes import wait_for_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,16 +24,6 @@ def start(tmp_path: Path, **env: str) -> subprocess.Popen[str]:
         [sys.executable, "-m", "runtime.gcd_service"], cwd=ROOT, text=True,
         env={**os.environ, "JOYNR_GCD__GCD__SQLITE_PATH": str(tmp_path / "gcd.sqlite"), **env},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-
-def wait_for_line(proc: subprocess.Popen[str], needle: str) -> list[str]:
-    lines: list[str] = []
-    assert proc.stdout is not None
-    for line in proc.stdout:  # bounded: the test's timeout kills a hung run
-        lines.append(line)
-        if needle in line:
-            return lines
-    raise AssertionError(f"{needle!r} not seen:\n{''.join(lines)}")
 
 
 async def test_the_gcd_process_starts_serves_and_stops_on_sigterm(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ topic discoverydirectory_channelid), as joynr does.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from runtime.addresses import MqttAddress
+from runtime.clock import now_ms
 from runtime.cluster_controller import ClusterController
 from runtime.discovery_types import GlobalDiscoveryEntry, ProviderQos, ProviderScope, Version
 from runtime.errors import ApplicationError, ProviderRuntimeError
@@ -27,10 +27,6 @@ from tests.support.mqtt_cluster import mqtt_cc_config, write_provisioning
 pytestmark = pytest.mark.network
 
 GBID = "joynrdefaultgbid"
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def gcd_provisioning(path: Path, gbid: str = GBID) -> Path:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -39,6 +38,7 @@ import msgpack
 import pytest
 
 from runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
+from runtime.clock import now_ms
 from runtime.cluster_controller import ClusterController
 from runtime.discovery_types import DiscoveryEntry, ProviderQos, ProviderScope, Version
 from runtime.interface import interface_def, to_wire
@@ -69,10 +69,6 @@ NOTE = RADIO.methods["note"].param_datatypes
 LIMIT = 4096  # mqtt.max_message_bytes of the CCs in the oversized tests
 #: small messages at once (no Nagle delay waiting for the peer's delayed ACK)
 NODELAY = (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def mqtt_of(cc: ClusterController) -> MqttTransport:

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
@@ -22,6 +21,7 @@ import aiomqtt
 import pytest
 
 from runtime.addresses import MqttAddress, WebSocketClientAddress
+from runtime.clock import now_ms
 from runtime.messages import Effort, Message, MessageType, decode_frame, encode_frame
 from runtime.payloads import OneWayRequest, Reply, Request, decode_payload
 from tests.support.brokers import Mosquitto
@@ -32,10 +32,6 @@ from tests.support.radio import Country, Radio, Station
 pytestmark = pytest.mark.network
 
 GRACE_MS = 2_000
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class RawCaller:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
@@ -30,6 +29,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, ConnectionClosedError, InvalidStatus
 
 from runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
+from runtime.clock import now_ms
 from runtime.cluster_controller import ClusterController, ClusterControllerConfig
 from runtime.errors import ProviderRuntimeError
 from runtime.interface import interface_def, to_wire
@@ -49,10 +49,6 @@ SERVER_LOG = "transports.websocket_server"
 
 ROUTING = interface_def(Routing)
 RADIO = interface_def(Radio)
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 async def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S
