@@ -29,8 +29,6 @@ import gc
 import io
 import logging
 import pstats
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +38,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from types import TracebackType
@@ -58,6 +57,9 @@ from runtime.interface import interface, interface_def, one_way
 from runtime.messages import DEFAULT_MAX_FRAME_BYTES, Message, MessageType, encode_frame
 from runtime.payloads import OneWayRequest, Request
 from runtime.runtime import LibjoynrRuntime, connect
+from tests.support.brokers import MOSQUITTO
+from tests.support.brokers import Mosquitto as TestMosquitto
+from tests.support.mqtt_cluster import write_provisioning
 
 T = TypeVar("T")
 
@@ -285,7 +287,6 @@ class ProjectSetup:
 
 # ---------------------------------------------------------------------- MQTT
 
-MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 GBID = "joynrdefaultgbid"
 
 
@@ -295,36 +296,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class Mosquitto:
-    """``async with Mosquitto() as broker``: mosquitto on a free loopback port, configured as
-    in the project's tests (tests/support/brokers.py) but without persistence to disk: no limit
-    on QoS 1 messages in flight to a client, 100,000 queued per client; and with
-    ``set_tcp_nodelay true`` unless ``tcp_nodelay`` is false (mosquitto's default is false:
-    then a small packet the broker writes right after another one can wait for the client's
-    delayed TCP ACK, about 40 ms)."""
+class Mosquitto(TestMosquitto):
+    """``async with Mosquitto() as broker``: the tests' mosquitto (tests/support/brokers.py: a
+    free loopback port, ``set_tcp_nodelay true``, no limit on QoS 1 messages in flight, 100,000
+    queued per client) without persistence, in a temporary directory of its own."""
 
-    def __init__(self, tcp_nodelay: bool = True) -> None:
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
+    def __init__(self) -> None:
         self._directory = tempfile.TemporaryDirectory(prefix="bench-mosquitto-")
-        directory = Path(self._directory.name)
-        self.config = directory / "mosquitto.conf"
-        self.log = directory / "mosquitto.log"
-        self.config.write_text(
-            f"listener {self.port} {HOST}\n"
-            "allow_anonymous true\n"
-            "persistence false\n"
-            f"set_tcp_nodelay {'true' if tcp_nodelay else 'false'}\n"
-            "max_queued_messages 100000\n"
-            "max_inflight_messages 0\n"
-            "log_dest stderr\n"
-            "log_type error\n"
-            "log_type warning\n"
-        )
-
-    @property
-    def url(self) -> str:
-        return f"mqtt://{HOST}:{self.port}"
+        super().__init__(Path(self._directory.name), persistence=False)
 
     @staticmethod
     def version() -> str:
@@ -335,52 +314,9 @@ class Mosquitto:
         first = (out.stdout or out.stderr).decode(errors="replace").splitlines()
         return first[0].strip() if first else "mosquitto (version unknown)"
 
-    def _spawn(self) -> subprocess.Popen[bytes]:
-        if not Path(MOSQUITTO).exists():
-            raise RuntimeError("mosquitto is not installed (apt-get install -y mosquitto)")
-        with open(self.log, "ab") as log:
-            return subprocess.Popen([MOSQUITTO, "-c", str(self.config)], stdout=log,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-
-    async def __aenter__(self) -> Mosquitto:
-        process = self.process = self._spawn()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 10.0
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"mosquitto exited with {process.returncode}: "
-                                   f"{self.log.read_text(errors='replace')[-2000:]}")
-            with contextlib.suppress(OSError):
-                _, writer = await asyncio.open_connection(HOST, self.port)
-                writer.close()
-                with contextlib.suppress(OSError):
-                    await writer.wait_closed()
-                return self
-            if loop.time() > deadline:
-                await self.__aexit__()
-                raise RuntimeError(f"mosquitto did not listen on {self.port} within 10 s")
-            await asyncio.sleep(0.02)
-
     async def __aexit__(self, *exc: object) -> None:
-        process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + 10.0
-            while process.poll() is None:
-                if loop.time() > deadline:
-                    process.kill()
-                    process.wait()
-                    break
-                await asyncio.sleep(0.02)
+        await super().__aexit__(*exc)
         self._directory.cleanup()
-
-
-def write_provisioning(path: Path, entry: dict[str, str]) -> Path:
-    """A provisioning file (runtime/provisioning.py) with one ``[[provider]]``."""
-    lines = ["[[provider]]", *(f'{key} = "{value}"' for key, value in entry.items())]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 class MqttProjectSetup(ProjectSetup):
@@ -609,3 +545,31 @@ def _owner(package: str) -> str | None:
     if package.startswith(("stdlib asyncio", "uvloop")) or "uvloop" in package:
         return "asyncio / uvloop (the event loop)"
     return None
+
+
+@dataclass
+class Latency:
+    """p50, p99 and mean of a list of durations (ns), in microseconds."""
+
+    p50_us: float
+    p99_us: float
+    mean_us: float
+
+    @classmethod
+    def of(cls, samples_ns: list[int]) -> Latency:
+        ordered = sorted(samples_ns)
+        n = len(ordered)
+        return cls(ordered[n // 2] / 1e3, ordered[min(n - 1, n * 99 // 100)] / 1e3,
+                   sum(ordered) / n / 1e3)
+
+    def best(self, other: Latency | None) -> Latency:
+        """Each figure's best (lowest) of this and ``other`` (rounds on a noisy machine)."""
+        if other is None:
+            return self
+        return Latency(min(self.p50_us, other.p50_us), min(self.p99_us, other.p99_us),
+                       min(self.mean_us, other.mean_us))
+
+    def line(self) -> str:
+        return (f"p50 {self.p50_us:8.1f} us   p99 {self.p99_us:8.1f} us   "
+                f"mean {self.mean_us:8.1f} us")
+

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import sys
 import tempfile
 import time
@@ -47,22 +46,21 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-import aiomqtt
 import uvloop
 from _common import (
     DOMAIN,
     GBID,
-    HOST,
+    Latency,
     PendingCallsWarnings,
     Sink,
     SinkProvider,
-    cancel,
     cc_config,
     mqtt_environment,
     profiled,
     quiet_gc,
     setup_logging,
 )
+from mqtt_rpc import RawPingPong
 
 from runtime.cluster_controller import ClusterController
 from runtime.discovery_types import DiscoveryQos, ProviderQos, ProviderScope
@@ -71,7 +69,6 @@ from runtime.interface import interface_def
 from runtime.runtime import LibjoynrRuntime, connect
 from tests.support.brokers import Mosquitto
 
-NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
 WAIT_S = 10.0
 WARM_UP = 3
 #: a pause before each timed block, so that what the previous one left running (the proxy's
@@ -81,78 +78,10 @@ PROFILED = 50
 SINK = interface_def(Sink).name
 
 
-@dataclass
-class Latency:
-    p50_us: float
-    p99_us: float
-    mean_us: float
-
-    @classmethod
-    def of(cls, samples_ns: list[int]) -> Latency:
-        ordered = sorted(samples_ns)
-        n = len(ordered)
-        return cls(ordered[n // 2] / 1e3, ordered[min(n - 1, n * 99 // 100)] / 1e3,
-                   sum(ordered) / n / 1e3)
-
-    def line(self) -> str:
-        return (f"p50 {self.p50_us:8.1f} us   p99 {self.p99_us:8.1f} us   "
-                f"mean {self.mean_us:8.1f} us")
-
-
 # ---------------------------------------------------------------------- the raw path
 
 
-class RawPingPong:
-    """A publishes to topic a; B echoes every payload to topic b; A waits for it."""
-
-    def __init__(self, broker: Mosquitto, payload: bytes) -> None:
-        self.broker = broker
-        self.payload = payload
-        prefix = f"bench/raw/discovery-{uuid.uuid4().hex[:8]}"
-        self.topic_a, self.topic_b = f"{prefix}/a", f"{prefix}/b"
-        self._stack = AsyncExitStack()
-        self._reply: asyncio.Future[bytes] | None = None
-        self._a: aiomqtt.Client | None = None
-
-    def _client(self, name: str) -> aiomqtt.Client:
-        """As bench/_common.raw_mqtt_client: the project's MQTT options, and TCP_NODELAY."""
-        return aiomqtt.Client(HOST, self.broker.port, identifier=f"{name}-{uuid.uuid4().hex[:8]}",
-                              protocol=aiomqtt.ProtocolVersion.V5, keepalive=30,
-                              max_inflight_messages=100, socket_options=NODELAY)
-
-    async def _echo(self, b: aiomqtt.Client) -> None:
-        async for message in b.messages:
-            payload = message.payload
-            assert isinstance(payload, bytes)
-            await b.publish(self.topic_b, payload, qos=1)
-
-    async def _replies(self, a: aiomqtt.Client) -> None:
-        async for message in a.messages:
-            reply, self._reply = self._reply, None
-            if reply is not None and not reply.done():
-                assert isinstance(message.payload, bytes)
-                reply.set_result(message.payload)
-
-    async def __aenter__(self) -> RawPingPong:
-        stack = self._stack
-        loop = asyncio.get_running_loop()
-        b = await stack.enter_async_context(self._client("bench-pong"))
-        await b.subscribe(f"{self.topic_a}/#", qos=1)
-        stack.push_async_callback(cancel, loop.create_task(self._echo(b)))
-        a = self._a = await stack.enter_async_context(self._client("bench-ping"))
-        await a.subscribe(f"{self.topic_b}/#", qos=1)
-        stack.push_async_callback(cancel, loop.create_task(self._replies(a)))
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._stack.aclose()
-
-    async def call(self) -> None:
-        assert self._a is not None
-        reply = self._reply = asyncio.get_running_loop().create_future()
-        await self._a.publish(self.topic_a, self.payload, qos=1)
-        if await reply != self.payload:
-            raise RuntimeError("the raw echo returned something else")
+# RawPingPong: bench/mqtt_rpc.py's (two raw aiomqtt clients, TCP_NODELAY)
 
 
 # ---------------------------------------------------------------------- the project
@@ -295,7 +224,8 @@ async def run(args: argparse.Namespace) -> int:
     warnings = PendingCallsWarnings().install()
     async with AsyncExitStack() as stack:
         world = await start_world(stack)
-        raw = await stack.enter_async_context(RawPingPong(world.broker, b"r" * args.raw_payload))
+        raw = await stack.enter_async_context(RawPingPong(world.broker, b"r" * args.raw_payload,
+                                                                  nodelay=True))
         print(f"discovery + first call: build_proxy on CC2's runtime, the provider on CC1's "
               f"(GLOBAL), a GCD with a SQLite store, one mosquitto; payload {args.payload} B, "
               f"raw payload {args.raw_payload} B; {mqtt_environment()}")

@@ -60,7 +60,7 @@ from typing import Any, Protocol
 
 import asyncpg
 import uvloop
-from _common import setup_logging
+from _common import Latency, setup_logging
 
 from runtime.addresses import MqttAddress
 from runtime.clock import now_ms
@@ -351,26 +351,6 @@ class PostgresBackend:
 
 
 # ---------------------------------------------------------------------- measuring
-
-
-@dataclass
-class Latency:
-    p50_us: float
-    p99_us: float
-    mean_us: float
-
-    @classmethod
-    def of(cls, samples_ns: list[int]) -> Latency:
-        ordered = sorted(samples_ns)
-        n = len(ordered)
-        return cls(ordered[n // 2] / 1e3, ordered[min(n - 1, n * 99 // 100)] / 1e3,
-                   sum(ordered) / n / 1e3)
-
-    def best(self, other: Latency | None) -> Latency:
-        if other is None:
-            return self
-        return Latency(min(self.p50_us, other.p50_us), min(self.p99_us, other.p99_us),
-                       min(self.mean_us, other.mean_us))
 
 
 @dataclass
