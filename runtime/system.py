@@ -321,6 +321,17 @@ class LocalDiscovery(Provider, interface=Discovery):
         return list(self._provisioned.values()) + [
             e for e in fresh if e.participant_id not in self._provisioned]
 
+    def _cached_participant(self, participant_id: str, max_age_ms: int, now: int
+                            ) -> DiscoveryEntryWithMetaInfo | None:
+        """What ``_cached`` holds for one participant, without building the whole list."""
+        provisioned = self._provisioned.get(participant_id)
+        if provisioned is not None:
+            return provisioned
+        cached = self._cache.get(participant_id)
+        if cached is not None and now - cached[0] <= max_age_ms:
+            return cached[1]
+        return None
+
     def _remember(self, found: list[GlobalDiscoveryEntry], now: int
                   ) -> list[DiscoveryEntryWithMetaInfo]:
         """Cache and route what the GCD returned (never over a local route)."""
@@ -394,9 +405,10 @@ class LocalDiscovery(Provider, interface=Discovery):
         ):
             return self._with_meta(entry)
         if scope is not DiscoveryScope.LOCAL_ONLY:
-            for cached in self._cached(discovery_qos.cache_max_age_ms, now):
-                if cached.participant_id == participant_id and cached.expiry_date_ms >= now:
-                    return cached
+            cached = self._cached_participant(participant_id, discovery_qos.cache_max_age_ms,
+                                              now)
+            if cached is not None and cached.expiry_date_ms >= now:
+                return cached
             link = self._gcd
             if link is not None:
                 self.gcd_calls["lookup_participant"] += 1
