@@ -49,14 +49,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import aiomqtt
 from websockets.asyncio.server import Server, ServerConnection, serve
 
+from cluster_controller.config import ClusterControllerConfig
+from cluster_controller.controller import ClusterController
+from libjoynr.runtime import LibjoynrRuntime, connect
 from runtime.clock import now_ms
-from runtime.cluster_controller import ClusterController, ClusterControllerConfig
 from runtime.discovery_types import ProviderQos, ProviderScope
 from runtime.dispatch import Provider, Proxy
 from runtime.interface import interface, interface_def, one_way
 from runtime.messages import DEFAULT_MAX_FRAME_BYTES, Message, MessageType, encode_frame
 from runtime.payloads import OneWayRequest, Request
-from runtime.runtime import LibjoynrRuntime, connect
 from tests.support.brokers import MOSQUITTO
 from tests.support.brokers import Mosquitto as TestMosquitto
 from tests.support.mqtt_cluster import write_provisioning

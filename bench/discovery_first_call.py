@@ -62,11 +62,11 @@ from _common import (
 )
 from mqtt_rpc import RawPingPong
 
-from runtime.cluster_controller import ClusterController
+from cluster_controller.controller import ClusterController
+from gcd.service import GcdService, GcdSettings
+from libjoynr.runtime import LibjoynrRuntime, connect
 from runtime.discovery_types import DiscoveryQos, ProviderQos, ProviderScope
-from runtime.gcd_service import GcdService, GcdSettings
 from runtime.interface import interface_def
-from runtime.runtime import LibjoynrRuntime, connect
 from tests.support.brokers import Mosquitto
 
 WAIT_S = 10.0

@@ -62,6 +62,9 @@ import asyncpg
 import uvloop
 from _common import Latency, setup_logging
 
+from gcd.postgres_store import PostgresStore
+from gcd.provider import GcdProvider
+from gcd.store import COLUMNS, GcdStore, SqliteStore, StoredEntry
 from runtime.addresses import MqttAddress
 from runtime.clock import now_ms
 from runtime.discovery_types import (
@@ -71,9 +74,6 @@ from runtime.discovery_types import (
     ProviderScope,
     Version,
 )
-from runtime.gcd import GcdProvider
-from runtime.gcd_postgres import PostgresStore
-from runtime.gcd_store import COLUMNS, GcdStore, SqliteStore, StoredEntry
 from tests.support.postgres import PostgresServer
 
 GBID = "joynrdefaultgbid"

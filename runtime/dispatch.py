@@ -63,7 +63,7 @@ from runtime.payloads import (
 )
 
 if TYPE_CHECKING:
-    from runtime.runtime import JoynrRuntime
+    from runtime.joynr_runtime import JoynrRuntime
 
 __all__ = [
     "AttributeSubscriptionQos",

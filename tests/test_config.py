@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.cluster_controller import DEFAULT_CONFIG, ClusterControllerConfig
+from cluster_controller.config import DEFAULT_CONFIG, ClusterControllerConfig
 from runtime.config import ConfigError
 
 

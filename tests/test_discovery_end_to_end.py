@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
+from cluster_controller.controller import ClusterController
+from gcd.service import GcdService, GcdSettings
+from libjoynr.runtime import LibjoynrRuntime
+from libjoynr.runtime import connect as joynr_connect
 from runtime.addresses import MqttAddress, WebSocketClientAddress
-from runtime.cluster_controller import ClusterController
 from runtime.discovery_types import DiscoveryQos, DiscoveryScope, ProviderQos, ProviderScope
 from runtime.errors import ApplicationError
-from runtime.gcd_service import GcdService, GcdSettings
-from runtime.runtime import LibjoynrRuntime
-from runtime.runtime import connect as joynr_connect
 from tests.support.brokers import Mosquitto
 from tests.support.mqtt_cluster import WAIT_S, mqtt_cc_config
 from tests.support.postgres import PostgresServer

@@ -23,7 +23,7 @@ def spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str
 def test_provider_and_consumer_talk_through_the_cluster_controller(tmp_path):
     port = free_port()
     url = f"ws://127.0.0.1:{port}/"
-    cc = spawn("-m", "runtime.cluster_controller", env={
+    cc = spawn("-m", "cluster_controller", env={
         "JOYNR_CC__WEBSOCKET__PORT": str(port),
         "JOYNR_CC__EMBEDDED_BROKER__PORT": "0",
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path)})
@@ -61,14 +61,14 @@ def test_provider_and_consumer_on_two_cluster_controllers_find_each_other_throug
     # CC one: the default stack (embedded broker and GCD); CC two: only a cluster controller,
     # whose backend is CC one's broker
     broker_port, port_one, port_two = free_port(), free_port(), free_port()
-    one = spawn("-m", "runtime.cluster_controller", env={
+    one = spawn("-m", "cluster_controller", env={
         "JOYNR_CC__WEBSOCKET__PORT": str(port_one),
         "JOYNR_CC__EMBEDDED_BROKER__PORT": str(broker_port),
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path / "one")})
     two = provider = consumer = None
     try:
         wait_for_line(one, "GCD for joynrdefaultgbid started")
-        two = spawn("-m", "runtime.cluster_controller", env={
+        two = spawn("-m", "cluster_controller", env={
             "JOYNR_CC__WEBSOCKET__PORT": str(port_two),
             "JOYNR_CC__EMBEDDED_BROKER__ENABLED": "false",
             "JOYNR_CC__EMBEDDED_GCD__ENABLED": "false",

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from gcd.provider import GcdProvider
+from gcd.store import GcdStore, StoreError
 from runtime.addresses import MqttAddress, WebSocketClientAddress
 from runtime.discovery_types import (
     CustomParameter,
@@ -21,8 +23,6 @@ from runtime.discovery_types import (
     Version,
 )
 from runtime.errors import ApplicationError, ProviderRuntimeError
-from runtime.gcd import GcdProvider
-from runtime.gcd_store import GcdStore, StoreError
 from tests.support.gcd_stores import STORE_KINDS
 
 pytestmark = pytest.mark.parametrize("store", STORE_KINDS, indirect=True)

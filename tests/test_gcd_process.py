@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.gcd import GCD_TOPIC
+from gcd.provider import GCD_TOPIC
 from tests.support.brokers import Mosquitto
 from tests.support.processes import wait_for_line
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.network
 
 def start(tmp_path: Path, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "runtime.gcd_service"], cwd=ROOT, text=True,
+        [sys.executable, "-m", "gcd"], cwd=ROOT, text=True,
         env={**os.environ, "JOYNR_GCD__GCD__SQLITE_PATH": str(tmp_path / "gcd.sqlite"), **env},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
@@ -52,6 +52,6 @@ def test_bad_gcd_configuration_exits_with_a_clear_message(tmp_path: Path) -> Non
 
 
 def test_shipped_gcd_config_equals_the_documented_defaults() -> None:
-    from runtime.gcd_service import DEFAULT_CONFIG, GcdConfig  # noqa: PLC0415
+    from gcd.service import DEFAULT_CONFIG, GcdConfig  # noqa: PLC0415
 
     assert GcdConfig.load(DEFAULT_CONFIG, env={}) == GcdConfig()

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
+from cluster_controller.controller import ClusterController
+from gcd.provider import GCD_DOMAIN, GCD_INTERFACE, GCD_PARTICIPANT_ID, GCD_TOPIC
+from gcd.provider import GlobalCapabilitiesDirectory as Gcd
+from gcd.service import GcdService, GcdSettings
 from runtime.addresses import MqttAddress
 from runtime.clock import now_ms
-from runtime.cluster_controller import ClusterController
 from runtime.discovery_types import GlobalDiscoveryEntry, ProviderQos, ProviderScope, Version
 from runtime.errors import ApplicationError, ProviderRuntimeError
-from runtime.gcd import GCD_DOMAIN, GCD_INTERFACE, GCD_PARTICIPANT_ID, GCD_TOPIC
-from runtime.gcd import GlobalCapabilitiesDirectory as Gcd
-from runtime.gcd_service import GcdService, GcdSettings
 from tests.support.brokers import Mosquitto
 from tests.support.mqtt_cluster import mqtt_cc_config, write_provisioning
 

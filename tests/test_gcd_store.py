@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from runtime.gcd_store import GcdStore, RemoveOutcome, StoredEntry
+from gcd.store import GcdStore, RemoveOutcome, StoredEntry
 from tests.support.gcd_stores import STORE_KINDS
 
 pytestmark = pytest.mark.parametrize("store", STORE_KINDS, indirect=True)

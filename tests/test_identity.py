@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from libjoynr.runtime import connect
 from runtime.clock import now_ms
 from runtime.discovery_types import DiscoveryEntry, ProviderQos, Version
 from runtime.errors import ProviderRuntimeError
-from runtime.runtime import connect
 from tests.support.cluster import ClusterController, cc_config, eventually
 from tests.support.radio import Radio, RadioProvider
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from cluster_controller.controller import ClusterController
 from runtime.addresses import MqttAddress
-from runtime.cluster_controller import ClusterController
 from runtime.errors import ApplicationError, ProviderRuntimeError
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually

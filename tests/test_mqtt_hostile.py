@@ -37,15 +37,15 @@ import aiomqtt
 import msgpack
 import pytest
 
+from cluster_controller.controller import ClusterController
 from runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
 from runtime.clock import now_ms
-from runtime.cluster_controller import ClusterController
 from runtime.discovery_types import DiscoveryEntry, ProviderQos, ProviderScope, Version
 from runtime.interface import interface_def, to_wire
 from runtime.messages import Message, MessageType, decode_frame, encode_frame
 from runtime.payloads import OneWayRequest, Reply, Request, SubscriptionRequest, decode_payload
 from runtime.routing import RoutingEntry
-from runtime.system import (
+from runtime.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
     Discovery,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
-from runtime.cluster_controller import ClusterController
-from runtime.runtime import connect
+from cluster_controller.controller import ClusterController
+from libjoynr.runtime import connect
 from tests.support.cluster import cc_config, eventually, free_port
 from tests.support.radio import Country, Radio, RadioProvider, Station
 

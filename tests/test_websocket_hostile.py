@@ -28,17 +28,18 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, ConnectionClosedError, InvalidStatus
 
+from cluster_controller.config import ClusterControllerConfig
+from cluster_controller.controller import ClusterController
+from libjoynr.runtime import LibjoynrRuntime
+from libjoynr.runtime import connect as joynr_connect
 from runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
 from runtime.clock import now_ms
-from runtime.cluster_controller import ClusterController, ClusterControllerConfig
 from runtime.errors import ProviderRuntimeError
 from runtime.interface import interface_def, to_wire
 from runtime.messages import Message, MessageType, decode_frame, encode_frame
 from runtime.payloads import Reply, Request, decode_payload
 from runtime.routing import RoutingEntry
-from runtime.runtime import LibjoynrRuntime
-from runtime.runtime import connect as joynr_connect
-from runtime.system import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
+from runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from tests.support.radio import Country, Radio, RadioProvider, Station
 from transports.websocket_common import encode_init
 
@@ -586,7 +587,7 @@ async def test_add_next_hop_for_another_clients_address_is_refused_raw(
         assert reply.error["type"] == "ProviderRuntimeException"
         assert "refused" in reply.error["message"]
         assert cc.router.counters["refused-foreign-next-hop"] == n
-        assert_logged(caplog, "add_next_hop", pid, "refused", logger="runtime.system")
+        assert_logged(caplog, "add_next_hop", pid, "refused", logger="cluster_controller.system")
 
     assert "evil-new-pid" not in cc.routing_table
     assert cc.routing_table.get(raw.pid).address == raw.address
@@ -614,7 +615,7 @@ async def test_add_next_hop_for_another_clients_address_is_refused_libjoynr(
         await asyncio.wait_for(routing.add_next_hop(
             "evil-pid", legit.consumer_address.to_dict(), True), WAIT_S)
     assert cc.router.counters["refused-foreign-next-hop"] == len(foreign) + 1
-    assert_logged(caplog, "add_next_hop", "evil-pid", "refused", logger="runtime.system")
+    assert_logged(caplog, "add_next_hop", "evil-pid", "refused", logger="cluster_controller.system")
     assert "evil-pid" not in cc.routing_table
 
     # the attacker's own runtime is not disturbed either

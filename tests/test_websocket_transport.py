@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.cluster_controller import ClusterController
-from runtime.runtime import connect
+from cluster_controller.controller import ClusterController
+from libjoynr.runtime import connect
 from tests.support.cluster import cc_config, eventually
 from tests.support.radio import Radio, RadioProvider
 from tests.support.tls import self_signed_certificate

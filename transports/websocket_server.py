@@ -9,7 +9,7 @@ message frame. Identity rules:
   within the ping timeout replaces it;
 - a connection speaks only for itself: a message whose sender is routed to another address
   is refused (spoofed sender); the Routing provider accepts add_next_hop from a connection only
-  for that connection's own address (see runtime.system);
+  for that connection's own address (see cluster_controller.system);
 - when a connection ends, every route and multicast receiver behind it is removed.
 
 Every refused frame is logged with its reason and counted in ``counters``; the connection

@@ -16,9 +16,9 @@ import sys
 import uvloop
 
 from examples.radio.interface import Country, Radio, RadioStation
+from libjoynr.runtime import connect
 from runtime.discovery_types import DiscoveryQos
 from runtime.errors import ApplicationError
-from runtime.runtime import connect
 
 
 async def main(url: str, domain: str, listen_s: float, country: str) -> int:

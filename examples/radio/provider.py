@@ -18,10 +18,10 @@ import signal
 import uvloop
 
 from examples.radio.interface import Country, Radio, RadioStation, ShuffleError
+from libjoynr.runtime import connect
 from runtime.discovery_types import ProviderQos, ProviderScope
 from runtime.dispatch import Provider
 from runtime.errors import ApplicationError
-from runtime.runtime import connect
 
 log = logging.getLogger("radio-provider")
 

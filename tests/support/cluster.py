@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runtime.cluster_controller import ClusterController, ClusterControllerConfig
+from cluster_controller.config import ClusterControllerConfig
+from cluster_controller.controller import ClusterController
 
 
 def cc_config(data_dir: Path, **overrides: Any) -> ClusterControllerConfig:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.gcd_postgres import PostgresStore
-from runtime.gcd_store import GcdStore, SqliteStore
+from gcd.postgres_store import PostgresStore
+from gcd.store import GcdStore, SqliteStore
 from tests.support.postgres import PostgresServer
 
 #: every store implementation; the contract tests run on each

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.cluster_controller import ClusterController
+from cluster_controller.controller import ClusterController
+from libjoynr.runtime import LibjoynrRuntime
+from libjoynr.runtime import connect as joynr_connect
 from runtime.discovery_types import ProviderQos, ProviderScope
-from runtime.runtime import LibjoynrRuntime
-from runtime.runtime import connect as joynr_connect
 from tests.support.cluster import cc_config
 from tests.support.radio import Radio, RadioProvider
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from cluster_controller.provisioning import load_provisioning
+from cluster_controller.system import LocalDiscovery
 from runtime.addresses import MqttAddress
 from runtime.config import ConfigError
 from runtime.discovery_types import (
@@ -17,9 +19,7 @@ from runtime.discovery_types import (
     Version,
 )
 from runtime.errors import ApplicationError
-from runtime.provisioning import load_provisioning
 from runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
-from runtime.system import LocalDiscovery
 from transports.mqtt_client import parse_broker_url
 
 GOOD = """
@@ -143,7 +143,7 @@ def test_broker_urls(url: str, expected: tuple[object, ...]) -> None:
 
 
 def test_the_cluster_controller_id_of_a_gcd_entry_is_the_last_level_of_its_topic() -> None:
-    from runtime.gcd import cluster_controller_id_of  # noqa: PLC0415
+    from gcd.provider import cluster_controller_id_of  # noqa: PLC0415
 
     assert cluster_controller_id_of("joynr/cc/cc-1234") == "cc-1234"
     assert cluster_controller_id_of("plain") == "plain"

@@ -1,8 +1,8 @@
 """The GCD's store in PostgreSQL, shared by several GCD instances (asyncpg, a connection pool).
 
-Same contract as :class:`runtime.gcd_store.SqliteStore` (see :class:`~runtime.gcd_store.GcdStore`):
+Same contract as :class:`gcd.store.SqliteStore` (see :class:`~gcd.store.GcdStore`):
 every method is one transaction, and any failure of the database - refused or lost connection,
-timeout, SQL error - raises :class:`~runtime.gcd_store.StoreError` after the transaction has
+timeout, SQL error - raises :class:`~gcd.store.StoreError` after the transaction has
 been rolled back (PostgreSQL discards an unfinished transaction of a lost connection).
 
 Concurrency: several stores (processes) may work on one database at the same time. Statements
@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from runtime.gcd_store import COLUMNS, SCHEMA, RemoveOutcome, StoredEntry, StoreError
+from gcd.store import COLUMNS, SCHEMA, RemoveOutcome, StoredEntry, StoreError
 
 __all__ = ["PostgresStore"]
 

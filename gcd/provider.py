@@ -1,7 +1,7 @@
 """The Global Capabilities Directory (GCD): interface 0.3 and its provider.
 
 One GCD instance serves one backend (its own GBID) and knows the valid GBIDs; all instances
-share one store (runtime.gcd_store). The rules are spec/discovery.md's "The GCD participant":
+share one store (gcd.store). The rules are spec/discovery.md's "The GCD participant":
 
 - GBID lists: empty, ``""`` or a duplicate -> INVALID_GBID; not a valid GBID -> UNKNOWN_GBID;
   the first offending element decides and nothing changes.
@@ -27,6 +27,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Final, NoReturn
 
+from gcd.store import GcdStore, RemoveOutcome, StoredEntry, StoreError
 from runtime.addresses import AddressError, MqttAddress, address_from_dict
 from runtime.clock import now_ms
 from runtime.discovery_types import (
@@ -41,7 +42,6 @@ from runtime.discovery_types import (
 )
 from runtime.dispatch import Provider
 from runtime.errors import ApplicationError, ProviderRuntimeError
-from runtime.gcd_store import GcdStore, RemoveOutcome, StoredEntry, StoreError
 from runtime.interface import errors, interface, wire_name
 
 __all__ = [

@@ -5,7 +5,7 @@ One instance is connected to one broker (its backend, ``gbid``) and subscribes t
 (``discoverydirectory_channelid``); with ``shared_subscription_group`` several instances share
 the load of one backend (``$share/<group>/<topic>/#``). All instances, in all backends, share
 one store: SQLite for a single instance (the embedded default), PostgreSQL for several.
-``python -m runtime.gcd_service --help`` lists the options.
+``python -m gcd --help`` lists the options.
 """
 
 from __future__ import annotations
@@ -20,20 +20,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from runtime.addresses import MqttAddress
+from gcd.provider import GCD_PARTICIPANT_ID, GCD_TOPIC, GcdProvider
+from gcd.store import GcdStore, SqliteStore
+from runtime.addresses import InProcessAddress, MqttAddress
 from runtime.config import ConfigError, load_config
 from runtime.discovery_types import DEFAULT_PROVIDER_EXPIRY_MS
-from runtime.gcd import GCD_PARTICIPANT_ID, GCD_TOPIC, GcdProvider
-from runtime.gcd_store import GcdStore, SqliteStore
+from runtime.joynr_runtime import JoynrRuntime
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable, RuntimeKind
-from runtime.runtime import JoynrRuntime
+from transports.inprocess import InProcessTransport
 from transports.mqtt import MqttBackendSettings, MqttTransport, MqttTransportSettings
 from transports.mqtt_client import parse_broker_url
 
 __all__ = ["GcdConfig", "GcdService", "GcdSettings", "main"]
 
-log = logging.getLogger("runtime.gcd_service")
+log = logging.getLogger(__name__)
 
 ENV_PREFIX = "JOYNR_GCD"
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +98,7 @@ class GcdConfig:
 
 def make_store(settings: GcdSettings) -> GcdStore:
     if settings.store == "postgres":
-        from runtime.gcd_postgres import PostgresStore  # noqa: PLC0415 - asyncpg only if used
+        from gcd.postgres_store import PostgresStore  # noqa: PLC0415 - asyncpg only if used
 
         return PostgresStore(settings.postgres_dsn)
     return SqliteStore(settings.sqlite_path)
@@ -125,6 +126,7 @@ class GcdService:
         ))
         self.provider = GcdProvider(self.store, settings.gbid, settings.valid_gbids,
                                     default_expiry_ms=settings.default_expiry_ms)
+        self.router.register_transport(InProcessAddress, InProcessTransport())
         self.runtime = JoynrRuntime(self.router)
         self.runtime.register_system_provider(GCD_PARTICIPANT_ID, self.provider)
 

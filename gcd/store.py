@@ -1,7 +1,7 @@
 """Storage of the Global Capabilities Directory: one row per (GBID, participantId).
 
 Two implementations behind :class:`GcdStore`: :class:`SqliteStore` (a file, the embedded
-default) and ``runtime.gcd_postgres.PostgresStore`` (shared by several GCD instances). Each
+default) and ``gcd.postgres_store.PostgresStore`` (shared by several GCD instances). Each
 method is one transaction: it happens completely or not at all. Any failure of the database
 raises :class:`StoreError` (the GCD answers INTERNAL_ERROR). Methods that take ``now_ms``
 ignore expired rows (expiry_ms < now_ms), as if they were gone; ``purge_expired`` deletes them.

@@ -1,13 +1,5 @@
-"""The cluster controller's own providers, served to its libjoynr runtimes.
-
-- Routing (``system/Routing``): next hops and multicast receivers of the libjoynr runtimes.
-- Discovery (``system/Discovery``): the local capabilities directory. For now it knows local
-  registrations only and answers every scope from them; the global part comes with the GCD.
-
-Both are registered in-process in the cluster controller under provisioned participantIds with
-sticky routing entries. The caller's identity is the connection its request arrived over
-(``message.origin``): a libjoynr runtime may only register next hops at its own address.
-"""
+"""The cluster controller's own providers: Routing, the local capabilities directory and its
+link to the GCD."""
 
 from __future__ import annotations
 
@@ -28,7 +20,6 @@ from runtime.clock import now_ms
 from runtime.discovery_types import (
     DiscoveryEntry,
     DiscoveryEntryWithMetaInfo,
-    DiscoveryError,
     DiscoveryQos,
     DiscoveryScope,
     GlobalDiscoveryEntry,
@@ -37,86 +28,18 @@ from runtime.discovery_types import (
 )
 from runtime.dispatch import Provider, current_origin
 from runtime.errors import ApplicationError, JoynrError, ProviderRuntimeError
-from runtime.interface import attribute, errors, interface, wire_name
 from runtime.multicast import MulticastError, make_multicast_id
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
-
-__all__ = [
-    "DEFAULT_DISCOVERY_PARTICIPANT_ID",
-    "DEFAULT_ROUTING_PARTICIPANT_ID",
-    "Discovery",
-    "LocalDiscovery",
-    "Routing",
-    "RoutingProvider",
-]
-
-log = logging.getLogger(__name__)
+from runtime.system_interfaces import (
+    Discovery,
+    DiscoveryErrorEnum,
+    Routing,
+)
 
 T = TypeVar("T")
 
-DEFAULT_ROUTING_PARTICIPANT_ID = "system.routing.provider"
-DEFAULT_DISCOVERY_PARTICIPANT_ID = "system.discovery.provider"
-
-
-#: the modelled errors of the Discovery provider (kept under its old name too)
-DiscoveryErrorEnum = DiscoveryError
-
-
-@interface("system/Routing", version=(1, 0))
-class Routing:
-    # the cluster controller's MqttAddress in wire form ({} while it has none)
-    global_address = attribute(dict[str, Any], readonly=True, notifiable=False)
-    reply_to_address = attribute(dict[str, Any], readonly=True, notifiable=False)
-
-    async def add_next_hop(self, participant_id: str, address: dict[str, Any],
-                           is_globally_visible: bool) -> None: ...
-
-    async def remove_next_hop(self, participant_id: str) -> None: ...
-
-    async def resolve_next_hop(self, participant_id: str) -> bool: ...
-
-    async def add_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
-                                     provider_participant_id: str) -> None: ...
-
-    async def remove_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
-                                        provider_participant_id: str) -> None: ...
-
-
-@interface("system/Discovery", version=(1, 0))
-class Discovery:
-    async def add(self, entry: DiscoveryEntry) -> None: ...
-
-    @wire_name("add")
-    @errors(DiscoveryErrorEnum)
-    async def add_in(self, entry: DiscoveryEntry, await_global_registration: bool,
-                     gbids: list[str]) -> None: ...
-
-    @wire_name("addToAll")
-    @errors(DiscoveryErrorEnum)
-    async def add_to_all(self, entry: DiscoveryEntry, await_global_registration: bool
-                         ) -> None: ...
-
-    async def remove(self, participant_id: str) -> None: ...
-
-    @errors(DiscoveryErrorEnum)
-    async def lookup(self, domains: list[str], interface_name: str,
-                     discovery_qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]: ...
-
-    @wire_name("lookup")
-    @errors(DiscoveryErrorEnum)
-    async def lookup_in(self, domains: list[str], interface_name: str,
-                        discovery_qos: DiscoveryQos, gbids: list[str]
-                        ) -> list[DiscoveryEntryWithMetaInfo]: ...
-
-    @errors(DiscoveryErrorEnum)
-    async def lookup_participant(self, participant_id: str,
-                                 discovery_qos: DiscoveryQos) -> DiscoveryEntryWithMetaInfo: ...
-
-    @wire_name("lookup_participant")
-    @errors(DiscoveryErrorEnum)
-    async def lookup_participant_in(self, participant_id: str, discovery_qos: DiscoveryQos,
-                                    gbids: list[str]) -> DiscoveryEntryWithMetaInfo: ...
+log = logging.getLogger(__name__)
 
 
 def _belongs_to_caller(table: RoutingTable, participant_id: str) -> bool:

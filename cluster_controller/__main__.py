@@ -1,0 +1,71 @@
+"""The cluster controller process: ``python -m cluster_controller --help``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from cluster_controller.config import DEFAULT_CONFIG, ENV_PREFIX, ClusterControllerConfig
+from cluster_controller.controller import ClusterController
+from runtime.config import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+async def run(config: ClusterControllerConfig) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with ClusterController(config):
+        await stop.wait()
+        log.info("stop requested, shutting down")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cluster-controller", description=__doc__)
+    parser.add_argument(
+        "--config", type=Path, default=DEFAULT_CONFIG,
+        help=f"TOML configuration (default: {DEFAULT_CONFIG}); "
+             f"{ENV_PREFIX}__<SECTION>__<KEY> variables override it",
+    )
+    args = parser.parse_args(argv)
+    try:
+        config = ClusterControllerConfig.load(args.config)
+    except ConfigError as exc:
+        sys.stderr.write(f"cluster-controller: bad configuration: {exc}\n")
+        return 2
+    logging.basicConfig(
+        level=config.logging.level,
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if config.logging.level != "DEBUG":
+        # the embedded broker's libraries narrate every state change and client at INFO
+        for name in ("amqtt", "transitions", "websockets.server"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+        logging.getLogger("asyncpg.pool").setLevel(logging.ERROR)  # see gcd.service
+    try:
+        import uvloop  # noqa: PLC0415 - optional speed-up, imported where the loop is made
+
+        runner = uvloop.run
+    except ImportError:  # pragma: no cover - uvloop is a dependency; keep running without it
+        log.warning("uvloop not available; using the default asyncio loop")
+        runner = asyncio.run
+    try:
+        runner(run(config))
+    except ConfigError as exc:
+        log.error("bad configuration: %s", exc)
+        return 2
+    except OSError as exc:
+        log.error("cluster controller failed: %s", exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

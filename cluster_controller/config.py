@@ -1,0 +1,248 @@
+"""The cluster controller's configuration: one section per component, loaded from TOML with
+environment overrides (JOYNR_CC__SECTION__KEY)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runtime.config import load_config
+from runtime.system_interfaces import (
+    DEFAULT_DISCOVERY_PARTICIPANT_ID,
+    DEFAULT_ROUTING_PARTICIPANT_ID,
+)
+from transports.mqtt_client import parse_broker_url
+
+log = logging.getLogger(__name__)
+
+
+ENV_PREFIX = "JOYNR_CC"
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = PROJECT_ROOT / "config" / "cluster-controller.toml"
+
+
+@dataclass
+class IdentitySection:
+    #: this cluster controller's id; empty: generated once, kept in <data_dir>/cluster-controller-id
+    id: str = ""
+    #: where the cluster controller keeps its state (relative paths: to the working directory)
+    data_dir: Path = Path("var/cluster-controller")
+
+
+@dataclass
+class RoutingSection:
+    #: seconds between two purges of expired routing entries
+    cleanup_interval_s: float = 60.0
+    #: learned replyTo entries live this long past the expiry of the request that taught them
+    reply_to_grace_ms: int = 30_000
+    #: ... counted from an expiry of at most now + this (a request chooses its own expiry)
+    reply_to_max_ttl_ms: int = 86_400_000
+
+    def __post_init__(self) -> None:
+        if not self.cleanup_interval_s > 0:
+            raise ValueError(f"cleanup_interval_s must be > 0, got {self.cleanup_interval_s}")
+        if self.reply_to_grace_ms < 0:
+            raise ValueError(f"reply_to_grace_ms must be >= 0, got {self.reply_to_grace_ms}")
+        if self.reply_to_max_ttl_ms < 1:
+            raise ValueError("reply_to_max_ttl_ms must be >= 1")
+
+
+@dataclass
+class WebSocketSection:
+    #: address and port libjoynr runtimes connect to (port 0: any free port)
+    host: str = "127.0.0.1"
+    port: int = 4242
+    path: str = "/"
+    #: TLS (wss) when both are set: PEM certificate chain and private key
+    tls_certificate: str = ""
+    tls_private_key: str = ""
+    #: frames larger than this are refused (bytes)
+    max_frame_bytes: int = 4 * 1024 * 1024
+    #: keep-alive: ping every interval; a connection without pong within the timeout is dead
+    ping_interval_s: float = 20.0
+    ping_timeout_s: float = 20.0
+    #: seconds a new connection has to send its init frame
+    init_timeout_s: float = 10.0
+    #: messages waiting to be written to one client before sends to it are refused
+    max_queued_per_connection: int = 10_000
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port < 65536:
+            raise ValueError(f"port must be in 0..65535, got {self.port}")
+        if bool(self.tls_certificate) != bool(self.tls_private_key):
+            raise ValueError("tls_certificate and tls_private_key go together")
+        if self.max_frame_bytes < 1024:
+            raise ValueError("max_frame_bytes must be at least 1024")
+        for name in ("ping_interval_s", "ping_timeout_s", "init_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.max_queued_per_connection < 1:
+            raise ValueError("max_queued_per_connection must be >= 1")
+
+
+@dataclass
+class MqttSection:
+    #: GBID -> broker URL, in order; the first GBID is the default backend. URLs:
+    #: mqtt://host:port, mqtts://host:port (TLS), mqtt://user:password@host:port, and
+    #: ?version=3.1.1 or ?version=5; "embedded": the embedded broker. Empty: no MQTT.
+    backends: dict[str, str] = field(default_factory=dict)
+    #: this CC's topic is <topic_prefix><cluster controller id>
+    topic_prefix: str = "joynr/cc/"
+    #: MQTT protocol version for backends whose URL does not say: "5" or "3.1.1"
+    version: str = "5"
+    keepalive_s: int = 30
+    #: the broker keeps this CC's session (subscriptions, QoS 1 messages) this long while it
+    #: is disconnected; 0: clean sessions
+    session_expiry_s: int = 3600
+    connect_timeout_s: float = 10.0
+    #: QoS 1 messages published and not yet acknowledged, per backend
+    max_inflight: int = 100
+    #: messages waiting for one backend (e.g. while it is down) before sends are refused
+    max_queued_per_backend: int = 10_000
+    #: incoming MQTT messages larger than this are refused (bytes)
+    max_message_bytes: int = 4 * 1024 * 1024
+    #: CA certificates (PEM) for mqtts backends; empty: the system's
+    tls_ca_file: str = ""
+    reconnect_initial_s: float = 0.1
+    reconnect_max_s: float = 5.0
+    #: ids of received messages remembered to drop QoS 1 redeliveries
+    duplicate_window: int = 100_000
+
+    def __post_init__(self) -> None:
+        for gbid, url in self.backends.items():
+            if not gbid or "/" in gbid:
+                raise ValueError(f"bad GBID {gbid!r}")
+            if url != "embedded":
+                parse_broker_url(url)  # ValueError with the reason
+        if self.version not in ("5", "3.1.1"):
+            raise ValueError(f"version must be \"5\" or \"3.1.1\", not {self.version!r}")
+        for name in ("keepalive_s", "max_inflight", "max_queued_per_backend",
+                     "max_message_bytes", "duplicate_window"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        if self.session_expiry_s < 0:
+            raise ValueError("session_expiry_s must be >= 0")
+
+
+@dataclass
+class EmbeddedBrokerSection:
+    #: start an MQTT broker (amqtt, MQTT 3.1.1) inside the CC; backends name it "embedded"
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    #: 0: any free port
+    port: int = 1883
+
+
+@dataclass
+class DiscoverySection:
+    #: TOML file of provisioned global providers (cluster_controller/provisioning.py); "": none
+    provisioning_file: str = ""
+    #: use the Global Capabilities Directory (with MQTT backends): at participantId
+    #: capabilitiesdirectory_participantid, topic discoverydirectory_channelid of the default
+    #: backend, unless the provisioning file names it
+    gcd: bool = True
+    #: time to live of the CC's calls to the GCD (ms)
+    gcd_request_ttl_ms: int = 10_000
+    #: seconds between two touches of this CC's global providers (joynr: 6 h)
+    touch_interval_s: float = 3600.0
+    #: removeStale of a previous life is retried this long after the start (s)
+    remove_stale_for_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        if self.gcd_request_ttl_ms < 100:
+            raise ValueError("gcd_request_ttl_ms must be >= 100")
+        if not self.touch_interval_s > 0 or not self.remove_stale_for_s > 0:
+            raise ValueError("touch_interval_s and remove_stale_for_s must be > 0")
+
+
+@dataclass
+class EmbeddedGcdSection:
+    #: run a GCD instance (SQLite) inside the CC, on its default backend
+    enabled: bool = False
+    #: empty: <data_dir>/gcd.sqlite
+    sqlite_path: str = ""
+
+
+@dataclass
+class RouterSection:
+    #: messages kept for one recipient without a route (or whose connection refused them)
+    max_queued_per_recipient: int = 1_000
+    #: messages kept for all such recipients together
+    max_queued_total: int = 100_000
+    #: seconds between two sweeps of those queues (expiry, retries)
+    sweep_interval_s: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.max_queued_per_recipient < 0 or self.max_queued_total < 0:
+            raise ValueError("queue limits must be >= 0")
+        if not self.sweep_interval_s > 0:
+            raise ValueError("sweep_interval_s must be > 0")
+
+
+@dataclass
+class SystemSection:
+    #: provisioned participantIds of the CC's own providers (libjoynr runtimes use the same)
+    routing_participant_id: str = DEFAULT_ROUTING_PARTICIPANT_ID
+    discovery_participant_id: str = DEFAULT_DISCOVERY_PARTICIPANT_ID
+
+
+@dataclass
+class LoggingSection:
+    #: DEBUG, INFO, WARNING or ERROR
+    level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        if self.level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+            raise ValueError(f"level must be DEBUG, INFO, WARNING or ERROR, not {self.level!r}")
+        self.level = self.level.upper()
+
+
+@dataclass
+class ClusterControllerConfig:
+    cluster_controller: IdentitySection = field(default_factory=IdentitySection)
+    routing: RoutingSection = field(default_factory=RoutingSection)
+    router: RouterSection = field(default_factory=RouterSection)
+    websocket: WebSocketSection = field(default_factory=WebSocketSection)
+    mqtt: MqttSection = field(default_factory=MqttSection)
+    embedded_broker: EmbeddedBrokerSection = field(default_factory=EmbeddedBrokerSection)
+    discovery: DiscoverySection = field(default_factory=DiscoverySection)
+    embedded_gcd: EmbeddedGcdSection = field(default_factory=EmbeddedGcdSection)
+    system: SystemSection = field(default_factory=SystemSection)
+    logging: LoggingSection = field(default_factory=LoggingSection)
+
+    @classmethod
+    def load(cls, path: Path | None = DEFAULT_CONFIG, env: dict[str, str] | None = None
+             ) -> ClusterControllerConfig:
+        return load_config(cls, path, env_prefix=ENV_PREFIX, env=env)
+
+
+def cluster_controller_id(section: IdentitySection) -> str:
+    """The configured id, or the one generated on the first start and kept since."""
+    if section.id:
+        return section.id
+    path = section.data_dir / "cluster-controller-id"
+    try:
+        stored = path.read_text(encoding="utf-8").strip()
+        if stored:
+            return stored
+    except FileNotFoundError:
+        pass
+    new_id = f"cc-{uuid.uuid4()}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(new_id + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    log.info("generated cluster controller id %s (kept in %s)", new_id, path)
+    return new_id
+
+
+def _ssl_context(section: WebSocketSection) -> ssl.SSLContext | None:
+    if not section.tls_certificate:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(section.tls_certificate, section.tls_private_key)
+    return context

@@ -1,0 +1,283 @@
+"""The cluster controller: assembly, start and graceful shutdown of its parts."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+import uuid
+from pathlib import Path
+from types import TracebackType
+
+from cluster_controller.config import (
+    ClusterControllerConfig,
+    _ssl_context,
+    cluster_controller_id,
+)
+from cluster_controller.local_system import LocalSystem
+from cluster_controller.provisioning import ProvisionedProvider, load_provisioning
+from cluster_controller.system import GlobalLink, LocalDiscovery, RoutingProvider
+from gcd.provider import (
+    GCD_DOMAIN,
+    GCD_INTERFACE,
+    GCD_PARTICIPANT_ID,
+    GCD_TOPIC,
+    GlobalCapabilitiesDirectory,
+)
+from gcd.service import GcdService, GcdSettings
+from runtime.addresses import InProcessAddress, MqttAddress, WebSocketAddress
+from runtime.clock import now_ms
+from runtime.config import ConfigError
+from runtime.discovery_types import (
+    DiscoveryEntryWithMetaInfo,
+    ProviderQos,
+    ProviderScope,
+    Version,
+)
+from runtime.dispatch import Proxy, ProxyEndpoint
+from runtime.errors import JoynrError
+from runtime.housekeeping import RoutingTableCleaner
+from runtime.interface import interface_def
+from runtime.joynr_runtime import JoynrRuntime
+from runtime.router import MessageRouter, RouterSettings
+from runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
+from transports.inprocess import InProcessTransport
+from transports.mqtt import MqttBackendSettings, MqttTransport, MqttTransportSettings
+from transports.mqtt_broker import EmbeddedBroker, EmbeddedBrokerSettings
+from transports.mqtt_client import parse_broker_url
+from transports.websocket_server import WebSocketServerSettings, WebSocketServerTransport
+
+log = logging.getLogger(__name__)
+
+
+class ClusterController:
+    """One cluster controller: ``async with ClusterController(config) as cc: ...``."""
+
+    def __init__(self, config: ClusterControllerConfig) -> None:
+        self.config = config
+        self.id = cluster_controller_id(config.cluster_controller)
+        # the CC is reached at its own topic in every backend: routes there would loop
+        self.routing_table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[
+            MqttAddress(gbid, self.own_topic) for gbid in config.mqtt.backends])
+        r = config.router
+        self.router = MessageRouter(self.routing_table, RouterSettings(
+            max_queued_per_recipient=r.max_queued_per_recipient,
+            max_queued_total=r.max_queued_total,
+            sweep_interval_s=r.sweep_interval_s,
+        ))
+        self.cleaner = RoutingTableCleaner(
+            self.routing_table, config.routing.cleanup_interval_s
+        )
+        ws = config.websocket
+        self.websocket = WebSocketServerTransport(self.router, WebSocketServerSettings(
+            host=ws.host, port=ws.port, path=ws.path, max_frame_bytes=ws.max_frame_bytes,
+            ping_interval_s=ws.ping_interval_s, ping_timeout_s=ws.ping_timeout_s,
+            init_timeout_s=ws.init_timeout_s,
+            max_queued_per_connection=ws.max_queued_per_connection,
+            ssl_context=_ssl_context(ws),
+        ))
+        b = config.embedded_broker
+        self.broker = (EmbeddedBroker(EmbeddedBrokerSettings(b.host, b.port)) if b.enabled
+                       else None)
+        self.mqtt: MqttTransport | None = None
+        self.gcd: GcdService | None = None
+        self.gcd_link: GlobalLink | None = None
+        self._touch_task: asyncio.Task[None] | None = None
+        self._backend_urls: dict[str, str] = {}  # GBID -> broker URL (resolved)
+        for gbid, url in config.mqtt.backends.items():
+            if url == "embedded" and self.broker is None:
+                raise ConfigError(f"mqtt.backends.{gbid} is \"embedded\" but "
+                                  "embedded_broker.enabled is false")
+        self.provisioned: list[ProvisionedProvider] = []
+        if config.discovery.provisioning_file:
+            self.provisioned = load_provisioning(Path(config.discovery.provisioning_file))
+        self.discovery = LocalDiscovery(self.routing_table, self.router)
+        self.router.register_transport(InProcessAddress, InProcessTransport())
+        self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery))
+        self.routing_provider = RoutingProvider(self.router, self.global_address)
+        self.runtime.reply_to_address = self.global_address
+        self.runtime.register_system_provider(config.system.routing_participant_id,
+                                              self.routing_provider)
+        self.runtime.register_system_provider(config.system.discovery_participant_id,
+                                              self.discovery)
+
+    @property
+    def websocket_address(self) -> WebSocketAddress:
+        return self.websocket.address
+
+    @property
+    def own_topic(self) -> str:
+        return f"{self.config.mqtt.topic_prefix}{self.id}"
+
+    @property
+    def global_address(self) -> MqttAddress | None:
+        """MqttAddress(default GBID, own topic); None without MQTT backends."""
+        backends = self.config.mqtt.backends
+        return MqttAddress(next(iter(backends)), self.own_topic) if backends else None
+
+    async def _start_embedded_gcd(self) -> None:
+        assert self.mqtt is not None
+        gbid = self.mqtt.settings.backends[0].gbid
+        url_text = self._backend_urls[gbid]
+        path = self.config.embedded_gcd.sqlite_path or str(
+            self.config.cluster_controller.data_dir / "gcd.sqlite")
+        self.gcd = GcdService(GcdSettings(
+            gbid=gbid, broker_url=url_text, valid_gbids=list(self.config.mqtt.backends),
+            sqlite_path=Path(path), mqtt_version=self.config.mqtt.version,
+            client_id=f"gcd-{self.id}"))
+        await self.gcd.start()
+
+    def _make_mqtt(self) -> MqttTransport:
+        m = self.config.mqtt
+        backends = []
+        for gbid, url in m.backends.items():
+            if url == "embedded" and self.broker is not None:
+                url = f"{self.broker.url}?version=3.1.1"  # noqa: PLW2901 - resolved
+            self._backend_urls[gbid] = url
+            backends.append(MqttBackendSettings(gbid, parse_broker_url(url)))
+        tls_context = None
+        if m.tls_ca_file:
+            tls_context = ssl.create_default_context(cafile=m.tls_ca_file)
+        return MqttTransport(self.router, MqttTransportSettings(
+            backends=tuple(backends), own_topic=self.own_topic, client_id=self.id,
+            version=m.version, keepalive_s=m.keepalive_s, session_expiry_s=m.session_expiry_s,
+            connect_timeout_s=m.connect_timeout_s, max_inflight=m.max_inflight,
+            reconnect_initial_s=m.reconnect_initial_s, reconnect_max_s=m.reconnect_max_s,
+            max_queued_per_backend=m.max_queued_per_backend,
+            max_message_bytes=m.max_message_bytes,
+            reply_to_grace_ms=self.config.routing.reply_to_grace_ms,
+            reply_to_max_ttl_ms=self.config.routing.reply_to_max_ttl_ms,
+            duplicate_window=m.duplicate_window, tls_context=tls_context,
+        ))
+
+    def _provision_gcd(self) -> None:
+        """The GCD's entry: from the provisioning file, else joynr's well-known one."""
+        if any(p.participant_id == GCD_PARTICIPANT_ID for p in self.provisioned):
+            return
+        address = MqttAddress(next(iter(self.config.mqtt.backends)), GCD_TOPIC)
+        self.provisioned.append(ProvisionedProvider(DiscoveryEntryWithMetaInfo(
+            provider_version=Version(0, 3), domain=GCD_DOMAIN, interface_name=GCD_INTERFACE,
+            participant_id=GCD_PARTICIPANT_ID, qos=ProviderQos(scope=ProviderScope.GLOBAL),
+            last_seen_date_ms=0, expiry_date_ms=NO_EXPIRY_MS, is_local=False), address))
+
+    async def _start_gcd_link(self) -> None:
+        """The local directory's link to the GCD, and the freshness jobs."""
+        d = self.config.discovery
+        endpoint = ProxyEndpoint(f"{uuid.uuid4()}")
+        self.router.add_route(endpoint.participant_id, endpoint.address,
+                              is_globally_visible=False)
+        proxy = Proxy(self.runtime, interface_def(GlobalCapabilitiesDirectory),
+                      GCD_PARTICIPANT_ID, endpoint, d.gcd_request_ttl_ms)
+        global_address = self.global_address
+        assert global_address is not None
+        self.gcd_link = GlobalLink(proxy, list(self.config.mqtt.backends), global_address,
+                                   self.id)
+        self.discovery.attach_gcd(self.gcd_link)
+        started = now_ms()
+        # providers of this CC's previous life disappear from the GCD
+        self.gcd_link.in_background("removeStale", lambda: self.gcd_link.remove_stale(started),
+                                    give_up_s=d.remove_stale_for_s)
+        self._touch_task = asyncio.get_running_loop().create_task(
+            self._touch_loop(d.touch_interval_s), name="gcd-touch")
+
+    async def _touch_loop(self, interval_s: float) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            participants = self.discovery.global_participants()
+            link = self.gcd_link
+            if not participants or link is None:
+                continue
+            try:
+                await link.touch(participants)
+                log.debug("touched %d global provider(s)", len(participants))
+            except JoynrError as exc:
+                log.warning("touch of %d global provider(s) failed: %s", len(participants),
+                            exc)
+
+    def _install_provisioned(self) -> None:
+        gbids = set(self.config.mqtt.backends)
+        for provider in self.provisioned:
+            if provider.address.broker_uri not in gbids:
+                log.warning("provisioned provider %s is in backend %r, which is not configured",
+                            provider.participant_id, provider.address.broker_uri)
+            result = self.router.add_route(provider.participant_id, provider.address,
+                                           is_globally_visible=True, is_sticky=True)
+            if not result.accepted:
+                log.warning("provisioned provider %s not routed: %s", provider.participant_id,
+                            result.reason)
+            self.discovery.add_global(provider.entry)
+        if self.provisioned:
+            log.info("installed %d provisioned global provider(s)", len(self.provisioned))
+
+    async def start(self) -> None:
+        if self.broker is not None:
+            await self.broker.start()
+        self.router.start()
+        self.cleaner.start()
+        use_gcd = self.config.discovery.gcd and bool(self.config.mqtt.backends)
+        if use_gcd:
+            self._provision_gcd()
+        self._install_provisioned()
+        if self.config.mqtt.backends:
+            self.mqtt = self._make_mqtt()
+            await self.mqtt.start()
+            if self.config.embedded_gcd.enabled:
+                await self._start_embedded_gcd()
+        if use_gcd:
+            await self._start_gcd_link()
+        await self.websocket.start()
+        mqtt = "no MQTT backends"
+        if self.mqtt is not None:
+            backends = ", ".join(f"{b.gbid}={b.url}" for b in self.mqtt.settings.backends)
+            mqtt = f"MQTT backends {backends}, global address {self.global_address!r}"
+        log.info(
+            "cluster controller %s started: libjoynr runtimes connect to %s; %s; routing "
+            "cleanup every %.0f s",
+            self.id,
+            self.websocket.address.url,
+            mqtt,
+            self.config.routing.cleanup_interval_s,
+        )
+
+    async def stop(self) -> None:
+        """Stop accepting, close the client connections, stop the background jobs. A step
+        that fails is logged and the next one runs all the same."""
+        steps = [self.websocket.stop, self._stop_gcd_link, self.runtime.close]
+        if self.gcd is not None:
+            steps.append(self.gcd.stop)
+        if self.mqtt is not None:
+            steps.append(self.mqtt.stop)
+        steps += [self.router.stop, self.cleaner.stop]
+        if self.broker is not None:
+            steps.append(self.broker.stop)
+        for step in steps:
+            try:
+                await step()
+            except Exception:
+                log.exception("cluster controller %s: %s failed during shutdown", self.id,
+                              step.__qualname__)
+        log.info("cluster controller %s stopped: %d routing entries, %d message(s) still "
+                 "queued, %d routed; router counters %s; websocket refusals %s", self.id,
+                 len(self.routing_table), self.router.queued(), self.router.routed,
+                 dict(self.router.counters) or "none", dict(self.websocket.counters) or "none")
+        if self.mqtt is not None:
+            log.info("MQTT: %d published, %d received; refusals and drops %s",
+                     self.mqtt.published, self.mqtt.received, dict(self.mqtt.counters) or "none")
+
+    async def _stop_gcd_link(self) -> None:
+        task, self._touch_task = self._touch_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self.gcd_link is not None:
+            await self.gcd_link.close()
+
+    async def __aenter__(self) -> ClusterController:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.stop()
