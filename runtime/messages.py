@@ -115,7 +115,12 @@ def new_message_id() -> str:
 
 @dataclass(slots=True)
 class Message:
-    """One message. ``body`` is the msgpack-encoded payload (see runtime.payloads)."""
+    """One message. ``body`` is the msgpack-encoded payload (see runtime.payloads).
+
+    Messages are not changed after they are made; a changed copy is made with
+    ``dataclasses.replace``. ``origin`` and ``raw`` are not on the wire: the receiving transport
+    passes the address the message arrived from to :func:`decode_frame`, which keeps the
+    received frame in ``raw`` so that forwarding sends those bytes again without encoding."""
 
     type: MessageType
     sender: str
@@ -127,8 +132,7 @@ class Message:
     effort: Effort = Effort.NORMAL
     custom_headers: dict[str, str] = field(default_factory=dict)
     compressed: bool = False
-    # not on the wire: where the message came from (set by the receiving transport), and the
-    # frame it was decoded from, so that forwarding does not encode it again
+    # not on the wire: where the message came from, and the frame it was decoded from
     origin: Address | None = field(default=None, compare=False, repr=False)
     raw: bytes | None = field(default=None, compare=False, repr=False)
 
@@ -142,8 +146,7 @@ class Message:
 
 
 def encode_frame(message: Message) -> bytes:
-    """The frame of ``message`` (the one it arrived in, if it did; messages are not changed
-    after they are made)."""
+    """The frame of ``message``: the one it arrived in, if it did."""
     if message.raw is not None:
         return message.raw
     frame: dict[str, Any] = {
@@ -163,9 +166,7 @@ def encode_frame(message: Message) -> bytes:
         frame["h"] = message.custom_headers
     if message.compressed:
         frame["z"] = True
-    raw = _pack(frame)
-    message.raw = raw
-    return raw
+    return _pack(frame)
 
 
 def _str_field(frame: dict[str, Any], key: str, name: str, message_id: str | None) -> str:
@@ -184,8 +185,10 @@ def _str_field(frame: dict[str, Any], key: str, name: str, message_id: str | Non
     return value
 
 
-def decode_frame(frame: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> Message:
-    """Decode and validate one frame; raises :class:`FrameError` with the reason."""
+def decode_frame(frame: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES, *,
+                 origin: Address | None = None) -> Message:
+    """Decode and validate one frame that arrived from ``origin``; raises :class:`FrameError`
+    with the reason."""
     if not isinstance(frame, (bytes, bytearray, memoryview)):
         raise FrameError("not-binary", f"a frame must be binary, got {type(frame).__name__}")
     if len(frame) > max_bytes:
@@ -222,7 +225,7 @@ def decode_frame(frame: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> Mess
     else:
         reply_to, effort, headers, compressed = None, Effort.NORMAL, {}, False
     return Message(message_type, sender, recipient, expiry, body, message_id,  # type: ignore[arg-type]
-                   reply_to, effort, headers, compressed, None, bytes(frame))
+                   reply_to, effort, headers, compressed, origin, bytes(frame))
 
 
 def _explain_bad_header(data: dict[str, Any]) -> None:

@@ -464,7 +464,8 @@ class MqttTransport:
         self.received += 1
         where = f"backend {backend.gbid}, topic {topic[:200]}"
         try:
-            message = decode_frame(payload, self.settings.max_message_bytes)
+            message = decode_frame(payload, self.settings.max_message_bytes,
+                                   origin=backend.origin)
         except FrameError as exc:
             message_id = f" (message {exc.message_id})" if exc.message_id else ""
             self._refuse(exc.reason, f"{where}{message_id}: {exc}")
@@ -496,7 +497,6 @@ class MqttTransport:
         if len(seen) >= self.settings.duplicate_window:
             self._forget_seen(now)
         seen[message.id] = message.expiry_date_ms  # accepted: a redelivery is a duplicate
-        message.origin = backend.origin
         self.router.route(message)
 
     def _learn_reply_to(self, backend: _Backend, message: Message, now: int, where: str

@@ -181,12 +181,11 @@ class WebSocketClientTransport:
 
         def on_frame(frame: bytes | str) -> None:
             try:
-                message = decode_frame(frame, max_bytes)
+                message = decode_frame(frame, max_bytes, origin=origin)
             except FrameError as exc:
                 self.counters[exc.reason] += 1
                 log.warning("refused a frame from the cluster controller: %s", exc)
                 return
-            message.origin = origin
             router.route(message)
 
         ws.deliver(on_frame)

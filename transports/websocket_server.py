@@ -233,7 +233,7 @@ class WebSocketServerTransport:
             if self._clients.get(address.id) is not client:
                 return  # replaced or disconnected: what it still sends is not routed
             try:
-                message = decode_frame(frame, max_bytes)
+                message = decode_frame(frame, max_bytes, origin=address)
             except FrameError as exc:
                 self._refuse(exc.reason, f"client {address.id}: {exc}", peer)
                 return
@@ -244,7 +244,6 @@ class WebSocketServerTransport:
                 self._refuse("spoofed-sender", f"client {address.id}: {message.describe()}: "
                              f"the sender is routed to {entry.address!r}", peer)
                 return
-            message.origin = address
             router.route(message)
 
         ws.deliver(on_frame)

@@ -3,6 +3,7 @@ decode_frame, with its reason code and a message that names the problem."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import msgpack
@@ -223,19 +224,28 @@ def test_decode_accepts_every_binary_type_and_keeps_bytes(wrap: Any) -> None:
     assert encode_frame(decoded) == raw
 
 
-def test_encode_frame_caches_the_frame_it_made() -> None:
+def test_encode_frame_does_not_change_the_message() -> None:
     message = full_message(MessageType.REQUEST, REPLY_TO_ADDRESSES[0])
-    assert message.raw is None
+    before = dataclasses.replace(message)
     first = encode_frame(message)
-    assert message.raw is first
-    assert encode_frame(message) is first
+    assert message.raw is None
+    assert message == before
+    assert encode_frame(message) == first
+
+
+def test_a_decoded_message_carries_its_origin_and_frame() -> None:
+    raw = pack(frame_dict())
+    origin = WebSocketClientAddress("c")
+    message = decode_frame(raw, origin=origin)
+    assert message.origin is origin
+    assert message.raw == raw
+    assert encode_frame(message) is message.raw
 
 
 def test_raw_and_origin_do_not_take_part_in_equality() -> None:
     raw = pack(frame_dict())
     a, b = decode_frame(raw), decode_frame(raw)
-    b.origin = WebSocketClientAddress("c")
-    b.raw = None
+    b = dataclasses.replace(b, origin=WebSocketClientAddress("c"), raw=None)
     assert a == b
 
 
@@ -564,6 +574,7 @@ _messages = st.builds(
 
 @given(_messages)
 def test_any_valid_message_round_trips(message: Message) -> None:
-    decoded = decode_frame(encode_frame(message))
+    frame = encode_frame(message)
+    decoded = decode_frame(frame)
     assert decoded == message
-    assert decoded.raw == message.raw
+    assert decoded.raw == frame
