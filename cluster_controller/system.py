@@ -33,7 +33,7 @@ from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
 from runtime.system_interfaces import (
     Discovery,
-    DiscoveryErrorEnum,
+    DiscoveryErrorCode,
     Routing,
 )
 
@@ -339,7 +339,7 @@ class LocalDiscovery(Provider, interface=Discovery):
                                        now)
                 if found:
                     return found[0]
-        raise ApplicationError(DiscoveryErrorEnum.NO_ENTRY_FOR_PARTICIPANT.name,
+        raise ApplicationError(DiscoveryErrorCode.NO_ENTRY_FOR_PARTICIPANT.name,
                                f"no provider {participant_id}")
 
     def entries(self) -> list[DiscoveryEntry]:
@@ -372,7 +372,7 @@ class GlobalLink:
             raise
         except JoynrError as exc:
             log.warning("GCD %s failed: %s", what, exc)
-            raise ApplicationError(DiscoveryErrorEnum.INTERNAL_ERROR.name,
+            raise ApplicationError(DiscoveryErrorCode.INTERNAL_ERROR.name,
                                    f"GCD {what} failed: {exc}") from None
 
     async def add(self, entry: DiscoveryEntry, gbids: list[str]) -> None:
@@ -386,8 +386,8 @@ class GlobalLink:
             await self._call(f"remove {participant_id}", self.gcd.remove_in(participant_id,
                                                                             gbids))
         except ApplicationError as exc:
-            if exc.error not in (DiscoveryErrorEnum.NO_ENTRY_FOR_PARTICIPANT.name,
-                                 DiscoveryErrorEnum.NO_ENTRY_FOR_SELECTED_BACKENDS.name):
+            if exc.error not in (DiscoveryErrorCode.NO_ENTRY_FOR_PARTICIPANT.name,
+                                 DiscoveryErrorCode.NO_ENTRY_FOR_SELECTED_BACKENDS.name):
                 raise
         log.info("provider %s removed from the GCD (%s)", participant_id, ", ".join(gbids))
 
@@ -427,7 +427,7 @@ class GlobalLink:
                     await call()
                     return
                 except ApplicationError as exc:
-                    if exc.error != DiscoveryErrorEnum.INTERNAL_ERROR.name:
+                    if exc.error != DiscoveryErrorCode.INTERNAL_ERROR.name:
                         log.error("GCD %s refused: %s", what, exc)
                         return
                     level = logging.WARNING if attempt == 1 else logging.INFO

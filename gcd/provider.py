@@ -33,7 +33,7 @@ from runtime.clock import now_ms
 from runtime.discovery_types import (
     DEFAULT_PROVIDER_EXPIRY_MS,
     CustomParameter,
-    DiscoveryError,
+    DiscoveryErrorCode,
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,
@@ -72,7 +72,7 @@ class GlobalCapabilitiesDirectory:
                           ) -> None: ...
 
     @wire_name("add")
-    @errors(DiscoveryError)
+    @errors(DiscoveryErrorCode)
     async def add_in(self, global_discovery_entry: GlobalDiscoveryEntry, gbids: list[str]
                      ) -> None: ...
 
@@ -80,7 +80,7 @@ class GlobalCapabilitiesDirectory:
                      ) -> list[GlobalDiscoveryEntry]: ...
 
     @wire_name("lookup")
-    @errors(DiscoveryError)
+    @errors(DiscoveryErrorCode)
     async def lookup_in(self, domains: list[str], interface_name: str, gbids: list[str]
                         ) -> list[GlobalDiscoveryEntry]: ...
 
@@ -88,7 +88,7 @@ class GlobalCapabilitiesDirectory:
     async def lookup_participant(self, participant_id: str) -> GlobalDiscoveryEntry: ...
 
     @wire_name("lookup")
-    @errors(DiscoveryError)
+    @errors(DiscoveryErrorCode)
     async def lookup_participant_in(self, participant_id: str, gbids: list[str]
                                     ) -> GlobalDiscoveryEntry: ...
 
@@ -98,7 +98,7 @@ class GlobalCapabilitiesDirectory:
     async def remove_participants(self, participant_ids: list[str]) -> None: ...
 
     @wire_name("remove")
-    @errors(DiscoveryError)
+    @errors(DiscoveryErrorCode)
     async def remove_in(self, participant_id: str, gbids: list[str]) -> None: ...
 
     async def touch(self, cluster_controller_id: str) -> None: ...
@@ -117,7 +117,7 @@ def cluster_controller_id_of(topic: str) -> str:
     return topic.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _fail(error: DiscoveryError, detail: str) -> NoReturn:
+def _fail(error: DiscoveryErrorCode, detail: str) -> NoReturn:
     raise ApplicationError(error.name, detail)
 
 
@@ -198,7 +198,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         except StoreError as exc:
             log.error("GCD %s: %s failed: %s", self.own_gbid, what, exc)
             if modelled:
-                _fail(DiscoveryError.INTERNAL_ERROR, f"{what}: storage failure")
+                _fail(DiscoveryErrorCode.INTERNAL_ERROR, f"{what}: storage failure")
             raise ProviderRuntimeError(f"INTERNAL_ERROR: {what}: storage failure") from None
 
     # ------------------------------------------------------------------ add
@@ -262,7 +262,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         rows = await self._find(domains, interface_name, True)
         selected = self._select(rows, gbids)
         if rows and not selected:
-            _fail(DiscoveryError.NO_ENTRY_FOR_SELECTED_BACKENDS,
+            _fail(DiscoveryErrorCode.NO_ENTRY_FOR_SELECTED_BACKENDS,
                   f"{interface_name} in {domains}: registered in none of {gbids}")
         return [_from_row(r) for r in selected]
 
@@ -285,10 +285,10 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         self._check_gbids(gbids)
         rows = await self._find_participant(participant_id, True)
         if not rows:
-            _fail(DiscoveryError.NO_ENTRY_FOR_PARTICIPANT, f"no entry for {participant_id}")
+            _fail(DiscoveryErrorCode.NO_ENTRY_FOR_PARTICIPANT, f"no entry for {participant_id}")
         selected = self._select(rows, gbids)
         if not selected:
-            _fail(DiscoveryError.NO_ENTRY_FOR_SELECTED_BACKENDS,
+            _fail(DiscoveryErrorCode.NO_ENTRY_FOR_SELECTED_BACKENDS,
                   f"{participant_id} is registered in none of {gbids}")
         return _from_row(selected[0])
 
@@ -310,9 +310,9 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
             "remove", lambda: self.store.remove(participant_id, gbids, self._clock_ms()),
             modelled=True)
         if outcome is RemoveOutcome.NO_PARTICIPANT:
-            _fail(DiscoveryError.NO_ENTRY_FOR_PARTICIPANT, f"no entry for {participant_id}")
+            _fail(DiscoveryErrorCode.NO_ENTRY_FOR_PARTICIPANT, f"no entry for {participant_id}")
         if outcome is RemoveOutcome.NOT_IN_ALL_SELECTED:
-            _fail(DiscoveryError.NO_ENTRY_FOR_SELECTED_BACKENDS,
+            _fail(DiscoveryErrorCode.NO_ENTRY_FOR_SELECTED_BACKENDS,
                   f"{participant_id} is not registered in every one of {gbids}")
         log.info("GCD %s: removed %s from %s", self.own_gbid, participant_id, ", ".join(gbids))
 

@@ -13,7 +13,7 @@ __all__ = [
     "CustomParameter",
     "DiscoveryEntry",
     "DiscoveryEntryWithMetaInfo",
-    "DiscoveryError",
+    "DiscoveryErrorCode",
     "DiscoveryQos",
     "DiscoveryScope",
     "GlobalDiscoveryEntry",
@@ -92,8 +92,10 @@ class GlobalDiscoveryEntry(DiscoveryEntry):
     address: dict[str, Any] = field(default_factory=dict)
 
 
-class DiscoveryError(enum.Enum):
-    """The modelled errors of discovery (GCD and local directory)."""
+class DiscoveryErrorCode(enum.Enum):
+    """The modelled errors of discovery (GCD and local directory): the ``error`` of the
+    ApplicationError a discovery call raises. Not to be confused with the exception
+    :class:`runtime.errors.DiscoveryError` (no provider found)."""
 
     NO_ENTRY_FOR_PARTICIPANT = "NO_ENTRY_FOR_PARTICIPANT"
     INVALID_GBID = "INVALID_GBID"
@@ -107,16 +109,16 @@ def check_gbids(gbids: Sequence[str], valid: Collection[str]) -> None:
     ``""`` or a duplicate, or names a GBID not in ``valid``; the first offending element
     decides (spec/discovery.md, "GBID validation")."""
     if not gbids:
-        raise ApplicationError(DiscoveryError.INVALID_GBID.name, "no GBID given")
+        raise ApplicationError(DiscoveryErrorCode.INVALID_GBID.name, "no GBID given")
     seen: set[str] = set()
     for gbid in gbids:
         if not gbid:
-            raise ApplicationError(DiscoveryError.INVALID_GBID.name, "an empty GBID")
+            raise ApplicationError(DiscoveryErrorCode.INVALID_GBID.name, "an empty GBID")
         if gbid in seen:
-            raise ApplicationError(DiscoveryError.INVALID_GBID.name,
+            raise ApplicationError(DiscoveryErrorCode.INVALID_GBID.name,
                                    f"GBID {gbid!r} given twice")
         if gbid not in valid:
-            raise ApplicationError(DiscoveryError.UNKNOWN_GBID.name,
+            raise ApplicationError(DiscoveryErrorCode.UNKNOWN_GBID.name,
                                    f"unknown GBID {gbid[:100]!r}")
         seen.add(gbid)
 

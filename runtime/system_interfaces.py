@@ -9,7 +9,7 @@ from typing import Any
 from runtime.discovery_types import (
     DiscoveryEntry,
     DiscoveryEntryWithMetaInfo,
-    DiscoveryError,
+    DiscoveryErrorCode,
     DiscoveryQos,
 )
 from runtime.interface import attribute, errors, interface, wire_name
@@ -21,8 +21,6 @@ DEFAULT_ROUTING_PARTICIPANT_ID = "system.routing.provider"
 DEFAULT_DISCOVERY_PARTICIPANT_ID = "system.discovery.provider"
 
 
-#: the modelled errors of the Discovery provider (kept under its old name too)
-DiscoveryErrorEnum = DiscoveryError
 
 
 @interface("system/Routing", version=(1, 0))
@@ -50,32 +48,32 @@ class Discovery:
     async def add(self, entry: DiscoveryEntry) -> None: ...
 
     @wire_name("add")
-    @errors(DiscoveryErrorEnum)
+    @errors(DiscoveryErrorCode)
     async def add_in(self, entry: DiscoveryEntry, await_global_registration: bool,
                      gbids: list[str]) -> None: ...
 
     @wire_name("addToAll")
-    @errors(DiscoveryErrorEnum)
+    @errors(DiscoveryErrorCode)
     async def add_to_all(self, entry: DiscoveryEntry, await_global_registration: bool
                          ) -> None: ...
 
     async def remove(self, participant_id: str) -> None: ...
 
-    @errors(DiscoveryErrorEnum)
+    @errors(DiscoveryErrorCode)
     async def lookup(self, domains: list[str], interface_name: str,
                      discovery_qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]: ...
 
     @wire_name("lookup")
-    @errors(DiscoveryErrorEnum)
+    @errors(DiscoveryErrorCode)
     async def lookup_in(self, domains: list[str], interface_name: str,
                         discovery_qos: DiscoveryQos, gbids: list[str]
                         ) -> list[DiscoveryEntryWithMetaInfo]: ...
 
-    @errors(DiscoveryErrorEnum)
+    @errors(DiscoveryErrorCode)
     async def lookup_participant(self, participant_id: str,
                                  discovery_qos: DiscoveryQos) -> DiscoveryEntryWithMetaInfo: ...
 
     @wire_name("lookup_participant")
-    @errors(DiscoveryErrorEnum)
+    @errors(DiscoveryErrorCode)
     async def lookup_participant_in(self, participant_id: str, discovery_qos: DiscoveryQos,
                                     gbids: list[str]) -> DiscoveryEntryWithMetaInfo: ...
