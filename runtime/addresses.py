@@ -18,6 +18,8 @@ from typing import Any, ClassVar, Final
 
 import msgpack
 
+from runtime.errors import ProtocolError
+
 __all__ = [
     "Address",
     "AddressError",
@@ -35,8 +37,10 @@ MAX_FIELD_LENGTH: Final = 1024
 _TYPE_PREFIX: Final = "joynr.system.RoutingTypes."
 
 
-class AddressError(ValueError):
+class AddressError(ProtocolError):
     """An address could not be decoded or is not valid; the message says why."""
+
+    reason = "bad-address"
 
 
 class Address:

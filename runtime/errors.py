@@ -1,4 +1,12 @@
-"""joynr's error kinds, as Python exceptions and as the error field of replies/publications."""
+"""The project's errors, in two families with one base each.
+
+- :class:`JoynrError` and its subclasses: what a joynr call can fail with, as Python exceptions
+  and as the error field of replies and publications (``to_wire`` / :func:`error_from_wire`).
+- :class:`ProtocolError` and its subclasses (``FrameError``, ``AddressError``,
+  ``PayloadError``, ``MulticastError``): input from the network that is refused. Each carries a
+  short ``reason`` code (the counter key; never part of the message text) and a message that
+  says what was wrong.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +19,22 @@ __all__ = [
     "JoynrTimeoutError",
     "MessageNotSentError",
     "MethodInvocationError",
+    "ProtocolError",
     "ProviderRuntimeError",
     "error_from_wire",
 ]
+
+
+class ProtocolError(ValueError):
+    """Refused input from the network: ``reason`` is a short code for counters and log
+    filters; ``str()`` says what was wrong. Subclasses set their default ``reason``."""
+
+    reason: str = "bad-input"
+
+    def __init__(self, detail: str, *, reason: str | None = None) -> None:
+        super().__init__(detail)
+        if reason is not None:
+            self.reason = reason
 
 
 class JoynrError(Exception):

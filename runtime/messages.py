@@ -36,6 +36,7 @@ from typing import Any, Final
 import msgpack
 
 from runtime.addresses import Address, AddressError, address_from_dict
+from runtime.errors import ProtocolError
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
@@ -89,12 +90,12 @@ class Effort(StrEnum):
     BEST_EFFORT = "BEST_EFFORT"
 
 
-class FrameError(ValueError):
-    """A frame was refused. ``reason`` is a short code for counters; str() says why."""
+class FrameError(ProtocolError):
+    """A frame was refused: ``reason`` (``not-msgpack``, ``oversized``, ``bad-field``, ...) and
+    the message id when the frame had a readable one."""
 
     def __init__(self, reason: str, detail: str, message_id: str | None = None) -> None:
-        super().__init__(detail)
-        self.reason = reason
+        super().__init__(detail, reason=reason)
         self.message_id = message_id
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from runtime.errors import ProtocolError
+
 __all__ = [
     "MulticastError",
     "MulticastReceivers",
@@ -21,8 +23,10 @@ __all__ = [
 _NAME: Final = re.compile(r"[A-Za-z0-9_\-.]+")
 
 
-class MulticastError(ValueError):
+class MulticastError(ProtocolError):
     """A multicast id or subscription pattern is malformed; the message says why."""
+
+    reason = "bad-multicast-id"
 
 
 def _check_prefix(provider_participant_id: str, broadcast_name: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, TypeVar
 
 import msgpack
 
-from runtime.errors import JoynrError
+from runtime.errors import JoynrError, ProtocolError
 from runtime.messages import REQUEST_TYPES, Message, MessageType
 
 __all__ = [
@@ -39,8 +39,10 @@ P = TypeVar("P", bound="Payload")
 _MISSING = object()
 
 
-class PayloadError(ValueError):
+class PayloadError(ProtocolError):
     """A message body could not be decoded; the message says why."""
+
+    reason = "bad-payload"
 
 
 _pack = msgpack.Packer(use_bin_type=True).pack
