@@ -15,7 +15,8 @@ from runtime.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
 )
-from transports.mqtt_client import parse_broker_url
+from transports.mqtt_broker import EmbeddedBrokerSettings
+from transports.mqtt_settings import MqttSettings
 
 log = logging.getLogger(__name__)
 
@@ -82,59 +83,6 @@ class WebSocketSection:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.max_queued_per_connection < 1:
             raise ValueError("max_queued_per_connection must be >= 1")
-
-
-@dataclass
-class MqttSection:
-    #: GBID -> broker URL, in order; the first GBID is the default backend. URLs:
-    #: mqtt://host:port, mqtts://host:port (TLS), mqtt://user:password@host:port, and
-    #: ?version=3.1.1 or ?version=5; "embedded": the embedded broker. Empty: no MQTT.
-    backends: dict[str, str] = field(default_factory=dict)
-    #: this CC's topic is <topic_prefix><cluster controller id>
-    topic_prefix: str = "joynr/cc/"
-    #: MQTT protocol version for backends whose URL does not say: "5" or "3.1.1"
-    version: str = "5"
-    keepalive_s: int = 30
-    #: the broker keeps this CC's session (subscriptions, QoS 1 messages) this long while it
-    #: is disconnected; 0: clean sessions
-    session_expiry_s: int = 3600
-    connect_timeout_s: float = 10.0
-    #: QoS 1 messages published and not yet acknowledged, per backend
-    max_inflight: int = 100
-    #: messages waiting for one backend (e.g. while it is down) before sends are refused
-    max_queued_per_backend: int = 10_000
-    #: incoming MQTT messages larger than this are refused (bytes)
-    max_message_bytes: int = 4 * 1024 * 1024
-    #: CA certificates (PEM) for mqtts backends; empty: the system's
-    tls_ca_file: str = ""
-    reconnect_initial_s: float = 0.1
-    reconnect_max_s: float = 5.0
-    #: ids of received messages remembered to drop QoS 1 redeliveries
-    duplicate_window: int = 100_000
-
-    def __post_init__(self) -> None:
-        for gbid, url in self.backends.items():
-            if not gbid or "/" in gbid:
-                raise ValueError(f"bad GBID {gbid!r}")
-            if url != "embedded":
-                parse_broker_url(url)  # ValueError with the reason
-        if self.version not in ("5", "3.1.1"):
-            raise ValueError(f"version must be \"5\" or \"3.1.1\", not {self.version!r}")
-        for name in ("keepalive_s", "max_inflight", "max_queued_per_backend",
-                     "max_message_bytes", "duplicate_window"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1")
-        if self.session_expiry_s < 0:
-            raise ValueError("session_expiry_s must be >= 0")
-
-
-@dataclass
-class EmbeddedBrokerSection:
-    #: start an MQTT broker (amqtt, MQTT 3.1.1) inside the CC; backends name it "embedded"
-    enabled: bool = False
-    host: str = "127.0.0.1"
-    #: 0: any free port
-    port: int = 1883
 
 
 @dataclass
@@ -207,8 +155,8 @@ class ClusterControllerConfig:
     routing: RoutingSection = field(default_factory=RoutingSection)
     router: RouterSection = field(default_factory=RouterSection)
     websocket: WebSocketSection = field(default_factory=WebSocketSection)
-    mqtt: MqttSection = field(default_factory=MqttSection)
-    embedded_broker: EmbeddedBrokerSection = field(default_factory=EmbeddedBrokerSection)
+    mqtt: MqttSettings = field(default_factory=MqttSettings)
+    embedded_broker: EmbeddedBrokerSettings = field(default_factory=EmbeddedBrokerSettings)
     discovery: DiscoverySection = field(default_factory=DiscoverySection)
     embedded_gcd: EmbeddedGcdSection = field(default_factory=EmbeddedGcdSection)
     system: SystemSection = field(default_factory=SystemSection)

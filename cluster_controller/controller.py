@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import ssl
 import uuid
@@ -42,10 +41,11 @@ from runtime.interface import interface_def
 from runtime.joynr_runtime import JoynrRuntime
 from runtime.router import MessageRouter, RouterSettings
 from runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
+from runtime.tasks import TaskSupervisor
 from transports.inprocess import InProcessTransport
-from transports.mqtt import MqttBackendSettings, MqttTransport, MqttTransportSettings
-from transports.mqtt_broker import EmbeddedBroker, EmbeddedBrokerSettings
-from transports.mqtt_client import parse_broker_url
+from transports.mqtt import MqttTransport
+from transports.mqtt_broker import EmbeddedBroker
+from transports.mqtt_settings import EMBEDDED, parse_broker_url
 from transports.websocket_server import WebSocketServerSettings, WebSocketServerTransport
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,15 @@ class ClusterController:
     def __init__(self, config: ClusterControllerConfig) -> None:
         self.config = config
         self.id = cluster_controller_id(config.cluster_controller)
+        #: the owner of every background task of this cluster controller
+        self.tasks = TaskSupervisor(f"cluster controller {self.id}")
+        #: the topic this CC is reached at, in every backend
+        self.own_topic = f"{config.mqtt.topic_prefix}{self.id}"
+        default_gbid = config.mqtt.default_gbid
+        #: where this CC is reached from other CCs (its replyTo address): its topic in the
+        #: default backend; None without MQTT backends
+        self.global_address = (None if default_gbid is None
+                               else MqttAddress(default_gbid, self.own_topic))
         # the CC is reached at its own topic in every backend: routes there would loop
         self.routing_table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[
             MqttAddress(gbid, self.own_topic) for gbid in config.mqtt.backends])
@@ -77,8 +86,7 @@ class ClusterController:
             max_queued_per_connection=ws.max_queued_per_connection,
             ssl_context=_ssl_context(ws),
         ))
-        b = config.embedded_broker
-        self.broker = (EmbeddedBroker(EmbeddedBrokerSettings(b.host, b.port)) if b.enabled
+        self.broker = (EmbeddedBroker(config.embedded_broker) if config.embedded_broker.enabled
                        else None)
         self.mqtt: MqttTransport | None = None
         self.gcd: GcdService | None = None
@@ -86,7 +94,7 @@ class ClusterController:
         self._touch_task: asyncio.Task[None] | None = None
         self._backend_urls: dict[str, str] = {}  # GBID -> broker URL (resolved)
         for gbid, url in config.mqtt.backends.items():
-            if url == "embedded" and self.broker is None:
+            if url == EMBEDDED and self.broker is None:
                 raise ConfigError(f"mqtt.backends.{gbid} is \"embedded\" but "
                                   "embedded_broker.enabled is false")
         self.provisioned: list[ProvisionedProvider] = []
@@ -106,19 +114,9 @@ class ClusterController:
     def websocket_address(self) -> WebSocketAddress:
         return self.websocket.address
 
-    @property
-    def own_topic(self) -> str:
-        return f"{self.config.mqtt.topic_prefix}{self.id}"
-
-    @property
-    def global_address(self) -> MqttAddress | None:
-        """MqttAddress(default GBID, own topic); None without MQTT backends."""
-        backends = self.config.mqtt.backends
-        return MqttAddress(next(iter(backends)), self.own_topic) if backends else None
-
     async def _start_embedded_gcd(self) -> None:
-        assert self.mqtt is not None
-        gbid = self.mqtt.settings.backends[0].gbid
+        assert self.global_address is not None
+        gbid = self.global_address.broker_uri
         url_text = self._backend_urls[gbid]
         path = self.config.embedded_gcd.sqlite_path or str(
             self.config.cluster_controller.data_dir / "gcd.sqlite")
@@ -130,32 +128,28 @@ class ClusterController:
 
     def _make_mqtt(self) -> MqttTransport:
         m = self.config.mqtt
-        backends = []
+        brokers = {}
         for gbid, url in m.backends.items():
-            if url == "embedded" and self.broker is not None:
+            if url == EMBEDDED and self.broker is not None:
                 url = f"{self.broker.url}?version=3.1.1"  # noqa: PLW2901 - resolved
             self._backend_urls[gbid] = url
-            backends.append(MqttBackendSettings(gbid, parse_broker_url(url)))
+            brokers[gbid] = parse_broker_url(url)
         tls_context = None
         if m.tls_ca_file:
             tls_context = ssl.create_default_context(cafile=m.tls_ca_file)
-        return MqttTransport(self.router, MqttTransportSettings(
-            backends=tuple(backends), own_topic=self.own_topic, client_id=self.id,
-            version=m.version, keepalive_s=m.keepalive_s, session_expiry_s=m.session_expiry_s,
-            connect_timeout_s=m.connect_timeout_s, max_inflight=m.max_inflight,
-            reconnect_initial_s=m.reconnect_initial_s, reconnect_max_s=m.reconnect_max_s,
-            max_queued_per_backend=m.max_queued_per_backend,
-            max_message_bytes=m.max_message_bytes,
+        return MqttTransport(
+            self.router, m, brokers=brokers, own_topic=self.own_topic, client_id=self.id,
+            tasks=self.tasks, tls_context=tls_context,
             reply_to_grace_ms=self.config.routing.reply_to_grace_ms,
             reply_to_max_ttl_ms=self.config.routing.reply_to_max_ttl_ms,
-            duplicate_window=m.duplicate_window, tls_context=tls_context,
-        ))
+        )
 
     def _provision_gcd(self) -> None:
         """The GCD's entry: from the provisioning file, else joynr's well-known one."""
         if any(p.participant_id == GCD_PARTICIPANT_ID for p in self.provisioned):
             return
-        address = MqttAddress(next(iter(self.config.mqtt.backends)), GCD_TOPIC)
+        assert self.global_address is not None
+        address = MqttAddress(self.global_address.broker_uri, GCD_TOPIC)
         self.provisioned.append(ProvisionedProvider(DiscoveryEntryWithMetaInfo(
             provider_version=Version(0, 3), domain=GCD_DOMAIN, interface_name=GCD_INTERFACE,
             participant_id=GCD_PARTICIPANT_ID, qos=ProviderQos(scope=ProviderScope.GLOBAL),
@@ -178,8 +172,8 @@ class ClusterController:
         # providers of this CC's previous life disappear from the GCD
         self.gcd_link.in_background("removeStale", lambda: self.gcd_link.remove_stale(started),
                                     give_up_s=d.remove_stale_for_s)
-        self._touch_task = asyncio.get_running_loop().create_task(
-            self._touch_loop(d.touch_interval_s), name="gcd-touch")
+        self._touch_task = self.tasks.spawn(self._touch_loop(d.touch_interval_s),
+                                            name="gcd-touch")
 
     async def _touch_loop(self, interval_s: float) -> None:
         while True:
@@ -229,7 +223,8 @@ class ClusterController:
         await self.websocket.start()
         mqtt = "no MQTT backends"
         if self.mqtt is not None:
-            backends = ", ".join(f"{b.gbid}={b.url}" for b in self.mqtt.settings.backends)
+            backends = ", ".join(f"{gbid}={self._backend_urls[gbid]}"
+                                 for gbid in self.mqtt.gbids)
             mqtt = f"MQTT backends {backends}, global address {self.global_address!r}"
         log.info(
             "cluster controller %s started: libjoynr runtimes connect to %s; %s; routing "
@@ -251,6 +246,7 @@ class ClusterController:
         steps += [self.router.stop, self.cleaner.stop]
         if self.broker is not None:
             steps.append(self.broker.stop)
+        steps.append(self.tasks.close)  # whatever is still running
         for step in steps:
             try:
                 await step()
@@ -267,10 +263,7 @@ class ClusterController:
 
     async def _stop_gcd_link(self) -> None:
         task, self._touch_task = self._touch_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self.tasks.cancel(task)
         if self.gcd_link is not None:
             await self.gcd_link.close()
 

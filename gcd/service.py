@@ -28,9 +28,10 @@ from runtime.discovery_types import DEFAULT_PROVIDER_EXPIRY_MS
 from runtime.joynr_runtime import JoynrRuntime
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable, RuntimeKind
+from runtime.tasks import TaskSupervisor
 from transports.inprocess import InProcessTransport
-from transports.mqtt import MqttBackendSettings, MqttTransport, MqttTransportSettings
-from transports.mqtt_client import parse_broker_url
+from transports.mqtt import MqttTransport
+from transports.mqtt_settings import MqttSettings, parse_broker_url
 
 __all__ = ["GcdConfig", "GcdService", "GcdSettings", "main"]
 
@@ -115,15 +116,18 @@ class GcdService:
         self.table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[self.address])
         self.router = MessageRouter(self.table)
         group = settings.shared_subscription_group
-        self.mqtt = MqttTransport(self.router, MqttTransportSettings(
-            backends=(MqttBackendSettings(settings.gbid, url),),
-            own_topic=GCD_TOPIC,
-            subscription=f"$share/{group}/{GCD_TOPIC}/#" if group else None,
-            client_id=settings.client_id or f"gcd-{settings.gbid}-{uuid.uuid4().hex[:8]}",
-            version=settings.mqtt_version,
+        #: the owner of this instance's background tasks
+        self.tasks = TaskSupervisor(f"GCD {settings.gbid}")
+        self.mqtt = MqttTransport(
+            self.router,
             # a GCD instance keeps no session: another instance may serve meanwhile
-            session_expiry_s=0,
-        ))
+            MqttSettings(backends={settings.gbid: settings.broker_url},
+                         version=settings.mqtt_version, session_expiry_s=0),
+            brokers={settings.gbid: url}, own_topic=GCD_TOPIC,
+            client_id=settings.client_id or f"gcd-{settings.gbid}-{uuid.uuid4().hex[:8]}",
+            subscription=f"$share/{group}/{GCD_TOPIC}/#" if group else None,
+            tasks=self.tasks,
+        )
         self.provider = GcdProvider(self.store, settings.gbid, settings.valid_gbids,
                                     default_expiry_ms=settings.default_expiry_ms)
         self.router.register_transport(InProcessAddress, InProcessTransport())
@@ -137,13 +141,13 @@ class GcdService:
         await self.mqtt.start(wait_s)
         s = self.settings
         log.info("GCD for %s started: %s, topic %s%s, %s store, valid GBIDs %s", s.gbid,
-                 self.mqtt.settings.backends[0].url, GCD_TOPIC,
+                 self.mqtt.settings.backends[s.gbid], GCD_TOPIC,
                  f" (shared group {s.shared_subscription_group})"
                  if s.shared_subscription_group else "", s.store, ", ".join(s.valid_gbids))
 
     async def stop(self) -> None:
         for step in (self.mqtt.stop, self.provider.stop_purging, self.router.stop,
-                     self.store.close):
+                     self.store.close, self.tasks.close):
             try:
                 await step()
             except Exception:

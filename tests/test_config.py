@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,10 @@ def test_shipped_config_equals_the_documented_defaults():
     assert shipped.mqtt.backends == {"joynrdefaultgbid": "embedded"}
     assert shipped.embedded_broker.enabled is True
     assert shipped.embedded_gcd.enabled is True
-    shipped.mqtt.backends = {}
-    shipped.embedded_broker.enabled = False
-    shipped.embedded_gcd.enabled = False
+    shipped = dataclasses.replace(
+        shipped, mqtt=dataclasses.replace(shipped.mqtt, backends={}),
+        embedded_broker=dataclasses.replace(shipped.embedded_broker, enabled=False),
+        embedded_gcd=dataclasses.replace(shipped.embedded_gcd, enabled=False))
     assert shipped == ClusterControllerConfig()
 
 

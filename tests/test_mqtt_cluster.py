@@ -35,7 +35,7 @@ async def pair(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
             url = broker.url
         else:
             embedded = await stack.enter_async_context(
-                EmbeddedBroker(EmbeddedBrokerSettings(port=0)))
+                EmbeddedBroker(EmbeddedBrokerSettings(enabled=True, port=0)))
             url = f"{embedded.url}?version=3.1.1"
         yield await start_pair(stack, tmp_path, {GBID: url})
 

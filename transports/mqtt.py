@@ -29,12 +29,12 @@ import logging
 import random
 import ssl
 from collections import Counter, deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from runtime.addresses import Address, MqttAddress
 from runtime.clock import now_ms
 from runtime.messages import (
-    DEFAULT_MAX_FRAME_BYTES,
     REQUEST_TYPES,
     Effort,
     FrameError,
@@ -45,69 +45,17 @@ from runtime.messages import (
 )
 from runtime.router import MessageRouter
 from runtime.routing import PutResult
-from transports.mqtt_client import (
-    BrokerUrl,
-    MqttSession,
-    MqttSessionError,
-    SessionOptions,
-    open_session,
-)
+from runtime.tasks import TaskSupervisor
+from transports.mqtt_client import MqttSession, MqttSessionError, open_session
+from transports.mqtt_settings import BrokerUrl, MqttSettings
 
-__all__ = ["MqttBackendSettings", "MqttTransport", "MqttTransportSettings"]
+__all__ = ["MqttTransport"]
 
 log = logging.getLogger(__name__)
 
 
-#: what an MQTT packet carries besides the payload, at most (topic, properties)
-PACKET_OVERHEAD_BYTES = 1024 + 4096
-
 #: the largest MQTT 5 message expiry interval (a four-byte integer)
 MAX_EXPIRY_INTERVAL_S = 2**32 - 1
-
-
-@dataclass(frozen=True)
-class MqttBackendSettings:
-    gbid: str
-    url: BrokerUrl
-
-
-@dataclass(frozen=True)
-class MqttTransportSettings:
-    #: the backends; the first one is the default backend (the CC's global address is there)
-    backends: tuple[MqttBackendSettings, ...]
-    #: the topic this cluster controller is reached at (it subscribes to ``<topic>/#``)
-    own_topic: str
-    #: MQTT client id prefix; the client id of a backend is ``<prefix>-<gbid>``
-    client_id: str
-    #: the topic filter to subscribe to instead of ``<own_topic>/#`` (e.g. a shared
-    #: subscription ``$share/<group>/<own_topic>/#`` of several service instances)
-    subscription: str | None = None
-    #: "5" or "3.1.1", for backends whose URL does not say
-    version: str = "5"
-    keepalive_s: int = 30
-    session_expiry_s: int = 3600
-    connect_timeout_s: float = 10.0
-    max_inflight: int = 100
-    reconnect_initial_s: float = 0.1
-    reconnect_max_s: float = 5.0
-    #: messages waiting for one backend (while its connection is down, for example)
-    max_queued_per_backend: int = 10_000
-    #: incoming frames larger than this are refused
-    max_message_bytes: int = DEFAULT_MAX_FRAME_BYTES
-    #: learned replyTo entries live this long past the expiry of the request
-    reply_to_grace_ms: int = 30_000
-    #: ... but never longer than this (plus the grace) from now, whatever expiry it claims
-    reply_to_max_ttl_ms: int = 86_400_000
-    #: message ids remembered to drop QoS 1 redeliveries
-    duplicate_window: int = 100_000
-    tls_context: ssl.SSLContext | None = None
-
-    def __post_init__(self) -> None:
-        if not self.backends:
-            raise ValueError("at least one MQTT backend is needed")
-        gbids = [b.gbid for b in self.backends]
-        if len(set(gbids)) != len(gbids):
-            raise ValueError(f"GBIDs must be unique, got {gbids}")
 
 
 @dataclass(slots=True)
@@ -121,17 +69,21 @@ class _Outgoing:
 class _Backend:
     """One broker connection and its outgoing queue."""
 
-    def __init__(self, transport: MqttTransport, settings: MqttBackendSettings) -> None:
+    def __init__(self, transport: MqttTransport, gbid: str, url: BrokerUrl) -> None:
         self.transport = transport
-        self.gbid = settings.gbid
-        self.url = settings.url
-        self.origin = MqttAddress(self.gbid, transport.settings.own_topic)
+        self.gbid = gbid
+        self.url = url
+        #: where messages received here come from (this CC's own topic in this backend)
+        self.origin = MqttAddress(gbid, transport.own_topic)
         self.queue: deque[_Outgoing] = deque()
         self.inflight: dict[int, _Outgoing] = {}
         self.topics: Counter[str] = Counter()  # multicast topics -> receivers needing them
         self.session: MqttSession | None = None
         self.connected = asyncio.Event()
         self.connections = 0
+        #: set while nothing waits to be published or acknowledged (see MqttTransport.stop)
+        self.idle = asyncio.Event()
+        self.idle.set()
         self._wakeup: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -141,6 +93,7 @@ class _Backend:
         if len(self.queue) >= self.transport.settings.max_queued_per_backend:
             return False
         self.queue.append(item)
+        self.idle.clear()
         self._wake()
         return True
 
@@ -167,40 +120,31 @@ class _Backend:
             else:
                 fresh.append(item)
         self.queue = fresh
+        self._settled()
 
     # ------------------------------------------------------------------ connection
 
+    def _settled(self) -> None:
+        if not self.queue and not self.inflight:
+            self.idle.set()
+
     def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(
-                self._run(), name=f"mqtt-{self.gbid}")
+            self._task = self.transport.tasks.spawn(self._run(), name=f"mqtt-{self.gbid}")
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        # cancel until it is done: Python 3.11's wait_for (used inside aiomqtt) can swallow a
-        # cancellation that arrives as the awaited call completes
-        while task is not None and not task.done():
-            task.cancel()
-            await asyncio.wait({task}, timeout=0.5)
-        if task is not None and not task.cancelled() and task.exception() is not None:
-            log.error("MQTT backend %s: connection task failed", self.gbid,
-                      exc_info=task.exception())
+        await self.transport.tasks.cancel(task)
 
     async def _run(self) -> None:
-        s = self.transport.settings
+        transport = self.transport
+        s = transport.settings
         delay = s.reconnect_initial_s
-        options = SessionOptions(
-            client_id=f"{s.client_id}-{self.gbid}", version=s.version, keepalive_s=s.keepalive_s,
-            session_expiry_s=s.session_expiry_s, connect_timeout_s=s.connect_timeout_s,
-            max_inflight=s.max_inflight, tls_context=s.tls_context,
-            # room for the topic and properties: payloads a little over the limit still
-            # arrive and are refused with a reason; far bigger ones are not sent at all
-            max_packet_bytes=s.max_message_bytes + PACKET_OVERHEAD_BYTES,
-        )
         last_error = ""
         while True:
             try:
-                async with open_session(self.url, options) as session:
+                async with open_session(self.url, s, client_id=f"{transport.client_id}-{self.gbid}",
+                                        tls_context=transport.tls_context) as session:
                     delay, last_error = s.reconnect_initial_s, ""
                     await self._serve(session)
             except asyncio.CancelledError:
@@ -221,7 +165,7 @@ class _Backend:
 
     async def _serve(self, session: MqttSession) -> None:
         transport = self.transport
-        own = transport.settings.subscription or f"{transport.settings.own_topic}/#"
+        own = transport.subscription
         await session.subscribe(own, 1)
         for topic in list(self.topics):
             await session.subscribe(topic, 1)
@@ -231,7 +175,7 @@ class _Backend:
         log.info("MQTT backend %s connected to %s (connection %d): subscribed to %s and %d "
                  "multicast topic(s); %d message(s) to send", self.gbid, self.url,
                  self.connections, own, len(self.topics), len(self.queue))
-        writer = asyncio.get_running_loop().create_task(self._write(session))
+        writer = transport.tasks.spawn(self._write(session), name=f"mqtt-{self.gbid}-writer")
         try:
             received = transport._received
             async for topic, payload in session.messages():
@@ -240,9 +184,7 @@ class _Backend:
         finally:
             self.session = None
             self.connected.clear()
-            writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await writer
+            await transport.tasks.cancel(writer)
             self._requeue_inflight()
 
     def _requeue_inflight(self) -> None:
@@ -273,6 +215,7 @@ class _Backend:
                 remaining_ms = item.message.expiry_date_ms - now_ms()
                 if remaining_ms < 0:
                     slots.release()
+                    self._settled()
                     transport._dropped_outgoing(self, item.message, "expired-in-queue",
                                                 "expired before it could be published")
                     continue
@@ -282,6 +225,8 @@ class _Backend:
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
         finally:
+            # publishes in flight end with the connection (what they carried is in flight and
+            # goes out again after the reconnect)
             for task in list(tasks):
                 task.cancel()
 
@@ -296,12 +241,14 @@ class _Backend:
             return
         except Exception as exc:  # this message cannot be published at all: not again either
             self.inflight.pop(item.seq, None)
+            self._settled()
             self.transport._dropped_outgoing(self, item.message, "unpublishable",
                                              f"the MQTT client refused it: {exc!r}")
             return
         finally:
             slots.release()
         self.inflight.pop(item.seq, None)
+        self._settled()
         self.transport.published += 1
 
     # ------------------------------------------------------------------ subscriptions
@@ -330,22 +277,42 @@ class _Backend:
             else:
                 log.debug("MQTT backend %s: %s", self.gbid, what)
 
-        asyncio.get_running_loop().create_task(run())
+        self.transport.tasks.spawn(run(), name=f"mqtt-{self.gbid}-{what}")
 
 
 class MqttTransport:
     """The router's transport for MqttAddress, and its link to global multicast."""
 
-    def __init__(self, router: MessageRouter, settings: MqttTransportSettings) -> None:
+    def __init__(self, router: MessageRouter, settings: MqttSettings, *,
+                 brokers: Mapping[str, BrokerUrl], own_topic: str, client_id: str,
+                 tasks: TaskSupervisor, subscription: str | None = None,
+                 tls_context: ssl.SSLContext | None = None, reply_to_grace_ms: int = 30_000,
+                 reply_to_max_ttl_ms: int = 86_400_000) -> None:
+        """``brokers``: GBID -> broker URL of every backend, the default backend first (the
+        settings may name the embedded broker; these are the resolved URLs). ``own_topic``: the
+        topic this process is reached at; it subscribes to ``<own_topic>/#``, or to
+        ``subscription`` (e.g. a shared subscription ``$share/<group>/<own_topic>/#`` of
+        several service instances). ``client_id``: prefix of the MQTT client id of each backend
+        (``<client_id>-<gbid>``). Learned replyTo entries live ``reply_to_grace_ms`` past the
+        request's expiry, counted from at most now + ``reply_to_max_ttl_ms``."""
+        if not brokers:
+            raise ValueError("at least one MQTT backend is needed")
         self.router = router
         self.settings = settings
+        self.own_topic = own_topic
+        self.client_id = client_id
+        self.subscription = subscription or f"{own_topic}/#"
+        self.tls_context = tls_context
+        self.reply_to_grace_ms = reply_to_grace_ms
+        self.reply_to_max_ttl_ms = reply_to_max_ttl_ms
+        self.tasks = tasks.child("mqtt")
         self.counters: Counter[str] = Counter()
         self.published = 0
         self.received = 0
-        self._backends = {b.gbid: _Backend(self, b) for b in settings.backends}
-        self._default = self._backends[settings.backends[0].gbid]
-        #: where this cluster controller is reached (its replyTo address)
-        self.global_address = MqttAddress(settings.backends[0].gbid, settings.own_topic)
+        self._backends = {gbid: _Backend(self, gbid, url) for gbid, url in brokers.items()}
+        #: where this process is reached (its replyTo address): its topic in the default
+        #: backend
+        self.global_address = MqttAddress(next(iter(brokers)), own_topic)
         self._seq = 0
         self._seen: dict[str, int] = {}  # message id -> expiry, of messages received
         self._unknown_gbids: set[str] = set()
@@ -383,11 +350,10 @@ class MqttTransport:
     async def stop(self, drain_timeout_s: float = 5.0) -> None:
         """Let the connected backends publish what waits (at most ``drain_timeout_s``), then
         disconnect."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + drain_timeout_s
-        while any(b.pending and b.connected.is_set()  # noqa: ASYNC110 - bounded polling
-                  for b in self._backends.values()) and loop.time() < deadline:
-            await asyncio.sleep(0.01)
+        draining = [b.idle.wait() for b in self._backends.values() if b.connected.is_set()]
+        if draining:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*draining), drain_timeout_s)
         for backend in self._backends.values():
             await backend.stop()
             if backend.pending:
@@ -508,10 +474,10 @@ class MqttTransport:
                          f"MQTT replyTo ({reply_to!r}) cannot be answered")
             return False
         # the sender chooses the expiry: a learned entry never outlives now + the limit
-        expiry = min(message.expiry_date_ms, now + self.settings.reply_to_max_ttl_ms)
+        expiry = min(message.expiry_date_ms, now + self.reply_to_max_ttl_ms)
         result = self.router.learn_reply_to(
             message.sender, reply_to, gbid=backend.gbid, message_expiry_ms=expiry,
-            grace_ms=self.settings.reply_to_grace_ms,
+            grace_ms=self.reply_to_grace_ms,
         )
         if result is PutResult.REJECTED_INVALID:
             self._refuse("bad-reply-to", f"{where}: {message.describe()}: replyTo {reply_to!r} "

@@ -21,8 +21,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class EmbeddedBrokerSettings:
+    """The ``[embedded_broker]`` section of the cluster controller's configuration."""
+
+    #: start an MQTT broker (amqtt, MQTT 3.1.1) inside the CC; backends name it "embedded"
+    enabled: bool = False
     host: str = "127.0.0.1"
+    #: 0: any free port
     port: int = 1883
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port < 65536:
+            raise ValueError(f"port must be in 0..65535, got {self.port}")
 
 
 class EmbeddedBroker:

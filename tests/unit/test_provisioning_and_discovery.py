@@ -20,7 +20,7 @@ from runtime.discovery_types import (
 )
 from runtime.errors import ApplicationError
 from runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
-from transports.mqtt_client import parse_broker_url
+from transports.mqtt_settings import parse_broker_url
 
 GOOD = """
 [[provider]]

@@ -1,0 +1,124 @@
+"""The MQTT settings: one frozen, validated section, read from ``[mqtt]`` of a process's TOML
+configuration and taken as it is by the MQTT transport and the client seam.
+
+What is not configuration but follows from the process (the topic a cluster controller is
+reached at, its client id, broker URLs resolved from ``"embedded"``, a TLS context) is passed to
+the transport beside this section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, unquote, urlsplit
+
+__all__ = ["EMBEDDED", "BrokerUrl", "MqttSettings", "parse_broker_url"]
+
+#: the broker URL that names the embedded broker of the cluster controller
+EMBEDDED = "embedded"
+
+VERSIONS = ("5", "3.1.1")
+
+_SCHEMES = {"mqtt": False, "tcp": False, "mqtts": True, "ssl": True}
+_VERSIONS = {"5": "5", "5.0": "5", "3.1.1": "3.1.1", "311": "3.1.1", "4": "3.1.1"}
+
+
+@dataclass(frozen=True)
+class BrokerUrl:
+    host: str
+    port: int
+    tls: bool
+    username: str | None = None
+    password: str | None = None
+    #: "5" or "3.1.1"; None: the transport's default
+    version: str | None = None
+
+    def __str__(self) -> str:  # never shows the password
+        user = f"{self.username}@" if self.username else ""
+        version = f"?version={self.version}" if self.version else ""
+        return f"{'mqtts' if self.tls else 'mqtt'}://{user}{self.host}:{self.port}{version}"
+
+
+def parse_broker_url(url: str) -> BrokerUrl:
+    """Parse a broker URL; ValueError saying what is wrong."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"bad broker URL {url!r}: {exc}") from None
+    if parts.scheme not in _SCHEMES:
+        raise ValueError(f"bad broker URL {url!r}: the scheme must be one of "
+                         f"{', '.join(sorted(_SCHEMES))}")
+    if not parts.hostname:
+        raise ValueError(f"bad broker URL {url!r}: no host")
+    tls = _SCHEMES[parts.scheme]
+    version = None
+    query = parse_qs(parts.query)
+    unknown = set(query) - {"version"}
+    if unknown:
+        raise ValueError(f"bad broker URL {url!r}: unknown parameter(s) {sorted(unknown)}")
+    if "version" in query:
+        version = _VERSIONS.get(query["version"][-1])
+        if version is None:
+            raise ValueError(f"bad broker URL {url!r}: version must be 5 or 3.1.1")
+    return BrokerUrl(
+        host=parts.hostname,
+        port=port or (8883 if tls else 1883),
+        tls=tls,
+        username=unquote(parts.username) if parts.username else None,
+        password=unquote(parts.password) if parts.password else None,
+        version=version,
+    )
+
+
+@dataclass(frozen=True)
+class MqttSettings:
+    #: GBID -> broker URL, in order; the first GBID is the default backend. URLs:
+    #: mqtt://host:port, mqtts://host:port (TLS), mqtt://user:password@host:port, and
+    #: ?version=3.1.1 or ?version=5; "embedded": the embedded broker. Empty: no MQTT.
+    backends: dict[str, str] = field(default_factory=dict)
+    #: a cluster controller's topic is <topic_prefix><cluster controller id>
+    topic_prefix: str = "joynr/cc/"
+    #: MQTT protocol version for backends whose URL does not say: "5" or "3.1.1"
+    version: str = "5"
+    keepalive_s: int = 30
+    #: the broker keeps the session (subscriptions, QoS 1 messages) this long while the
+    #: connection is down; 0: clean sessions
+    session_expiry_s: int = 3600
+    connect_timeout_s: float = 10.0
+    #: QoS 1 messages published and not yet acknowledged, per backend
+    max_inflight: int = 100
+    #: messages waiting for one backend (e.g. while it is down) before sends are refused
+    max_queued_per_backend: int = 10_000
+    #: incoming MQTT messages larger than this are refused (bytes)
+    max_message_bytes: int = 4 * 1024 * 1024
+    #: CA certificates (PEM) for mqtts backends; empty: the system's
+    tls_ca_file: str = ""
+    #: first and longest wait before connecting again after a connection failed (s)
+    reconnect_initial_s: float = 0.1
+    reconnect_max_s: float = 5.0
+    #: ids of received messages remembered to drop QoS 1 redeliveries
+    duplicate_window: int = 100_000
+
+    def __post_init__(self) -> None:
+        for gbid, url in self.backends.items():
+            if not gbid or "/" in gbid:
+                raise ValueError(f"bad GBID {gbid!r}")
+            if url != EMBEDDED:
+                parse_broker_url(url)  # ValueError with the reason
+        if self.version not in VERSIONS:
+            raise ValueError(f"version must be \"5\" or \"3.1.1\", not {self.version!r}")
+        for name in ("keepalive_s", "max_inflight", "max_queued_per_backend",
+                     "max_message_bytes", "duplicate_window"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        if self.session_expiry_s < 0:
+            raise ValueError("session_expiry_s must be >= 0")
+        if not self.connect_timeout_s > 0:
+            raise ValueError("connect_timeout_s must be > 0")
+        if not 0 < self.reconnect_initial_s <= self.reconnect_max_s:
+            raise ValueError("reconnect_initial_s must be > 0 and <= reconnect_max_s")
+
+    @property
+    def default_gbid(self) -> str | None:
+        """The GBID of the default backend (the first); None without backends."""
+        return next(iter(self.backends), None)
