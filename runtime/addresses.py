@@ -47,6 +47,7 @@ class Address:
     """Base class of all address types (never instantiated itself)."""
 
     __slots__ = ("_hash",)
+    _hash: int
     type_name: ClassVar[str]
 
     def to_dict(self) -> dict[str, Any]:

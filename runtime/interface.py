@@ -75,10 +75,12 @@ def datatype_name(tp: Any) -> str:
         return datatype_name(typing.get_args(tp)[0]) + "[]"
     if origin is dict:
         return "Map"
-    return {
+    names: dict[Any, str] = {
         int: "Long", float: "Double", bool: "Boolean", str: "String", bytes: "ByteBuffer",
         type(None): "Void", Any: "Object",
-    }.get(tp) or getattr(tp, "__name__", str(tp))
+    }
+    found = names.get(tp)
+    return found if found is not None else str(getattr(tp, "__name__", tp))
 
 
 def to_wire(value: Any) -> Any:
@@ -136,7 +138,7 @@ def from_wire(value: Any, tp: Any, where: str = "value") -> Any:
         if type(value) is str and value in tp.__members__:
             return tp[value]
         raise ValueTypeError(f"{where}: {str(value)[:40]!r} is not a {tp.__name__}")
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ValueTypeError(f"{where}: expected a {tp.__name__} map")
         hints = _type_hints(tp)

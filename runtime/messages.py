@@ -251,7 +251,7 @@ def _explain_bad_header(data: dict[str, Any]) -> None:
 
 
 def _optional_fields(
-    data: dict[str, Any], message_id: str
+    data: dict[str, Any], message_id: str | None
 ) -> tuple[Address | None, Effort, dict[str, str], bool]:
     reply_to = None
     raw_reply_to = data.get("re")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
@@ -54,7 +55,8 @@ class Payload:
     _field_values: ClassVar[Callable[[Any], tuple[Any, ...]]]
 
     def to_body(self) -> bytes:
-        return self._pack(dict(zip(self._field_names, self._field_values(self), strict=True)))
+        cls = type(self)
+        return self._pack(dict(zip(cls._field_names, cls._field_values(self), strict=True)))
 
     def _pack(self, data: dict[str, Any]) -> bytes:
         try:
@@ -98,7 +100,9 @@ def decode_payload(cls: type[P], body: bytes) -> P:
         if decoded is not None:
             return decoded  # type: ignore[return-value]
     values = {}
-    for name, kinds, required, str_items in _SPECS[cls]:
+    spec: tuple[str, type | tuple[type, ...], bool, bool]
+    for spec in _SPECS[cls]:
+        name, kinds, required, str_items = spec
         value = data.get(name, _MISSING)
         if value is _MISSING:
             if required:
@@ -109,7 +113,7 @@ def decode_payload(cls: type[P], body: bytes) -> P:
                 f"{cls.__name__}.{name} has the wrong type {type(value).__name__}"
             )
         if str_items:
-            for item in value:
+            for item in typing.cast(list[Any], value):
                 if type(item) is not str:
                     raise PayloadError(f"{cls.__name__}.{name} must be a list of strings")
         values[name] = value
@@ -223,14 +227,18 @@ PAYLOAD_TYPES: dict[MessageType, type[Payload]] = {
         MulticastPublication,
     )
 }
+def _values_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The field values of a payload as a tuple, in the order of ``names``."""
+    getter = operator.attrgetter(*names)
+    if len(names) > 1:
+        return getter  # attrgetter of several names returns a tuple
+    return lambda obj: (getter(obj),)  # of one, the bare value
+
+
 _SPECS = {cls: _field_specs(cls) for cls in PAYLOAD_TYPES.values()}
 for _cls in PAYLOAD_TYPES.values():
-    _cls._field_names = tuple(f.name for f in dataclasses.fields(_cls))
-    # attrgetter of several names returns a tuple; of one, the bare value
-    _getter = operator.attrgetter(*_cls._field_names)
-    _cls._field_values = staticmethod(  # type: ignore[assignment]
-        _getter if len(_cls._field_names) > 1 else (lambda obj, g=_getter: (g(obj),))
-    )
+    _cls._field_names = tuple(f.name for f in dataclasses.fields(_cls))  # type: ignore[arg-type]
+    _cls._field_values = staticmethod(_values_getter(_cls._field_names))
 
 
 def answer_to(request: Message, payload: Payload, *, expiry_date_ms: int | None = None) -> Message:
