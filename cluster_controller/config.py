@@ -26,7 +26,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = PROJECT_ROOT / "config" / "cluster-controller.toml"
 
 
-@dataclass
+@dataclass(frozen=True)
 class IdentitySection:
     #: this cluster controller's id; empty: generated once, kept in <data_dir>/cluster-controller-id
     id: str = ""
@@ -85,7 +85,7 @@ class WebSocketSection:
             raise ValueError("max_queued_per_connection must be >= 1")
 
 
-@dataclass
+@dataclass(frozen=True)
 class DiscoverySection:
     #: TOML file of provisioned global providers (cluster_controller/provisioning.py); "": none
     provisioning_file: str = ""
@@ -107,7 +107,7 @@ class DiscoverySection:
             raise ValueError("touch_interval_s and remove_stale_for_s must be > 0")
 
 
-@dataclass
+@dataclass(frozen=True)
 class EmbeddedGcdSection:
     #: run a GCD instance (SQLite) inside the CC, on its default backend
     enabled: bool = False
@@ -131,14 +131,14 @@ class RouterSection:
             raise ValueError("sweep_interval_s must be > 0")
 
 
-@dataclass
+@dataclass(frozen=True)
 class SystemSection:
     #: provisioned participantIds of the CC's own providers (libjoynr runtimes use the same)
     routing_participant_id: str = DEFAULT_ROUTING_PARTICIPANT_ID
     discovery_participant_id: str = DEFAULT_DISCOVERY_PARTICIPANT_ID
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoggingSection:
     #: DEBUG, INFO, WARNING or ERROR
     level: str = "INFO"
@@ -146,10 +146,10 @@ class LoggingSection:
     def __post_init__(self) -> None:
         if self.level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ValueError(f"level must be DEBUG, INFO, WARNING or ERROR, not {self.level!r}")
-        self.level = self.level.upper()
+        object.__setattr__(self, "level", self.level.upper())  # frozen: normalised once
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClusterControllerConfig:
     cluster_controller: IdentitySection = field(default_factory=IdentitySection)
     routing: RoutingSection = field(default_factory=RoutingSection)
