@@ -115,7 +115,7 @@ class _Backend:
         fresh: deque[_Outgoing] = deque()
         for item in self.queue:
             if item.message.expiry_date_ms < now:
-                self.transport._dropped_outgoing(self, item.message, "expired-in-queue",
+                self.transport.dropped_outgoing(self, item.message, "expired-in-queue",
                                                  "expired while waiting for the broker")
             else:
                 fresh.append(item)
@@ -177,7 +177,7 @@ class _Backend:
                  self.connections, own, len(self.topics), len(self.queue))
         writer = transport.tasks.spawn(self._write(session), name=f"mqtt-{self.gbid}-writer")
         try:
-            received = transport._received
+            received = transport.handle_incoming
             async for topic, payload in session.messages():
                 received(self, topic, payload)
             raise MqttSessionError("the message stream ended")
@@ -216,7 +216,7 @@ class _Backend:
                 if remaining_ms < 0:
                     slots.release()
                     self._settled()
-                    transport._dropped_outgoing(self, item.message, "expired-in-queue",
+                    transport.dropped_outgoing(self, item.message, "expired-in-queue",
                                                 "expired before it could be published")
                     continue
                 inflight[item.seq] = item
@@ -242,7 +242,7 @@ class _Backend:
         except Exception as exc:  # this message cannot be published at all: not again either
             self.inflight.pop(item.seq, None)
             self._settled()
-            self.transport._dropped_outgoing(self, item.message, "unpublishable",
+            self.transport.dropped_outgoing(self, item.message, "unpublishable",
                                              f"the MQTT client refused it: {exc!r}")
             return
         finally:
@@ -396,7 +396,7 @@ class MqttTransport:
         """A globally visible local provider's multicast: to its topic in every backend."""
         for backend in self._backends.values():
             if not backend.put(self._outgoing(message, message.recipient)):
-                self._dropped_outgoing(backend, message, "queue-full",
+                self.dropped_outgoing(backend, message, "queue-full",
                                        "the backend's queue is full")
 
     def subscribe_multicast(self, gbid: str, topic: str) -> None:
@@ -415,7 +415,7 @@ class MqttTransport:
     def multicast_topics(self, gbid: str) -> dict[str, int]:
         return dict(self._backends[gbid].topics)
 
-    def _dropped_outgoing(self, backend: _Backend, message: Message, reason: str,
+    def dropped_outgoing(self, backend: _Backend, message: Message, reason: str,
                           detail: str) -> None:
         self.counters[f"dropped-{reason}"] += 1
         log.warning("MQTT backend %s: dropped %s: %s", backend.gbid, message.describe(), detail)
@@ -426,7 +426,8 @@ class MqttTransport:
         self.counters[reason] += 1
         log.warning("MQTT: refused (%s): %s", reason, detail)
 
-    def _received(self, backend: _Backend, topic: str, payload: bytes) -> None:
+    def handle_incoming(self, backend: _Backend, topic: str, payload: bytes) -> None:
+        """A message from ``backend``'s broker: decode, check, learn, route (or refuse)."""
         self.received += 1
         where = f"backend {backend.gbid}, topic {topic[:200]}"
         try:
