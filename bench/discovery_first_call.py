@@ -6,7 +6,7 @@ Usage: .venv/bin/python bench/discovery_first_call.py [--iterations N] [--raw-pe
 
 Set-up, all in this process and uvloop event loop: one mosquitto broker
 (tests/support/brokers.Mosquitto, no persistence, TCP_NODELAY) on a free loopback port; a GCD
-(runtime.gcd_service.GcdService, SQLite store in a temporary directory) on it; cluster
+(gcd.service.GcdService, SQLite store in a temporary directory) on it; cluster
 controllers CC1 and CC2, each with that broker as their only backend (GBID joynrdefaultgbid)
 and the GCD provisioned as usual; a libjoynr runtime on each, by websocket. The provider of
 ``bench/Sink`` is registered on CC1's runtime with scope GLOBAL and

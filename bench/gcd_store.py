@@ -64,7 +64,8 @@ from _common import Latency, setup_logging
 
 from gcd.postgres_store import PostgresStore
 from gcd.provider import GcdProvider
-from gcd.store import COLUMNS, GcdStore, SqliteStore, StoredEntry
+from gcd.sqlite_store import SqliteStore
+from gcd.store import COLUMNS, GcdStore, StoredEntry
 from runtime.addresses import MqttAddress
 from runtime.clock import now_ms
 from runtime.discovery_types import (
@@ -89,7 +90,7 @@ Row = tuple[Any, ...]
 FindCall = Callable[[str, str, int], Awaitable[object]]
 
 # ---------------------------------------------------------------------- the raw statements
-# The stores' own statements (runtime/gcd_store.py, runtime/gcd_postgres.py), written out.
+# The stores' own statements (gcd/sqlite_store.py, gcd/postgres_store.py), written out.
 
 _COLS = ", ".join(COLUMNS)
 SQLITE_UPSERT = (f"INSERT OR REPLACE INTO discovery_entries ({_COLS}) "

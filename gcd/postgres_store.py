@@ -1,9 +1,10 @@
 """The GCD's store in PostgreSQL, shared by several GCD instances (asyncpg, a connection pool).
 
-Same contract as :class:`gcd.store.SqliteStore` (see :class:`~gcd.store.GcdStore`):
-every method is one transaction, and any failure of the database - refused or lost connection,
-timeout, SQL error - raises :class:`~gcd.store.StoreError` after the transaction has
-been rolled back (PostgreSQL discards an unfinished transaction of a lost connection).
+Implements the contract of :mod:`gcd.store`; what it writes and answers is decided by
+:mod:`gcd.decisions`, like the SQLite store's. Every method is one transaction, and any failure
+of the database - refused or lost connection, timeout, SQL error - raises
+:class:`~gcd.store.StoreError` (with its ``reason``) after the transaction has been rolled back
+(PostgreSQL discards an unfinished transaction of a lost connection).
 
 Concurrency: several stores (processes) may work on one database at the same time. Statements
 that write several rows lock them in one order, by primary key ``(gbid, participant_id)``, so
@@ -31,7 +32,18 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from gcd.store import COLUMNS, SCHEMA, RemoveOutcome, StoredEntry, StoreError
+from gcd.decisions import decide_remove, distinct, rows_to_add
+from gcd.store import (
+    COLUMNS,
+    EXPIRED,
+    LIVE,
+    SCHEMA,
+    STALE,
+    RemoveOutcome,
+    StoredEntry,
+    StoreError,
+    StoreErrorReason,
+)
 
 __all__ = ["PostgresStore"]
 
@@ -69,11 +81,12 @@ _UPSERT = (
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS if c not in ("gbid", "participant_id"))
 )
 _FIND = (f"{_SELECT} WHERE interface_name = $1 AND domain = ANY($2::text[]) "
-         'AND expiry_ms >= $3 ORDER BY participant_id COLLATE "C", gbid COLLATE "C"')
-_FIND_PARTICIPANT = (f"{_SELECT} WHERE participant_id = $1 AND expiry_ms >= $2 "
+         f"AND {LIVE.format(now='$3')} "
+         'ORDER BY participant_id COLLATE "C", gbid COLLATE "C"')
+_FIND_PARTICIPANT = (f"{_SELECT} WHERE participant_id = $1 AND {LIVE.format(now='$2')} "
                      'ORDER BY gbid COLLATE "C"')
 _LOCK_PARTICIPANT = ("SELECT gbid FROM discovery_entries WHERE participant_id = $1 "
-                     f"AND expiry_ms >= $2 ORDER BY {_LOCK_ORDER} FOR UPDATE")
+                     f"AND {LIVE.format(now='$2')} ORDER BY {_LOCK_ORDER} FOR UPDATE")
 _REMOVE_GBIDS = "DELETE FROM discovery_entries WHERE participant_id = $1 AND gbid = ANY($2::text[])"
 
 
@@ -101,8 +114,8 @@ _TOUCH_ALL = _update_locked("cluster_controller_id = $3",
                             "last_seen_ms = $1, expiry_ms = $2")
 _TOUCH_SOME = _update_locked("cluster_controller_id = $3 AND participant_id = ANY($4::text[])",
                              "last_seen_ms = $1, expiry_ms = $2")
-_REMOVE_STALE = _delete_locked("cluster_controller_id = $1 AND last_seen_ms < $2")
-_PURGE_EXPIRED = _delete_locked("expiry_ms < $1")
+_REMOVE_STALE = _delete_locked(STALE.format(cc="$1", before="$2"))
+_PURGE_EXPIRED = _delete_locked(EXPIRED.format(now="$1"))
 
 
 async def _reset(conn: asyncpg.Connection) -> None:
@@ -129,6 +142,22 @@ def _original(exc: BaseException) -> BaseException:
             break
         exc = exc.__context__
     return exc
+
+
+def _reason(exc: BaseException, *, lost: bool = False) -> StoreErrorReason:
+    """The StoreError reason of a database error (the first of its chain)."""
+    exc = _original(exc)
+    if lost:
+        return "connection-lost"
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    if isinstance(exc, _RETRY_ERRORS):
+        return "conflict"
+    if isinstance(exc, OSError | ConnectionError | asyncpg.CannotConnectNowError):
+        return "unreachable"
+    if isinstance(exc, asyncpg.ConnectionDoesNotExistError):
+        return "connection-lost"
+    return "database"
 
 
 def _describe(exc: BaseException) -> str:
@@ -184,7 +213,9 @@ class PostgresStore:
                 server_settings={"application_name": "joynr-gcd"}, reset=_reset)
         except _DB_ERRORS as exc:
             raise StoreError(f"PostgreSQL ({self._where()}): cannot connect: "
-                             f"{_describe(exc)}") from exc
+                             f"{_describe(exc)}",
+                             reason="timeout" if isinstance(exc, TimeoutError)
+                             else "unreachable") from exc
         self._pool = pool
         try:
             await self._transaction("create the schema", self._create_schema)
@@ -229,7 +260,8 @@ class PostgresStore:
         while True:
             pool = self._pool
             if pool is None:
-                raise StoreError(f"the PostgreSQL store ({self._where()}) is not open")
+                raise StoreError(f"the PostgreSQL store ({self._where()}) is not open",
+                                 reason="not-open")
             attempt += 1
             begun = False
             lost = False
@@ -275,20 +307,17 @@ class PostgresStore:
         tries = f" (after {attempts} attempts)" if attempts > 1 else ""
         why = "the connection to the server was lost: " if lost else ""
         return StoreError(f"PostgreSQL ({self._where()}): {what} failed{tries}: {why}"
-                          f"{_describe(exc)}")
+                          f"{_describe(exc)}", reason=_reason(exc, lost=lost))
 
     # -- the GcdStore protocol -----------------------------------------------------------------
 
     async def add(self, entries: Sequence[StoredEntry]) -> None:
-        # one row per key, the last one wins (INSERT ... ON CONFLICT cannot change a row twice
-        # in one statement); in key order, the lock order of every statement
-        latest: dict[tuple[str, str], StoredEntry] = {}
-        for entry in entries:
-            latest[(entry.gbid, entry.participant_id)] = entry
-        if not latest:
+        # one row per key (INSERT ... ON CONFLICT cannot change a row twice in one statement),
+        # in key order: the lock order of every statement
+        rows = rows_to_add(entries)
+        if not rows:
             await self._transaction("add", self._nothing)
             return
-        rows = [latest[key] for key in sorted(latest)]
         # one array per column (not dataclasses.astuple: it deep-copies, 25 us a row)
         columns: list[list[Any]] = [[getattr(e, name) for e in rows] for name in COLUMNS]
 
@@ -303,12 +332,12 @@ class PostgresStore:
 
     async def find(self, domains: Sequence[str], interface_name: str, now_ms: int
                    ) -> list[StoredEntry]:
-        if not domains:
+        asked = list(distinct(domains))
+        if not asked:
             return []
 
         async def run(conn: asyncpg.Connection) -> list[StoredEntry]:
-            return [_entry(r) for r in await conn.fetch(_FIND, interface_name, list(domains),
-                                                        now_ms)]
+            return [_entry(r) for r in await conn.fetch(_FIND, interface_name, asked, now_ms)]
 
         return await self._transaction("find", run)
 
@@ -321,37 +350,37 @@ class PostgresStore:
 
     async def remove(self, participant_id: str, gbids: Sequence[str], now_ms: int
                      ) -> RemoveOutcome:
-        selected = list(gbids)
-
         async def run(conn: asyncpg.Connection) -> RemoveOutcome:
             # lock the participant's rows: a concurrent remove/touch/add of them waits, so the
-            # decision below still holds when the rows are deleted
-            registered = {r[0] for r in await conn.fetch(_LOCK_PARTICIPANT, participant_id,
-                                                         now_ms)}
-            if not registered:
-                return RemoveOutcome.NO_PARTICIPANT
-            if not set(selected) <= registered:
-                return RemoveOutcome.NOT_IN_ALL_SELECTED
-            await conn.execute(_REMOVE_GBIDS, participant_id, selected)
-            return RemoveOutcome.REMOVED
+            # decision still holds when the rows are deleted
+            registered = [r[0] for r in await conn.fetch(_LOCK_PARTICIPANT, participant_id,
+                                                         now_ms)]
+            decision = decide_remove(registered, gbids)
+            if decision.delete:
+                await conn.execute(_REMOVE_GBIDS, participant_id, list(decision.delete))
+            return decision.outcome
 
         return await self._transaction("remove", run)
 
     async def remove_in(self, participant_ids: Sequence[str], gbid: str) -> int:
+        targets = list(distinct(participant_ids))
+
         async def run(conn: asyncpg.Connection) -> int:
-            return _rows_affected(await conn.execute(_REMOVE_IN, list(participant_ids), gbid))
+            return _rows_affected(await conn.execute(_REMOVE_IN, targets, gbid))
 
         return await self._transaction("remove_in", run)
 
     async def touch(self, cluster_controller_id: str, participant_ids: Sequence[str] | None,
                     last_seen_ms: int, expiry_ms: int) -> int:
+        targets = None if participant_ids is None else list(distinct(participant_ids))
+
         async def run(conn: asyncpg.Connection) -> int:
-            if participant_ids is None:
+            if targets is None:
                 status = await conn.execute(_TOUCH_ALL, last_seen_ms, expiry_ms,
                                             cluster_controller_id)
             else:
                 status = await conn.execute(_TOUCH_SOME, last_seen_ms, expiry_ms,
-                                            cluster_controller_id, list(participant_ids))
+                                            cluster_controller_id, targets)
             return _rows_affected(status)
 
         return await self._transaction("touch", run)

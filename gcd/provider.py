@@ -1,32 +1,43 @@
-"""The Global Capabilities Directory (GCD): interface 0.3 and its provider.
+"""The Global Capabilities Directory's rules: :class:`GcdProvider`, the provider of the joynr
+interface GlobalCapabilitiesDirectory 0.3 (:mod:`gcd.interface`).
 
-One GCD instance serves one backend (its own GBID) and knows the valid GBIDs; all instances
-share one store (gcd.store). The rules are spec/discovery.md's "The GCD participant":
+One GCD instance serves one backend (its own GBID) and knows every valid GBID; all instances,
+in all backends, share one store (:mod:`gcd.store`). The rules:
 
-- GBID lists: empty, ``""`` or a duplicate -> INVALID_GBID; not a valid GBID -> UNKNOWN_GBID;
-  the first offending element decides and nothing changes.
-- add(entry, gbids) registers in each listed GBID (the GBID in the entry's address is ignored);
-  the old add forms register in the own GBID. An incomplete entry or a non-MQTT address is a
-  provider runtime error.
-- lookups return one entry per participantId, with the address of the selected GBID: the own
-  GBID if the provider is registered there and it is listed, else the first listed GBID it is
-  registered in. The old forms look in the own GBID only.
-- remove(participantId, gbids) is all or nothing; the old forms act on the own GBID, silently.
-- touch / removeStale act on the entries of one cluster controller in every GBID; the cluster
-  controller id of an entry is the last level of its address topic (``joynr/cc/<id>``).
-- a storage failure is INTERNAL_ERROR (a provider runtime error for the old methods, which have
-  no modelled errors); expired entries are never returned and are purged periodically.
+- GBID lists (the ``*_in`` forms): an empty list, an empty GBID or a GBID listed twice is
+  INVALID_GBID; a GBID that is not valid is UNKNOWN_GBID. The list is checked in order, the
+  first offending element decides which error, and nothing changes.
+- ``add_in(entry, gbids)`` registers the entry in each listed GBID (the GBID in the entry's
+  address does not matter; a registration in another GBID stays); ``add`` registers in the
+  own GBID. An entry without domain, interface, participantId or address, or whose address is
+  not an MQTT address, is refused with a provider runtime error and nothing is stored.
+- Lookups answer one entry per participantId, with the address of one GBID: the own GBID if
+  it is listed and the provider is registered there, else the first listed GBID the provider
+  is registered in. ``lookup_in`` finding providers, but none in the listed GBIDs, is
+  NO_ENTRY_FOR_SELECTED_BACKENDS; ``lookup_participant_in`` of an unknown participant is
+  NO_ENTRY_FOR_PARTICIPANT. The forms without GBIDs look in the own GBID only.
+- ``remove_in(participantId, gbids)`` is all or nothing: NO_ENTRY_FOR_PARTICIPANT if it is
+  registered nowhere, NO_ENTRY_FOR_SELECTED_BACKENDS if not in every listed GBID. ``remove``
+  acts on the own GBID and never fails for an unknown participant.
+- ``touch`` and ``removeStale`` act on the entries of one cluster controller, in every GBID.
+  The cluster controller of an entry is the last level of its address topic
+  (``joynr/cc/<id>``). A touch sets last seen to now and the expiry to now plus the default
+  expiry.
+- Expired entries are never returned; :meth:`GcdProvider.start_purging` deletes them
+  periodically.
+- A failing store is INTERNAL_ERROR for the forms with modelled errors, and a provider runtime
+  error saying so for the others.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import Callable, Sequence
-from typing import Final, NoReturn
+from collections.abc import Awaitable, Callable, Sequence
+from typing import NoReturn, TypeVar
 
+from gcd.interface import GlobalCapabilitiesDirectory
 from gcd.store import GcdStore, RemoveOutcome, StoredEntry, StoreError
 from runtime.addresses import AddressError, MqttAddress, address_from_dict
 from runtime.clock import now_ms
@@ -42,74 +53,13 @@ from runtime.discovery_types import (
 )
 from runtime.dispatch import Provider
 from runtime.errors import ApplicationError, ProviderRuntimeError
-from runtime.interface import errors, interface, wire_name
+from runtime.tasks import TaskSupervisor
 
-__all__ = [
-    "GCD_DOMAIN",
-    "GCD_INTERFACE",
-    "GCD_PARTICIPANT_ID",
-    "GCD_TOPIC",
-    "GcdProvider",
-    "GlobalCapabilitiesDirectory",
-    "cluster_controller_id_of",
-]
+__all__ = ["GcdProvider", "cluster_controller_id_of"]
 
 log = logging.getLogger(__name__)
 
-#: joynr's well-known values
-GCD_PARTICIPANT_ID: Final = "capabilitiesdirectory_participantid"
-GCD_TOPIC: Final = "discoverydirectory_channelid"
-GCD_DOMAIN: Final = "io.joynr"
-GCD_INTERFACE: Final = "infrastructure/GlobalCapabilitiesDirectory"
-
-
-@interface(GCD_INTERFACE, version=(0, 3))
-class GlobalCapabilitiesDirectory:
-    async def add(self, global_discovery_entry: GlobalDiscoveryEntry) -> None: ...
-
-    @wire_name("add")
-    async def add_entries(self, global_discovery_entries: list[GlobalDiscoveryEntry]
-                          ) -> None: ...
-
-    @wire_name("add")
-    @errors(DiscoveryErrorCode)
-    async def add_in(self, global_discovery_entry: GlobalDiscoveryEntry, gbids: list[str]
-                     ) -> None: ...
-
-    async def lookup(self, domains: list[str], interface_name: str
-                     ) -> list[GlobalDiscoveryEntry]: ...
-
-    @wire_name("lookup")
-    @errors(DiscoveryErrorCode)
-    async def lookup_in(self, domains: list[str], interface_name: str, gbids: list[str]
-                        ) -> list[GlobalDiscoveryEntry]: ...
-
-    @wire_name("lookup")
-    async def lookup_participant(self, participant_id: str) -> GlobalDiscoveryEntry: ...
-
-    @wire_name("lookup")
-    @errors(DiscoveryErrorCode)
-    async def lookup_participant_in(self, participant_id: str, gbids: list[str]
-                                    ) -> GlobalDiscoveryEntry: ...
-
-    async def remove(self, participant_id: str) -> None: ...
-
-    @wire_name("remove")
-    async def remove_participants(self, participant_ids: list[str]) -> None: ...
-
-    @wire_name("remove")
-    @errors(DiscoveryErrorCode)
-    async def remove_in(self, participant_id: str, gbids: list[str]) -> None: ...
-
-    async def touch(self, cluster_controller_id: str) -> None: ...
-
-    @wire_name("touch")
-    async def touch_participants(self, cluster_controller_id: str, participant_ids: list[str]
-                                 ) -> None: ...
-
-    @wire_name("removeStale")
-    async def remove_stale(self, cluster_controller_id: str, max_last_seen_date_ms: int
-                           ) -> None: ...
+T = TypeVar("T")
 
 
 def cluster_controller_id_of(topic: str) -> str:
@@ -165,7 +115,6 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         self.valid_gbids = frozenset(valid_gbids)
         self.default_expiry_ms = default_expiry_ms
         self._clock_ms = clock_ms
-        self._purger: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ checks
 
@@ -191,15 +140,18 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
                                        f"must be an MqttAddress, not {address.type_name}")
         return address.topic
 
-    async def _store(self, what: str, call: Callable[[], object], *, modelled: bool) -> object:
-        """Run a store call; a storage failure becomes INTERNAL_ERROR."""
+    async def _store(self, what: str, call: Callable[[], Awaitable[T]], *, modelled: bool
+                     ) -> T:
+        """Run a store call; a storage failure becomes INTERNAL_ERROR (modelled), or a provider
+        runtime error saying so."""
         try:
-            return await call()  # type: ignore[misc]
+            return await call()
         except StoreError as exc:
-            log.error("GCD %s: %s failed: %s", self.own_gbid, what, exc)
+            log.error("GCD %s: %s failed (%s): %s", self.own_gbid, what, exc.reason, exc)
             if modelled:
                 _fail(DiscoveryErrorCode.INTERNAL_ERROR, f"{what}: storage failure")
-            raise ProviderRuntimeError(f"INTERNAL_ERROR: {what}: storage failure") from None
+            raise ProviderRuntimeError(f"{what}: internal error of the directory (storage "
+                                       "failure)") from None
 
     # ------------------------------------------------------------------ add
 
@@ -247,7 +199,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
 
     async def _find(self, domains: list[str], interface_name: str, modelled: bool
                     ) -> list[StoredEntry]:
-        return await self._store(  # type: ignore[return-value]
+        return await self._store(
             "lookup", lambda: self.store.find(domains, interface_name, self._clock_ms()),
             modelled=modelled)
 
@@ -268,7 +220,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
 
     async def _find_participant(self, participant_id: str, modelled: bool
                                 ) -> list[StoredEntry]:
-        return await self._store(  # type: ignore[return-value]
+        return await self._store(
             "lookup", lambda: self.store.find_participant(participant_id, self._clock_ms()),
             modelled=modelled)
 
@@ -345,26 +297,27 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
 
     # ------------------------------------------------------------------ housekeeping
 
-    def start_purging(self, interval_s: float) -> None:
-        """Delete expired entries every ``interval_s`` (they are never returned anyway)."""
-        if self._purger is None or self._purger.done():
-            self._purger = asyncio.get_running_loop().create_task(self._purge(interval_s),
-                                                                  name="gcd-purge")
+    async def purge_expired(self) -> int:
+        """Delete the entries expired by now (they are never returned anyway); how many."""
+        purged = await self.store.purge_expired(self._clock_ms())
+        if purged:
+            log.info("GCD %s: purged %d expired entr%s", self.own_gbid, purged,
+                     "y" if purged == 1 else "ies")
+        return purged
 
-    async def stop_purging(self) -> None:
-        task, self._purger = self._purger, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    def start_purging(self, tasks: TaskSupervisor, interval_s: float) -> asyncio.Task[None]:
+        """Purge expired entries every ``interval_s``, in a task owned by ``tasks`` (it ends
+        when they are closed). A purge that fails is logged; the next one runs all the same."""
+        if not interval_s > 0:
+            raise ValueError(f"purge interval must be > 0 seconds, got {interval_s!r}")
 
-    async def _purge(self, interval_s: float) -> None:
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                purged = await self.store.purge_expired(self._clock_ms())
-            except StoreError as exc:
-                log.warning("GCD %s: purging expired entries failed: %s", self.own_gbid, exc)
-                continue
-            if purged:
-                log.info("GCD %s: purged %d expired entr(y/ies)", self.own_gbid, purged)
+        async def purging() -> None:
+            while True:
+                await asyncio.sleep(interval_s)
+                try:
+                    await self.purge_expired()
+                except StoreError as exc:
+                    log.warning("GCD %s: purging expired entries failed (%s): %s",
+                                self.own_gbid, exc.reason, exc)
+
+        return tasks.spawn(purging(), name="gcd-purge")

@@ -1,30 +1,29 @@
-"""The GCD service: a GcdProvider reachable over MQTT, as a process (``bin/gcd``) or embedded in
-a cluster controller process.
+"""The GCD service: one GCD instance (:class:`GcdService`), its configuration (:class:`GcdConfig`)
+and its assembly: a :class:`~gcd.provider.GcdProvider` on its store, reachable over MQTT, run as
+a process (``python -m gcd``, :mod:`gcd.__main__`) or inside a cluster controller's process.
 
 One instance is connected to one broker (its backend, ``gbid``) and subscribes to the GCD topic
 (``discoverydirectory_channelid``); with ``shared_subscription_group`` several instances share
 the load of one backend (``$share/<group>/<topic>/#``). All instances, in all backends, share
 one store: SQLite for a single instance (the embedded default), PostgreSQL for several.
-``python -m gcd --help`` lists the options.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import logging
-import signal
-import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from gcd.provider import GCD_PARTICIPANT_ID, GCD_TOPIC, GcdProvider
-from gcd.store import GcdStore, SqliteStore
+from gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC
+from gcd.provider import GcdProvider
+from gcd.sqlite_store import SqliteStore
+from gcd.store import GcdStore
 from runtime.addresses import InProcessAddress, MqttAddress
-from runtime.config import ConfigError, load_config
+from runtime.config import load_config
 from runtime.discovery_types import DEFAULT_PROVIDER_EXPIRY_MS
+from runtime.housekeeping import RouterHousekeeping
 from runtime.joynr_runtime import JoynrRuntime
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable, RuntimeKind
@@ -33,7 +32,8 @@ from transports.inprocess import InProcessTransport
 from transports.mqtt import MqttTransport
 from transports.mqtt_settings import MqttSettings, parse_broker_url
 
-__all__ = ["GcdConfig", "GcdService", "GcdSettings", "main"]
+__all__ = ["DEFAULT_CONFIG", "ENV_PREFIX", "GcdConfig", "GcdService", "GcdSettings",
+           "make_store"]
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +42,16 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = PROJECT_ROOT / "config" / "gcd.toml"
 
 
-@dataclass
+@dataclass(frozen=True)
 class GcdSettings:
+    """The ``[gcd]`` section: one instance. Checked when made (ValueError saying what is
+    wrong); the MQTT section of its transport follows from it (:meth:`mqtt_section`)."""
+
     #: this instance's backend and its broker
     gbid: str = "joynrdefaultgbid"
     broker_url: str = "mqtt://127.0.0.1:1883"
     #: every GBID providers may register in (must contain ``gbid``); empty: just ``gbid``
-    valid_gbids: list[str] = field(default_factory=list)
+    valid_gbids: tuple[str, ...] = ()
     #: "sqlite" (a file, one instance) or "postgres" (shared by several instances)
     store: str = "sqlite"
     sqlite_path: Path = Path("var/gcd/gcd.sqlite")
@@ -66,38 +69,51 @@ class GcdSettings:
     client_id: str = ""
 
     def __post_init__(self) -> None:
-        parse_broker_url(self.broker_url)
         if not self.gbid:
             raise ValueError("gbid must not be empty")
-        if not self.valid_gbids:
-            self.valid_gbids = [self.gbid]
+        # any sequence (a list from code) becomes a tuple; empty: just the own GBID
+        object.__setattr__(self, "valid_gbids", tuple(self.valid_gbids) or (self.gbid,))
         if self.gbid not in self.valid_gbids:
-            raise ValueError(f"gbid {self.gbid!r} is not among valid_gbids {self.valid_gbids}")
+            raise ValueError(f"gbid {self.gbid!r} is not among valid_gbids "
+                             f"{list(self.valid_gbids)}")
         if self.store not in ("sqlite", "postgres"):
             raise ValueError(f"store must be sqlite or postgres, not {self.store!r}")
         if self.store == "postgres" and not self.postgres_dsn:
             raise ValueError("store = postgres needs postgres_dsn")
         if not self.purge_interval_s > 0:
             raise ValueError("purge_interval_s must be > 0")
+        self.mqtt_section()  # the broker URL and the MQTT version: checked there
+
+    def mqtt_section(self) -> MqttSettings:
+        """The settings of this instance's MQTT transport: its one backend, and no session
+        kept by the broker (another instance may serve the backend meanwhile)."""
+        return MqttSettings(backends={self.gbid: self.broker_url}, version=self.mqtt_version,
+                            session_expiry_s=0)
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoggingSection:
+    #: DEBUG, INFO, WARNING or ERROR
     level: str = "INFO"
 
 
-@dataclass
+@dataclass(frozen=True)
 class GcdConfig:
+    """The configuration of a GCD process: ``[gcd]`` and ``[logging]``."""
+
     gcd: GcdSettings = field(default_factory=GcdSettings)
     logging: LoggingSection = field(default_factory=LoggingSection)
 
     @classmethod
     def load(cls, path: Path | None = DEFAULT_CONFIG, env: dict[str, str] | None = None
              ) -> GcdConfig:
+        """The configuration in ``path``, with ``JOYNR_GCD__<SECTION>__<KEY>`` environment
+        variables (of ``env``, default: the process's) overriding it; ConfigError if bad."""
         return load_config(cls, path, env_prefix=ENV_PREFIX, env=env)
 
 
 def make_store(settings: GcdSettings) -> GcdStore:
+    """The (unopened) store the settings name."""
     if settings.store == "postgres":
         from gcd.postgres_store import PostgresStore  # noqa: PLC0415 - asyncpg only if used
 
@@ -106,24 +122,28 @@ def make_store(settings: GcdSettings) -> GcdStore:
 
 
 class GcdService:
-    """``async with GcdService(settings) as gcd:`` one GCD instance on its broker."""
+    """``async with GcdService(settings) as gcd:`` one GCD instance on its broker.
 
-    def __init__(self, settings: GcdSettings) -> None:
+    ``tasks``: the supervisor of the process the instance runs in (a cluster controller's);
+    the instance's background tasks (the MQTT connection, the router's timers, the purge of
+    expired entries) then run in a child of it. Without it the instance has a supervisor of its
+    own. Either way :meth:`stop` ends them all."""
+
+    def __init__(self, settings: GcdSettings, *, tasks: TaskSupervisor | None = None) -> None:
         self.settings = settings
-        url = parse_broker_url(settings.broker_url)
         self.store = make_store(settings)
         self.address = MqttAddress(settings.gbid, GCD_TOPIC)
         self.table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[self.address])
         self.router = MessageRouter(self.table)
         group = settings.shared_subscription_group
         #: the owner of this instance's background tasks
-        self.tasks = TaskSupervisor(f"GCD {settings.gbid}")
+        self.tasks = (tasks.child(f"GCD {settings.gbid}") if tasks is not None
+                      else TaskSupervisor(f"GCD {settings.gbid}"))
+        #: the router's timers (queue sweep and retries, purge of learned replyTo routes)
+        self.housekeeping = RouterHousekeeping(self.router, self.tasks)
         self.mqtt = MqttTransport(
-            self.router,
-            # a GCD instance keeps no session: another instance may serve meanwhile
-            MqttSettings(backends={settings.gbid: settings.broker_url},
-                         version=settings.mqtt_version, session_expiry_s=0),
-            brokers={settings.gbid: url}, own_topic=GCD_TOPIC,
+            self.router, settings.mqtt_section(),
+            brokers={settings.gbid: parse_broker_url(settings.broker_url)}, own_topic=GCD_TOPIC,
             client_id=settings.client_id or f"gcd-{settings.gbid}-{uuid.uuid4().hex[:8]}",
             subscription=f"$share/{group}/{GCD_TOPIC}/#" if group else None,
             tasks=self.tasks,
@@ -136,18 +156,19 @@ class GcdService:
 
     async def start(self, wait_s: float | None = None) -> None:
         await self.store.open()
-        self.router.start()
-        self.provider.start_purging(self.settings.purge_interval_s)
+        self.housekeeping.start()
+        self.provider.start_purging(self.tasks, self.settings.purge_interval_s)
         await self.mqtt.start(wait_s)
         s = self.settings
         log.info("GCD for %s started: %s, topic %s%s, %s store, valid GBIDs %s", s.gbid,
-                 self.mqtt.settings.backends[s.gbid], GCD_TOPIC,
+                 parse_broker_url(s.broker_url), GCD_TOPIC,  # (shows no password)
                  f" (shared group {s.shared_subscription_group})"
                  if s.shared_subscription_group else "", s.store, ", ".join(s.valid_gbids))
 
     async def stop(self) -> None:
-        for step in (self.mqtt.stop, self.provider.stop_purging, self.router.stop,
-                     self.store.close, self.tasks.close):
+        # every task ends (purge included) before the store closes under it
+        for step in (self.mqtt.stop, self.housekeeping.stop, self.tasks.close,
+                     self.store.close):
             try:
                 await step()
             except Exception:
@@ -163,45 +184,3 @@ class GcdService:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.stop()
-
-
-async def run(config: GcdConfig) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    async with GcdService(config.gcd):
-        await stop.wait()
-        log.info("stop requested, shutting down")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="gcd", description=__doc__)
-    parser.add_argument(
-        "--config", type=Path, default=DEFAULT_CONFIG,
-        help=f"TOML configuration (default: {DEFAULT_CONFIG}); "
-             f"{ENV_PREFIX}__<SECTION>__<KEY> variables override it")
-    args = parser.parse_args(argv)
-    try:
-        config = GcdConfig.load(args.config)
-    except ConfigError as exc:
-        sys.stderr.write(f"gcd: bad configuration: {exc}\n")
-        return 2
-    logging.basicConfig(level=config.logging.level.upper(),
-                        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-                        stream=sys.stderr)
-    # while PostgreSQL is down, asyncpg's pool logs a traceback per reconnect attempt; the
-    # store's own error lines say it once per failed operation
-    logging.getLogger("asyncpg.pool").setLevel(logging.ERROR)
-    import uvloop  # noqa: PLC0415
-
-    try:
-        uvloop.run(run(config))
-    except (ConfigError, OSError) as exc:
-        log.error("GCD failed: %s", exc)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,34 +1,73 @@
-"""Storage of the Global Capabilities Directory: one row per (GBID, participantId).
+"""The store contract of the Global Capabilities Directory: what every store keeps and answers.
 
-Two implementations behind :class:`GcdStore`: :class:`SqliteStore` (a file, the embedded
-default) and ``gcd.postgres_store.PostgresStore`` (shared by several GCD instances). Each
-method is one transaction: it happens completely or not at all. Any failure of the database
-raises :class:`StoreError` (the GCD answers INTERNAL_ERROR). Methods that take ``now_ms``
-ignore expired rows (expiry_ms < now_ms), as if they were gone; ``purge_expired`` deletes them.
+A store keeps one row per (GBID, participantId): a provider registered in two backends has two
+rows. Two implementations: ``gcd.sqlite_store.SqliteStore`` (a file, the embedded default) and
+``gcd.postgres_store.PostgresStore`` (shared by several GCD instances). Both make the same
+decisions, written once in :mod:`gcd.decisions`; the SQL they share (the schema and the
+conditions on rows) is here.
+
+The contract:
+
+- Each method is one transaction: it happens completely or not at all.
+- Any failure of the database raises :class:`StoreError` (the GCD answers INTERNAL_ERROR),
+  with a ``reason`` code.
+- A row is live while ``expiry_ms >= now_ms``. The reads (``find``, ``find_participant``) and
+  ``remove`` see live rows only: an expired row is as if it were gone, until
+  ``purge_expired(now_ms)`` deletes it. ``touch``, ``remove_in`` and ``remove_stale`` act on
+  the rows they select whether or not these have expired (a touch revives an expired row that
+  is not purged yet).
+- Text is compared and ordered by code point.
+- Lists given to a method may name a value twice: each distinct value counts once, and counts
+  returned are of distinct rows.
 """
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import operator
-import sqlite3
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Literal, Protocol
 
-__all__ = ["GcdStore", "RemoveOutcome", "SqliteStore", "StoreError", "StoredEntry"]
+__all__ = [
+    "COLUMNS",
+    "EXPIRED",
+    "LIVE",
+    "SCHEMA",
+    "STALE",
+    "GcdStore",
+    "RemoveOutcome",
+    "StoreError",
+    "StoreErrorReason",
+    "StoredEntry",
+    "row_values",
+]
 
-T = TypeVar("T")
+#: why a store operation failed (:attr:`StoreError.reason`):
+#: ``not-open`` the store is not open (never opened, or closed);
+#: ``unreachable`` the database cannot be reached (refused or failed connection);
+#: ``timeout`` connecting, waiting for a connection or a statement took too long;
+#: ``connection-lost`` the connection broke during the operation;
+#: ``conflict`` the database kept aborting the transaction (deadlock, serialization failure);
+#: ``database`` any other failure the database reported (SQL error, a refused value).
+StoreErrorReason = Literal["not-open", "unreachable", "timeout", "connection-lost", "conflict",
+                           "database"]
 
 
 class StoreError(Exception):
-    """The database failed; nothing of the operation was written."""
+    """The database failed; nothing of the operation was written.
+
+    ``reason`` is a short code (:data:`StoreErrorReason`; for counters and log filters, never
+    part of the message); ``str()`` says what failed and why."""
+
+    def __init__(self, detail: str, *, reason: StoreErrorReason = "database") -> None:
+        super().__init__(detail)
+        self.reason: StoreErrorReason = reason
 
 
 class RemoveOutcome(enum.Enum):
+    """What ``GcdStore.remove`` did (see :func:`gcd.decisions.decide_remove`)."""
+
     REMOVED = "removed"
     NO_PARTICIPANT = "no entry for the participant"
     NOT_IN_ALL_SELECTED = "not registered in every selected backend"
@@ -54,10 +93,15 @@ class StoredEntry:
     topic: str
     cluster_controller_id: str
 
+    @property
+    def key(self) -> tuple[str, str]:
+        """The row's primary key: (gbid, participant_id)."""
+        return (self.gbid, self.participant_id)
+
 
 COLUMNS = tuple(f.name for f in fields(StoredEntry))
 #: the column values of an entry, in COLUMNS order (dataclasses.astuple deep-copies: slow)
-_row_values = operator.attrgetter(*COLUMNS)
+row_values = operator.attrgetter(*COLUMNS)
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS discovery_entries (
@@ -88,30 +132,42 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS discovery_entries_expiry ON discovery_entries (expiry_ms)",
 )
 
+# The conditions on rows, as SQL over the schema's columns; each store fills in its own
+# placeholders (``str.format``), e.g. ``LIVE.format(now="?")`` or ``LIVE.format(now="$3")``.
+#: the row has not expired at ``now``: reads and remove see it
+LIVE = "expiry_ms >= {now}"
+#: the row has expired at ``now``: purge_expired deletes it
+EXPIRED = "expiry_ms < {now}"
+#: a row of cluster controller ``cc`` last seen before ``before``: remove_stale deletes it
+STALE = "cluster_controller_id = {cc} AND last_seen_ms < {before}"
+
 
 class GcdStore(Protocol):
+    """The store of a GCD (see the module docstring for what every method guarantees)."""
+
     async def open(self) -> None: ...
 
     async def close(self) -> None: ...
 
     async def add(self, entries: Sequence[StoredEntry]) -> None:
-        """Insert or replace the rows (gbid, participant_id) of ``entries``."""
+        """Insert or replace the rows (gbid, participant_id) of ``entries``; where a key is
+        named twice, the last entry of it is written."""
         ...
 
     async def find(self, domains: Sequence[str], interface_name: str, now_ms: int
                    ) -> list[StoredEntry]:
-        """Rows of any GBID in one of ``domains`` with ``interface_name``, ordered by
-        participant_id, gbid."""
+        """Live rows of any GBID in one of ``domains`` with ``interface_name``, each once,
+        ordered by participant_id, gbid."""
         ...
 
     async def find_participant(self, participant_id: str, now_ms: int) -> list[StoredEntry]:
-        """Rows of ``participant_id`` (one per GBID), ordered by gbid."""
+        """Live rows of ``participant_id`` (one per GBID), ordered by gbid."""
         ...
 
     async def remove(self, participant_id: str, gbids: Sequence[str], now_ms: int
                      ) -> RemoveOutcome:
         """Remove the participant from every one of ``gbids`` - or, when it is not registered
-        in all of them, from none."""
+        (live) in all of them, from none."""
         ...
 
     async def remove_in(self, participant_ids: Sequence[str], gbid: str) -> int:
@@ -128,177 +184,10 @@ class GcdStore(Protocol):
         """Delete that cluster controller's rows last seen before ``max_last_seen_ms``."""
         ...
 
-    async def purge_expired(self, now_ms: int) -> int: ...
-
-    async def count(self) -> int: ...
-
-
-def _placeholders(n: int) -> str:
-    return ", ".join("?" * n)
-
-
-_SELECT = f"SELECT {', '.join(COLUMNS)} FROM discovery_entries"
-_UPSERT = (f"INSERT OR REPLACE INTO discovery_entries ({', '.join(COLUMNS)}) "
-           f"VALUES ({_placeholders(len(COLUMNS))})")
-
-
-def _entry(row: Sequence[object]) -> StoredEntry:
-    values = list(row)
-    values[8] = bool(values[8])  # supports_on_change: SQLite keeps 0/1
-    return StoredEntry(*values)  # type: ignore[arg-type]
-
-
-class SqliteStore:
-    """The GCD's store in a SQLite file (``":memory:"`` for a private in-memory one).
-
-    One connection, used by one worker thread: operations run one after another, each in its
-    own transaction (BEGIN IMMEDIATE ... COMMIT, ROLLBACK on any error)."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = str(path)
-        self._conn: sqlite3.Connection | None = None
-        self._executor: ThreadPoolExecutor | None = None
-
-    async def open(self) -> None:
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gcd-sqlite")
-
-        def connect() -> None:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=5000")
-            for statement in SCHEMA:
-                conn.execute(statement)
-            self._conn = conn
-
-        await self._run_raw(connect)
-
-    async def close(self) -> None:
-        conn, self._conn = self._conn, None
-        executor, self._executor = self._executor, None
-        if conn is not None and executor is not None:
-            await asyncio.get_running_loop().run_in_executor(executor, conn.close)
-        if executor is not None:
-            executor.shutdown(wait=False)
-
-    async def _run_raw(self, fn: Callable[[], T]) -> T:
-        if self._executor is None:
-            raise StoreError("the store is not open")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
-
-    async def _transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        def run() -> T:
-            conn = self._conn
-            if conn is None:
-                raise StoreError("the store is closed")
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    result = fn(conn)
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-                return result
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite ({self.path}): {exc}") from exc
-
-        return await self._run_raw(run)
-
-    async def add(self, entries: Sequence[StoredEntry]) -> None:
-        rows = [_row_values(e) for e in entries]
-
-        def run(conn: sqlite3.Connection) -> None:
-            conn.executemany(_UPSERT, rows)
-
-        await self._transaction(run)
-
-    async def find(self, domains: Sequence[str], interface_name: str, now_ms: int
-                   ) -> list[StoredEntry]:
-        if not domains:
-            return []
-        query = (f"{_SELECT} WHERE interface_name = ? AND domain IN "
-                 f"({_placeholders(len(domains))}) AND expiry_ms >= ? "
-                 "ORDER BY participant_id, gbid")
-        args = (interface_name, *domains, now_ms)
-
-        def run(conn: sqlite3.Connection) -> list[StoredEntry]:
-            return [_entry(row) for row in conn.execute(query, args)]
-
-        return await self._transaction(run)
-
-    async def find_participant(self, participant_id: str, now_ms: int) -> list[StoredEntry]:
-        query = f"{_SELECT} WHERE participant_id = ? AND expiry_ms >= ? ORDER BY gbid"
-
-        def run(conn: sqlite3.Connection) -> list[StoredEntry]:
-            return [_entry(row) for row in conn.execute(query, (participant_id, now_ms))]
-
-        return await self._transaction(run)
-
-    async def remove(self, participant_id: str, gbids: Sequence[str], now_ms: int
-                     ) -> RemoveOutcome:
-        def run(conn: sqlite3.Connection) -> RemoveOutcome:
-            registered = {row[0] for row in conn.execute(
-                "SELECT gbid FROM discovery_entries WHERE participant_id = ? AND expiry_ms >= ?",
-                (participant_id, now_ms))}
-            if not registered:
-                return RemoveOutcome.NO_PARTICIPANT
-            if not set(gbids) <= registered:
-                return RemoveOutcome.NOT_IN_ALL_SELECTED
-            conn.executemany(
-                "DELETE FROM discovery_entries WHERE participant_id = ? AND gbid = ?",
-                [(participant_id, gbid) for gbid in gbids])
-            return RemoveOutcome.REMOVED
-
-        return await self._transaction(run)
-
-    async def remove_in(self, participant_ids: Sequence[str], gbid: str) -> int:
-        def run(conn: sqlite3.Connection) -> int:
-            removed = 0
-            for pid in participant_ids:
-                removed += conn.execute(
-                    "DELETE FROM discovery_entries WHERE participant_id = ? AND gbid = ?",
-                    (pid, gbid)).rowcount
-            return removed
-
-        return await self._transaction(run)
-
-    async def touch(self, cluster_controller_id: str, participant_ids: Sequence[str] | None,
-                    last_seen_ms: int, expiry_ms: int) -> int:
-        def run(conn: sqlite3.Connection) -> int:
-            update = ("UPDATE discovery_entries SET last_seen_ms = ?, expiry_ms = ? "
-                      "WHERE cluster_controller_id = ?")
-            if participant_ids is None:
-                return conn.execute(update, (last_seen_ms, expiry_ms,
-                                             cluster_controller_id)).rowcount
-            touched = 0
-            for pid in participant_ids:
-                touched += conn.execute(f"{update} AND participant_id = ?",
-                                        (last_seen_ms, expiry_ms, cluster_controller_id,
-                                         pid)).rowcount
-            return touched
-
-        return await self._transaction(run)
-
-    async def remove_stale(self, cluster_controller_id: str, max_last_seen_ms: int) -> int:
-        def run(conn: sqlite3.Connection) -> int:
-            return conn.execute(
-                "DELETE FROM discovery_entries WHERE cluster_controller_id = ? "
-                "AND last_seen_ms < ?", (cluster_controller_id, max_last_seen_ms)).rowcount
-
-        return await self._transaction(run)
-
     async def purge_expired(self, now_ms: int) -> int:
-        def run(conn: sqlite3.Connection) -> int:
-            return conn.execute("DELETE FROM discovery_entries WHERE expiry_ms < ?",
-                                (now_ms,)).rowcount
-
-        return await self._transaction(run)
+        """Delete the rows expired at ``now_ms``; how many."""
+        ...
 
     async def count(self) -> int:
-        def run(conn: sqlite3.Connection) -> int:
-            return int(conn.execute("SELECT count(*) FROM discovery_entries").fetchone()[0])
-
-        return await self._transaction(run)
+        """How many rows the store keeps (expired ones included)."""
+        ...

@@ -419,3 +419,30 @@ async def test_adds_racing_the_shutdown_are_all_or_nothing() -> None:
             assert await store.count() == sum(found.values())
         finally:
             await store.close()
+
+
+# -- the reasons of StoreError -----------------------------------------------------------------
+
+
+async def test_no_server_is_reason_unreachable() -> None:
+    store = PostgresStore(f"postgresql://postgres@127.0.0.1:{free_port()}/gcd")
+    with pytest.raises(StoreError) as raised:
+        await store.open()
+    assert raised.value.reason == "unreachable"
+    assert "unreachable" not in str(raised.value)  # a code, not part of the message
+
+
+async def test_a_statement_that_waits_too_long_is_reason_timeout(dsn: str) -> None:
+    store = PostgresStore(dsn, command_timeout=0.3)
+    await store.open()
+    blocker = await asyncpg.connect(dsn)
+    try:
+        await store.add([row("p1")])
+        async with blocker.transaction():
+            await blocker.execute("SELECT 1 FROM discovery_entries FOR UPDATE")
+            with pytest.raises(StoreError) as raised:
+                await store.touch("cc-1", None, NOW + 1, LATER)
+        assert raised.value.reason == "timeout"
+    finally:
+        await blocker.close()
+        await store.close()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gcd.provider import GCD_TOPIC
+from gcd.interface import GCD_TOPIC
 from tests.support.brokers import Mosquitto
 from tests.support.processes import wait_for_line
 
@@ -55,3 +55,26 @@ def test_shipped_gcd_config_equals_the_documented_defaults() -> None:
     from gcd.service import DEFAULT_CONFIG, GcdConfig  # noqa: PLC0415
 
     assert GcdConfig.load(DEFAULT_CONFIG, env={}) == GcdConfig()
+
+
+def test_help_is_plain_text() -> None:
+    proc = subprocess.run([sys.executable, "-m", "gcd", "--help"], cwd=ROOT, text=True,
+                          capture_output=True, timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "Global Capabilities Directory" in proc.stdout and "--config" in proc.stdout
+    assert "JOYNR_GCD__<SECTION>__<KEY>" in proc.stdout
+    for markup in ("``", ":class:", ":mod:", ":meth:"):
+        assert markup not in proc.stdout
+
+
+def test_the_mqtt_settings_of_the_gcd_section_are_checked_when_loaded() -> None:
+    from gcd.service import DEFAULT_CONFIG, GcdConfig  # noqa: PLC0415
+    from runtime.config import ConfigError  # noqa: PLC0415
+
+    for key, value, says in (("MQTT_VERSION", "4.0", "version"),
+                             ("BROKER_URL", "http://broker", "scheme")):
+        with pytest.raises(ConfigError, match=says):
+            GcdConfig.load(DEFAULT_CONFIG, env={f"JOYNR_GCD__GCD__{key}": value})
+    section = GcdConfig.load(DEFAULT_CONFIG, env={}).gcd.mqtt_section()
+    assert section.backends == {"joynrdefaultgbid": "mqtt://127.0.0.1:1883"}
+    assert section.version == "5" and section.session_expiry_s == 0

@@ -6,6 +6,7 @@ topic discoverydirectory_channelid), as joynr does.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -14,13 +15,14 @@ from typing import Any
 import pytest
 
 from cluster_controller.controller import ClusterController
-from gcd.provider import GCD_DOMAIN, GCD_INTERFACE, GCD_PARTICIPANT_ID, GCD_TOPIC
-from gcd.provider import GlobalCapabilitiesDirectory as Gcd
+from gcd.interface import GCD_DOMAIN, GCD_INTERFACE, GCD_PARTICIPANT_ID, GCD_TOPIC
+from gcd.interface import GlobalCapabilitiesDirectory as Gcd
 from gcd.service import GcdService, GcdSettings
 from runtime.addresses import MqttAddress
 from runtime.clock import now_ms
 from runtime.discovery_types import GlobalDiscoveryEntry, ProviderQos, ProviderScope, Version
 from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.tasks import TaskSupervisor
 from tests.support.brokers import Mosquitto
 from tests.support.mqtt_cluster import mqtt_cc_config, write_provisioning
 
@@ -90,3 +92,24 @@ async def test_modelled_errors_over_mqtt(gcd_proxy: tuple[Any, GcdService]) -> N
             "", {"_typeName": "joynr.system.RoutingTypes.WebSocketClientAddress", "id": "x"}))
     with pytest.raises(ProviderRuntimeError, match="no entry"):
         await proxy.lookup_participant("nobody")
+
+
+async def test_the_services_tasks_belong_to_the_supervisor_it_is_given(tmp_path: Path) -> None:
+    """Embedded in a process (a cluster controller), a GCD instance's background tasks - MQTT
+    connection, router timers, purge of expired entries - run under that process's supervisor,
+    and stopping the instance ends them all."""
+    process_tasks = TaskSupervisor("process")
+    async with Mosquitto(tmp_path / "mosquitto") as broker:
+        service = GcdService(GcdSettings(gbid=GBID, broker_url=broker.url,
+                                         sqlite_path=tmp_path / "gcd.sqlite"),
+                             tasks=process_tasks)
+        await service.start(wait_s=10)
+        try:
+            names = {task.get_name() for task in asyncio.all_tasks()}
+            assert "gcd-purge" in names
+            assert len(process_tasks) >= 3  # MQTT, router sweep and purge, GCD purge
+        finally:
+            await service.stop()
+        assert len(process_tasks) == 0
+        assert "gcd-purge" not in {task.get_name() for task in asyncio.all_tasks()}
+    await process_tasks.close()

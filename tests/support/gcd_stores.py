@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from gcd.postgres_store import PostgresStore
-from gcd.store import GcdStore, SqliteStore
+from gcd.sqlite_store import SqliteStore
+from gcd.store import GcdStore
 from tests.support.postgres import PostgresServer
 
 #: every store implementation; the contract tests run on each
