@@ -9,11 +9,13 @@ import signal
 import sys
 from pathlib import Path
 
+import uvloop
+
 from cluster_controller.config import DEFAULT_CONFIG, ENV_PREFIX, ClusterControllerConfig
 from cluster_controller.controller import ClusterController
 from runtime.config import ConfigError
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("cluster_controller")  # not "__main__" under python -m
 
 
 async def run(config: ClusterControllerConfig) -> None:
@@ -27,7 +29,11 @@ async def run(config: ClusterControllerConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="cluster-controller", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="cluster-controller",
+        description="Runs a joynr cluster controller: the websocket server for libjoynr "
+                    "runtimes, the MQTT backends, the local directory and, as configured, "
+                    "an embedded broker and GCD. Stops gracefully on SIGINT or SIGTERM.")
     parser.add_argument(
         "--config", type=Path, default=DEFAULT_CONFIG,
         help=f"TOML configuration (default: {DEFAULT_CONFIG}); "
@@ -48,16 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         # the embedded broker's libraries narrate every state change and client at INFO
         for name in ("amqtt", "transitions", "websockets.server"):
             logging.getLogger(name).setLevel(logging.WARNING)
-        logging.getLogger("asyncpg.pool").setLevel(logging.ERROR)  # see gcd.service
+        logging.getLogger("asyncpg.pool").setLevel(logging.ERROR)  # see gcd.__main__
     try:
-        import uvloop  # noqa: PLC0415 - optional speed-up, imported where the loop is made
-
-        runner = uvloop.run
-    except ImportError:  # pragma: no cover - uvloop is a dependency; keep running without it
-        log.warning("uvloop not available; using the default asyncio loop")
-        runner = asyncio.run
-    try:
-        runner(run(config))
+        uvloop.run(run(config))
     except ConfigError as exc:
         log.error("bad configuration: %s", exc)
         return 2

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.config import load_config
+from runtime.router import RouterSettings
+from runtime.routing import RoutingSettings
 from runtime.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
@@ -32,24 +34,6 @@ class IdentitySection:
     id: str = ""
     #: where the cluster controller keeps its state (relative paths: to the working directory)
     data_dir: Path = Path("var/cluster-controller")
-
-
-@dataclass
-class RoutingSection:
-    #: seconds between two purges of expired routing entries
-    cleanup_interval_s: float = 60.0
-    #: learned replyTo entries live this long past the expiry of the request that taught them
-    reply_to_grace_ms: int = 30_000
-    #: ... counted from an expiry of at most now + this (a request chooses its own expiry)
-    reply_to_max_ttl_ms: int = 86_400_000
-
-    def __post_init__(self) -> None:
-        if not self.cleanup_interval_s > 0:
-            raise ValueError(f"cleanup_interval_s must be > 0, got {self.cleanup_interval_s}")
-        if self.reply_to_grace_ms < 0:
-            raise ValueError(f"reply_to_grace_ms must be >= 0, got {self.reply_to_grace_ms}")
-        if self.reply_to_max_ttl_ms < 1:
-            raise ValueError("reply_to_max_ttl_ms must be >= 1")
 
 
 @dataclass
@@ -115,22 +99,6 @@ class EmbeddedGcdSection:
     sqlite_path: str = ""
 
 
-@dataclass
-class RouterSection:
-    #: messages kept for one recipient without a route (or whose connection refused them)
-    max_queued_per_recipient: int = 1_000
-    #: messages kept for all such recipients together
-    max_queued_total: int = 100_000
-    #: seconds between two sweeps of those queues (expiry, retries)
-    sweep_interval_s: float = 0.1
-
-    def __post_init__(self) -> None:
-        if self.max_queued_per_recipient < 0 or self.max_queued_total < 0:
-            raise ValueError("queue limits must be >= 0")
-        if not self.sweep_interval_s > 0:
-            raise ValueError("sweep_interval_s must be > 0")
-
-
 @dataclass(frozen=True)
 class SystemSection:
     #: provisioned participantIds of the CC's own providers (libjoynr runtimes use the same)
@@ -152,8 +120,8 @@ class LoggingSection:
 @dataclass(frozen=True)
 class ClusterControllerConfig:
     cluster_controller: IdentitySection = field(default_factory=IdentitySection)
-    routing: RoutingSection = field(default_factory=RoutingSection)
-    router: RouterSection = field(default_factory=RouterSection)
+    routing: RoutingSettings = field(default_factory=RoutingSettings)
+    router: RouterSettings = field(default_factory=RouterSettings)
     websocket: WebSocketSection = field(default_factory=WebSocketSection)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     embedded_broker: EmbeddedBrokerSettings = field(default_factory=EmbeddedBrokerSettings)

@@ -14,10 +14,12 @@ from cluster_controller.config import (
     _ssl_context,
     cluster_controller_id,
 )
+from cluster_controller.gcd_link import GlobalLink
+from cluster_controller.local_discovery import LocalDiscovery
 from cluster_controller.local_system import LocalSystem
 from cluster_controller.provisioning import ProvisionedProvider, load_provisioning
-from cluster_controller.system import GlobalLink, LocalDiscovery, RoutingProvider
-from gcd.provider import (
+from cluster_controller.routing_provider import RoutingProvider
+from gcd.interface import (
     GCD_DOMAIN,
     GCD_INTERFACE,
     GCD_PARTICIPANT_ID,
@@ -36,10 +38,10 @@ from runtime.discovery_types import (
 )
 from runtime.dispatch import Proxy, ProxyEndpoint
 from runtime.errors import JoynrError
-from runtime.housekeeping import RoutingTableCleaner
+from runtime.housekeeping import RouterHousekeeping
 from runtime.interface import interface_def
 from runtime.joynr_runtime import JoynrRuntime
-from runtime.router import MessageRouter, RouterSettings
+from runtime.router import MessageRouter
 from runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
 from runtime.tasks import TaskSupervisor
 from transports.inprocess import InProcessTransport
@@ -69,14 +71,10 @@ class ClusterController:
         # the CC is reached at its own topic in every backend: routes there would loop
         self.routing_table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[
             MqttAddress(gbid, self.own_topic) for gbid in config.mqtt.backends])
-        r = config.router
-        self.router = MessageRouter(self.routing_table, RouterSettings(
-            max_queued_per_recipient=r.max_queued_per_recipient,
-            max_queued_total=r.max_queued_total,
-            sweep_interval_s=r.sweep_interval_s,
-        ))
-        self.cleaner = RoutingTableCleaner(
-            self.routing_table, config.routing.cleanup_interval_s
+        self.router = MessageRouter(self.routing_table, config.router)
+        #: the router's timers: queue sweep and retries, routing table purge
+        self.housekeeping = RouterHousekeeping(
+            self.router, self.tasks, purge_interval_s=config.routing.cleanup_interval_s
         )
         ws = config.websocket
         self.websocket = WebSocketServerTransport(self.router, WebSocketServerSettings(
@@ -121,9 +119,9 @@ class ClusterController:
         path = self.config.embedded_gcd.sqlite_path or str(
             self.config.cluster_controller.data_dir / "gcd.sqlite")
         self.gcd = GcdService(GcdSettings(
-            gbid=gbid, broker_url=url_text, valid_gbids=list(self.config.mqtt.backends),
+            gbid=gbid, broker_url=url_text, valid_gbids=tuple(self.config.mqtt.backends),
             sqlite_path=Path(path), mqtt_version=self.config.mqtt.version,
-            client_id=f"gcd-{self.id}"))
+            client_id=f"gcd-{self.id}"), tasks=self.tasks)
         await self.gcd.start()
 
     def _make_mqtt(self) -> MqttTransport:
@@ -140,8 +138,7 @@ class ClusterController:
         return MqttTransport(
             self.router, m, brokers=brokers, own_topic=self.own_topic, client_id=self.id,
             tasks=self.tasks, tls_context=tls_context,
-            reply_to_grace_ms=self.config.routing.reply_to_grace_ms,
-            reply_to_max_ttl_ms=self.config.routing.reply_to_max_ttl_ms,
+            routing=self.config.routing,
         )
 
     def _provision_gcd(self) -> None:
@@ -165,13 +162,13 @@ class ClusterController:
                       GCD_PARTICIPANT_ID, endpoint, d.gcd_request_ttl_ms)
         global_address = self.global_address
         assert global_address is not None
-        self.gcd_link = GlobalLink(proxy, list(self.config.mqtt.backends), global_address,
-                                   self.id)
-        self.discovery.attach_gcd(self.gcd_link)
+        link = self.gcd_link = GlobalLink(proxy, list(self.config.mqtt.backends),
+                                          global_address, self.id, tasks=self.tasks)
+        self.discovery.attach_gcd(link)
         started = now_ms()
         # providers of this CC's previous life disappear from the GCD
-        self.gcd_link.in_background("removeStale", lambda: self.gcd_link.remove_stale(started),
-                                    give_up_s=d.remove_stale_for_s)
+        link.in_background("removeStale", lambda: link.remove_stale(started),
+                           give_up_s=d.remove_stale_for_s)
         self._touch_task = self.tasks.spawn(self._touch_loop(d.touch_interval_s),
                                             name="gcd-touch")
 
@@ -207,8 +204,7 @@ class ClusterController:
     async def start(self) -> None:
         if self.broker is not None:
             await self.broker.start()
-        self.router.start()
-        self.cleaner.start()
+        self.housekeeping.start()
         use_gcd = self.config.discovery.gcd and bool(self.config.mqtt.backends)
         if use_gcd:
             self._provision_gcd()
@@ -243,7 +239,7 @@ class ClusterController:
             steps.append(self.gcd.stop)
         if self.mqtt is not None:
             steps.append(self.mqtt.stop)
-        steps += [self.router.stop, self.cleaner.stop]
+        steps.append(self.housekeeping.stop)
         if self.broker is not None:
             steps.append(self.broker.stop)
         steps.append(self.tasks.close)  # whatever is still running

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from cluster_controller.system import LocalDiscovery
+from cluster_controller.local_discovery import LocalDiscovery
 from runtime.joynr_runtime import _DirectoryCalls
 from runtime.router import MessageRouter
 

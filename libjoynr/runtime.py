@@ -17,7 +17,7 @@ from runtime.addresses import (
 )
 from runtime.dispatch import Proxy, ProxyEndpoint
 from runtime.errors import JoynrError
-from runtime.housekeeping import RoutingTableCleaner
+from runtime.housekeeping import RouterHousekeeping
 from runtime.interface import interface_def
 from runtime.joynr_runtime import JoynrRuntime, _DirectoryCalls
 from runtime.router import MessageRouter, RouterSettings
@@ -28,6 +28,7 @@ from runtime.system_interfaces import (
     Discovery,
     Routing,
 )
+from runtime.tasks import TaskSupervisor
 from transports.inprocess import InProcessTransport
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,10 @@ class LibjoynrRuntime(JoynrRuntime):
         self.transport = WebSocketClientTransport(router, cc_address, client_id,
                                                   transport_settings,
                                                   on_connected=self._on_connected)
-        self.cleaner = RoutingTableCleaner(table)
+        #: the owner of this runtime's background tasks
+        self.tasks = TaskSupervisor(f"libjoynr runtime {client_id}")
+        #: the router's timers: queue sweep and retries, routing table purge
+        self.housekeeping = RouterHousekeeping(router, self.tasks)
 
     async def _on_connected(self) -> None:
         await self.remote.register_system_proxies()
@@ -115,8 +119,7 @@ class LibjoynrRuntime(JoynrRuntime):
 
     async def start(self, timeout_s: float = 10.0) -> None:
         self._first_connect = asyncio.get_running_loop().create_future()
-        self.router.start()
-        self.cleaner.start()
+        self.housekeeping.start()
         await self.transport.start(wait_s=None)
         try:
             await asyncio.wait_for(asyncio.shield(self._first_connect), timeout_s)
@@ -128,8 +131,8 @@ class LibjoynrRuntime(JoynrRuntime):
 
     async def stop(self) -> None:
         await self.transport.stop()
-        await self.cleaner.stop()
-        await self.router.stop()
+        await self.housekeeping.stop()
+        await self.tasks.close()
 
     async def close(self) -> None:
         """Unregister everything (while connected), then disconnect."""

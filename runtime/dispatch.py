@@ -24,7 +24,7 @@ from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from runtime.addresses import Address, InProcessAddress, MqttAddress
+from runtime.addresses import Address, InProcessAddress
 from runtime.clock import now_ms
 from runtime.errors import (
     ApplicationError,
@@ -61,6 +61,7 @@ from runtime.payloads import (
     decode_payload,
     make_error_answer,
 )
+from runtime.rules import Refusal, admit_caller
 
 if TYPE_CHECKING:
     from runtime.joynr_runtime import JoynrRuntime
@@ -248,8 +249,9 @@ class ProviderSkeleton:
 
     def receive(self, message: Message) -> None:
         kind = message.type
-        if type(message.origin) is MqttAddress and not self.provider.serves_remote_callers:
-            self._refuse_remote(message)
+        refusal = admit_caller(message.origin, self.provider.serves_remote_callers)
+        if refusal is not None:
+            self._refuse_remote(message, refusal)
         elif kind is MessageType.ONE_WAY:
             self._one_way(message)
         elif kind is MessageType.REQUEST:
@@ -266,9 +268,9 @@ class ProviderSkeleton:
         else:
             log.warning("provider %s: ignored %s", self.participant_id, message.describe())
 
-    def _refuse_remote(self, message: Message) -> None:
-        log.warning("provider %s serves local participants only: refused %s from %r",
-                    self.participant_id, message.describe(), message.origin)
+    def _refuse_remote(self, message: Message, refusal: Refusal) -> None:
+        log.warning("provider %s %s: refused %s from %r", self.participant_id, refusal.detail,
+                    message.describe(), message.origin)
         error = ProviderRuntimeError(
             f"{self.definition.name} of this cluster controller serves its local participants "
             "only")

@@ -1,51 +1,78 @@
-"""Periodic purge of expired routing entries, for the runtimes' event loops."""
+"""The driver of a router's timers: :class:`RouterHousekeeping`.
+
+The router (:mod:`runtime.router`) decides from the messages and the time it is given and runs
+no timers. Each process that has a router gives it one driver, which runs two periodic jobs
+through the process's :class:`~runtime.tasks.TaskSupervisor`:
+
+- the sweep, every ``router.settings.sweep_interval_s``: queued messages that expired are
+  dropped, refused sends whose backoff has passed are retried (``router.sweep``);
+- the purge, every ``purge_interval_s``: expired routes (learned replyTo routes, routes of
+  directory answers) leave the routing table, and the router forgets the multicast receivers
+  of those participants (``router.purge``).
+
+A round that fails is logged by the supervisor and the next one runs all the same.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Callable
-from types import TracebackType
 
-from runtime.clock import now_ms
-from runtime.routing import RoutingTable
+from runtime.router import MessageRouter
+from runtime.tasks import TaskSupervisor
 
-__all__ = ["DEFAULT_PURGE_INTERVAL_S", "RoutingTableCleaner"]
+__all__ = ["DEFAULT_PURGE_INTERVAL_S", "RouterHousekeeping"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PURGE_INTERVAL_S = 60.0
 
 
-class RoutingTableCleaner:
-    """Calls ``table.purge(now)`` every ``interval_s`` seconds while started.
+class RouterHousekeeping:
+    """Runs ``router.sweep`` and ``router.purge`` periodically while started.
 
-    Use as ``async with RoutingTableCleaner(table):`` or with ``start()`` / ``await stop()``.
-    ``on_purged`` is called with the removed participantIds after each purge that removed some
-    (the router uses it to drop what it keeps per participant).
+    ``start()`` / ``await stop()``; both are idempotent. ``runs`` and ``purged_total`` count
+    the purges done and the routes they removed.
     """
 
-    def __init__(
-        self,
-        table: RoutingTable,
-        interval_s: float = DEFAULT_PURGE_INTERVAL_S,
-        *,
-        clock_ms: Callable[[], int] = now_ms,
-        on_purged: Callable[[list[str]], None] | None = None,
-    ) -> None:
-        if not interval_s > 0:
-            raise ValueError(f"purge interval must be > 0 seconds, got {interval_s!r}")
-        self.table = table
-        self.interval_s = interval_s
-        self._clock_ms = clock_ms
-        self._on_purged = on_purged
-        self._task: asyncio.Task[None] | None = None
+    def __init__(self, router: MessageRouter, tasks: TaskSupervisor, *,
+                 purge_interval_s: float = DEFAULT_PURGE_INTERVAL_S) -> None:
+        if not purge_interval_s > 0:
+            raise ValueError(f"purge interval must be > 0 seconds, got {purge_interval_s!r}")
+        sweep_interval_s = router.settings.sweep_interval_s
+        if not sweep_interval_s > 0:
+            raise ValueError(f"sweep interval must be > 0 seconds, got {sweep_interval_s!r}")
+        self.router = router
+        self.purge_interval_s = purge_interval_s
+        self._supervisor = tasks
+        self._sweeper: asyncio.Task[None] | None = None
+        self._purger: asyncio.Task[None] | None = None
         self.runs = 0
         self.purged_total = 0
 
-    def run_once(self) -> list[str]:
-        removed = self.table.purge(self._clock_ms())
+    @property
+    def running(self) -> bool:
+        return self._sweeper is not None and not self._sweeper.done()
+
+    def start(self) -> None:
+        if self.running:
+            return
+        tasks = self._supervisor
+        self._sweeper = tasks.every(self.router.settings.sweep_interval_s, self.router.sweep,
+                                    name="router-sweep")
+        self._purger = tasks.every(self.purge_interval_s, self.purge, name="routing-table-purge")
+        log.debug("router sweep every %.3f s, routing table purge every %.1f s",
+                  self.router.settings.sweep_interval_s, self.purge_interval_s)
+
+    async def stop(self) -> None:
+        sweeper, purger = self._sweeper, self._purger
+        self._sweeper = self._purger = None
+        await self._supervisor.cancel(sweeper)
+        await self._supervisor.cancel(purger)
+
+    def purge(self) -> list[str]:
+        """One purge, now (by the router's clock)."""
+        removed = self.router.purge()
         self.runs += 1
         if removed:
             self.purged_total += len(removed)
@@ -53,50 +80,7 @@ class RoutingTableCleaner:
                 "routing table cleanup: removed %d expired entr%s (%d left), e.g. %s",
                 len(removed),
                 "y" if len(removed) == 1 else "ies",
-                len(self.table),
+                len(self.router.table),
                 ", ".join(removed[:3]),
             )
-            if self._on_purged is not None:
-                self._on_purged(removed)
         return removed
-
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval_s)
-            try:
-                self.run_once()
-            except Exception:  # a failing callback must not end the cleanup for good
-                log.exception(
-                    "routing table cleanup failed; trying again in %.1f s", self.interval_s
-                )
-
-    @property
-    def running(self) -> bool:
-        return self._task is not None and not self._task.done()
-
-    def start(self) -> None:
-        if self.running:
-            return
-        self._task = asyncio.get_running_loop().create_task(
-            self._loop(), name="routing-table-cleanup"
-        )
-        log.debug("routing table cleanup every %.1f s", self.interval_s)
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def __aenter__(self) -> RoutingTableCleaner:
-        self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()

@@ -1,35 +1,41 @@
 """The message router: next hop by recipient, queues for unknown recipients, expiry, multicast.
 
-The router is synchronous: ``route(message)`` decides and hands the message to the transport for
-the next hop's address type, which accepts it (queues it on a connection) or refuses it (no
-connection right now). Messages that cannot go out yet wait in a bounded queue per recipient
-until a route appears, a retry succeeds, or they expire. A periodic sweep (started with
-``start()``) drops expired queued messages and retries refused sends with backoff.
+Free of I/O: the router's decisions are a function of the messages given to it and of the time
+read from the clock given at construction (epoch milliseconds; tests pass one they control).
+``route(message)`` decides and hands the message to the transport for the next hop's address
+type, which accepts it (queues it on a connection) or refuses it (no connection right now).
+Messages that cannot go out yet wait in a bounded queue per recipient until a route appears, a
+retry succeeds, or they expire. ``sweep()`` drops expired queued messages and retries refused
+sends with backoff; ``purge()`` removes expired routes. The router runs no timers itself: the
+process's driver (:mod:`runtime.housekeeping`) calls ``sweep`` and ``purge`` periodically.
+
+What may be routed where is decided by :mod:`runtime.rules` (expiry, queue room, forwarding,
+multicast); the router acts on the outcome.
 
 A libjoynr runtime's router has a ``parent``: the cluster controller's WebSocketAddress, the
 next hop of every participant without an entry of its own.
 
-Counters (``router.counters``) count every message dropped and why; each drop is logged with the
-message id.
+Counters (``router.counters``) count every message dropped and why (``dropped-<reason>``); each
+drop is logged with the message id.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from runtime.addresses import Address, MqttAddress
+from runtime import rules
+from runtime.addresses import Address
 from runtime.clock import now_ms
 from runtime.errors import JoynrError, MessageNotSentError
 from runtime.messages import REQUEST_TYPES, Message, MessageType
 from runtime.multicast import MulticastReceivers, to_mqtt_topic
 from runtime.payloads import PayloadError, make_error_answer
 from runtime.routing import NO_EXPIRY_MS, PutResult, RoutingTable
+from runtime.rules import check_expiry, check_forward
 
 __all__ = ["GlobalMulticast", "MessageRouter", "RouterSettings", "Transport"]
 
@@ -60,7 +66,7 @@ class RouterSettings:
     max_queued_per_recipient: int = 1_000
     #: messages kept for all such recipients together
     max_queued_total: int = 100_000
-    #: seconds between two sweeps of the queues (expiry, retries)
+    #: seconds between two sweeps of the queues (expiry, retries), run by the process's driver
     sweep_interval_s: float = 0.1
     #: first and longest wait between two retries of a refused send
     retry_initial_s: float = 0.1
@@ -69,19 +75,32 @@ class RouterSettings:
     #: can still reach the caller, whose own deadline is a little after the request's expiry
     error_reply_ttl_ms: int = 5_000
 
+    def __post_init__(self) -> None:
+        if self.max_queued_per_recipient < 0 or self.max_queued_total < 0:
+            raise ValueError("queue limits must be >= 0")
+        for name, what in (("sweep_interval_s", "sweep interval"),
+                           ("retry_initial_s", "first retry wait")):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0 (the {what} in seconds), "
+                                 f"got {getattr(self, name)}")
+        if self.retry_max_s < self.retry_initial_s:
+            raise ValueError("retry_max_s must be >= retry_initial_s")
+        if self.error_reply_ttl_ms < 0:
+            raise ValueError("error_reply_ttl_ms must be >= 0")
+
 
 class _Pending:
-    """The queue of one recipient plus its retry state. ``hop`` is set for the queue of a
-    multicast that one next hop refused: it is retried to that hop alone, since routing it
-    again would deliver it twice everywhere else."""
+    """The queue of one recipient plus its retry state (clock milliseconds). ``hop`` is set
+    for the queue of a multicast that one next hop refused: it is retried to that hop alone,
+    since routing it again would deliver it twice everywhere else."""
 
-    __slots__ = ("delay_s", "hop", "messages", "retry_at")
+    __slots__ = ("delay_ms", "hop", "messages", "retry_at_ms")
 
     def __init__(self, hop: Address | None = None) -> None:
         self.hop = hop
         self.messages: deque[Message] = deque()
-        self.retry_at = 0.0
-        self.delay_s = 0.0
+        self.retry_at_ms = 0
+        self.delay_ms = 0
 
 
 class MessageRouter:
@@ -107,26 +126,15 @@ class MessageRouter:
         # keyed by recipient, or by (next hop, multicast id) for a refused multicast hop
         self._pending: dict[str | tuple[Address, str], _Pending] = {}
         self._pending_total = 0
-        self._clock_ms = clock_ms
-        self._sweeper: asyncio.Task[None] | None = None
+        #: the router's clock: epoch milliseconds
+        self.clock_ms = clock_ms
+        self._retry_initial_ms = round(self.settings.retry_initial_s * 1000)
+        self._retry_max_ms = round(self.settings.retry_max_s * 1000)
 
     # ------------------------------------------------------------------ set-up
 
     def register_transport(self, address_type: type[Address], transport: Transport) -> None:
         self._transports[address_type] = transport
-
-    def start(self) -> None:
-        if self._sweeper is None or self._sweeper.done():
-            self._sweeper = asyncio.get_running_loop().create_task(
-                self._sweep_loop(), name="router-sweep"
-            )
-
-    async def stop(self) -> None:
-        task, self._sweeper = self._sweeper, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     # ------------------------------------------------------------------ routes
 
@@ -165,26 +173,35 @@ class MessageRouter:
         """Forget everything behind ``address`` (a websocket client gone): routes and
         multicast receivers."""
         removed = self.table.remove_all_at(address)
-        for pid in removed:
-            self.multicast_receivers.remove_receiver(pid)
-            for pattern in list(self._global_receivers.get(pid, ())):
-                self._forget_global_receiver(pattern, pid)
+        self._forget_receivers(removed)
         if removed:
             log.info("removed %d route(s) behind %r", len(removed), address)
         return removed
 
-    def learn_reply_to(self, sender: str, reply_to: Address, *, gbid: str,
-                       message_expiry_ms: int, grace_ms: int) -> PutResult:
-        """Remember how to answer the sender of a request that arrived over MQTT (see
-        RoutingTable.learn_reply_to) and deliver what was waiting for it."""
-        result = self.table.learn_reply_to(sender, reply_to, gbid=gbid,
-                                           message_expiry_ms=message_expiry_ms,
-                                           grace_ms=grace_ms)
+    def purge(self, now_ms: int | None = None) -> list[str]:
+        """Remove the routes that expired before ``now_ms`` (default: the router's clock) and
+        the multicast receivers of those participants; return their participantIds."""
+        removed = self.table.purge(self.clock_ms() if now_ms is None else now_ms)
+        self._forget_receivers(removed)
+        return removed
+
+    def _forget_receivers(self, participant_ids: list[str]) -> None:
+        for pid in participant_ids:
+            self.multicast_receivers.remove_receiver(pid)
+            for pattern in list(self._global_receivers.get(pid, ())):
+                self._forget_global_receiver(pattern, pid)
+
+    def learn_reply_to(self, route: rules.ReplyRoute) -> PutResult:
+        """Remember how to answer the sender of a request that arrived over MQTT (the route
+        :func:`runtime.rules.reply_route` decided) and deliver what was waiting for it."""
+        sender = route.participant_id
+        result = self.table.put(sender, route.address, is_globally_visible=True,
+                                expiry_date_ms=route.expiry_date_ms, is_sticky=False)
         if result.accepted:
             if sender in self._pending:
                 self._flush(sender)
         else:
-            log.debug("replyTo %r of %s not learned: %s", reply_to, sender, result.reason)
+            log.debug("replyTo %r of %s not learned: %s", route.address, sender, result.reason)
         return result
 
     # ------------------------------------------------------------------ multicast receivers
@@ -193,14 +210,14 @@ class MessageRouter:
         """A local receiver of ``pattern``; when the provider is behind MQTT, the CC
         subscribes to the pattern's topic in the provider's backend (reference counted)."""
         self.multicast_receivers.add(pattern, subscriber)
-        entry = self.table.get(provider)
-        if self.global_multicast is None or entry is None or (
-            type(entry.address) is not MqttAddress
-        ):
+        if self.global_multicast is None:
+            return
+        gbid = rules.multicast_backend(self.table.get(provider))
+        if gbid is None:
             return
         patterns = self._global_receivers.setdefault(subscriber, {})
         if pattern not in patterns:
-            gbid = patterns[pattern] = entry.address.broker_uri
+            patterns[pattern] = gbid
             self.global_multicast.subscribe_multicast(gbid, to_mqtt_topic(pattern))
 
     def remove_multicast_receiver(self, pattern: str, subscriber: str) -> None:
@@ -228,35 +245,26 @@ class MessageRouter:
         """Send ``message`` on its way (``message.origin``: where it arrived from, if at all).
 
         True when it went out or waits in a queue; False when it was dropped (logged, counted,
-        and for requests answered with a message-not-sent error)."""
-        origin = message.origin
+        and for requests answered with a message-not-sent error where the rules say so)."""
         self.routed += 1
-        if message.expiry_date_ms < self._clock_ms():
-            self._drop(message, "expired", "the message expired before it could be routed")
+        refusal = check_expiry(message.expiry_date_ms, self.clock_ms())
+        if refusal is not None:
+            self._refused(message, refusal, "before it could be routed")
             return False
         if message.type is MessageType.MULTICAST:
-            self._route_multicast(message, origin)
+            self._route_multicast(message)
             return True
         entry = self.table.get(message.recipient)
         address = entry.address if entry is not None else self.parent
         if address is None:
             return self._enqueue(message, "no route yet")
-        parent = self.parent
-        if (  # cheap tests first: this runs for every message
-            origin is not None
-            and parent is not None
-            and type(address) is type(parent)
-            and (address is parent or address == parent)
-            and (origin is parent or origin == parent)
-        ):
-            # the cluster controller sent it here, and it has no route here: it cannot be
-            # delivered (sending it back would loop)
-            self._drop(message, "no-route", "no route for a message from the cluster controller",
-                       answer=True)
-            return False
         return self._send(address, message)
 
     def _send(self, address: Address, message: Message) -> bool:
+        refusal = check_forward(message.origin, address, self.parent)
+        if refusal is not None:
+            self._refused(message, refusal)
+            return False
         transport = self._transports.get(type(address))
         if transport is None:
             self._drop(message, "no-transport", f"no transport for {type(address).__name__}",
@@ -268,24 +276,20 @@ class MessageRouter:
         hop = address if message.type is MessageType.MULTICAST else None
         return self._enqueue(message, f"transport refused it for {address!r}", hop)
 
-    def _route_multicast(self, message: Message, origin: Address | None) -> None:
-        addresses: set[Address] = set()
+    def _route_multicast(self, message: Message) -> None:
+        origin = message.origin
+        receivers = []
         for receiver in self.multicast_receivers.receivers_for(message.recipient):
             entry = self.table.get(receiver)
             if entry is not None:
-                addresses.add(entry.address)
-        if self.parent is not None and origin != self.parent:
-            addresses.add(self.parent)  # the cluster controller serves the other runtimes
-        addresses.discard(origin)  # never echo a multicast back where it came from
+                receivers.append(entry.address)
         self.counters["multicast"] += 1
-        for address in addresses:
+        for address in rules.multicast_hops(receivers, origin, self.parent):
             self._send(address, message)
-        if self.global_multicast is not None and type(origin) is not MqttAddress:
-            provider = self.table.get(message.sender)
-            if provider is not None and provider.is_globally_visible and (
-                type(provider.address) is not MqttAddress
-            ):
-                self.global_multicast.publish_multicast(message)
+        if self.global_multicast is not None and rules.publishes_globally(
+            origin, self.table.get(message.sender)
+        ):
+            self.global_multicast.publish_multicast(message)
 
     # ------------------------------------------------------------------ queues
 
@@ -293,11 +297,12 @@ class MessageRouter:
         settings = self.settings
         key = message.recipient if hop is None else (hop, message.recipient)
         pending = self._pending.get(key)
-        queued = 0 if pending is None else len(pending.messages)
-        if queued >= settings.max_queued_per_recipient or (
-            self._pending_total >= settings.max_queued_total
-        ):
-            self._drop(message, "queue-full", f"queue full ({why})", answer=True)
+        refusal = rules.admit_to_queue(
+            0 if pending is None else len(pending.messages), self._pending_total,
+            max_per_recipient=settings.max_queued_per_recipient,
+            max_total=settings.max_queued_total, why=why)
+        if refusal is not None:
+            self._refused(message, refusal)
             return False
         if pending is None:
             pending = self._pending[key] = _Pending(hop)
@@ -326,20 +331,21 @@ class MessageRouter:
         pending = self._pending.get(recipient)
         return 0 if pending is None else len(pending.messages)
 
-    def sweep(self) -> None:
-        """Drop expired queued messages; retry refused sends whose backoff has passed."""
+    def sweep(self, now_ms: int | None = None) -> None:
+        """Drop queued messages expired at ``now_ms`` (default: the router's clock); retry the
+        queues whose backoff has passed (doubling from ``retry_initial_s`` up to
+        ``retry_max_s`` while the transport still refuses)."""
         if not self._pending:
             return
-        now = self._clock_ms()
-        loop_now = asyncio.get_running_loop().time()
+        now = self.clock_ms() if now_ms is None else now_ms
         for key in list(self._pending):
             pending = self._pending[key]
             fresh: deque[Message] = deque()
             for message in pending.messages:
-                if message.expiry_date_ms < now:
+                refusal = rules.check_queued(message.expiry_date_ms, now)
+                if refusal is not None:
                     self._pending_total -= 1
-                    self._drop(message, "expired-in-queue",
-                               "expired while waiting for a route or a connection", answer=True)
+                    self._refused(message, refusal)
                 else:
                     fresh.append(message)
             if not fresh:
@@ -347,29 +353,24 @@ class MessageRouter:
                 continue
             pending.messages = fresh
             has_route = pending.hop is not None or key in self.table or self.parent is not None
-            if has_route and loop_now >= pending.retry_at:
-                settings = self.settings
-                pending.delay_s = min(max(pending.delay_s * 2, settings.retry_initial_s),
-                                      settings.retry_max_s)
-                pending.retry_at = loop_now + pending.delay_s
+            if has_route and now >= pending.retry_at_ms:
+                pending.delay_ms = min(max(pending.delay_ms * 2, self._retry_initial_ms),
+                                       self._retry_max_ms)
+                pending.retry_at_ms = now + pending.delay_ms
                 before = len(fresh)
                 self._flush(key)
                 if key in self._pending:
                     # still refused: keep the backoff going on the re-created queue
                     again = self._pending[key]
-                    again.delay_s, again.retry_at = pending.delay_s, pending.retry_at
+                    again.delay_ms, again.retry_at_ms = pending.delay_ms, pending.retry_at_ms
                 else:
                     log.info("delivered %d queued message(s) for %s", before, key)
 
-    async def _sweep_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.settings.sweep_interval_s)
-            try:
-                self.sweep()
-            except Exception:
-                log.exception("router sweep failed")
-
     # ------------------------------------------------------------------ drops
+
+    def _refused(self, message: Message, refusal: rules.Refusal, context: str = "") -> None:
+        detail = f"{refusal.detail}, {context}" if context else refusal.detail
+        self._drop(message, refusal.reason, detail, answer=refusal.answer)
 
     def _drop(self, message: Message, reason: str, detail: str, *, answer: bool = False) -> None:
         self.counters[f"dropped-{reason}"] += 1
@@ -386,7 +387,7 @@ class MessageRouter:
                 request,
                 error,
                 expiry_date_ms=max(request.expiry_date_ms,
-                                   self._clock_ms() + self.settings.error_reply_ttl_ms),
+                                   self.clock_ms() + self.settings.error_reply_ttl_ms),
             )
         except PayloadError as exc:
             log.warning("cannot answer undeliverable %s: %s", request.describe(), exc)

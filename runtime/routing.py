@@ -1,10 +1,14 @@
 """The routing table: participantId -> the one address through which this runtime reaches it.
 
-Pure module (no asyncio, no I/O, no logging): the rules of ``spec/routing.md`` and nothing else.
+Pure module (no asyncio, no I/O, no logging): the table and its own rules, nothing else. What may
+be routed where (admission, forwarding, learned replyTo routes) is decided in
+:mod:`runtime.rules`.
 
-``put`` decides in the order of the spec:
+``put`` decides in this order:
 
-1. the address is not valid for this runtime kind  -> ``REJECTED_INVALID`` (table untouched)
+1. the address is not valid for this runtime        -> ``REJECTED_INVALID`` (table untouched)
+   (its type is not one this runtime kind routes to, or it is one of the runtime's own
+   addresses: a route there would loop back to itself)
 2. no entry yet                                     -> ``CREATED``
 3. same address and same visibility                 -> ``MERGED``  (expiry = max, sticky = or)
 4. the existing entry is sticky                     -> ``REJECTED_STICKY``
@@ -13,6 +17,12 @@ Pure module (no asyncio, no I/O, no logging): the rules of ``spec/routing.md`` a
 
 Precedence: a new address replaces the old one iff its type ranks at least as high:
 cluster controller ``InProcess > WebSocketClient > Mqtt``; libjoynr ``InProcess > WebSocket``.
+A participant in this process wins over one reached over a connection, and a local connection
+wins over a backend.
+
+Entries expire: ``purge(now)`` removes the non-sticky ones whose expiry lies before now. A merge
+or replacement never shortens an entry's expiry; a sticky entry (provisioned) never points
+elsewhere, and is never removed or purged.
 
 Rejections are values, not exceptions: callers decide what to tell their own callers. Calling
 with arguments of the wrong type is a programming error and raises ``TypeError``.
@@ -22,6 +32,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from enum import Enum
 from typing import Final, NamedTuple
 
@@ -37,12 +48,33 @@ __all__ = [
     "NO_EXPIRY_MS",
     "PutResult",
     "RoutingEntry",
+    "RoutingSettings",
     "RoutingTable",
     "RuntimeKind",
 ]
 
 #: Expiry of entries that do not expire on their own (joynr uses Long.MAX_VALUE).
 NO_EXPIRY_MS: Final = 2**63 - 1
+
+@dataclass(frozen=True)
+class RoutingSettings:
+    """The routing table's settings: the ``[routing]`` section of a process's configuration."""
+
+    #: seconds between two purges of expired routing entries
+    cleanup_interval_s: float = 60.0
+    #: learned replyTo entries live this long past the expiry of the request that taught them
+    reply_to_grace_ms: int = 30_000
+    #: ... counted from an expiry of at most now + this (a request chooses its own expiry)
+    reply_to_max_ttl_ms: int = 86_400_000
+
+    def __post_init__(self) -> None:
+        if not self.cleanup_interval_s > 0:
+            raise ValueError(f"cleanup_interval_s must be > 0, got {self.cleanup_interval_s}")
+        if self.reply_to_grace_ms < 0:
+            raise ValueError(f"reply_to_grace_ms must be >= 0, got {self.reply_to_grace_ms}")
+        if self.reply_to_max_ttl_ms < 1:
+            raise ValueError("reply_to_max_ttl_ms must be >= 1")
+
 
 #: Default width of the expiry buckets that let purge() skip the entries that are not due.
 DEFAULT_EXPIRY_BUCKET_MS: Final = 60_000
@@ -191,10 +223,15 @@ class RoutingTable:
         return self._own
 
     def is_valid_address(self, address: Address) -> bool:
-        """Whether this runtime kind could hold ``address`` at all (rule 1 of put)."""
-        return type(address) in self._ranks and not (
-            self._own and type(address) is MqttAddress and address in self._own
-        )
+        """Whether this runtime could hold ``address`` at all (rule 1 of put)."""
+        return self._rank(address) is not None
+
+    def _rank(self, address: Address) -> int | None:
+        """The precedence rank of ``address``; None when it is not valid here (rule 1)."""
+        rank = self._ranks.get(type(address))
+        if rank is None or (self._own and type(address) is MqttAddress and address in self._own):
+            return None
+        return rank
 
     # ------------------------------------------------------------------ changes
 
@@ -212,10 +249,8 @@ class RoutingTable:
             raise TypeError(f"participant_id must be a non-empty str, got {participant_id!r}")
         if type(expiry_date_ms) is not int:
             raise TypeError(f"expiry_date_ms must be an int, got {type(expiry_date_ms).__name__}")
-        new_rank = self._ranks.get(type(address))
-        if new_rank is None or (
-            self._own and type(address) is MqttAddress and address in self._own
-        ):
+        new_rank = self._rank(address)
+        if new_rank is None:
             return _REJECTED_INVALID
         if (is_globally_visible is not True and is_globally_visible is not False) or (
             is_sticky is not True and is_sticky is not False
@@ -333,31 +368,6 @@ class RoutingTable:
         removed = [pid for pid in self.participants_at(address) if self.remove(pid)]
         removed.sort()
         return removed
-
-    def learn_reply_to(
-        self,
-        sender: str,
-        reply_to: Address,
-        *,
-        gbid: str,
-        message_expiry_ms: int,
-        grace_ms: int,
-    ) -> PutResult:
-        """Remember how to answer a global caller (cluster controller, request over MQTT).
-
-        The sender is reached at ``reply_to`` in the backend the request arrived from (``gbid``),
-        until the message's expiry plus a grace period. A later request extends the expiry; a
-        different replyTo replaces the entry (Mqtt over Mqtt); local and sticky entries win.
-        """
-        if type(reply_to) is not MqttAddress:
-            return _REJECTED_INVALID
-        return self.put(
-            sender,
-            reply_to.with_broker_uri(gbid),
-            is_globally_visible=True,
-            expiry_date_ms=min(message_expiry_ms + grace_ms, NO_EXPIRY_MS),
-            is_sticky=False,
-        )
 
     # ------------------------------------------------------------------ indexes
 

@@ -748,6 +748,35 @@ async def test_message_to_a_learned_mqtt_participant_is_not_relayed(
     await assert_undisturbed(scene, before, sender)
 
 
+async def test_a_waiting_message_whose_recipient_turns_out_to_be_behind_mqtt_is_dropped(
+        scene: Scene, caplog: pytest.LogCaptureFixture) -> None:
+    # a message for a participant CC two does not know waits for a route; the route that
+    # appears (a learned replyTo) leads back into the backend: the message is not relayed, and
+    # the router reports it dropped (counted and logged there, not as a refused payload)
+    later = f"later-{uuid.uuid4().hex[:8]}"
+    waiting = one_way(later, "relayed", sender=f"relay-{uuid.uuid4().hex[:8]}")
+    router = scene.two.router
+    await scene.publish(scene.two, [encode_frame(waiting)])
+    assert router.queued(later) == 1
+    before = scene.counters()
+
+    teacher, rid = scene.raw.radio_request(scene.pair, Station("teaches", Country.AUSTRIA),
+                                           sender=later)
+    await scene.publish(scene.two, [encode_frame(teacher)])
+    answer = await scene.raw.receive()  # the request itself is served
+    assert (answer.type, answer.recipient) == (MessageType.REPLY, later)
+    reply = decode_payload(Reply, answer.body)
+    assert (reply.request_reply_id, reply.error, reply.response) == (rid, None, [True])
+
+    assert router.queued() == 0
+    assert router.counters["dropped-refused-relay"] == 1
+    assert scene.counters() == before
+    assert any(waiting.id in r.getMessage() and "not relayed" in r.getMessage()
+               for r in caplog.records if r.name == "runtime.router")
+    await scene.raw.nothing_received()  # the waiting message did not go out
+    await scene.still_works()
+
+
 async def test_reply_to_the_cc_itself_is_refused(
         scene: Scene, caplog: pytest.LogCaptureFixture) -> None:
     # a request whose replyTo is the CC's own topic: its answer would come back to the CC and

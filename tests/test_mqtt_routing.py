@@ -1,8 +1,9 @@
 """Routing over MQTT observed in the cluster controllers' routing tables, on real brokers.
 
-- replyTo learning in the receiving CC (spec/routing.md): entry = replyTo in the GBID of the
-  receiving connection, expiry = message expiry + grace, extended by later requests, replaced
-  by a different replyTo, never over a local entry, removed by the cleanup job after expiry;
+- replyTo learning in the receiving CC (runtime.rules.reply_route): entry = replyTo in the
+  GBID of the receiving connection, expiry = message expiry + grace, extended by later
+  requests, replaced by a different replyTo, never over a local entry, removed by the cleanup
+  job after expiry;
 - two backends: the CC picks the broker by the GBID of each MqttAddress;
 - broker restart mid-traffic: every QoS 1 message whose expiry allows it arrives, exactly once;
   none of the expired ones does.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Protocol
+from typing import Protocol, cast
 
 from runtime.addresses import Address, InProcessAddress
 from runtime.messages import Message
@@ -30,10 +30,11 @@ class InProcessTransport:
 
     def send(self, address: Address, message: Message) -> bool:
         assert isinstance(address, InProcessAddress)
+        skeleton = cast(MessageReceiver, address.skeleton)
         if message.origin is not None:
-            _deliver(address.skeleton, message)
+            _deliver(skeleton, message)
         else:
-            asyncio.get_running_loop().call_soon(_deliver, address.skeleton, message)
+            asyncio.get_running_loop().call_soon(_deliver, skeleton, message)
         return True
 
 

@@ -16,7 +16,8 @@ request-type message teaches the routing table its sender's replyTo address (wit
 the connection it arrived on) or, without a usable replyTo, is dropped. Messages from MQTT are
 delivered to local participants only (no relaying to another backend) and their multicasts are
 not published again (no echo). Every refusal is logged with its reason and counted in
-``counters``.
+``counters``. These rules (admission, replyTo learning and rewriting, no relaying) are decided
+in :mod:`runtime.rules`; this transport asks there and acts.
 """
 
 from __future__ import annotations
@@ -32,19 +33,18 @@ from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from runtime import rules
 from runtime.addresses import Address, MqttAddress
 from runtime.clock import now_ms
 from runtime.messages import (
-    REQUEST_TYPES,
     Effort,
     FrameError,
     Message,
-    MessageType,
     decode_frame,
     encode_frame,
 )
 from runtime.router import MessageRouter
-from runtime.routing import PutResult
+from runtime.routing import RoutingSettings
 from runtime.tasks import TaskSupervisor
 from transports.mqtt_client import MqttSession, MqttSessionError, open_session
 from transports.mqtt_settings import BrokerUrl, MqttSettings
@@ -286,15 +286,14 @@ class MqttTransport:
     def __init__(self, router: MessageRouter, settings: MqttSettings, *,
                  brokers: Mapping[str, BrokerUrl], own_topic: str, client_id: str,
                  tasks: TaskSupervisor, subscription: str | None = None,
-                 tls_context: ssl.SSLContext | None = None, reply_to_grace_ms: int = 30_000,
-                 reply_to_max_ttl_ms: int = 86_400_000) -> None:
+                 tls_context: ssl.SSLContext | None = None,
+                 routing: RoutingSettings | None = None) -> None:
         """``brokers``: GBID -> broker URL of every backend, the default backend first (the
         settings may name the embedded broker; these are the resolved URLs). ``own_topic``: the
         topic this process is reached at; it subscribes to ``<own_topic>/#``, or to
         ``subscription`` (e.g. a shared subscription ``$share/<group>/<own_topic>/#`` of
         several service instances). ``client_id``: prefix of the MQTT client id of each backend
-        (``<client_id>-<gbid>``). Learned replyTo entries live ``reply_to_grace_ms`` past the
-        request's expiry, counted from at most now + ``reply_to_max_ttl_ms``."""
+        (``<client_id>-<gbid>``). ``routing``: how long learned replyTo routes live."""
         if not brokers:
             raise ValueError("at least one MQTT backend is needed")
         self.router = router
@@ -303,8 +302,7 @@ class MqttTransport:
         self.client_id = client_id
         self.subscription = subscription or f"{own_topic}/#"
         self.tls_context = tls_context
-        self.reply_to_grace_ms = reply_to_grace_ms
-        self.reply_to_max_ttl_ms = reply_to_max_ttl_ms
+        self.routing = routing or RoutingSettings()
         self.tasks = tasks.child("mqtt")
         self.counters: Counter[str] = Counter()
         self.published = 0
@@ -368,11 +366,7 @@ class MqttTransport:
 
     def send(self, address: Address, message: Message) -> bool:
         assert type(address) is MqttAddress
-        if type(message.origin) is MqttAddress:
-            # from one backend to another (or back): not this cluster controller's job
-            self._refuse("refused-relay", f"{message.describe()}: arrived over MQTT and its "
-                         f"recipient is behind MQTT too ({address!r}); not relayed")
-            return True
+        # (the router does not hand over what came from MQTT: runtime.rules.check_forward)
         backend = self._backends.get(address.broker_uri)
         if backend is None:
             if address.broker_uri not in self._unknown_gbids:
@@ -382,9 +376,9 @@ class MqttTransport:
                             address)
             self.counters["unknown-gbid"] += 1
             return False
-        if message.type in REQUEST_TYPES and message.reply_to != self.global_address:
-            # the answer must come back here, whatever the local sender said
-            message = dataclasses.replace(message, reply_to=self.global_address, raw=None)
+        reply_to = rules.outgoing_reply_to(message, self.global_address)
+        if reply_to is not None:  # the answer must come back here
+            message = dataclasses.replace(message, reply_to=reply_to, raw=None)
         return backend.put(self._outgoing(message, address.topic))
 
     def _outgoing(self, message: Message, topic: str) -> _Outgoing:
@@ -447,19 +441,12 @@ class MqttTransport:
             log.debug("MQTT %s: duplicate %s dropped", where, message.describe())
             return
         now = now_ms()
-        if message.expiry_date_ms < now:
-            self._refuse("expired", f"{where}: {message.describe()}: expired "
-                         f"{now - message.expiry_date_ms} ms ago")
+        refusal = rules.admit_from_backend(message, self.router.table.get(message.recipient),
+                                           now)
+        if refusal is not None:  # (and nothing is learned from it)
+            self._refuse(refusal.reason, f"{where}: {message.describe()}: {refusal.detail}")
             return
-        if message.type is not MessageType.MULTICAST:
-            entry = self.router.table.get(message.recipient)
-            if entry is not None and type(entry.address) is MqttAddress:
-                # learn nothing from it either
-                self._refuse("refused-relay", f"{where}: {message.describe()}: its recipient "
-                             f"is behind MQTT too ({entry.address!r}); not relayed")
-                return
-        if message.type in REQUEST_TYPES and not self._learn_reply_to(backend, message, now,
-                                                                     where):
+        if not self._learn_reply_to(backend, message, now, where):
             return
         if len(seen) >= self.settings.duplicate_window:
             self._forget_seen(now)
@@ -468,27 +455,22 @@ class MqttTransport:
 
     def _learn_reply_to(self, backend: _Backend, message: Message, now: int, where: str
                         ) -> bool:
-        """Learn how to answer a request; False (refused) when it cannot be answered."""
-        reply_to = message.reply_to
-        if type(reply_to) is not MqttAddress:
-            self._refuse("no-reply-to", f"{where}: {message.describe()}: a request without an "
-                         f"MQTT replyTo ({reply_to!r}) cannot be answered")
+        """Learn how to answer a request (runtime.rules.reply_route); False (refused) when it
+        cannot be answered."""
+        route = rules.reply_route(message, gbid=backend.gbid, now_ms=now,
+                                  grace_ms=self.routing.reply_to_grace_ms,
+                                  max_ttl_ms=self.routing.reply_to_max_ttl_ms)
+        if route is None:  # not a request
+            return True
+        outcome = (route if isinstance(route, rules.Refusal)
+                   else rules.reply_route_learned(self.router.learn_reply_to(route), route))
+        if isinstance(outcome, rules.Refusal):
+            self._refuse(outcome.reason, f"{where}: {message.describe()}: {outcome.detail}")
             return False
-        # the sender chooses the expiry: a learned entry never outlives now + the limit
-        expiry = min(message.expiry_date_ms, now + self.reply_to_max_ttl_ms)
-        result = self.router.learn_reply_to(
-            message.sender, reply_to, gbid=backend.gbid, message_expiry_ms=expiry,
-            grace_ms=self.reply_to_grace_ms,
-        )
-        if result is PutResult.REJECTED_INVALID:
-            self._refuse("bad-reply-to", f"{where}: {message.describe()}: replyTo {reply_to!r} "
-                         "cannot be used (it is this cluster controller's own address)")
-            return False
-        if not result.accepted:
+        if outcome is not None:
             # the sender's id has a local or sticky route, which wins; answers go there
-            self.counters["reply-to-not-learned"] += 1
-            log.info("MQTT %s: %s: replyTo not learned: %s", where, message.describe(),
-                     result.reason)
+            self.counters[outcome.reason] += 1
+            log.info("MQTT %s: %s: %s", where, message.describe(), outcome.detail)
         return True
 
     def _forget_seen(self, now: int) -> None:

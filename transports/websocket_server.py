@@ -9,7 +9,7 @@ message frame. Identity rules:
   within the ping timeout replaces it;
 - a connection speaks only for itself: a message whose sender is routed to another address
   is refused (spoofed sender); the Routing provider accepts add_next_hop from a connection only
-  for that connection's own address (see cluster_controller.system);
+  for that connection's own address (see cluster_controller.routing_provider);
 - when a connection ends, every route and multicast receiver behind it is removed.
 
 Every refused frame is logged with its reason and counted in ``counters``; the connection
@@ -31,6 +31,7 @@ from websockets.exceptions import ConnectionClosed
 from runtime.addresses import Address, WebSocketAddress, WebSocketClientAddress
 from runtime.messages import DEFAULT_MAX_FRAME_BYTES, FrameError, Message, decode_frame
 from runtime.router import MessageRouter
+from runtime.rules import admit_from_client
 from transports.websocket_common import FrameServerConnection, Outbox, decode_init
 
 __all__ = ["WebSocketServerSettings", "WebSocketServerTransport"]
@@ -237,12 +238,10 @@ class WebSocketServerTransport:
             except FrameError as exc:
                 self._refuse(exc.reason, f"client {address.id}: {exc}", peer)
                 return
-            entry = table.get(message.sender)
-            if entry is not None and entry.address is not address and (
-                entry.address != address
-            ):
-                self._refuse("spoofed-sender", f"client {address.id}: {message.describe()}: "
-                             f"the sender is routed to {entry.address!r}", peer)
+            refusal = admit_from_client(table.get(message.sender), address)
+            if refusal is not None:
+                self._refuse(refusal.reason, f"client {address.id}: {message.describe()}: "
+                             f"{refusal.detail}", peer)
                 return
             router.route(message)
 

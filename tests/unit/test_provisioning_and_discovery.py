@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from cluster_controller.local_discovery import LocalDiscovery
 from cluster_controller.provisioning import load_provisioning
-from cluster_controller.system import LocalDiscovery
 from runtime.addresses import MqttAddress
 from runtime.config import ConfigError
 from runtime.discovery_types import (

@@ -1,9 +1,9 @@
-"""The put decision tables of spec/routing.md, generated over every case.
+"""The decision tables of the routing table's put (runtime.routing), generated over every case.
 
 Every (runtime kind, old type, new type, same/different address, same/different visibility,
 old sticky, new sticky, later/earlier expiry) combination is one test, asserting the outcome and
-the resulting entry. The expectations come from the spec's tables written out literally below,
-not from the implementation.
+the resulting entry. The expectations come from the precedence tables written out literally
+below, not from the implementation.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from runtime.routing import PutResult, RoutingEntry, RoutingTable, RuntimeKind
 CC = RuntimeKind.CLUSTER_CONTROLLER
 LIB = RuntimeKind.LIBJOYNR
 
-# spec/routing.md, "Precedence": old (row) \ new (column); R = replaced, K = kept
+# precedence: old (row) \ new (column); R = replaced, K = kept
 PRECEDENCE = {
     CC: {
         "InProcess": {"InProcess": "R", "WebSocketClient": "K", "Mqtt": "K"},

@@ -1,4 +1,6 @@
-"""The scenarios of seed 002 (spec/routing.md, "Scenarios that must work"), one test each."""
+"""The routing scenarios a joynr deployment lives through (providers registering, restarting and
+leaving, proxies built and calling locally and across backends), one test each, on the routing
+table (and, for learned replyTo routes, the rule that decides them)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ from runtime.addresses import (
     WebSocketAddress,
     WebSocketClientAddress,
 )
+from runtime.messages import Message, MessageType
 from runtime.routing import NO_EXPIRY_MS, PutResult, RoutingEntry, RoutingTable, RuntimeKind
+from runtime.rules import NO_REPLY_TO, Refusal, reply_route
 
 CC = RuntimeKind.CLUSTER_CONTROLLER
 LIB = RuntimeKind.LIBJOYNR
@@ -129,43 +133,58 @@ def test_scenario_6_global_provider_is_discovered():
     assert cc.get("loc2").address == inproc
 
 
+def learn_reply_to(table: RoutingTable, sender: str, reply_to: object, *, gbid: str,
+                   message_expiry_ms: int, grace_ms: int) -> PutResult | Refusal:
+    """What the MQTT transport does for a request from ``gbid``: the rule, then the put."""
+    request = Message(MessageType.REQUEST, sender, "prov", message_expiry_ms,
+                      reply_to=reply_to)  # type: ignore[arg-type]
+    route = reply_route(request, gbid=gbid, now_ms=0, grace_ms=grace_ms,
+                        max_ttl_ms=NO_EXPIRY_MS)
+    assert route is not None  # a request always teaches something, or is refused
+    if isinstance(route, Refusal):
+        return route
+    return table.put(route.participant_id, route.address, is_globally_visible=True,
+                     expiry_date_ms=route.expiry_date_ms)
+
+
 def test_scenario_7_global_proxy_calls_and_its_reply_to_is_learned():
     own = MqttAddress(GBID, "cc/me")
     cc = RoutingTable(CC, own_addresses=[own])
     grace = 30_000
     # the replyTo names another backend; the request arrived over our gbid2 connection
     reply_to = MqttAddress("whatever-the-caller-wrote", "cc/caller/low")
-    assert cc.learn_reply_to("caller-proxy", reply_to, gbid="gbid2",
+    assert learn_reply_to(cc, "caller-proxy", reply_to, gbid="gbid2",
                              message_expiry_ms=1_000, grace_ms=grace) is PutResult.CREATED
     assert cc.get("caller-proxy") == RoutingEntry(
         MqttAddress("gbid2", "cc/caller/low"), True, 1_000 + grace, False
     )
     # a later request extends the expiry
-    assert cc.learn_reply_to("caller-proxy", reply_to, gbid="gbid2",
+    assert learn_reply_to(cc, "caller-proxy", reply_to, gbid="gbid2",
                              message_expiry_ms=5_000, grace_ms=grace) is PutResult.MERGED
     assert cc.get("caller-proxy").expiry_date_ms == 5_000 + grace
     # an older request does not shorten it
-    cc.learn_reply_to("caller-proxy", reply_to, gbid="gbid2", message_expiry_ms=2_000,
+    learn_reply_to(cc, "caller-proxy", reply_to, gbid="gbid2", message_expiry_ms=2_000,
                       grace_ms=grace)
     assert cc.get("caller-proxy").expiry_date_ms == 5_000 + grace
     # a different replyTo replaces the entry (Mqtt over Mqtt)
     moved = MqttAddress(GBID, "cc/caller-restarted/low")
-    assert cc.learn_reply_to("caller-proxy", moved, gbid=GBID, message_expiry_ms=3_000,
+    assert learn_reply_to(cc, "caller-proxy", moved, gbid=GBID, message_expiry_ms=3_000,
                              grace_ms=grace) is PutResult.REPLACED
     assert cc.get("caller-proxy").address == moved
     assert cc.get("caller-proxy").expiry_date_ms == 5_000 + grace
     # never over a local entry or a sticky one
     cc.put("local", WebSocketClientAddress("c"), is_globally_visible=False, expiry_date_ms=1)
-    assert cc.learn_reply_to("local", reply_to, gbid=GBID, message_expiry_ms=9,
+    assert learn_reply_to(cc, "local", reply_to, gbid=GBID, message_expiry_ms=9,
                              grace_ms=grace) is PutResult.REJECTED_PRECEDENCE
     cc.put("gcd", MqttAddress(GBID, "discoverydirectory_channelid"), is_globally_visible=True,
            expiry_date_ms=NO_EXPIRY_MS, is_sticky=True)
-    assert cc.learn_reply_to("gcd", reply_to, gbid=GBID, message_expiry_ms=9,
+    assert learn_reply_to(cc, "gcd", reply_to, gbid=GBID, message_expiry_ms=9,
                              grace_ms=grace) is PutResult.REJECTED_STICKY
     # a replyTo that is not an MqttAddress, or names us, cannot be learned
-    assert cc.learn_reply_to("x", WebSocketClientAddress("c"), gbid=GBID,
-                             message_expiry_ms=9, grace_ms=grace) is PutResult.REJECTED_INVALID
-    assert cc.learn_reply_to("y", MqttAddress("other", "cc/me"), gbid=GBID,
+    refused = learn_reply_to(cc, "x", WebSocketClientAddress("c"), gbid=GBID,
+                             message_expiry_ms=9, grace_ms=grace)
+    assert isinstance(refused, Refusal) and refused.reason == NO_REPLY_TO
+    assert learn_reply_to(cc, "y", MqttAddress("other", "cc/me"), gbid=GBID,
                              message_expiry_ms=9, grace_ms=grace) is PutResult.REJECTED_INVALID
     assert "x" not in cc
     assert "y" not in cc

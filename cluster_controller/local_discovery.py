@@ -1,19 +1,15 @@
-"""The cluster controller's own providers: Routing, the local capabilities directory and its
-link to the GCD."""
+"""The cluster controller's local capabilities directory (``system/Discovery``)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from cluster_controller.gcd_link import GlobalLink
+from cluster_controller.routing_provider import caller_may_act_for
 from runtime.addresses import (
-    Address,
     AddressError,
-    MqttAddress,
-    WebSocketClientAddress,
     address_from_dict,
 )
 from runtime.clock import now_ms
@@ -27,106 +23,17 @@ from runtime.discovery_types import (
     check_gbids,
 )
 from runtime.dispatch import Provider, current_origin
-from runtime.errors import ApplicationError, JoynrError, ProviderRuntimeError
-from runtime.multicast import MulticastError, make_multicast_id
+from runtime.errors import ApplicationError, ProviderRuntimeError
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
 from runtime.system_interfaces import (
     Discovery,
     DiscoveryErrorCode,
-    Routing,
 )
 
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
-
-
-def _belongs_to_caller(table: RoutingTable, participant_id: str) -> bool:
-    """Whether the current call may act for ``participant_id``: it comes from this process,
-    or the participant is routed to the connection the call arrived over."""
-    caller = current_origin()
-    if caller is None:
-        return True
-    entry = table.get(participant_id)
-    return entry is not None and entry.address == caller
-
-
-class RoutingProvider(Provider, interface=Routing):
-    """The Routing provider's implementation over the cluster controller's router."""
-
-    serves_remote_callers = False
-
-    def __init__(self, router: MessageRouter, global_address: Address | None = None) -> None:
-        super().__init__()
-        self.router = router
-        self._global = global_address
-
-    async def get_global_address(self) -> dict[str, Any]:
-        return {} if self._global is None else self._global.to_dict()
-
-    async def get_reply_to_address(self) -> dict[str, Any]:
-        return await self.get_global_address()
-
-    async def add_next_hop(self, participant_id: str, address: dict[str, Any],
-                           is_globally_visible: bool) -> None:
-        try:
-            decoded = address_from_dict(address)
-        except AddressError as exc:
-            raise ProviderRuntimeError(f"add_next_hop: bad address: {exc}") from None
-        caller = current_origin()
-        if caller is not None and decoded != caller:
-            # a websocket client may only register participants at its own connection
-            self.router.counters["refused-foreign-next-hop"] += 1
-            log.warning("add_next_hop %s -> %r refused: the caller is %r", participant_id,
-                        decoded, caller)
-            raise ProviderRuntimeError(
-                f"add_next_hop refused: {decoded!r} is not the caller's own address {caller!r}"
-            )
-        if caller is None and not isinstance(decoded, WebSocketClientAddress):
-            raise ProviderRuntimeError("add_next_hop: only WebSocketClientAddresses are accepted")
-        if caller is not None:
-            decoded = caller  # the same address; the connection's own object compares fastest
-        result = self.router.add_route(participant_id, decoded,
-                                       is_globally_visible=is_globally_visible)
-        if not result.accepted:
-            raise ProviderRuntimeError(f"add_next_hop {participant_id} refused: {result.reason}")
-
-    async def remove_next_hop(self, participant_id: str) -> None:
-        table = self.router.table
-        if participant_id in table and not _belongs_to_caller(table, participant_id):
-            raise ProviderRuntimeError(
-                f"remove_next_hop {participant_id} refused: it is not routed to the caller"
-            )
-        self.router.remove_route(participant_id)
-
-    async def resolve_next_hop(self, participant_id: str) -> bool:
-        return participant_id in self.router.table
-
-    async def add_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
-                                     provider_participant_id: str) -> None:
-        self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
-        self.router.add_multicast_receiver(multicast_id, subscriber_participant_id,
-                                           provider_participant_id)
-
-    async def remove_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
-                                        provider_participant_id: str) -> None:
-        self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
-        self.router.remove_multicast_receiver(multicast_id, subscriber_participant_id)
-
-    def _check_multicast(self, multicast_id: str, subscriber: str, provider: str) -> None:
-        prefix = provider + "/"
-        if not multicast_id.startswith(prefix):
-            raise ProviderRuntimeError("multicast id does not belong to the provider")
-        name, *partitions = multicast_id[len(prefix):].split("/")
-        try:
-            make_multicast_id(provider, name, partitions, for_subscription=True)
-        except MulticastError as exc:
-            raise ProviderRuntimeError(f"bad multicast id: {exc}") from None
-        if not _belongs_to_caller(self.router.table, subscriber):
-            raise ProviderRuntimeError(
-                f"multicast receiver {subscriber} is not a participant of the caller"
-            )
 
 
 class LocalDiscovery(Provider, interface=Discovery):
@@ -163,7 +70,7 @@ class LocalDiscovery(Provider, interface=Discovery):
         return list(self._gcd.gbids) if self._gcd is not None else []
 
     def _check_owner(self, participant_id: str, action: str) -> None:
-        if not _belongs_to_caller(self._table, participant_id):
+        if not caller_may_act_for(self._table, participant_id):
             log.warning("discovery %s of %s refused: not a participant of %r", action,
                         participant_id, current_origin())
             raise ProviderRuntimeError(
@@ -344,107 +251,3 @@ class LocalDiscovery(Provider, interface=Discovery):
 
     def entries(self) -> list[DiscoveryEntry]:
         return list(self._entries.values())
-
-
-class GlobalLink:
-    """The local directory's way to the GCD: a proxy of it, the CC's GBIDs and address,
-    background retries, and the freshness jobs (touch, removeStale)."""
-
-    def __init__(self, gcd: Any, gbids: list[str], address: MqttAddress,
-                 cluster_controller_id: str, *, retry_initial_s: float = 0.5,
-                 retry_max_s: float = 30.0) -> None:
-        self.gcd = gcd
-        self.gbids = list(gbids)
-        self.address = address
-        self.cluster_controller_id = cluster_controller_id
-        self.retry_initial_s = retry_initial_s
-        self.retry_max_s = retry_max_s
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    def _global_entry(self, entry: DiscoveryEntry) -> GlobalDiscoveryEntry:
-        return GlobalDiscoveryEntry(**vars(entry), address=self.address.to_dict())
-
-    async def _call(self, what: str, call: Awaitable[T]) -> T:
-        """A GCD call: modelled errors pass; anything else is INTERNAL_ERROR for the caller."""
-        try:
-            return await call
-        except ApplicationError:
-            raise
-        except JoynrError as exc:
-            log.warning("GCD %s failed: %s", what, exc)
-            raise ApplicationError(DiscoveryErrorCode.INTERNAL_ERROR.name,
-                                   f"GCD {what} failed: {exc}") from None
-
-    async def add(self, entry: DiscoveryEntry, gbids: list[str]) -> None:
-        await self._call(f"add {entry.participant_id}",
-                         self.gcd.add_in(self._global_entry(entry), gbids))
-        log.info("provider %s registered globally in %s", entry.participant_id,
-                 ", ".join(gbids))
-
-    async def remove(self, participant_id: str, gbids: list[str]) -> None:
-        try:
-            await self._call(f"remove {participant_id}", self.gcd.remove_in(participant_id,
-                                                                            gbids))
-        except ApplicationError as exc:
-            if exc.error not in (DiscoveryErrorCode.NO_ENTRY_FOR_PARTICIPANT.name,
-                                 DiscoveryErrorCode.NO_ENTRY_FOR_SELECTED_BACKENDS.name):
-                raise
-        log.info("provider %s removed from the GCD (%s)", participant_id, ", ".join(gbids))
-
-    async def lookup(self, domains: list[str], interface_name: str, gbids: list[str]
-                     ) -> list[GlobalDiscoveryEntry]:
-        result: list[GlobalDiscoveryEntry] = await self._call(
-            f"lookup {interface_name}", self.gcd.lookup_in(domains, interface_name, gbids))
-        return result
-
-    async def lookup_participant(self, participant_id: str, gbids: list[str]
-                                 ) -> GlobalDiscoveryEntry:
-        result: GlobalDiscoveryEntry = await self._call(
-            f"lookup {participant_id}", self.gcd.lookup_participant_in(participant_id, gbids))
-        return result
-
-    async def touch(self, participant_ids: list[str]) -> None:
-        await self._call("touch", self.gcd.touch_participants(self.cluster_controller_id,
-                                                              participant_ids))
-
-    async def remove_stale(self, max_last_seen_ms: int) -> None:
-        await self._call("removeStale", self.gcd.remove_stale(self.cluster_controller_id,
-                                                              max_last_seen_ms))
-
-    def in_background(self, what: str, call: Callable[[], Awaitable[object]], *,
-                      still_wanted: Callable[[], bool] = lambda: True,
-                      give_up_s: float | None = None) -> None:
-        """Retry ``call`` with backoff until it succeeds, is no longer wanted, or (with
-        ``give_up_s``) time is up. Modelled errors other than INTERNAL_ERROR end it too."""
-        async def run() -> None:
-            loop = asyncio.get_running_loop()
-            deadline = None if give_up_s is None else loop.time() + give_up_s
-            delay = self.retry_initial_s
-            attempt = 0
-            while still_wanted():
-                attempt += 1
-                try:
-                    await call()
-                    return
-                except ApplicationError as exc:
-                    if exc.error != DiscoveryErrorCode.INTERNAL_ERROR.name:
-                        log.error("GCD %s refused: %s", what, exc)
-                        return
-                    level = logging.WARNING if attempt == 1 else logging.INFO
-                    log.log(level, "GCD %s failed (attempt %d), retrying in %.1f s: %s", what,
-                            attempt, delay, exc)
-                if deadline is not None and loop.time() + delay > deadline:
-                    log.error("GCD %s: giving up after %d attempts", what, attempt)
-                    return
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.retry_max_s)
-
-        task = asyncio.get_running_loop().create_task(run(), name=f"gcd-{what}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,0 +1,127 @@
+"""The local directory's link to the Global Capabilities Directory: calls through a proxy of
+the GCD, retries in the background, and the freshness jobs (touch, removeStale)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from runtime.addresses import (
+    MqttAddress,
+)
+from runtime.discovery_types import (
+    DiscoveryEntry,
+    GlobalDiscoveryEntry,
+)
+from runtime.errors import ApplicationError, JoynrError
+from runtime.system_interfaces import (
+    DiscoveryErrorCode,
+)
+from runtime.tasks import TaskSupervisor
+
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+
+class GlobalLink:
+    """The local directory's way to the GCD: a proxy of it, the CC's GBIDs and address,
+    background retries, and the freshness jobs (touch, removeStale)."""
+
+    def __init__(self, gcd: Any, gbids: list[str], address: MqttAddress,
+                 cluster_controller_id: str, *, tasks: TaskSupervisor,
+                 retry_initial_s: float = 0.5, retry_max_s: float = 30.0) -> None:
+        self.gcd = gcd
+        self.gbids = list(gbids)
+        self.address = address
+        self.cluster_controller_id = cluster_controller_id
+        self.retry_initial_s = retry_initial_s
+        self.retry_max_s = retry_max_s
+        #: the background calls (retries); closed with the link
+        self.tasks = tasks.child("gcd-link")
+
+    def _global_entry(self, entry: DiscoveryEntry) -> GlobalDiscoveryEntry:
+        return GlobalDiscoveryEntry(**vars(entry), address=self.address.to_dict())
+
+    async def _call(self, what: str, call: Awaitable[T]) -> T:
+        """A GCD call: modelled errors pass; anything else is INTERNAL_ERROR for the caller."""
+        try:
+            return await call
+        except ApplicationError:
+            raise
+        except JoynrError as exc:
+            log.warning("GCD %s failed: %s", what, exc)
+            raise ApplicationError(DiscoveryErrorCode.INTERNAL_ERROR.name,
+                                   f"GCD {what} failed: {exc}") from None
+
+    async def add(self, entry: DiscoveryEntry, gbids: list[str]) -> None:
+        await self._call(f"add {entry.participant_id}",
+                         self.gcd.add_in(self._global_entry(entry), gbids))
+        log.info("provider %s registered globally in %s", entry.participant_id,
+                 ", ".join(gbids))
+
+    async def remove(self, participant_id: str, gbids: list[str]) -> None:
+        try:
+            await self._call(f"remove {participant_id}", self.gcd.remove_in(participant_id,
+                                                                            gbids))
+        except ApplicationError as exc:
+            if exc.error not in (DiscoveryErrorCode.NO_ENTRY_FOR_PARTICIPANT.name,
+                                 DiscoveryErrorCode.NO_ENTRY_FOR_SELECTED_BACKENDS.name):
+                raise
+        log.info("provider %s removed from the GCD (%s)", participant_id, ", ".join(gbids))
+
+    async def lookup(self, domains: list[str], interface_name: str, gbids: list[str]
+                     ) -> list[GlobalDiscoveryEntry]:
+        result: list[GlobalDiscoveryEntry] = await self._call(
+            f"lookup {interface_name}", self.gcd.lookup_in(domains, interface_name, gbids))
+        return result
+
+    async def lookup_participant(self, participant_id: str, gbids: list[str]
+                                 ) -> GlobalDiscoveryEntry:
+        result: GlobalDiscoveryEntry = await self._call(
+            f"lookup {participant_id}", self.gcd.lookup_participant_in(participant_id, gbids))
+        return result
+
+    async def touch(self, participant_ids: list[str]) -> None:
+        await self._call("touch", self.gcd.touch_participants(self.cluster_controller_id,
+                                                              participant_ids))
+
+    async def remove_stale(self, max_last_seen_ms: int) -> None:
+        await self._call("removeStale", self.gcd.remove_stale(self.cluster_controller_id,
+                                                              max_last_seen_ms))
+
+    def in_background(self, what: str, call: Callable[[], Awaitable[object]], *,
+                      still_wanted: Callable[[], bool] = lambda: True,
+                      give_up_s: float | None = None) -> None:
+        """Retry ``call`` with backoff until it succeeds, is no longer wanted, or (with
+        ``give_up_s``) time is up. Modelled errors other than INTERNAL_ERROR end it too."""
+        async def run() -> None:
+            loop = asyncio.get_running_loop()
+            deadline = None if give_up_s is None else loop.time() + give_up_s
+            delay = self.retry_initial_s
+            attempt = 0
+            while still_wanted():
+                attempt += 1
+                try:
+                    await call()
+                    return
+                except ApplicationError as exc:
+                    if exc.error != DiscoveryErrorCode.INTERNAL_ERROR.name:
+                        log.error("GCD %s refused: %s", what, exc)
+                        return
+                    level = logging.WARNING if attempt == 1 else logging.INFO
+                    log.log(level, "GCD %s failed (attempt %d), retrying in %.1f s: %s", what,
+                            attempt, delay, exc)
+                if deadline is not None and loop.time() + delay > deadline:
+                    log.error("GCD %s: giving up after %d attempts", what, attempt)
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.retry_max_s)
+
+        self.tasks.spawn(run(), name=f"gcd-{what}")
+
+    async def close(self) -> None:
+        """Stop every background call."""
+        await self.tasks.close()

@@ -1,0 +1,112 @@
+"""The cluster controller's Routing provider (``system/Routing``): the next hops and multicast
+receivers of its libjoynr runtimes.
+
+It is registered in-process under a provisioned participantId with a sticky route, and serves
+local participants only. The caller is the connection its request arrived over: a libjoynr
+runtime registers next hops at its own address only, and removes or subscribes for its own
+participants only (the rules are in runtime.rules)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, TypeVar
+
+from runtime.addresses import (
+    Address,
+    AddressError,
+    address_from_dict,
+)
+from runtime.dispatch import Provider, current_origin
+from runtime.errors import ProviderRuntimeError
+from runtime.multicast import MulticastError, make_multicast_id
+from runtime.router import MessageRouter
+from runtime.routing import RoutingTable
+from runtime.rules import check_next_hop, check_owner
+from runtime.system_interfaces import (
+    Routing,
+)
+
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+
+def caller_may_act_for(table: RoutingTable, participant_id: str) -> bool:
+    """Whether the current call may act for ``participant_id``: it comes from this process, or
+    the participant is routed to the connection the call arrived over (see
+    runtime.rules.check_owner)."""
+    return check_owner(current_origin(), table.get(participant_id)) is None
+
+
+class RoutingProvider(Provider, interface=Routing):
+    """The Routing provider's implementation over the cluster controller's router."""
+
+    serves_remote_callers = False
+
+    def __init__(self, router: MessageRouter, global_address: Address | None = None) -> None:
+        super().__init__()
+        self.router = router
+        # the CC's address in wire form ({} without MQTT): both attributes read it
+        self._address = {} if global_address is None else global_address.to_dict()
+
+    async def get_global_address(self) -> dict[str, Any]:
+        return dict(self._address)
+
+    async def get_reply_to_address(self) -> dict[str, Any]:
+        return dict(self._address)
+
+    async def add_next_hop(self, participant_id: str, address: dict[str, Any],
+                           is_globally_visible: bool) -> None:
+        try:
+            decoded = address_from_dict(address)
+        except AddressError as exc:
+            raise ProviderRuntimeError(f"add_next_hop: bad address: {exc}") from None
+        caller = current_origin()
+        refusal = check_next_hop(decoded, caller)
+        if refusal is not None:
+            self.router.counters[refusal.reason] += 1
+            log.warning("add_next_hop %s -> %r refused: %s", participant_id, decoded,
+                        refusal.detail)
+            raise ProviderRuntimeError(f"add_next_hop refused: {refusal.detail}")
+        if caller is not None:
+            decoded = caller  # the same address; the connection's own object compares fastest
+        result = self.router.add_route(participant_id, decoded,
+                                       is_globally_visible=is_globally_visible)
+        if not result.accepted:
+            raise ProviderRuntimeError(f"add_next_hop {participant_id} refused: {result.reason}")
+
+    async def remove_next_hop(self, participant_id: str) -> None:
+        table = self.router.table
+        if participant_id in table and not caller_may_act_for(table, participant_id):
+            raise ProviderRuntimeError(
+                f"remove_next_hop {participant_id} refused: it is not routed to the caller"
+            )
+        self.router.remove_route(participant_id)
+
+    async def resolve_next_hop(self, participant_id: str) -> bool:
+        return participant_id in self.router.table
+
+    async def add_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
+                                     provider_participant_id: str) -> None:
+        self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
+        self.router.add_multicast_receiver(multicast_id, subscriber_participant_id,
+                                           provider_participant_id)
+
+    async def remove_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
+                                        provider_participant_id: str) -> None:
+        self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
+        self.router.remove_multicast_receiver(multicast_id, subscriber_participant_id)
+
+    def _check_multicast(self, multicast_id: str, subscriber: str, provider: str) -> None:
+        prefix = provider + "/"
+        if not multicast_id.startswith(prefix):
+            raise ProviderRuntimeError("multicast id does not belong to the provider")
+        name, *partitions = multicast_id[len(prefix):].split("/")
+        try:
+            make_multicast_id(provider, name, partitions, for_subscription=True)
+        except MulticastError as exc:
+            raise ProviderRuntimeError(f"bad multicast id: {exc}") from None
+        if not caller_may_act_for(self.router.table, subscriber):
+            raise ProviderRuntimeError(
+                f"multicast receiver {subscriber} is not a participant of the caller"
+            )
