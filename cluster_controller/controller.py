@@ -113,7 +113,7 @@ class ClusterController:
         return self.websocket.address
 
     async def _start_embedded_gcd(self) -> None:
-        assert self.global_address is not None
+        assert self.global_address is not None and self.mqtt is not None
         gbid = self.global_address.broker_uri
         url_text = self._backend_urls[gbid]
         path = self.config.embedded_gcd.sqlite_path or str(
@@ -121,7 +121,8 @@ class ClusterController:
         self.gcd = GcdService(GcdSettings(
             gbid=gbid, broker_url=url_text, valid_gbids=tuple(self.config.mqtt.backends),
             sqlite_path=Path(path), mqtt_version=self.config.mqtt.version,
-            client_id=f"gcd-{self.id}"), tasks=self.tasks)
+            client_id=f"gcd-{self.id}"), tasks=self.tasks, mqtt=self.config.mqtt,
+            tls_context=self.mqtt.tls_context)
         await self.gcd.start()
 
     def _make_mqtt(self) -> MqttTransport:

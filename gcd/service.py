@@ -10,7 +10,9 @@ one store: SQLite for a single instance (the embedded default), PostgreSQL for s
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import ssl
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,11 +86,14 @@ class GcdSettings:
             raise ValueError("purge_interval_s must be > 0")
         self.mqtt_section()  # the broker URL and the MQTT version: checked there
 
-    def mqtt_section(self) -> MqttSettings:
-        """The settings of this instance's MQTT transport: its one backend, and no session
-        kept by the broker (another instance may serve the backend meanwhile)."""
-        return MqttSettings(backends={self.gbid: self.broker_url}, version=self.mqtt_version,
-                            session_expiry_s=0)
+    def mqtt_section(self, base: MqttSettings | None = None) -> MqttSettings:
+        """The settings of this instance's MQTT transport: those of ``base`` (a cluster
+        controller's ``[mqtt]`` section, for a GCD embedded in it: keep-alive, limits, TLS CA
+        file), with this instance's one backend, its MQTT version, and no session kept by the
+        broker (another instance may serve the backend meanwhile)."""
+        return dataclasses.replace(base or MqttSettings(),
+                                   backends={self.gbid: self.broker_url},
+                                   version=self.mqtt_version, session_expiry_s=0)
 
 
 @dataclass(frozen=True)
@@ -127,9 +132,13 @@ class GcdService:
     ``tasks``: the supervisor of the process the instance runs in (a cluster controller's);
     the instance's background tasks (the MQTT connection, the router's timers, the purge of
     expired entries) then run in a child of it. Without it the instance has a supervisor of its
-    own. Either way :meth:`stop` ends them all."""
+    own. Either way :meth:`stop` ends them all. ``mqtt`` and ``tls_context``: the MQTT
+    settings and TLS context of the embedding process, whose connection options the instance
+    shares (see :meth:`GcdSettings.mqtt_section`)."""
 
-    def __init__(self, settings: GcdSettings, *, tasks: TaskSupervisor | None = None) -> None:
+    def __init__(self, settings: GcdSettings, *, tasks: TaskSupervisor | None = None,
+                 mqtt: MqttSettings | None = None,
+                 tls_context: ssl.SSLContext | None = None) -> None:
         self.settings = settings
         self.store = make_store(settings)
         self.address = MqttAddress(settings.gbid, GCD_TOPIC)
@@ -142,7 +151,7 @@ class GcdService:
         #: the router's timers (queue sweep and retries, purge of learned replyTo routes)
         self.housekeeping = RouterHousekeeping(self.router, self.tasks)
         self.mqtt = MqttTransport(
-            self.router, settings.mqtt_section(),
+            self.router, settings.mqtt_section(mqtt), tls_context=tls_context,
             brokers={settings.gbid: parse_broker_url(settings.broker_url)}, own_topic=GCD_TOPIC,
             client_id=settings.client_id or f"gcd-{settings.gbid}-{uuid.uuid4().hex[:8]}",
             subscription=f"$share/{group}/{GCD_TOPIC}/#" if group else None,

@@ -16,11 +16,13 @@ import pytest
 
 from cluster_controller.controller import ClusterController
 from runtime.addresses import MqttAddress
+from runtime.clock import now_ms
+from runtime.discovery_types import ProviderQos, ProviderScope
 from runtime.errors import ApplicationError, ProviderRuntimeError
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, mqtt_cc_config, start_pair
-from tests.support.radio import Country, FavoriteError, Station
+from tests.support.radio import Country, FavoriteError, RadioProvider, Station
 from tests.support.tls import self_signed_certificate
 from transports.mqtt_broker import EmbeddedBroker, EmbeddedBrokerSettings
 
@@ -146,6 +148,26 @@ async def test_mqtts_with_credentials(tmp_path: Path, certificate: tuple[Path, P
         pair = await start_pair(stack, tmp_path, {GBID: url}, mqtt__tls_ca_file=str(cert))
         proxy = await pair.proxy()
         assert await proxy.add_favorite(Station("TLS", Country.AUSTRIA)) is True
+
+
+async def test_the_embedded_gcd_connects_with_the_cc_mqtt_settings(
+        tmp_path: Path, certificate: tuple[Path, Path]) -> None:
+    """The GCD embedded in a CC shares the CC's [mqtt] connection options: here the private CA
+    of an mqtts backend, without which it cannot connect."""
+    cert, _ = certificate
+    async with AsyncExitStack() as stack:
+        broker = await stack.enter_async_context(Mosquitto(
+            tmp_path / "tls", tls=certificate, users={"cc": "pw"}))
+        cc = await stack.enter_async_context(ClusterController(mqtt_cc_config(
+            tmp_path / "cc", "cc-gcd", {GBID: f"mqtts://cc:pw@127.0.0.1:{broker.port}"},
+            mqtt__tls_ca_file=str(cert), embedded_gcd__enabled="true")))
+        assert cc.gcd is not None
+        await cc.gcd.mqtt.wait_connected(WAIT_S)
+        pid = await cc.runtime.register_provider(
+            "tls.domain", RadioProvider(), qos=ProviderQos(scope=ProviderScope.GLOBAL),
+            await_global_registration=True)
+        stored = await cc.gcd.store.find_participant(pid, now_ms())
+        assert [row.gbid for row in stored] == [GBID]
 
 
 async def test_wrong_credentials_are_retried_and_said_clearly(
