@@ -70,7 +70,7 @@ class _AiomqttSession:
         if properties is None:
             if len(self._expiry_properties) >= 4096:
                 self._expiry_properties.clear()
-            properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+            properties = Properties(PacketTypes.PUBLISH)
             properties.MessageExpiryInterval = max(1, expiry_s)
             self._expiry_properties[expiry_s] = properties
         return properties
@@ -118,7 +118,7 @@ async def open_session(url: BrokerUrl, settings: MqttSettings, *, client_id: str
     if version == "5":
         protocol = aiomqtt.ProtocolVersion.V5
         kwargs["clean_start"] = not persistent
-        connect_properties = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+        connect_properties = Properties(PacketTypes.CONNECT)
         if persistent:
             connect_properties.SessionExpiryInterval = settings.session_expiry_s
         # the broker does not send bigger packets: they are never buffered here. Room for the
