@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import ssl
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from runtime.system_interfaces import (
 )
 from transports.mqtt_broker import EmbeddedBrokerSettings
 from transports.mqtt_settings import MqttSettings
+from transports.websocket_settings import WebSocketServerSettings
 
 log = logging.getLogger(__name__)
 
@@ -34,39 +34,6 @@ class IdentitySection:
     id: str = ""
     #: where the cluster controller keeps its state (relative paths: to the working directory)
     data_dir: Path = Path("var/cluster-controller")
-
-
-@dataclass
-class WebSocketSection:
-    #: address and port libjoynr runtimes connect to (port 0: any free port)
-    host: str = "127.0.0.1"
-    port: int = 4242
-    path: str = "/"
-    #: TLS (wss) when both are set: PEM certificate chain and private key
-    tls_certificate: str = ""
-    tls_private_key: str = ""
-    #: frames larger than this are refused (bytes)
-    max_frame_bytes: int = 4 * 1024 * 1024
-    #: keep-alive: ping every interval; a connection without pong within the timeout is dead
-    ping_interval_s: float = 20.0
-    ping_timeout_s: float = 20.0
-    #: seconds a new connection has to send its init frame
-    init_timeout_s: float = 10.0
-    #: messages waiting to be written to one client before sends to it are refused
-    max_queued_per_connection: int = 10_000
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.port < 65536:
-            raise ValueError(f"port must be in 0..65535, got {self.port}")
-        if bool(self.tls_certificate) != bool(self.tls_private_key):
-            raise ValueError("tls_certificate and tls_private_key go together")
-        if self.max_frame_bytes < 1024:
-            raise ValueError("max_frame_bytes must be at least 1024")
-        for name in ("ping_interval_s", "ping_timeout_s", "init_timeout_s"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.max_queued_per_connection < 1:
-            raise ValueError("max_queued_per_connection must be >= 1")
 
 
 @dataclass(frozen=True)
@@ -122,7 +89,7 @@ class ClusterControllerConfig:
     cluster_controller: IdentitySection = field(default_factory=IdentitySection)
     routing: RoutingSettings = field(default_factory=RoutingSettings)
     router: RouterSettings = field(default_factory=RouterSettings)
-    websocket: WebSocketSection = field(default_factory=WebSocketSection)
+    websocket: WebSocketServerSettings = field(default_factory=WebSocketServerSettings)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     embedded_broker: EmbeddedBrokerSettings = field(default_factory=EmbeddedBrokerSettings)
     discovery: DiscoverySection = field(default_factory=DiscoverySection)
@@ -155,10 +122,3 @@ def cluster_controller_id(section: IdentitySection) -> str:
     log.info("generated cluster controller id %s (kept in %s)", new_id, path)
     return new_id
 
-
-def _ssl_context(section: WebSocketSection) -> ssl.SSLContext | None:
-    if not section.tls_certificate:
-        return None
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(section.tls_certificate, section.tls_private_key)
-    return context

@@ -186,10 +186,11 @@ def _str_field(frame: dict[str, Any], key: str, name: str, message_id: str | Non
     return value
 
 
-def decode_frame(frame: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES, *,
+def decode_frame(frame: bytes | str, max_bytes: int = DEFAULT_MAX_FRAME_BYTES, *,
                  origin: Address | None = None) -> Message:
-    """Decode and validate one frame that arrived from ``origin``; raises :class:`FrameError`
-    with the reason."""
+    """Decode and validate one frame that arrived from ``origin`` (the payload of a binary
+    websocket message; a text message's ``str`` is refused as not-binary); raises
+    :class:`FrameError` with the reason."""
     if not isinstance(frame, (bytes, bytearray, memoryview)):
         raise FrameError("not-binary", f"a frame must be binary, got {type(frame).__name__}")
     if len(frame) > max_bytes:

@@ -1,19 +1,33 @@
-"""Websocket transport details: TLS (wss) and keep-alive (dead connections are detected)."""
+"""Websocket transport details: TLS (wss), keep-alive (dead connections are detected), the
+opening handshake's time limit, bounded memory for a client that does not read, and the
+graceful stop (what is queued is written, then "going away")."""
 
 from __future__ import annotations
 
 import asyncio
-import ssl
+import contextlib
 from pathlib import Path
 
 import pytest
+from websockets.asyncio.client import connect as websockets_connect
+from websockets.client import ClientProtocol
+from websockets.exceptions import ConnectionClosedOK
+from websockets.protocol import CONNECTING
+from websockets.uri import parse_uri
 
 from cluster_controller.controller import ClusterController
-from libjoynr.runtime import connect
+from libjoynr import LibjoynrConfig, connect
+from runtime.addresses import WebSocketClientAddress
+from runtime.clock import now_ms
+from runtime.messages import Message, MessageType, decode_frame
 from tests.support.cluster import cc_config, eventually
 from tests.support.radio import Radio, RadioProvider
 from tests.support.tls import self_signed_certificate
 from transports.websocket_client import WebSocketClientSettings
+from transports.websocket_common import encode_init
+from transports.websocket_connection import ServerSideConnection
+
+WAIT_S = 5.0
 
 
 @pytest.fixture
@@ -26,10 +40,9 @@ async def test_wss_when_a_certificate_is_configured(tmp_path, certificate):
     config = cc_config(tmp_path, websocket__tls_certificate=cert, websocket__tls_private_key=key)
     async with ClusterController(config) as cc:
         assert cc.websocket_address.protocol == "wss"
-        trusted = ssl.create_default_context(cafile=str(cert))
-        settings = WebSocketClientSettings(ssl_context=trusted)
-        provider_rt = await connect(cc.websocket_address, transport_settings=settings)
-        consumer = await connect(cc.websocket_address, transport_settings=settings)
+        settings = WebSocketClientSettings(tls_ca_file=str(cert))
+        provider_rt = await connect(cc.websocket_address, config=LibjoynrConfig(websocket=settings))
+        consumer = await connect(cc.websocket_address, config=LibjoynrConfig(websocket=settings))
         try:
             await provider_rt.register_provider("d", RadioProvider())
             proxy = await consumer.build_proxy(Radio, "d")
@@ -41,8 +54,7 @@ async def test_wss_when_a_certificate_is_configured(tmp_path, certificate):
         # a client that does not trust the certificate does not get in
         with pytest.raises(ConnectionError):
             await connect(cc.websocket_address, timeout_s=1.0,
-                          transport_settings=WebSocketClientSettings(
-                              ssl_context=ssl.create_default_context()))
+                          config=LibjoynrConfig(websocket=WebSocketClientSettings()))
 
 
 async def test_a_dead_connection_is_detected_and_its_id_can_be_taken_over(tmp_path):
@@ -50,7 +62,7 @@ async def test_a_dead_connection_is_detected_and_its_id_can_be_taken_over(tmp_pa
     async with ClusterController(config) as cc:
         fast = WebSocketClientSettings(ping_interval_s=0.1, ping_timeout_s=0.2,
                                        reconnect_initial_s=10, reconnect_max_s=10)
-        victim = await connect(cc.websocket_address, transport_settings=fast)
+        victim = await connect(cc.websocket_address, config=LibjoynrConfig(websocket=fast))
         try:
             pid = await victim.register_provider("d", RadioProvider())
             assert pid in cc.routing_table
@@ -77,13 +89,13 @@ async def test_two_claimants_of_a_dead_id_one_wins(tmp_path):
     async with ClusterController(config) as cc:
         quiet = WebSocketClientSettings(ping_interval_s=5, ping_timeout_s=5,
                                         reconnect_initial_s=10, reconnect_max_s=10)
-        victim = await connect(cc.websocket_address, transport_settings=quiet)
+        victim = await connect(cc.websocket_address, config=LibjoynrConfig(websocket=quiet))
         outbox = victim.transport._outbox
         assert outbox is not None
         outbox.ws.transport.pause_reading()  # hung: it will not answer the CC's ping
         claims = [
             connect(cc.websocket_address, client_id=victim.client_id, timeout_s=2.0,
-                    transport_settings=quiet)
+                    config=LibjoynrConfig(websocket=quiet))
             for _ in range(2)
         ]
         results = await asyncio.gather(*claims, return_exceptions=True)
@@ -98,3 +110,122 @@ async def test_two_claimants_of_a_dead_id_one_wins(tmp_path):
             for runtime in winners:
                 await runtime.stop()
             await victim.stop()
+
+
+def one_way(recipient: str, body: bytes = b"\x80") -> Message:
+    return Message(type=MessageType.ONE_WAY, sender="someone", recipient=recipient,
+                   expiry_date_ms=now_ms() + 60_000, body=body)
+
+
+async def test_stop_writes_what_is_queued_then_closes_going_away(tmp_path):
+    cc = ClusterController(cc_config(tmp_path))
+    await cc.start()
+    try:
+        # max_queue=None: the client reads on while its messages wait to be recv()ed
+        async with websockets_connect(cc.websocket_address.url, compression=None,
+                                      max_size=None, max_queue=None) as raw:
+            await raw.send(encode_init("drained"))
+            await eventually(lambda: "drained" in cc.websocket.clients, what="connected")
+            cc.router.add_route("drained-pid", WebSocketClientAddress("drained"),
+                                is_globally_visible=False)
+            messages = [one_way("drained-pid") for _ in range(500)]
+            for message in messages:
+                cc.router.route(message)
+            # the loop has not run since: all 500 wait in the connection's queue
+            await cc.websocket.stop()
+
+            received = []
+            with pytest.raises(ConnectionClosedOK) as closed:
+                async with asyncio.timeout(WAIT_S):
+                    while True:
+                        frame = await raw.recv()
+                        assert isinstance(frame, bytes)
+                        received.append(decode_frame(frame).id)
+            assert received == [m.id for m in messages]
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+    finally:
+        await cc.stop()
+
+
+class SilentClient:
+    """A websocket client that completes the opening handshake and sends its init frame, then
+    reads nothing any more (asyncio's stream reader stops at 128 KiB): a hung process."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, url: str, client_id: str) -> SilentClient:
+        uri = parse_uri(url)
+        reader, writer = await asyncio.open_connection(uri.host, uri.port)
+        protocol = ClientProtocol(uri)
+        protocol.send_request(protocol.connect())
+        writer.writelines(protocol.data_to_send())
+        async with asyncio.timeout(WAIT_S):
+            while protocol.state is CONNECTING:
+                data = await reader.read(65536)
+                assert data, "closed during the opening handshake"
+                protocol.receive_data(data)
+        assert protocol.handshake_exc is None
+        protocol.send_binary(encode_init(client_id))
+        writer.writelines(protocol.data_to_send())
+        await writer.drain()
+        return cls(writer)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def test_a_client_that_does_not_read_holds_no_more_than_its_queue(tmp_path):
+    config = cc_config(tmp_path, websocket__max_queued_per_connection=10,
+                       websocket__ping_interval_s=30, websocket__ping_timeout_s=0.3)
+    async with ClusterController(config) as cc:
+        silent = await SilentClient.open(cc.websocket_address.url, "silent")
+        try:
+            await eventually(lambda: "silent" in cc.websocket.clients, what="connected")
+            address = WebSocketClientAddress("silent")
+            cc.router.add_route("silent-pid", address, is_globally_visible=False)
+            big = one_way("silent-pid", b"\x00" * 64 * 1024)
+            # the socket buffers fill up, then the transport's write buffer, then the queue
+            # of 10: from then on sends are refused instead of piling up in memory
+            for _ in range(1000):  # 64 MiB: far more than the buffers on the way
+                if not cc.websocket.send(address, big):
+                    break
+                await asyncio.sleep(0)  # the queue is written from the event loop
+            else:
+                raise AssertionError("1000 messages of 64 KiB accepted for a client that "
+                                     "does not read")
+            assert "silent" in cc.websocket.clients  # refused, not disconnected
+            assert not cc.websocket.send(address, one_way("silent-pid"))
+
+            # stopping: the queue cannot be written, the client does not answer the close
+            # handshake (the close timeout is the ping timeout); what was not written goes
+            # back to the router, which keeps it for when the participant has a route again
+            await cc.websocket.stop(drain_timeout_s=0.2)
+            assert "silent" not in cc.websocket.clients
+            assert "silent-pid" not in cc.routing_table
+            assert cc.router.queued() == 10
+        finally:
+            silent.close()
+
+
+async def test_a_connection_that_never_completes_its_handshake_is_closed():
+    opened: list[ServerSideConnection] = []
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(
+        lambda: ServerSideConnection(max_size=4096, ping_interval_s=None, ping_timeout_s=1,
+                                     close_timeout_s=1, on_request=lambda ws, request: None,
+                                     on_open=opened.append, handshake_timeout_s=0.2),
+        "127.0.0.1", 0)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and nothing more
+        async with asyncio.timeout(WAIT_S):
+            with contextlib.suppress(ConnectionResetError):  # closed either way
+                assert await reader.read() == b""
+        assert opened == []
+        writer.close()
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -1,48 +1,51 @@
 """libjoynr side of the websocket transport: the connection to the cluster controller.
 
 Connects, sends the init frame with this runtime's client id, and hands every message frame
-to the router. When the connection breaks it reconnects with exponential backoff (with jitter),
-sends init again, runs ``on_connected`` (the runtime re-registers its participants and multicast
-receivers there) and then lets the router retry what waited in its queues.
+to the router as it arrives. When the connection breaks it reconnects with exponential backoff
+(with jitter), sends init again, runs ``on_connected`` (the runtime re-registers its
+participants and multicast receivers there) and then lets the router retry what waited in its
+queues. What was queued for the connection but not written when it broke is routed again and
+waits for the next connection.
+
+The websocket protocol itself is websockets' sans-I/O implementation under the project's
+asyncio layer (transports.websocket_connection).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import ssl
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
-from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from runtime.addresses import Address, WebSocketAddress
-from runtime.messages import DEFAULT_MAX_FRAME_BYTES, FrameError, Message, decode_frame
+from runtime.messages import FrameError, Message, decode_frame
 from runtime.router import MessageRouter
-from transports.websocket_common import FrameClientConnection, Outbox, encode_init
+from runtime.tasks import TaskSupervisor
+from transports.websocket_common import Outbox, encode_init
+from transports.websocket_connection import ClientSideConnection, open_client_connection
+from transports.websocket_settings import WebSocketClientSettings, client_ssl_context
 
 __all__ = ["WebSocketClientSettings", "WebSocketClientTransport"]
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class WebSocketClientSettings:
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
-    ping_interval_s: float = 20.0
-    ping_timeout_s: float = 20.0
-    reconnect_initial_s: float = 0.05
-    reconnect_max_s: float = 5.0
-    max_queued: int = 10_000
-    ssl_context: ssl.SSLContext | None = None
+#: close code when the runtime stops (RFC 6455: normal closure)
+NORMAL_CLOSURE = 1000
 
 
 class WebSocketClientTransport:
-    """The router's transport for the WebSocketAddress of the cluster controller."""
+    """The router's transport for the WebSocketAddress of the cluster controller.
+
+    For wss, the SSL context is ``ssl_context`` when given, else one made from the settings
+    (``tls_ca_file``, or the system's trust store; an unusable file raises OSError here). Its
+    background tasks (the connection loop, the re-registration after each connect) belong to
+    ``tasks`` (a child supervisor of it), or to a supervisor of its own.
+    """
 
     def __init__(
         self,
@@ -52,6 +55,8 @@ class WebSocketClientTransport:
         settings: WebSocketClientSettings | None = None,
         *,
         on_connected: Callable[[], Awaitable[None]] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        tasks: TaskSupervisor | None = None,
     ) -> None:
         self.router = router
         self.cc_address = cc_address
@@ -60,6 +65,11 @@ class WebSocketClientTransport:
         self.on_connected = on_connected
         self.counters: Counter[str] = Counter()
         self.connections = 0  # how many times a connection was established
+        # made once, so that an unusable CA file is an error here, not a retried connect
+        self._ssl_context = (ssl_context or client_ssl_context(self.settings)
+                             if cc_address.protocol == "wss" else None)
+        self._tasks = (tasks.child("websocket client") if tasks is not None
+                       else TaskSupervisor("websocket client"))
         self._outbox: Outbox | None = None
         self._task: asyncio.Task[None] | None = None
         self._connected = asyncio.Event()
@@ -74,7 +84,7 @@ class WebSocketClientTransport:
         """Start connecting; wait up to ``wait_s`` for the first connection (None: don't)."""
         self._stopping = False
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="ws-client")
+            self._task = self._tasks.spawn(self._run(), name="ws-client")
         if wait_s is not None:
             try:
                 await asyncio.wait_for(self._connected.wait(), wait_s)
@@ -85,12 +95,10 @@ class WebSocketClientTransport:
                 ) from None
 
     async def stop(self) -> None:
+        """Close the connection (normal closure) and stop reconnecting."""
         self._stopping = True
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._tasks.cancel(task)
         self._connected.clear()
 
     def send(self, address: Address, message: Message) -> bool:
@@ -114,21 +122,25 @@ class WebSocketClientTransport:
         url = self.cc_address.url
         while True:
             try:
-                async with connect(
+                ws = await open_client_connection(
                     url,
-                    ssl=s.ssl_context if self.cc_address.protocol == "wss" else None,
                     max_size=2 * s.max_frame_bytes,
-                    ping_interval=s.ping_interval_s,
-                    ping_timeout=s.ping_timeout_s,
-                    compression=None,
+                    ping_interval_s=s.ping_interval_s,
+                    ping_timeout_s=s.ping_timeout_s,
                     # a dead peer is not waited for longer than the ping timeout
-                    close_timeout=s.ping_timeout_s,
-                    open_timeout=10,
-                    create_connection=FrameClientConnection,
-                ) as ws:
-                    assert isinstance(ws, FrameClientConnection)
+                    close_timeout_s=s.ping_timeout_s,
+                    open_timeout_s=s.open_timeout_s,
+                    ssl_context=self._ssl_context,
+                )
+                try:
                     delay = s.reconnect_initial_s
                     await self._serve(ws)
+                finally:
+                    try:
+                        await ws.close(NORMAL_CLOSURE)
+                    except BaseException:  # cancelled again while closing: just go
+                        ws.abort()
+                        raise
             except asyncio.CancelledError:
                 raise
             except (OSError, InvalidHandshake, InvalidURI, TimeoutError, ConnectionClosed) as exc:
@@ -139,24 +151,24 @@ class WebSocketClientTransport:
             await asyncio.sleep(delay * (0.8 + 0.4 * random.random()))
             delay = min(delay * 2, s.reconnect_max_s)
 
-    async def _serve(self, ws: FrameClientConnection) -> None:
-        await ws.send(encode_init(self.client_id))
+    async def _serve(self, ws: ClientSideConnection) -> None:
+        if not ws.send_frames([encode_init(self.client_id)]):
+            return
         outbox = Outbox(ws, "cluster controller", self.settings.max_queued)
         self._outbox = outbox
         self._connected.set()
         self.connections += 1
         log.info("connected to the cluster controller at %s as %s (connection %d)",
                  self.cc_address.url, self.client_id, self.connections)
-        registering = asyncio.get_running_loop().create_task(self._after_connect())
+        registering = self._tasks.spawn(self._after_connect(), name="ws-client-registering")
         try:
             await self._receive(ws)
         finally:
             self._connected.clear()
             self._outbox = None
-            registering.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await registering  # so that it cannot outlive this connection
-            leftover = await outbox.close()
+            # so that it cannot outlive this connection
+            await self._tasks.cancel(registering)
+            leftover = outbox.close()
             close = ws.close_reason or "connection lost"
             log.log(logging.INFO if self._stopping else logging.WARNING,
                     "disconnected from the cluster controller (%s); %d unsent message(s) "
@@ -174,8 +186,8 @@ class WebSocketClientTransport:
                 log.exception("re-registration with the cluster controller failed")
         self.router.transport_ready()
 
-    async def _receive(self, ws: FrameClientConnection) -> None:
-        """Route the cluster controller's frames as they arrive until the connection ends."""
+    async def _receive(self, ws: ClientSideConnection) -> None:
+        """Route the cluster controller's messages as they arrive until the connection ends."""
         router, origin = self.router, self.cc_address
         max_bytes = self.settings.max_frame_bytes
 

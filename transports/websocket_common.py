@@ -1,37 +1,33 @@
-"""What both websocket ends share: the init frame, the connection class and the send queue.
+"""What both websocket ends share: the init frame and the send queue of a connection.
 
-Message frames do not go through websockets' receive queue and ``recv()``: once a transport
-calls :meth:`FrameConnectionMixin.deliver`, every complete data message is handed to its
-handler straight from ``data_received`` (one call per websocket message, in order). And an
-:class:`Outbox` writes every message waiting for the connection in one go: one websocket frame
-per message, as the wire spec says, but one socket write for all of them. Both use websockets'
-connection internals (``process_event``, ``send_context``, ``send_data``, ``protocol``), which is
-why pyproject pins websockets to 15.x; tests/test_websocket_* exercise every path.
+The protocol between a libjoynr runtime and its cluster controller: the runtime's first
+websocket message is an init frame, a msgpack map ``{"v": 1, "t": "init", "id": <client id>}``
+(binary, at most 1 KiB, a client id of 1..256 characters); every later message either way is
+one binary message frame (runtime.messages), one websocket message per joynr message.
+
+An :class:`Outbox` holds the messages routed to one connection until they are written: every
+message waiting when it writes goes out with one socket write (one websocket message each).
+It writes from a callback scheduled when the first message arrives (not a task), stops while
+the transport's write buffer is full and goes on when it drains, so the memory a slow peer can
+hold is bounded by the outbox's limit plus the write buffer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable
+from itertools import islice
 from typing import Any, Final
 
 import msgpack
-from websockets.asyncio.client import ClientConnection
-from websockets.asyncio.connection import Connection
-from websockets.asyncio.server import ServerConnection
-from websockets.exceptions import ConnectionClosed
-from websockets.frames import OP_BINARY, OP_CONT, OP_TEXT, Frame
-from websockets.protocol import OPEN
 
 from runtime.messages import FrameError, Message, encode_frame
+from transports.websocket_connection import WebSocketConnection
 
 __all__ = [
     "INIT_TYPE",
-    "FrameClientConnection",
-    "FrameServerConnection",
+    "MAX_INIT_BYTES",
     "Outbox",
     "decode_init",
     "encode_init",
@@ -41,6 +37,7 @@ log = logging.getLogger(__name__)
 
 INIT_TYPE: Final = "init"
 MAX_CLIENT_ID_LENGTH: Final = 256
+MAX_INIT_BYTES: Final = 1024
 
 
 def encode_init(client_id: str) -> bytes:
@@ -52,7 +49,7 @@ def decode_init(frame: Any) -> str:
     """The client id of an init frame; raises FrameError with the reason."""
     if not isinstance(frame, bytes):
         raise FrameError("bad-init", "the first frame must be a binary init frame")
-    if len(frame) > 1024:
+    if len(frame) > MAX_INIT_BYTES:
         raise FrameError("bad-init", "init frame too large")
     try:
         data = msgpack.unpackb(frame, raw=False, strict_map_key=True)
@@ -69,167 +66,92 @@ def decode_init(frame: Any) -> str:
     return client_id
 
 
-#: what a handler receives: the payload of a binary message, or the text of a text message
-FrameHandler = Callable[[bytes | str], None]
-
 #: most messages written with one socket write
 MAX_BATCH: Final = 256
 
 
-class FrameConnectionMixin(Connection):
-    """A websockets connection that hands complete messages to a handler as they arrive and
-    writes several frames with one socket write."""
-
-    _handler: FrameHandler | None = None
-    _fragments: list[Frame] | None = None
-
-    def deliver(self, handler: FrameHandler) -> None:
-        """From now on, hand every data message to ``handler`` (first those already received
-        but not yet read with ``recv()``). The handler runs inside ``data_received``: it must
-        not block; whatever it raises is logged and the connection goes on."""
-        self._handler = handler
-        queued = self.recv_messages.frames.queue  # received before deliver(), not read
-        while queued:
-            self._data_frame(queued.popleft())
-        self.recv_messages.maybe_resume()
-
-    def process_event(self, event: Frame) -> None:  # type: ignore[override]
-        if self._handler is not None and event.opcode in (OP_BINARY, OP_TEXT, OP_CONT):
-            self._data_frame(event)
-        else:
-            super().process_event(event)
-
-    def _data_frame(self, frame: Frame) -> None:
-        handler = self._handler
-        assert handler is not None
-        if frame.fin and self._fragments is None:
-            data = frame.data
-        elif self._fragments is None:  # first fragment (websockets bounds the total size)
-            self._fragments = [frame]
-            return
-        else:
-            self._fragments.append(frame)
-            if not frame.fin:
-                return
-            fragments, self._fragments = self._fragments, None
-            frame = fragments[0]
-            data = b"".join(f.data for f in fragments)
-        try:
-            if frame.opcode is OP_TEXT:
-                handler(bytes(data).decode("utf-8", errors="replace"))
-            else:
-                handler(data if type(data) is bytes else bytes(data))
-        except Exception:
-            log.exception("websocket %s: handling a frame failed", self.remote_address)
-
-    def send_data(self) -> None:
-        """What websockets does, with one ``writelines`` for the frames (one syscall)."""
-        data = self.protocol.data_to_send()
-        if data and all(data):
-            self.transport.writelines(data)
-            return
-        self.protocol.writes[:0] = data  # an end of stream among them: the careful way
-        super().send_data()
-
-    async def send_frames(self, frames: list[bytes]) -> None:
-        """Send each of ``frames`` as one binary websocket message, with one socket write.
-        Raises ConnectionClosed (having written nothing) when the connection is not open."""
-        if len(frames) == 1:
-            await self.send(frames[0])
-            return
-        protocol = self.protocol
-        async with self.send_context():
-            for frame in frames:
-                protocol.send_binary(frame)
-
-
-class FrameServerConnection(FrameConnectionMixin, ServerConnection):
-    """The cluster controller's side of a libjoynr connection (``serve(create_connection=)``)."""
-
-
-class FrameClientConnection(FrameConnectionMixin, ClientConnection):
-    """A libjoynr runtime's connection to its cluster controller
-    (``connect(create_connection=)``)."""
-
-
 class Outbox:
-    """A bounded queue of messages for one connection and the task that writes them.
+    """A bounded queue of messages for one connection, written as described in the module
+    docstring.
 
-    What was queued but not written when the connection ends is returned by ``close()`` so
-    that the router can queue it again: a message accepted for a connection is not lost
-    because that connection broke (the one frame being written at that moment may be).
+    What was queued but not written when the connection ends is returned by :meth:`close`
+    so that the router can queue it again: a message accepted for a connection is not lost
+    because that connection broke (what the kernel had not sent yet may be).
     """
 
-    def __init__(self, ws: FrameConnectionMixin, name: str, max_messages: int) -> None:
+    def __init__(self, ws: WebSocketConnection, name: str, max_messages: int) -> None:
         self.ws = ws
         self.name = name
         self.max_messages = max_messages
         self._items: deque[Message] = deque()
-        self._wakeup: asyncio.Future[None] | None = None
+        self._loop = asyncio.get_running_loop()
+        self._scheduled = False
+        self._done = False  # closed, or the connection is no longer open
         self._drained: asyncio.Future[None] | None = None  # see wait_below()
         self._drained_level = 0
-        self._task = asyncio.get_running_loop().create_task(self._write(), name=f"outbox-{name}")
+        ws.on_writable = self._write
 
     def put(self, message: Message) -> bool:
-        """Queue a message; False when the connection is closing or the queue is full."""
-        if self._task.done() or len(self._items) >= self.max_messages:
+        """Queue a message; False when the connection is gone or the queue is full."""
+        if self._done or len(self._items) >= self.max_messages:
             return False
         self._items.append(message)
-        wakeup = self._wakeup
-        if wakeup is not None:
-            self._wakeup = None
-            if not wakeup.done():
-                wakeup.set_result(None)
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._write)
         return True
-
-    async def _write(self) -> None:
-        items, ws = self._items, self.ws
-        loop = asyncio.get_running_loop()
-        try:
-            while True:
-                while items:
-                    n = min(len(items), MAX_BATCH)
-                    batch = [items.popleft() for _ in range(n)]
-                    if ws.protocol.state is not OPEN:
-                        items.extendleft(reversed(batch))  # close() hands them back
-                        return
-                    await ws.send_frames([encode_frame(m) for m in batch])
-                    drained = self._drained
-                    if drained is not None and len(items) <= self._drained_level:
-                        self._drained = None
-                        if not drained.done():
-                            drained.set_result(None)
-                self._wakeup = loop.create_future()
-                await self._wakeup
-        except ConnectionClosed:
-            pass
-        except Exception:
-            log.exception("writing to %s failed", self.name)
-            await ws.close(1011, "write failure")
 
     @property
     def pending(self) -> int:
+        """Messages not yet handed to the transport."""
         return len(self._items)
+
+    def _write(self) -> None:
+        self._scheduled = False
+        if self._done:
+            return
+        items, ws = self._items, self.ws
+        if not ws.open:
+            self._finish()
+            return
+        try:
+            while items and not ws.paused_writing:
+                n = min(len(items), MAX_BATCH)
+                frames = [encode_frame(m) for m in islice(items, n)]
+                ws.send_frames(frames)
+                for _ in range(n):
+                    items.popleft()
+        except Exception:
+            log.exception("writing to %s failed", self.name)
+            self._finish()
+            ws.fail(1011, "write failure")
+            return
+        drained = self._drained
+        if drained is not None and len(items) <= self._drained_level:
+            self._drained = None
+            if not drained.done():
+                drained.set_result(None)
+
+    def _finish(self) -> None:
+        self._done = True
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
 
     async def wait_below(self, level: int) -> None:
         """Return when at most ``level`` messages wait (or the connection is gone)."""
-        if len(self._items) <= level or self._task.done():
+        if len(self._items) <= level or self._done:
             return
         if self._drained is None or self._drained.done():
-            self._drained = asyncio.get_running_loop().create_future()
-            self._task.add_done_callback(self._release)
+            self._drained = self._loop.create_future()
         self._drained_level = level
         await self._drained
 
-    def _release(self, _: object) -> None:
-        if self._drained is not None and not self._drained.done():
-            self._drained.set_result(None)
-
-    async def close(self) -> list[Message]:
+    def close(self) -> list[Message]:
         """Stop writing; return what was not written."""
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        self._finish()
+        if self.ws.on_writable == self._write:
+            self.ws.on_writable = None
         leftover = list(self._items)
         self._items.clear()
         return leftover

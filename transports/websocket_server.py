@@ -1,59 +1,53 @@
 """Cluster controller side of the websocket transport: the server libjoynr runtimes connect to.
 
-Protocol (spec/wire.md): the client's first frame is an init frame carrying its
-WebSocketClientAddress id (see transports.websocket_common); every later frame is a binary
-message frame. Identity rules:
+Protocol: the client's first message is an init frame carrying its WebSocketClientAddress id
+(see transports.websocket_common), within ``init_timeout_s``; every later message is a binary
+message frame. Only ``path`` is served: other paths get an HTTP 404. Identity rules:
 
 - one live connection per id: a second connection claiming the id of a connection that still
   answers a ping is refused (close 1008, "client id in use"); one whose connection does not answer
   within the ping timeout replaces it;
 - a connection speaks only for itself: a message whose sender is routed to another address
-  is refused (spoofed sender); the Routing provider accepts add_next_hop from a connection only
-  for that connection's own address (see cluster_controller.routing_provider);
-- when a connection ends, every route and multicast receiver behind it is removed.
+  is refused (spoofed sender, see runtime.rules); the Routing provider accepts add_next_hop from
+  a connection only for that connection's own address (see cluster_controller.routing_provider);
+- when a connection ends, every route and multicast receiver behind it is removed, and what was
+  queued for it but not written is routed again (it waits for the client's next connection).
 
-Every refused frame is logged with its reason and counted in ``counters``; the connection
-stays open (except for frames websockets itself refuses as too big, which close it with 1009).
+Every refused message is logged with its reason and counted in ``counters``; the connection
+stays open, except for messages over twice ``max_frame_bytes``, which close it with 1009
+(counted as "oversized-closed"). Stopping is graceful: no new connections, what is queued is
+written (bounded in time), then every connection is closed with 1001 (going away).
+
+The websocket protocol itself is websockets' sans-I/O implementation under the project's
+asyncio layer (transports.websocket_connection).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import ssl
 from collections import Counter
-from dataclasses import dataclass
 
-from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
 
 from runtime.addresses import Address, WebSocketAddress, WebSocketClientAddress
-from runtime.messages import DEFAULT_MAX_FRAME_BYTES, FrameError, Message, decode_frame
+from runtime.messages import FrameError, Message, decode_frame
 from runtime.router import MessageRouter
 from runtime.rules import admit_from_client
-from transports.websocket_common import FrameServerConnection, Outbox, decode_init
+from runtime.tasks import TaskSupervisor
+from transports.websocket_common import Outbox, decode_init
+from transports.websocket_connection import ServerSideConnection
+from transports.websocket_settings import WebSocketServerSettings, server_ssl_context
 
 __all__ = ["WebSocketServerSettings", "WebSocketServerTransport"]
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class WebSocketServerSettings:
-    host: str = "127.0.0.1"
-    port: int = 4242
-    path: str = "/"
-    #: frames larger than this are refused (counted, connection kept)
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
-    #: websocket keep-alive: ping every interval; no pong within the timeout = dead connection
-    ping_interval_s: float = 20.0
-    ping_timeout_s: float = 20.0
-    #: seconds a new connection has to send its init frame
-    init_timeout_s: float = 10.0
-    #: messages waiting to be written to one connection before sends to it are refused
-    max_queued_per_connection: int = 10_000
-    ssl_context: ssl.SSLContext | None = None
+#: close codes (RFC 6455)
+GOING_AWAY = 1001
+POLICY_VIOLATION = 1008
+MESSAGE_TOO_BIG = 1009
 
 
 def _close_reason(text: str) -> str:
@@ -64,7 +58,7 @@ def _close_reason(text: str) -> str:
 class _Client:
     __slots__ = ("address", "outbox", "ws")
 
-    def __init__(self, ws: FrameServerConnection, address: WebSocketClientAddress,
+    def __init__(self, ws: ServerSideConnection, address: WebSocketClientAddress,
                  outbox: Outbox) -> None:
         self.ws = ws
         self.address = address
@@ -72,55 +66,71 @@ class _Client:
 
 
 class WebSocketServerTransport:
-    """Serves libjoynr runtimes; the router's transport for WebSocketClientAddress."""
+    """Serves libjoynr runtimes; the router's transport for WebSocketClientAddress.
 
-    def __init__(self, router: MessageRouter, settings: WebSocketServerSettings) -> None:
+    Its background tasks (one per connection, for the init frame and the end of the
+    connection) belong to ``tasks`` (a child supervisor of it), or to a supervisor of its own.
+    """
+
+    def __init__(self, router: MessageRouter, settings: WebSocketServerSettings, *,
+                 tasks: TaskSupervisor | None = None) -> None:
         self.router = router
         self.settings = settings
         self.counters: Counter[str] = Counter()
+        self._tasks = (tasks.child("websocket server") if tasks is not None
+                       else TaskSupervisor("websocket server"))
         self._clients: dict[str, _Client] = {}
         self._claimed: set[str] = set()  # ids being taken over from a dead connection
-        self._server: Server | None = None
+        self._connections: set[ServerSideConnection] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
+        self._server: asyncio.Server | None = None
         self._bound_port: int | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         s = self.settings
-        self._server = await serve(
-            self._handle,
-            s.host,
-            s.port,
-            ssl=s.ssl_context,
-            # websockets itself closes on frames over twice our limit, so that frames between
-            # the two are refused one by one while the connection stays up
-            max_size=2 * s.max_frame_bytes,
-            ping_interval=s.ping_interval_s,
-            ping_timeout=s.ping_timeout_s,
-            compression=None,
-            # a dead peer is not waited for longer than the ping timeout
-            close_timeout=s.ping_timeout_s,
-            process_request=self._check_path,
-            create_connection=FrameServerConnection,
-        )
-        sockets = list(self._server.sockets)
+
+        def connection() -> ServerSideConnection:
+            return ServerSideConnection(
+                # messages between the limit and twice the limit are refused one by one while
+                # the connection stays up; websockets closes it (1009) on bigger ones
+                max_size=2 * s.max_frame_bytes,
+                ping_interval_s=s.ping_interval_s,
+                ping_timeout_s=s.ping_timeout_s,
+                # a dead peer is not waited for longer than the ping timeout
+                close_timeout_s=s.ping_timeout_s,
+                on_request=self._check_path,
+                on_open=self._opened,
+                tracked=self._connections,
+            )
+
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(connection, s.host, s.port,
+                                                ssl=server_ssl_context(s))
+        sockets = self._server.sockets
         self._bound_port = sockets[0].getsockname()[1] if sockets else s.port
         self.router.register_transport(WebSocketClientAddress, self)
 
-    def _check_path(self, connection: ServerConnection, request: object) -> object:
-        path = getattr(request, "path", "/").split("?", 1)[0]
+    def _check_path(self, ws: ServerSideConnection, request: Request) -> Response | None:
+        path = request.path.split("?", 1)[0]
         if path != self.settings.path:
             self._refuse("refused-path", f"no joynr endpoint at {path[:200]!r}",
-                         connection.remote_address)
-            return connection.respond(404, f"no joynr endpoint at {path[:200]}\n")
+                         ws.remote_address)
+            return ws.protocol.reject(404, f"no joynr endpoint at {path[:200]}\n")
         return None
+
+    def _opened(self, ws: ServerSideConnection) -> None:
+        task = self._tasks.spawn(self._handle(ws), name=f"websocket {ws.remote_address}")
+        self._handlers.add(task)
+        task.add_done_callback(self._handlers.discard)
 
     @property
     def address(self) -> WebSocketAddress:
         """Where libjoynr runtimes connect (the real port when 0 was configured)."""
         s = self.settings
-        return WebSocketAddress("wss" if s.ssl_context else "ws", s.host,
-                                self._bound_port or s.port, s.path)
+        return WebSocketAddress("wss" if s.tls else "ws", s.host, self._bound_port or s.port,
+                                s.path)
 
     async def stop(self, drain_timeout_s: float = 5.0) -> None:
         """Stop accepting, let each connection write what is queued for it (at most
@@ -128,19 +138,21 @@ class WebSocketServerTransport:
         if self._server is None:
             return
         server, self._server = self._server, None
-        server.close(close_connections=False)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + drain_timeout_s
-        while any(c.outbox.pending for c in self._clients.values()) and (  # noqa: ASYNC110
-            loop.time() < deadline  # bounded polling of several queues
-        ):
-            await asyncio.sleep(0.01)
+        server.close()
+        draining = [asyncio.ensure_future(c.outbox.wait_below(0))
+                    for c in self._clients.values() if c.outbox.pending]
+        if draining:
+            _, late = await asyncio.wait(draining, timeout=drain_timeout_s)
+            for waiter in late:
+                waiter.cancel()
         undrained = sum(c.outbox.pending for c in self._clients.values())
         if undrained:
             log.warning("closing with %d message(s) not yet written to clients", undrained)
-        for client in list(self._clients.values()):
-            with contextlib.suppress(ConnectionClosed):
-                await client.ws.close(1001, "cluster controller shutting down")
+        closing = [ws.close(GOING_AWAY, "cluster controller shutting down")
+                   for ws in list(self._connections)]
+        await asyncio.gather(*closing)
+        if self._handlers:  # each one cleans up after its connection
+            await asyncio.wait(list(self._handlers))
         await server.wait_closed()
 
     @property
@@ -160,18 +172,18 @@ class WebSocketServerTransport:
         self.counters[reason] += 1
         log.warning("websocket %s: refused: %s", peer, detail)
 
-    async def _handle(self, ws: FrameServerConnection) -> None:
+    async def _handle(self, ws: ServerSideConnection) -> None:
         peer = ws.remote_address
         try:
             first = await asyncio.wait_for(ws.recv(), self.settings.init_timeout_s)
             client_id = decode_init(first)
         except TimeoutError:
             self._refuse("init-timeout", "no init frame in time", peer)
-            await ws.close(1008, "init frame expected")
+            await ws.close(POLICY_VIOLATION, "init frame expected")
             return
         except FrameError as exc:
             self._refuse(exc.reason, str(exc), peer)
-            await ws.close(1008, _close_reason(str(exc)))
+            await ws.close(POLICY_VIOLATION, _close_reason(str(exc)))
             return
         except ConnectionClosed:
             return
@@ -187,13 +199,13 @@ class WebSocketServerTransport:
         try:
             await self._receive(client, peer)
         finally:
-            await self._disconnected(client)
+            self._disconnected(client)
 
-    async def _take_id(self, client_id: str, ws: FrameServerConnection, peer: object) -> bool:
+    async def _take_id(self, client_id: str, ws: ServerSideConnection, peer: object) -> bool:
         """Bind ``client_id`` to ``ws`` unless a live connection holds it."""
         if client_id in self._claimed:
             self._refuse("id-in-use", f"client id {client_id} is being taken over", peer)
-            await ws.close(1008, "client id in use")
+            await ws.close(POLICY_VIOLATION, "client id in use")
             return False
         old = self._clients.get(client_id)
         if old is None:
@@ -202,29 +214,28 @@ class WebSocketServerTransport:
         # finds it still held by the silent connection replaces it
         if await self._answers_ping(old.ws) or self._clients.get(client_id) is not old:
             self._refuse("id-in-use", f"client id {client_id} belongs to a live connection", peer)
-            await ws.close(1008, "client id in use")
+            await ws.close(POLICY_VIOLATION, "client id in use")
             return False
         log.warning("websocket client %s: previous connection is dead, replacing it", client_id)
         self.counters["replaced-dead"] += 1
         self._claimed.add(client_id)  # until _handle registers the new connection
         try:
-            await self._disconnected(old)
-            await old.ws.close(1001, "replaced by a new connection")
+            self._disconnected(old)
+            await old.ws.close(GOING_AWAY, "replaced by a new connection")
         except BaseException:
             self._claimed.discard(client_id)
             raise
         return True
 
-    async def _answers_ping(self, ws: ServerConnection) -> bool:
+    async def _answers_ping(self, ws: ServerSideConnection) -> bool:
         try:
-            waiter = await ws.ping()
-            await asyncio.wait_for(waiter, self.settings.ping_timeout_s)
+            await asyncio.wait_for(ws.ping(), self.settings.ping_timeout_s)
         except (TimeoutError, ConnectionClosed):
             return False
         return True
 
     async def _receive(self, client: _Client, peer: object) -> None:
-        """Route the client's frames as they arrive (in data_received) until it is gone."""
+        """Route the client's messages as they arrive (in data_received) until it is gone."""
         router, table = self.router, self.router.table
         max_bytes = self.settings.max_frame_bytes
         address = client.address
@@ -247,17 +258,17 @@ class WebSocketServerTransport:
 
         ws.deliver(on_frame)
         await ws.wait_closed()
-        rcvd, sent = ws.protocol.close_rcvd, ws.protocol.close_sent
-        if (rcvd is not None and rcvd.code == 1009) or (sent is not None and sent.code == 1009):
-            self._refuse("oversized-closed", f"client {address.id}: frame too big", peer)
+        closed = ws.protocol.close_exc
+        if MESSAGE_TOO_BIG in (closed.rcvd and closed.rcvd.code, closed.sent and closed.sent.code):
+            self._refuse("oversized-closed", f"client {address.id}: message too big", peer)
 
-    async def _disconnected(self, client: _Client) -> None:
+    def _disconnected(self, client: _Client) -> None:
         if self._clients.get(client.address.id) is not client:
             return  # already replaced and cleaned up
         del self._clients[client.address.id]
         # routes first, at once: whoever sees the client gone sees its routes gone too
         removed = self.router.remove_routes_at(client.address)
-        leftover = await client.outbox.close()
+        leftover = client.outbox.close()
         log.info("websocket client %s disconnected: %d route(s) removed, %d unsent message(s) "
                  "queued again", client.address.id, len(removed), len(leftover))
         # its participants have no route now: the messages wait until they register again
