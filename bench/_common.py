@@ -5,8 +5,9 @@ bench/mqtt_oneway.py, bench/mqtt_rpc.py).
   request/reply ``echo``) and its provider, which counts pushes in a :class:`Progress`;
 - :class:`ProjectSetup`: an in-process cluster controller with two libjoynr runtimes, each on
   its own websocket connection: the provider lives in runtime B, the proxy in runtime A;
-- :func:`start_raw_server`: a bare ``websockets`` server on 127.0.0.1 with the same connection
-  options as the project's transports (no compression, same frame limit and keep-alive);
+- :func:`start_raw_server`: a bare ``websockets`` server (its asyncio API) on 127.0.0.1 with the
+  same connection options as the project's transports (no compression, same frame limit and
+  keep-alive);
 - :class:`Mosquitto`: a mosquitto broker process on a free loopback port, for the MQTT benches;
 - :class:`MqttProjectSetup`: two in-process cluster controllers linked through that broker,
   runtime A (proxy) on CC1 and runtime B (provider, a provisioned GLOBAL participant) on CC2;
@@ -51,11 +52,18 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 
 from cluster_controller.config import ClusterControllerConfig
 from cluster_controller.controller import ClusterController
-from libjoynr.runtime import LibjoynrRuntime, connect
+from libjoynr import (
+    LibjoynrRuntime,
+    Provider,
+    ProviderQos,
+    ProviderScope,
+    Proxy,
+    connect,
+    interface,
+    one_way,
+)
 from runtime.clock import now_ms
-from runtime.discovery_types import ProviderQos, ProviderScope
-from runtime.dispatch import Provider, Proxy
-from runtime.interface import interface, interface_def, one_way
+from runtime.interface import interface_def
 from runtime.messages import DEFAULT_MAX_FRAME_BYTES, Message, MessageType, encode_frame
 from runtime.payloads import OneWayRequest, Request
 from tests.support.brokers import MOSQUITTO
@@ -229,8 +237,8 @@ class ProjectSetup:
         data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-cc-"))
         self.cc = await stack.enter_async_context(ClusterController(cc_config(data_dir)))
         url = self.cc.websocket_address.url
-        self.a = await stack.enter_async_context(await connect(url, client_id="bench-a"))
-        self.b = await stack.enter_async_context(await connect(url, client_id="bench-b"))
+        self.a = await stack.enter_async_context(connect(url, client_id="bench-a"))
+        self.b = await stack.enter_async_context(connect(url, client_id="bench-b"))
         self.provider = SinkProvider()
         await self.b.register_provider(DOMAIN, self.provider)
         self.proxy = await self.a.build_proxy(Sink, DOMAIN, ttl_ms=self.ttl_ms)
@@ -359,9 +367,9 @@ class MqttProjectSetup(ProjectSetup):
             assert cc.mqtt is not None
             await cc.mqtt.wait_connected(10.0)
         self.b = await stack.enter_async_context(
-            await connect(self.cc2.websocket_address.url, client_id="bench-b"))
+            connect(self.cc2.websocket_address.url, client_id="bench-b"))
         self.a = await stack.enter_async_context(
-            await connect(self.cc1.websocket_address.url, client_id="bench-a"))
+            connect(self.cc1.websocket_address.url, client_id="bench-a"))
         self.provider = SinkProvider()
         await self.b.register_provider(DOMAIN, self.provider, participant_id=provider_id,
                                        qos=ProviderQos(scope=ProviderScope.GLOBAL))
@@ -411,7 +419,8 @@ def raw_mqtt_client(broker: Mosquitto, name: str, max_inflight: int = 100,
 
 # ---------------------------------------------------------------------- raw websockets
 
-#: the connection options of the project's transports (transports/websocket_*.py)
+#: the connection options of the project's transports (transports/websocket_settings.py
+#: defaults: no compression, twice the frame limit, keep-alive every 20 s)
 WS_OPTIONS: dict[str, Any] = {
     "compression": None,
     "max_size": 2 * DEFAULT_MAX_FRAME_BYTES,

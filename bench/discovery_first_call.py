@@ -64,8 +64,7 @@ from mqtt_rpc import RawPingPong
 
 from cluster_controller.controller import ClusterController
 from gcd.service import GcdService, GcdSettings
-from libjoynr.runtime import LibjoynrRuntime, connect
-from runtime.discovery_types import DiscoveryQos, ProviderQos, ProviderScope
+from libjoynr import DiscoveryQos, LibjoynrRuntime, ProviderQos, ProviderScope, connect
 from runtime.interface import interface_def
 from tests.support.brokers import Mosquitto
 
@@ -117,9 +116,9 @@ async def start_world(stack: AsyncExitStack) -> World:
         await cc.mqtt.wait_connected(WAIT_S)
         ccs.append(cc)
     rt1 = await stack.enter_async_context(
-        await connect(ccs[0].websocket_address.url, client_id="bench-provider-side"))
+        connect(ccs[0].websocket_address.url, client_id="bench-provider-side"))
     rt2 = await stack.enter_async_context(
-        await connect(ccs[1].websocket_address.url, client_id="bench-consumer-side"))
+        connect(ccs[1].websocket_address.url, client_id="bench-consumer-side"))
     provider_id = await rt1.register_provider(
         DOMAIN, SinkProvider(), qos=ProviderQos(scope=ProviderScope.GLOBAL),
         await_global_registration=True)

@@ -7,11 +7,14 @@ Project path: a cluster controller and two libjoynr runtimes in this process (ea
 its own websocket connection to the CC); the provider of ``bench/Sink`` lives in runtime B, the
 proxy in runtime A, which calls ``echo(data: str) -> str`` N times, one call outstanding at a
 time, with a BYTES-long string. Each call is timed from the call until its result is back
-(A -> CC -> B -> CC -> A: four websocket hops).
+(A -> CC -> B -> CC -> A: four websocket hops). The project's websocket ends drive websockets'
+sans-I/O protocol objects from their own asyncio protocol (transports/websocket_connection.py):
+a message goes to the router from ``data_received`` and is written from a callback of the
+connection's queue, with no task hop per message.
 
-Raw paths, in the same process and uvloop event loop, with the same connection options as the
-project's transports, sending a project request frame of the same echo call (same byte size),
-one at a time:
+Raw paths, in the same process and uvloop event loop, on websockets' own asyncio API
+(``recv()`` / ``send()``) with the same connection options as the project's transports,
+sending a project request frame of the same echo call (same byte size), one at a time:
 
 - raw echo (2 hops): a bare ``websockets`` echo server on 127.0.0.1 and one client that sends
   the frame and waits for it to come back;

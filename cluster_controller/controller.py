@@ -5,15 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-import uuid
 from pathlib import Path
 from types import TracebackType
 
-from cluster_controller.config import (
-    ClusterControllerConfig,
-    _ssl_context,
-    cluster_controller_id,
-)
+from cluster_controller.config import ClusterControllerConfig, cluster_controller_id
 from cluster_controller.gcd_link import GlobalLink
 from cluster_controller.local_discovery import LocalDiscovery
 from cluster_controller.local_system import LocalSystem
@@ -36,10 +31,8 @@ from runtime.discovery_types import (
     ProviderScope,
     Version,
 )
-from runtime.dispatch import Proxy, ProxyEndpoint
 from runtime.errors import JoynrError
 from runtime.housekeeping import RouterHousekeeping
-from runtime.interface import interface_def
 from runtime.joynr_runtime import JoynrRuntime
 from runtime.router import MessageRouter
 from runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
@@ -48,7 +41,7 @@ from transports.inprocess import InProcessTransport
 from transports.mqtt import MqttTransport
 from transports.mqtt_broker import EmbeddedBroker
 from transports.mqtt_settings import EMBEDDED, parse_broker_url
-from transports.websocket_server import WebSocketServerSettings, WebSocketServerTransport
+from transports.websocket_server import WebSocketServerTransport
 
 log = logging.getLogger(__name__)
 
@@ -76,14 +69,8 @@ class ClusterController:
         self.housekeeping = RouterHousekeeping(
             self.router, self.tasks, purge_interval_s=config.routing.cleanup_interval_s
         )
-        ws = config.websocket
-        self.websocket = WebSocketServerTransport(self.router, WebSocketServerSettings(
-            host=ws.host, port=ws.port, path=ws.path, max_frame_bytes=ws.max_frame_bytes,
-            ping_interval_s=ws.ping_interval_s, ping_timeout_s=ws.ping_timeout_s,
-            init_timeout_s=ws.init_timeout_s,
-            max_queued_per_connection=ws.max_queued_per_connection,
-            ssl_context=_ssl_context(ws),
-        ))
+        self.websocket = WebSocketServerTransport(self.router, config.websocket,
+                                                  tasks=self.tasks)
         self.broker = (EmbeddedBroker(config.embedded_broker) if config.embedded_broker.enabled
                        else None)
         self.mqtt: MqttTransport | None = None
@@ -156,11 +143,8 @@ class ClusterController:
     async def _start_gcd_link(self) -> None:
         """The local directory's link to the GCD, and the freshness jobs."""
         d = self.config.discovery
-        endpoint = ProxyEndpoint(f"{uuid.uuid4()}")
-        self.router.add_route(endpoint.participant_id, endpoint.address,
-                              is_globally_visible=False)
-        proxy = Proxy(self.runtime, interface_def(GlobalCapabilitiesDirectory),
-                      GCD_PARTICIPANT_ID, endpoint, d.gcd_request_ttl_ms)
+        proxy = self.runtime.system_proxy(GlobalCapabilitiesDirectory, GCD_PARTICIPANT_ID,
+                                          d.gcd_request_ttl_ms)
         global_address = self.global_address
         assert global_address is not None
         link = self.gcd_link = GlobalLink(proxy, list(self.config.mqtt.backends),

@@ -22,8 +22,8 @@ from runtime.discovery_types import (
     ProviderScope,
     check_gbids,
 )
-from runtime.dispatch import Provider, current_origin
 from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.providers import Provider, current_origin
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
 from runtime.system_interfaces import (

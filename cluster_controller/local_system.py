@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 
 from cluster_controller.local_discovery import LocalDiscovery
-from runtime.joynr_runtime import _DirectoryCalls
+from runtime.joynr_runtime import DirectoryCalls
 from runtime.router import MessageRouter
 
 log = logging.getLogger(__name__)
 
 
-class LocalSystem(_DirectoryCalls):
+class LocalSystem(DirectoryCalls):
     """System services of the cluster controller's own runtime: direct calls."""
 
     def __init__(self, router: MessageRouter, discovery: LocalDiscovery) -> None:

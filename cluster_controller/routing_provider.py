@@ -16,9 +16,9 @@ from runtime.addresses import (
     AddressError,
     address_from_dict,
 )
-from runtime.dispatch import Provider, current_origin
 from runtime.errors import ProviderRuntimeError
 from runtime.multicast import MulticastError, make_multicast_id
+from runtime.providers import Provider, current_origin
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
 from runtime.rules import check_next_hop, check_owner

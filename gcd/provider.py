@@ -51,8 +51,8 @@ from runtime.discovery_types import (
     Version,
     check_gbids,
 )
-from runtime.dispatch import Provider
 from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.providers import Provider
 from runtime.tasks import TaskSupervisor
 
 __all__ = ["GcdProvider", "cluster_controller_id_of"]

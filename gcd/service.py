@@ -176,8 +176,8 @@ class GcdService:
 
     async def stop(self) -> None:
         # every task ends (purge included) before the store closes under it
-        for step in (self.mqtt.stop, self.housekeeping.stop, self.tasks.close,
-                     self.store.close):
+        for step in (self.mqtt.stop, self.runtime.end_calls, self.housekeeping.stop,
+                     self.tasks.close, self.store.close):
             try:
                 await step()
             except Exception:

@@ -1,1 +1,104 @@
-"""placeholder"""
+"""libjoynr: everything an application needs, in one import.
+
+Declare an interface, implement a provider, connect to a cluster controller, register the
+provider and call it through a proxy (from this or any other process of the cluster):
+
+    import asyncio
+
+    from libjoynr import (ApplicationError, Provider, attribute, broadcast, connect, errors,
+                          interface, one_way)
+
+    @interface("vehicle/Radio", version=(1, 0))
+    class Radio:
+        current_station = attribute(str)              # get / set / on-change subscriptions
+        new_station = broadcast(name=str)             # a multicast, with partitions
+        async def add_favorite(self, name: str) -> bool: ...
+        @one_way
+        async def note(self, text: str) -> None: ...
+
+    class RadioProvider(Provider, interface=Radio):
+        async def add_favorite(self, name: str) -> bool:
+            async with asyncio.timeout(1.0):          # provider methods run inside a task
+                await asyncio.sleep(0)                # (say, a lookup of its own)
+            return True
+        async def note(self, text: str) -> None:
+            print(text)
+
+    async def main() -> None:
+        async with connect("ws://127.0.0.1:4242/") as runtime:
+            await runtime.register_provider("my.domain", RadioProvider(current_station="FM4"))
+            radio = await runtime.build_proxy(Radio, "my.domain", ttl_ms=5_000)
+            assert await radio.add_favorite("Oe1")
+            await radio.note("hello")
+            subscription = await radio.current_station.subscribe(print)
+            await radio.new_station.subscribe(print, partitions=["AT", "+"])
+            await subscription.unsubscribe()
+
+``connect`` also works as ``runtime = await connect(url)`` ... ``await runtime.close()``; its
+``config=`` takes a :class:`LibjoynrConfig` (with :class:`RouterSettings` and
+:class:`WebSocketClientSettings` inside).
+
+Errors a call can raise: :class:`ApplicationError` (one of the method's modelled ``errors``),
+:class:`ProviderRuntimeError` (the provider failed), :class:`MethodInvocationError` (no such
+method or wrong parameters), :class:`DiscoveryError` (no provider found),
+:class:`MessageNotSentError` (the message could not be sent or delivered before its expiry),
+:class:`JoynrTimeoutError` (no reply in time); all are :class:`JoynrError`.
+"""
+
+from libjoynr.config import LibjoynrConfig
+from libjoynr.runtime import LibjoynrRuntime, connect
+from runtime.discovery_types import (
+    CustomParameter,
+    DiscoveryQos,
+    DiscoveryScope,
+    ProviderQos,
+    ProviderScope,
+)
+from runtime.errors import (
+    ApplicationError,
+    DiscoveryError,
+    JoynrError,
+    JoynrTimeoutError,
+    MessageNotSentError,
+    MethodInvocationError,
+    ProviderRuntimeError,
+)
+from runtime.interface import attribute, broadcast, errors, interface, one_way, wire_name
+from runtime.joynr_runtime import Arbitration
+from runtime.providers import Provider, current_origin
+from runtime.proxies import Proxy
+from runtime.router import RouterSettings
+from runtime.subscriptions import AttributeSubscriptionQos, Subscription
+from transports.websocket_settings import WebSocketClientSettings
+
+__all__ = [
+    "ApplicationError",
+    "Arbitration",
+    "AttributeSubscriptionQos",
+    "CustomParameter",
+    "DiscoveryError",
+    "DiscoveryQos",
+    "DiscoveryScope",
+    "JoynrError",
+    "JoynrTimeoutError",
+    "LibjoynrConfig",
+    "LibjoynrRuntime",
+    "MessageNotSentError",
+    "MethodInvocationError",
+    "Provider",
+    "ProviderQos",
+    "ProviderRuntimeError",
+    "ProviderScope",
+    "Proxy",
+    "RouterSettings",
+    "Subscription",
+    "WebSocketClientSettings",
+    "attribute",
+    "broadcast",
+    "connect",
+    "current_origin",
+    "errors",
+    "interface",
+    "one_way",
+    "wire_name",
+]

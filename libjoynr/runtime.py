@@ -1,13 +1,30 @@
-"""The libjoynr runtime: an application's connection to its cluster controller."""
+"""The libjoynr runtime: an application's connection to its cluster controller.
+
+:func:`connect` starts a :class:`LibjoynrRuntime` connected over websocket to the cluster
+controller at a ``ws://`` or ``wss://`` url; the runtime reaches the CC's Routing and Discovery
+providers through proxies (:class:`RemoteSystem`), registers its participants there and does
+so again after every reconnect. It owns one task supervisor for its background tasks (the
+websocket connection, the router's timers).
+
+    async with connect("ws://127.0.0.1:4242/") as runtime:
+        ...
+
+    runtime = await connect("ws://127.0.0.1:4242/")
+    ...
+    await runtime.close()
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import uuid
+from collections.abc import Generator
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
+from libjoynr.config import LibjoynrConfig
 from runtime.addresses import (
     AddressError,
     InProcessAddress,
@@ -15,41 +32,34 @@ from runtime.addresses import (
     WebSocketClientAddress,
     address_from_dict,
 )
-from runtime.dispatch import Proxy, ProxyEndpoint
 from runtime.errors import JoynrError
 from runtime.housekeeping import RouterHousekeeping
-from runtime.interface import interface_def
-from runtime.joynr_runtime import JoynrRuntime, _DirectoryCalls
-from runtime.router import MessageRouter, RouterSettings
+from runtime.joynr_runtime import DirectoryCalls, JoynrRuntime
+from runtime.proxies import Proxy
+from runtime.router import MessageRouter
 from runtime.routing import RoutingTable, RuntimeKind
-from runtime.system_interfaces import (
-    DEFAULT_DISCOVERY_PARTICIPANT_ID,
-    DEFAULT_ROUTING_PARTICIPANT_ID,
-    Discovery,
-    Routing,
-)
+from runtime.system_interfaces import Discovery, Routing
 from runtime.tasks import TaskSupervisor
 from transports.inprocess import InProcessTransport
+from transports.websocket_client import WebSocketClientTransport
+
+__all__ = ["Connect", "LibjoynrRuntime", "RemoteSystem", "connect"]
 
 log = logging.getLogger(__name__)
 
 
-class RemoteSystem(_DirectoryCalls):
+class RemoteSystem(DirectoryCalls):
     """System services of a libjoynr runtime: proxies to the CC's Routing and Discovery."""
 
     def __init__(self, runtime: JoynrRuntime, own_address: WebSocketClientAddress,
-                 routing_participant_id: str, discovery_participant_id: str,
-                 ttl_ms: int) -> None:
+                 config: LibjoynrConfig) -> None:
         self.runtime = runtime
         self.own_address = own_address
-        self.routing = self._system_proxy(Routing, routing_participant_id, ttl_ms)
-        self.discovery = self._system_proxy(Discovery, discovery_participant_id, ttl_ms)
-
-    def _system_proxy(self, interface: type, provider_id: str, ttl_ms: int) -> Proxy:
-        endpoint = ProxyEndpoint(f"{uuid.uuid4()}")
-        router = self.runtime.router
-        router.add_route(endpoint.participant_id, endpoint.address, is_globally_visible=False)
-        return Proxy(self.runtime, interface_def(interface), provider_id, endpoint, ttl_ms)
+        ttl_ms = config.system_ttl_ms
+        self.routing: Proxy = runtime.system_proxy(Routing, config.routing_participant_id,
+                                                   ttl_ms)
+        self.discovery: Proxy = runtime.system_proxy(Discovery,
+                                                     config.discovery_participant_id, ttl_ms)
 
     async def register_system_proxies(self) -> None:
         # the first call registers the routing proxy itself: its reply finds the way back
@@ -73,32 +83,29 @@ class RemoteSystem(_DirectoryCalls):
         await self.routing.remove_multicast_receiver(pattern, subscriber, provider)
 
 
-
 class LibjoynrRuntime(JoynrRuntime):
-    """A JoynrRuntime connected to its cluster controller over websocket."""
+    """A JoynrRuntime connected to its cluster controller over websocket (made and started
+    by :func:`connect`)."""
 
-    def __init__(self, cc_address: WebSocketAddress, client_id: str, *,
-                 routing_participant_id: str = DEFAULT_ROUTING_PARTICIPANT_ID,
-                 discovery_participant_id: str = DEFAULT_DISCOVERY_PARTICIPANT_ID,
-                 system_ttl_ms: int = 10_000, router_settings: RouterSettings | None = None,
-                 transport_settings: Any = None) -> None:
-        from transports.websocket_client import WebSocketClientTransport  # noqa: PLC0415
-
+    def __init__(self, cc_address: WebSocketAddress, client_id: str,
+                 config: LibjoynrConfig | None = None) -> None:
+        config = config or LibjoynrConfig()
+        self.config = config
         table = RoutingTable(RuntimeKind.LIBJOYNR)
-        router = MessageRouter(table, router_settings, parent=cc_address)
+        router = MessageRouter(table, config.router, parent=cc_address)
         own = WebSocketClientAddress(client_id)
         router.register_transport(InProcessAddress, InProcessTransport())
-        super().__init__(router)
+        super().__init__(router, reply_grace_s=config.reply_grace_s)
         self.client_id = client_id
-        self.remote = RemoteSystem(self, own, routing_participant_id, discovery_participant_id,
-                                   system_ttl_ms)
+        self.remote = RemoteSystem(self, own, config)
         self.system = self.remote
         self._first_connect: asyncio.Future[None] | None = None
-        self.transport = WebSocketClientTransport(router, cc_address, client_id,
-                                                  transport_settings,
-                                                  on_connected=self._on_connected)
         #: the owner of this runtime's background tasks
         self.tasks = TaskSupervisor(f"libjoynr runtime {client_id}")
+        self.transport = WebSocketClientTransport(router, cc_address, client_id,
+                                                  config.websocket,
+                                                  on_connected=self._on_connected,
+                                                  tasks=self.tasks)
         #: the router's timers: queue sweep and retries, routing table purge
         self.housekeeping = RouterHousekeeping(router, self.tasks)
 
@@ -130,8 +137,10 @@ class LibjoynrRuntime(JoynrRuntime):
                                   ) from None
 
     async def stop(self) -> None:
+        """Disconnect at once (no unregistering) and end everything still running."""
         await self.transport.stop()
         await self.housekeeping.stop()
+        await self.end_calls()
         await self.tasks.close()
 
     async def close(self) -> None:
@@ -151,20 +160,55 @@ class LibjoynrRuntime(JoynrRuntime):
         await self.close()
 
 
-async def connect(url: str | WebSocketAddress, *, client_id: str | None = None,
-                  timeout_s: float = 10.0, **options: Any) -> LibjoynrRuntime:
-    """Start a libjoynr runtime connected to the cluster controller at ``url``."""
-    if isinstance(url, str):
-        from urllib.parse import urlsplit  # noqa: PLC0415
+def _websocket_address(url: str | WebSocketAddress) -> WebSocketAddress:
+    if isinstance(url, WebSocketAddress):
+        return url
+    parts = urlsplit(url)
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise ValueError(f"not a websocket url: {url!r}")
+    return WebSocketAddress(parts.scheme, parts.hostname,
+                            parts.port or (443 if parts.scheme == "wss" else 80),
+                            parts.path or "/")
 
-        parts = urlsplit(url)
-        if parts.scheme not in ("ws", "wss") or not parts.hostname:
-            raise ValueError(f"not a websocket url: {url!r}")
-        address = WebSocketAddress(parts.scheme, parts.hostname,
-                                   parts.port or (443 if parts.scheme == "wss" else 80),
-                                   parts.path or "/")
-    else:
-        address = url
-    runtime = LibjoynrRuntime(address, client_id or f"libjoynr-{uuid.uuid4()}", **options)
-    await runtime.start(timeout_s)
-    return runtime
+
+class Connect:
+    """What :func:`connect` returns: await it for the started runtime, or use it as an async
+    context manager (the runtime is closed on the way out)."""
+
+    def __init__(self, url: str | WebSocketAddress, config: LibjoynrConfig | None,
+                 client_id: str | None, timeout_s: float) -> None:
+        self.address = _websocket_address(url)
+        self.config = config or LibjoynrConfig()
+        self.client_id = client_id or f"libjoynr-{uuid.uuid4()}"
+        self.timeout_s = timeout_s
+        self._runtime: LibjoynrRuntime | None = None
+
+    async def _start(self) -> LibjoynrRuntime:
+        runtime = LibjoynrRuntime(self.address, self.client_id, self.config)
+        await runtime.start(self.timeout_s)
+        return runtime
+
+    def __await__(self) -> Generator[Any, None, LibjoynrRuntime]:
+        return self._start().__await__()
+
+    async def __aenter__(self) -> LibjoynrRuntime:
+        self._runtime = await self._start()
+        return self._runtime
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            await runtime.close()
+
+
+def connect(url: str | WebSocketAddress, *, config: LibjoynrConfig | None = None,
+            client_id: str | None = None, timeout_s: float = 10.0) -> Connect:
+    """A libjoynr runtime connected to the cluster controller at ``url`` (``ws://`` or
+    ``wss://``, or its WebSocketAddress): ``async with connect(url) as runtime:``, or
+    ``runtime = await connect(url)`` and ``await runtime.close()`` at the end.
+
+    ``client_id`` names this runtime at the cluster controller (default: a new unique one);
+    ``timeout_s`` bounds the wait for the first connection (then ConnectionError). A url
+    that is not a websocket url is a ValueError at once."""
+    return Connect(url, config, client_id, timeout_s)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 __all__ = [
+    "PLAIN_TYPES",
     "AttributeDef",
     "BroadcastDef",
     "InterfaceDef",
@@ -62,7 +63,8 @@ class ValueTypeError(TypeError):
 # ---------------------------------------------------------------------- values
 
 
-_PLAIN = frozenset({int, bool, str, bytes, float})
+#: the value types sent as they are (a value of exactly one of them needs no conversion)
+PLAIN_TYPES = frozenset({int, bool, str, bytes, float})
 
 
 def datatype_name(tp: Any) -> str:
@@ -85,7 +87,7 @@ def datatype_name(tp: Any) -> str:
 
 def to_wire(value: Any) -> Any:
     """A msgpack-friendly form of a typed value."""
-    if type(value) in _PLAIN or value is None:
+    if type(value) in PLAIN_TYPES or value is None:
         return value
     if isinstance(value, enum.Enum):
         return value.name
@@ -106,7 +108,7 @@ def _type_hints(tp: type) -> dict[str, Any]:
 
 def from_wire(value: Any, tp: Any, where: str = "value") -> Any:
     """The typed value of ``value`` from the wire; raises ValueTypeError when it does not fit."""
-    if type(value) is tp and tp in _PLAIN:  # the common case first
+    if type(value) is tp and tp in PLAIN_TYPES:  # the common case first
         return value
     if tp is Any:
         return value

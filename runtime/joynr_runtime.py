@@ -8,7 +8,7 @@ Two kinds of runtime share it:
 - the **in-process runtime** of the cluster controller itself (``ClusterController.runtime``),
   which uses the CC's router and directory directly.
 
-    async with await connect("ws://127.0.0.1:4242/") as runtime:
+    async with connect("ws://127.0.0.1:4242/") as runtime:
         await runtime.register_provider("my.domain", RadioProvider())
         radio = await runtime.build_proxy(Radio, "my.domain")
         await radio.add_favorite("FM4")
@@ -37,12 +37,13 @@ from runtime.discovery_types import (
     ProviderScope,
     Version,
 )
-from runtime.dispatch import Provider, ProviderSkeleton, Proxy, ProxyEndpoint
 from runtime.errors import ApplicationError, DiscoveryError, JoynrError
 from runtime.interface import InterfaceDef, interface_def
+from runtime.providers import Provider, ProviderSkeleton
+from runtime.proxies import Proxy, ProxyEndpoint
 from runtime.router import MessageRouter
 
-__all__ = ["Arbitration", "JoynrRuntime", "SystemServices"]
+__all__ = ["Arbitration", "DirectoryCalls", "JoynrRuntime", "SystemServices"]
 
 log = logging.getLogger(__name__)
 
@@ -97,17 +98,35 @@ class SystemServices(Protocol):
 
 
 class JoynrRuntime:
-    """Registers providers and builds proxies over a router and the system services."""
+    """Registers providers and builds proxies over a router and the system services.
+
+    ``system`` may be given later (assign :attr:`system`); a runtime without it (the GCD's)
+    serves system providers only."""
 
     def __init__(self, router: MessageRouter, system: SystemServices | None = None, *,
                  reply_grace_s: float = 1.0) -> None:
         self.router = router
-        self.system: SystemServices = system  # type: ignore[assignment] - set by the assembler
+        self._system = system
+        #: seconds a proxy waits for a reply beyond its request's expiry date
         self.reply_grace_s = reply_grace_s
         self.reply_to_address: Address | None = None
         self._providers: dict[str, tuple[ProviderSkeleton, DiscoveryEntry]] = {}
-        self._proxies: dict[str, Proxy] = {}
+        self._proxies: dict[str, tuple[Proxy, ProxyEndpoint]] = {}
         self._multicast_receivers: set[tuple[str, str, str]] = set()
+        #: the runtime's own participants: sticky providers and proxies of known providers
+        self._system_skeletons: list[ProviderSkeleton] = []
+        self._system_endpoints: list[ProxyEndpoint] = []
+
+    @property
+    def system(self) -> SystemServices:
+        """The cluster controller's Routing and Discovery (or the CC's own, inside it)."""
+        if self._system is None:
+            raise JoynrError("this runtime has no system services: system providers only")
+        return self._system
+
+    @system.setter
+    def system(self, system: SystemServices) -> None:
+        self._system = system
 
     async def flow_control(self) -> None:
         """Wait while the way to the cluster controller is congested (libjoynr only)."""
@@ -131,9 +150,9 @@ class JoynrRuntime:
         ``gbids`` (default: all its backends); ``await_global_registration`` waits for that
         (and fails with the GCD's error), else it happens in the background."""
         qos = qos or ProviderQos()
-        definition = provider._definition
+        definition = interface_def(provider.interface)
         pid = participant_id or f"{uuid.uuid4()}"
-        skeleton = ProviderSkeleton(self, provider, pid)
+        skeleton = ProviderSkeleton(self.router, provider, pid)
         visible = qos.scope is ProviderScope.GLOBAL
         result = self.router.add_route(pid, skeleton.address, is_globally_visible=visible)
         if not result.accepted:
@@ -157,7 +176,7 @@ class JoynrRuntime:
                 await self.system.remove_next_hop(pid)
             self.router.remove_route(pid)
             raise
-        provider._skeletons.append(skeleton)
+        provider.attach(skeleton)
         self._providers[pid] = (skeleton, entry)
         log.info("provider %s registered: %s in %s", pid, definition.name, domain)
         return pid
@@ -173,8 +192,8 @@ class JoynrRuntime:
             if found is None:
                 continue
             skeleton, _ = found
-            skeleton.close()
-            skeleton.provider._skeletons.remove(skeleton)
+            skeleton.provider.detach(skeleton)
+            await skeleton.close()
             try:
                 await self.system.discovery_remove(pid)
                 await self.system.remove_next_hop(pid)
@@ -216,7 +235,7 @@ class JoynrRuntime:
             self.router.add_route(entry.participant_id, self.router.parent,
                                   is_globally_visible=not entry.is_local)
         proxy = Proxy(self, definition, entry.participant_id, endpoint, ttl_ms)
-        self._proxies[pid] = proxy
+        self._proxies[pid] = (proxy, endpoint)
         log.info("proxy %s built for %s %s (provider %s)", pid, definition.name, domain,
                  entry.participant_id)
         return proxy
@@ -250,7 +269,18 @@ class JoynrRuntime:
                                      f"({len(found)} found, {len(compatible)} compatible)")
             await asyncio.sleep(retry_s)
 
-    async def _forget_proxy(self, proxy: Proxy) -> None:
+    def system_proxy(self, interface: type, participant_id: str, ttl_ms: int) -> Proxy:
+        """A proxy of a provider whose participantId is known (no discovery) for the
+        runtime's own use: the cluster controller's Routing and Discovery, the GCD. Only this
+        runtime's router knows it (the caller tells the cluster controller, if needed)."""
+        endpoint = ProxyEndpoint(f"{uuid.uuid4()}")
+        self.router.add_route(endpoint.participant_id, endpoint.address,
+                              is_globally_visible=False)
+        self._system_endpoints.append(endpoint)
+        return Proxy(self, interface_def(interface), participant_id, endpoint, ttl_ms)
+
+    async def forget_proxy(self, proxy: Proxy) -> None:
+        """Remove a closed proxy's routes here and in the cluster controller (Proxy.close)."""
         if self._proxies.pop(proxy.participant_id, None) is None:
             return
         try:
@@ -260,13 +290,15 @@ class JoynrRuntime:
 
     # ------------------------------------------------------------------ multicast receivers
 
-    async def _add_multicast_receiver(self, pattern: str, subscriber: str, provider: str) -> None:
+    async def add_multicast_receiver(self, pattern: str, subscriber: str, provider: str) -> None:
+        """Deliver multicasts matching ``pattern`` to ``subscriber`` (here and in the
+        cluster controller); kept for re-registration after a reconnect."""
         self.router.add_multicast_receiver(pattern, subscriber, provider)
         self._multicast_receivers.add((pattern, subscriber, provider))
         await self.system.add_multicast_receiver(pattern, subscriber, provider)
 
-    async def _remove_multicast_receiver(self, pattern: str, subscriber: str, provider: str
-                                         ) -> None:
+    async def remove_multicast_receiver(self, pattern: str, subscriber: str, provider: str
+                                        ) -> None:
         self.router.remove_multicast_receiver(pattern, subscriber)
         self._multicast_receivers.discard((pattern, subscriber, provider))
         await self.system.remove_multicast_receiver(pattern, subscriber, provider)
@@ -294,15 +326,25 @@ class JoynrRuntime:
 
     def register_system_provider(self, participant_id: str, provider: Provider) -> None:
         """A provider of the runtime itself: sticky route, not in the directory."""
-        skeleton = ProviderSkeleton(self, provider, participant_id)
+        skeleton = ProviderSkeleton(self.router, provider, participant_id)
         result = self.router.add_route(participant_id, skeleton.address,
                                        is_globally_visible=False, is_sticky=True)
         if not result.accepted:
             raise JoynrError(f"cannot provision {participant_id}: {result.reason}")
-        provider._skeletons.append(skeleton)
+        provider.attach(skeleton)
+        self._system_skeletons.append(skeleton)
+
+    async def end_calls(self) -> None:
+        """Cancel the application code still running in this runtime: provider calls and
+        async subscription callbacks (at shutdown; calls arriving afterwards are dropped)."""
+        for skeleton in [s for s, _ in self._providers.values()] + self._system_skeletons:
+            await skeleton.close()
+        for endpoint in [e for _, e in self._proxies.values()] + self._system_endpoints:
+            await endpoint.close()
 
     async def close(self) -> None:
-        for proxy in list(self._proxies.values()):
+        """Close every proxy and unregister every provider, then end what still runs."""
+        for proxy, _ in list(self._proxies.values()):
             try:
                 await proxy.close()
             except JoynrError as exc:
@@ -312,9 +354,10 @@ class JoynrRuntime:
                 await self.unregister_provider(pid)
             except JoynrError as exc:
                 log.warning("unregistering provider %s: %s", pid, exc)
+        await self.end_calls()
 
 
-class _DirectoryCalls:
+class DirectoryCalls:
     """The directory part of the system services: calls on ``self.discovery``, which is the
     CC's LocalDiscovery itself or a proxy of it (both have the Discovery interface's methods)."""
 

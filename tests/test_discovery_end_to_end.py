@@ -19,11 +19,16 @@ import pytest
 
 from cluster_controller.controller import ClusterController
 from gcd.service import GcdService, GcdSettings
-from libjoynr.runtime import LibjoynrRuntime
-from libjoynr.runtime import connect as joynr_connect
+from libjoynr import (
+    ApplicationError,
+    DiscoveryQos,
+    DiscoveryScope,
+    LibjoynrRuntime,
+    ProviderQos,
+    ProviderScope,
+)
+from libjoynr import connect as joynr_connect
 from runtime.addresses import MqttAddress, WebSocketClientAddress
-from runtime.discovery_types import DiscoveryQos, DiscoveryScope, ProviderQos, ProviderScope
-from runtime.errors import ApplicationError
 from tests.support.brokers import Mosquitto
 from tests.support.mqtt_cluster import WAIT_S, mqtt_cc_config
 from tests.support.postgres import PostgresServer

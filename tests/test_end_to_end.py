@@ -11,17 +11,17 @@ import asyncio
 
 import pytest
 
-from runtime.addresses import InProcessAddress, WebSocketClientAddress
-from runtime.discovery_types import DiscoveryQos
-from runtime.dispatch import AttributeSubscriptionQos
-from runtime.errors import (
+from libjoynr import (
     ApplicationError,
+    AttributeSubscriptionQos,
     DiscoveryError,
+    DiscoveryQos,
     JoynrTimeoutError,
     MethodInvocationError,
     ProviderRuntimeError,
+    interface,
 )
-from runtime.interface import interface
+from runtime.addresses import InProcessAddress, WebSocketClientAddress
 from tests.support.cluster import eventually
 from tests.support.radio import Country, FavoriteError, Radio, RadioProvider, Station
 
@@ -97,7 +97,8 @@ async def test_attribute_on_change_subscription(pair):
     assert await asyncio.wait_for(seen.get(), 5) == "Oe3"
 
     await subscription.unsubscribe()
-    await eventually(lambda: not provider._skeletons[0]._subscriptions, what="provider stop")
+    publisher = provider.registrations[0].publisher
+    await eventually(lambda: not publisher.subscription_ids, what="provider stop")
     provider.set_attribute("current_station", "silence")
     await asyncio.sleep(0.2)
     assert seen.empty()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.errors import MessageNotSentError
-from runtime.router import RouterSettings
+from libjoynr import LibjoynrConfig, MessageNotSentError, RouterSettings
 from tests.support.cluster import eventually
 from tests.support.radio import Radio, RadioProvider
 
@@ -29,7 +28,8 @@ async def test_a_burst_of_one_way_calls_arrives_complete(cc, runtimes):
 async def test_a_one_way_call_that_cannot_be_kept_raises(cc, runtimes):
     provider_rt = await runtimes()
     await provider_rt.register_provider("d", RadioProvider())
-    consumer = await runtimes(router_settings=RouterSettings(max_queued_per_recipient=3))
+    consumer = await runtimes(
+        config=LibjoynrConfig(router=RouterSettings(max_queued_per_recipient=3)))
     proxy = await consumer.build_proxy(Radio, "d", ttl_ms=60_000)
     await consumer.transport.stop()  # disconnected: calls wait in the router's queue
     for i in range(3):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from libjoynr.runtime import connect
+from libjoynr import ProviderQos, ProviderRuntimeError, connect
 from runtime.clock import now_ms
-from runtime.discovery_types import DiscoveryEntry, ProviderQos, Version
-from runtime.errors import ProviderRuntimeError
+from runtime.discovery_types import DiscoveryEntry, Version
 from tests.support.cluster import ClusterController, cc_config, eventually
 from tests.support.radio import Radio, RadioProvider
 

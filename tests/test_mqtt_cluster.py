@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 
 from cluster_controller.controller import ClusterController
+from libjoynr import ApplicationError, ProviderQos, ProviderRuntimeError, ProviderScope
 from runtime.addresses import MqttAddress
 from runtime.clock import now_ms
-from runtime.discovery_types import ProviderQos, ProviderScope
-from runtime.errors import ApplicationError, ProviderRuntimeError
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, mqtt_cc_config, start_pair
@@ -83,7 +82,8 @@ async def test_attributes_and_subscription_across_cluster_controllers(pair: Mqtt
     pair.provider.set_attribute("current_station", "Radio Wien")
     assert await asyncio.wait_for(seen.get(), WAIT_S) == "Radio Wien"
     await subscription.unsubscribe()
-    await eventually(lambda: not pair.provider._skeletons[0]._subscriptions, WAIT_S,
+    publisher = pair.provider.registrations[0].publisher
+    await eventually(lambda: not publisher.subscription_ids, WAIT_S,
                      "the provider ends the subscription")
 
 

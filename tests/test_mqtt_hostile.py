@@ -558,7 +558,7 @@ async def test_subscription_request_without_reply_to_is_refused(
     assert_refused_once(scene, before, caplog, scene.two, "no-reply-to", message.id,
                         "without an MQTT replyTo")
     assert sender not in scene.two.routing_table
-    assert not scene.pair.provider._skeletons[0]._subscriptions
+    assert not scene.pair.provider.registrations[0].publisher.subscription_ids
     await assert_undisturbed(scene, before)
 
 
@@ -915,7 +915,7 @@ async def test_system_providers_do_not_serve_mqtt_peers(
         assert reply.error is not None and reply.error["type"] == "ProviderRuntimeException"
         assert "serves its local participants only" in reply.error["message"]
     refusals = [r.getMessage() for r in caplog.records
-                if r.name == "runtime.dispatch" and r.levelno == logging.WARNING]
+                if r.name == "runtime.providers" and r.levelno == logging.WARNING]
     assert len(refusals) == len(calls), refusals
     assert all("serves local participants only" in line for line in refusals)
     assert pid not in scene.two.routing_table

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from cluster_controller.controller import ClusterController
-from libjoynr.runtime import connect
+from libjoynr import connect
 from tests.support.cluster import cc_config, eventually, free_port
 from tests.support.radio import Country, Radio, RadioProvider, Station
 

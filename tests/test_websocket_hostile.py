@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -30,11 +31,10 @@ from websockets.exceptions import ConnectionClosed, ConnectionClosedError, Inval
 
 from cluster_controller.config import ClusterControllerConfig
 from cluster_controller.controller import ClusterController
-from libjoynr.runtime import LibjoynrRuntime
-from libjoynr.runtime import connect as joynr_connect
+from libjoynr import LibjoynrRuntime, ProviderRuntimeError
+from libjoynr import connect as joynr_connect
 from runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
 from runtime.clock import now_ms
-from runtime.errors import ProviderRuntimeError
 from runtime.interface import interface_def, to_wire
 from runtime.messages import Message, MessageType, decode_frame, encode_frame
 from runtime.payloads import Reply, Request, decode_payload
@@ -395,7 +395,7 @@ async def test_oversized_frame_is_refused_then_too_big_closes(
     # over the limit, under twice the limit: refused one by one, the connection stays
     station = Station("big-station", Country.AUSTRIA)
     message, _ = raw.radio_request(legit, station)
-    message.body = message.body + b"\x00" * 6000  # trailing bytes; never decoded
+    message = dataclasses.replace(message, body=message.body + b"\x00" * 6000)  # never decoded
     frame = encode_frame(message)
     assert 4096 < len(frame) < 8192
     await raw.send(frame)
@@ -791,7 +791,7 @@ async def test_a_fragmented_message_over_the_frame_limit_is_refused(
     legit = await build_legit(stack, cc)
     raw = await registered_raw(stack, cc)
     message, _ = raw.radio_request(legit, Station("big-fragments", Country.AUSTRIA))
-    message.body = message.body + b"\x00" * 6000
+    message = dataclasses.replace(message, body=message.body + b"\x00" * 6000)
     frame = encode_frame(message)
     await raw.send([frame[i:i + 1000] for i in range(0, len(frame), 1000)])
     await assert_attacker_still_routed(raw, legit)

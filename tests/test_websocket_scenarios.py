@@ -1,17 +1,17 @@
-"""Seed 002's websocket scenarios and crash/restart behaviour, observed in real routing tables.
+"""Websocket routing scenarios and crash/restart behaviour, observed in real routing tables.
 
-spec/routing.md scenario 2 (a websocket provider registers; restart with the same
-participantId replaces a stale entry), 3 (a proxy built before its provider re-registers
-holds a WebSocket entry that the provider's InProcess entry replaces), 5 (a proxy is built:
-InProcess in its runtime, WebSocketClient in the CC), and a crash without unregister.
+Scenario 2: a websocket provider registers; a restart with the same participantId replaces a
+stale entry. Scenario 3: a proxy built before its provider re-registers holds a WebSocket
+entry, which the provider's InProcess entry replaces. Scenario 5: a proxy is built (InProcess
+in its runtime, WebSocketClient in the CC). And a crash without unregister.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from libjoynr import MessageNotSentError
 from runtime.addresses import InProcessAddress, WebSocketAddress, WebSocketClientAddress
-from runtime.errors import MessageNotSentError
 from runtime.routing import NO_EXPIRY_MS, RoutingEntry
 from tests.support.cluster import eventually
 from tests.support.radio import Country, Radio, RadioProvider, Station

@@ -16,13 +16,11 @@ import sys
 import uvloop
 
 from examples.radio.interface import Country, Radio, RadioStation
-from libjoynr.runtime import connect
-from runtime.discovery_types import DiscoveryQos
-from runtime.errors import ApplicationError
+from libjoynr import ApplicationError, DiscoveryQos, connect
 
 
 async def main(url: str, domain: str, listen_s: float, country: str) -> int:
-    async with await connect(url) as runtime:
+    async with connect(url) as runtime:
         radio = await runtime.build_proxy(Radio, domain, ttl_ms=5_000,
                                           discovery_qos=DiscoveryQos(discovery_timeout_ms=20_000))
         print(f"found the radio: provider {radio.provider_participant_id}")

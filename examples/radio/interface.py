@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from runtime.interface import attribute, broadcast, errors, interface, one_way
+from libjoynr import attribute, broadcast, errors, interface, one_way
 
 
 class Country(enum.Enum):

@@ -18,10 +18,7 @@ import signal
 import uvloop
 
 from examples.radio.interface import Country, Radio, RadioStation, ShuffleError
-from libjoynr.runtime import connect
-from runtime.discovery_types import ProviderQos, ProviderScope
-from runtime.dispatch import Provider
-from runtime.errors import ApplicationError
+from libjoynr import ApplicationError, Provider, ProviderQos, ProviderScope, connect
 
 log = logging.getLogger("radio-provider")
 
@@ -52,7 +49,7 @@ async def main(url: str, domain: str, interval_s: float) -> None:
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-    async with await connect(url) as runtime:
+    async with connect(url) as runtime:
         provider = RadioProvider()
         # GLOBAL: registered with the GCD too, so consumers on other cluster controllers find it
         pid = await runtime.register_provider(domain, provider,

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from cluster_controller.controller import ClusterController
-from libjoynr.runtime import LibjoynrRuntime
-from libjoynr.runtime import connect as joynr_connect
-from runtime.discovery_types import ProviderQos, ProviderScope
+from libjoynr import LibjoynrRuntime, ProviderQos, ProviderScope
+from libjoynr import connect as joynr_connect
 from tests.support.cluster import cc_config
 from tests.support.radio import Radio, RadioProvider
 

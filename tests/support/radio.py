@@ -6,9 +6,7 @@ import asyncio
 import enum
 from dataclasses import dataclass
 
-from runtime.dispatch import Provider
-from runtime.errors import ApplicationError
-from runtime.interface import attribute, broadcast, errors, interface, one_way
+from libjoynr import ApplicationError, Provider, attribute, broadcast, errors, interface, one_way
 
 
 class Country(enum.Enum):
@@ -48,6 +46,11 @@ class Radio:
     @one_way
     async def note(self, text: str) -> None: ...
 
+    async def bounded(self, seconds: float) -> str: ...
+
+    @one_way
+    async def bounded_note(self, text: str) -> None: ...
+
 
 class RadioProvider(Provider, interface=Radio):
     def __init__(self) -> None:
@@ -81,3 +84,31 @@ class RadioProvider(Provider, interface=Radio):
     async def note(self, text: str) -> None:
         self.notes.append(text)
         self.noted.set()
+
+    async def bounded(self, seconds: float) -> str:
+        return await in_a_task(seconds)
+
+    async def bounded_note(self, text: str) -> None:
+        try:
+            outcome = await in_a_task(0.05)
+        except Exception as exc:  # a one-way call has no answer: keep what happened
+            outcome = f"failed: {type(exc).__name__}: {exc}"
+        await self.note(f"{text}: {outcome}")
+
+
+async def in_a_task(seconds: float) -> str:
+    """What asyncio code needs of a task: ``current_task()``, and ``asyncio.timeout`` both
+    before the first wait and around one that it ends."""
+    async with asyncio.timeout(seconds):  # entered before anything waits
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("no current task")
+        await asyncio.sleep(0)
+    try:
+        async with asyncio.timeout(seconds):
+            await asyncio.sleep(60)
+    except TimeoutError:
+        if asyncio.current_task() is not task:
+            raise RuntimeError("the current task changed during the call") from None
+        return "in a task, timed out"
+    return "the timeout did not fire"

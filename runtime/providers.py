@@ -1,0 +1,353 @@
+"""The provider side: :class:`Provider`, what applications subclass, and
+:class:`ProviderSkeleton`, the participant of one registered provider (what runs behind its
+InProcessAddress).
+
+The skeleton turns messages into calls on the provider and the provider's attribute changes and
+broadcasts into publications and multicasts:
+
+- a request or a one-way call runs the provider's method (an attribute's get and set are
+  methods too) inside a task, as asyncio code expects (``asyncio.timeout``,
+  ``asyncio.current_task()``); calls share tasks through a :class:`~runtime.calls.CallRunner`
+  and never wait behind one another. A request is answered with the result or the error;
+  one-way calls are not answered;
+- inside a provider method, :func:`current_origin` tells where the call arrived from;
+- on-change attribute subscriptions are kept by an :class:`~runtime.subscriptions.
+  OnChangePublisher`; broadcast (multicast) subscriptions are only acknowledged;
+- a provider that does not serve remote callers (the cluster controller's own Routing and
+  Discovery providers) refuses calls that arrive over MQTT: requests get a ProviderRuntime
+  error, everything else is dropped (logged).
+
+Input from the network is hostile: a request with a body that does not decode, an unknown
+method or parameters of the wrong types is answered with a MethodInvocation error; a provider
+method that raises something other than a JoynrError is answered with a ProviderRuntime error
+(an ApplicationError only if the method declares that error); nothing raises out of
+:meth:`ProviderSkeleton.receive`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import logging
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+from runtime.addresses import Address, InProcessAddress
+from runtime.calls import Call, CallRunner
+from runtime.clock import now_ms
+from runtime.errors import (
+    ApplicationError,
+    JoynrError,
+    MethodInvocationError,
+    ProviderRuntimeError,
+)
+from runtime.interface import (
+    PLAIN_TYPES,
+    InterfaceDef,
+    MethodDef,
+    ValueTypeError,
+    from_wire,
+    interface_def,
+    to_wire,
+)
+from runtime.messages import REQUEST_TYPES, Message, MessageType
+from runtime.multicast import make_multicast_id
+from runtime.payloads import (
+    MulticastPublication,
+    MulticastSubscriptionRequest,
+    OneWayRequest,
+    PayloadError,
+    Reply,
+    Request,
+    answer_to,
+    decode_payload,
+    make_error_answer,
+)
+from runtime.router import MessageRouter
+from runtime.rules import Refusal, admit_caller
+from runtime.subscriptions import OnChangePublisher, answer_subscription
+
+__all__ = ["Provider", "ProviderSkeleton", "current_origin"]
+
+log = logging.getLogger(__name__)
+
+_origin: contextvars.ContextVar[Address | None] = contextvars.ContextVar("joynr_origin",
+                                                                        default=None)
+
+
+def current_origin() -> Address | None:
+    """Inside a provider method: the address the request arrived from (None: this process)."""
+    return _origin.get()
+
+
+class Provider:
+    """Base class of provider implementations.
+
+    Subclass with ``interface=``: ``class RadioProvider(Provider, interface=Radio)``, implement
+    the interface's methods as ``async def``. Attributes are kept here: ``set_attribute`` stores
+    a value and publishes it to on-change subscribers; define ``get_<name>`` / ``set_<name>``
+    (``async def``) to compute or check values yourself. ``fire`` sends a broadcast.
+
+    A provider can be registered more than once (in several domains, or runtimes): each
+    registration is a :class:`ProviderSkeleton`, which the runtime attaches here.
+    """
+
+    interface: type
+    #: False: only participants of this cluster controller (in-process, websocket) may call it;
+    #: calls that arrive over MQTT are refused (the CC's own Routing and Discovery providers)
+    serves_remote_callers: ClassVar[bool] = True
+
+    def __init_subclass__(cls, *, interface: type | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if interface is not None:
+            cls.interface = interface
+
+    def __init__(self, **initial_attributes: Any) -> None:
+        self._definition = interface_def(type(self).interface)
+        unknown = set(initial_attributes) - set(self._definition.attributes)
+        if unknown:
+            raise TypeError(f"unknown attributes {sorted(unknown)}")
+        self._attribute_values: dict[str, Any] = dict(initial_attributes)
+        self._skeletons: list[ProviderSkeleton] = []
+
+    @property
+    def attribute_values(self) -> Mapping[str, Any]:
+        """The attribute values set so far (read-only; change them with set_attribute)."""
+        return MappingProxyType(self._attribute_values)
+
+    @property
+    def registrations(self) -> tuple[ProviderSkeleton, ...]:
+        """The participants this provider is registered as."""
+        return tuple(self._skeletons)
+
+    def attach(self, skeleton: ProviderSkeleton) -> None:
+        """Called by the runtime once ``skeleton`` is registered: attribute changes and
+        broadcasts go to its subscribers from now on."""
+        self._skeletons.append(skeleton)
+
+    def detach(self, skeleton: ProviderSkeleton) -> None:
+        """Called by the runtime when ``skeleton`` is unregistered."""
+        if skeleton in self._skeletons:
+            self._skeletons.remove(skeleton)
+
+    def get_attribute(self, name: str) -> Any:
+        if name not in self._attribute_values:
+            raise ProviderRuntimeError(f"attribute {name} has no value yet")
+        return self._attribute_values[name]
+
+    def set_attribute(self, name: str, value: Any) -> None:
+        """Store an attribute value and publish it to its on-change subscribers."""
+        if name not in self._definition.attributes:
+            raise AttributeError(f"{self._definition.name} has no attribute {name}")
+        self._attribute_values[name] = value
+        for skeleton in self._skeletons:
+            skeleton.attribute_changed(name, value)
+
+    def fire(self, broadcast_name: str, *values: Any, partitions: list[str] | tuple[str, ...] = (),
+             ttl_ms: int = 10_000) -> None:
+        """Send a broadcast to every subscriber whose partitions match."""
+        definition = self._definition.broadcasts.get(broadcast_name)
+        if definition is None:
+            raise AttributeError(f"{self._definition.name} has no broadcast {broadcast_name}")
+        if len(values) != len(definition.outputs):
+            raise TypeError(f"broadcast {broadcast_name} takes {len(definition.outputs)} values")
+        if not self._skeletons:
+            raise RuntimeError("the provider is not registered")
+        for skeleton in self._skeletons:
+            skeleton.fire(broadcast_name, list(values), list(partitions), ttl_ms)
+
+
+_Bound = tuple[MethodDef, Callable[..., Any]]
+
+
+class ProviderSkeleton:
+    """The participant of one registered provider (see the module docstring)."""
+
+    def __init__(self, router: MessageRouter, provider: Provider, participant_id: str) -> None:
+        self.router = router
+        self.provider = provider
+        self.participant_id = participant_id
+        self.definition: InterfaceDef = interface_def(provider.interface)
+        self.address = InProcessAddress(self)
+        #: the on-change attribute subscriptions of this participant
+        self.publisher = OnChangePublisher(router, participant_id, self.definition,
+                                           provider.attribute_values)
+        #: runs the provider's methods inside tasks (owns them)
+        self.calls: CallRunner[Message] = CallRunner(f"provider {participant_id}", self._start)
+        self._methods = self._method_table()
+
+    def _method_table(self) -> dict[tuple[str, tuple[str, ...]], _Bound]:
+        table: dict[tuple[str, tuple[str, ...]], _Bound] = {}
+        provider = self.provider
+        for name, method in self.definition.methods.items():
+            impl = getattr(provider, name, None)
+            if impl is None or not inspect.iscoroutinefunction(impl):
+                raise TypeError(f"{type(provider).__name__} does not implement async {name}()")
+            table[(method.name, tuple(method.param_datatypes))] = (method, impl)
+        for accessor in self.definition.accessors.values():
+            kind, name = accessor.name.split("_", 1)
+            impl = self._getter(name) if kind == "get" else self._setter(name)
+            table[(accessor.name, tuple(accessor.param_datatypes))] = (accessor, impl)
+        return table
+
+    def _getter(self, name: str) -> Callable[[], Any]:
+        custom = getattr(self.provider, f"get_{name}", None)
+        if custom is not None and inspect.iscoroutinefunction(custom):
+            return custom
+
+        async def get() -> Any:
+            return self.provider.get_attribute(name)
+        return get
+
+    def _setter(self, name: str) -> Callable[[Any], Any]:
+        custom = getattr(self.provider, f"set_{name}", None)
+        if custom is not None and inspect.iscoroutinefunction(custom):
+            return custom
+
+        async def set_(value: Any) -> None:
+            self.provider.set_attribute(name, value)
+        return set_
+
+    # ------------------------------------------------------------------ incoming
+
+    def receive(self, message: Message) -> None:
+        kind = message.type
+        refusal = admit_caller(message.origin, self.provider.serves_remote_callers)
+        if refusal is not None:
+            self._refuse_remote(message, refusal)
+        elif kind is MessageType.ONE_WAY or kind is MessageType.REQUEST:
+            self.calls.submit(message)
+        elif kind is MessageType.SUBSCRIPTION_REQUEST:
+            self.publisher.subscribe(message)
+        elif kind is MessageType.MULTICAST_SUBSCRIPTION_REQUEST:
+            self._ack_multicast_subscription(message)
+        elif kind is MessageType.BROADCAST_SUBSCRIPTION_REQUEST:
+            answer_subscription(self.router, message, None, MethodInvocationError(
+                "selective broadcasts are not supported; subscribe to the multicast"))
+        elif kind is MessageType.SUBSCRIPTION_STOP:
+            self.publisher.stop(message)
+        else:
+            log.warning("provider %s: ignored %s", self.participant_id, message.describe())
+
+    def _refuse_remote(self, message: Message, refusal: Refusal) -> None:
+        log.warning("provider %s %s: refused %s from %r", self.participant_id, refusal.detail,
+                    message.describe(), message.origin)
+        error = ProviderRuntimeError(
+            f"{self.definition.name} of this cluster controller serves its local participants "
+            "only")
+        if message.type in REQUEST_TYPES:
+            try:
+                answer = make_error_answer(message, error, expiry_date_ms=message.expiry_date_ms)
+            except PayloadError:
+                return
+            self.router.route(answer)
+
+    def _start(self, message: Message) -> Call | None:
+        """The call a request or one-way message makes, when its turn comes (inside a task
+        of :attr:`calls`): each in a context of its own."""
+        context = contextvars.copy_context()
+        if message.type is MessageType.REQUEST:
+            return self._invoke(message), context, "request"
+        # one-way, fire and forget: decode and check, then run the provider's method itself
+        try:
+            payload = decode_payload(OneWayRequest, message.body)
+            _, impl, args = self._prepare(payload)
+        except (PayloadError, JoynrError) as exc:
+            log.warning("provider %s: one-way call %s refused: %s", self.participant_id,
+                        message.id, exc)
+            return None
+        context.run(_origin.set, message.origin)
+        return impl(*args), context, f"one-way {payload.method_name}"
+
+    async def _invoke(self, message: Message) -> None:
+        try:
+            payload = decode_payload(Request, message.body)
+        except PayloadError as exc:
+            log.warning("provider %s: bad request %s: %s", self.participant_id, message.id, exc)
+            return
+        try:
+            method, impl, args = self._prepare(payload)
+            reply = Reply(payload.request_reply_id,
+                          response=await self._call(method, impl, args, message.origin))
+        except JoynrError as exc:
+            reply = Reply(payload.request_reply_id, error=exc.to_wire())
+        self.router.route(answer_to(message, reply))
+
+    def _prepare(self, payload: Request | OneWayRequest
+                 ) -> tuple[MethodDef, Callable[..., Any], list[Any]]:
+        """The method and its typed arguments; MethodInvocationError if they do not fit."""
+        found = self._methods.get((payload.method_name, tuple(payload.param_datatypes)))
+        if found is None:
+            raise MethodInvocationError(
+                f"{self.definition.name} v{self.definition.version[0]}.{self.definition.version[1]}"
+                f" has no method {payload.method_name}({', '.join(payload.param_datatypes)})")
+        method, impl = found
+        params = payload.params
+        if len(params) != len(method.params):
+            raise MethodInvocationError(f"{method.name} takes {len(method.params)} parameters")
+        args = []
+        for value, (name, tp) in zip(params, method.params, strict=True):
+            if type(value) is tp and tp in PLAIN_TYPES:
+                args.append(value)  # the common case, without building a label
+                continue
+            try:
+                args.append(from_wire(value, tp, f"{method.name}({name})"))
+            except ValueTypeError as exc:
+                raise MethodInvocationError(f"wrong parameter: {exc}") from None
+        return method, impl, args
+
+    async def _call(self, method: MethodDef, impl: Callable[..., Any], args: list[Any],
+                    origin: Address | None) -> list[Any]:
+        token = _origin.set(origin)
+        try:
+            result = await impl(*args)
+        except ApplicationError as exc:
+            if method.error_enum is None or exc.error not in method.error_enum.__members__:
+                raise ProviderRuntimeError(f"{method.name} raised an unmodelled error "
+                                           f"{exc.error}") from None
+            raise
+        except JoynrError:
+            raise
+        except Exception as exc:
+            log.exception("provider %s: %s failed", self.participant_id, method.name)
+            raise ProviderRuntimeError(f"{method.name} failed: {type(exc).__name__}: {exc}"
+                                       ) from None
+        finally:
+            _origin.reset(token)
+        if method.returns is type(None) or method.returns is None:
+            return []
+        return [to_wire(result)]
+
+    # ------------------------------------------------------------------ subscriptions
+
+    def _ack_multicast_subscription(self, message: Message) -> None:
+        try:
+            request = decode_payload(MulticastSubscriptionRequest, message.body)
+        except PayloadError as exc:
+            log.warning("provider %s: bad multicast subscription %s: %s", self.participant_id,
+                        message.id, exc)
+            return
+        error = None
+        if request.subscribe_to_name not in self.definition.broadcasts:
+            error = MethodInvocationError(f"no broadcast {request.subscribe_to_name}")
+        answer_subscription(self.router, message, request.subscription_id, error)
+
+    def attribute_changed(self, name: str, value: Any) -> None:
+        """Publish a new attribute value to its on-change subscribers."""
+        self.publisher.attribute_changed(name, value)
+
+    def fire(self, name: str, values: list[Any], partitions: list[str], ttl_ms: int) -> None:
+        """Send a broadcast as a multicast (the routers deliver it to its receivers)."""
+        multicast_id = make_multicast_id(self.participant_id, name, partitions)
+        body = MulticastPublication(multicast_id=multicast_id,
+                                    response=[to_wire(v) for v in values]).to_body()
+        self.router.route(Message(
+            type=MessageType.MULTICAST, sender=self.participant_id, recipient=multicast_id,
+            expiry_date_ms=now_ms() + ttl_ms, body=body,
+        ))
+
+    async def close(self) -> None:
+        """End the subscriptions and cancel the calls still running."""
+        self.publisher.close()
+        await self.calls.close()

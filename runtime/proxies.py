@@ -1,0 +1,375 @@
+"""The proxy side: :class:`Proxy`, what applications call, and :class:`ProxyEndpoint`, the
+participant of one proxy (what runs behind its InProcessAddress).
+
+- ``await proxy.method(...)`` sends a request and waits for the reply until the message's
+  expiry date plus the runtime's reply grace (then JoynrTimeoutError); a one-way method only
+  sends (MessageNotSentError when the message cannot even be queued) and then waits while the
+  way to the cluster controller is congested (flow control);
+- ``proxy.attr.get()`` / ``set(value)`` / ``subscribe(on_change, qos)`` for attributes,
+  ``proxy.broadcast.subscribe(callback, partitions)`` for broadcasts (multicasts: the runtime
+  registers the proxy as a receiver of the multicast id pattern before it asks the provider);
+- the endpoint matches replies to calls and delivers publications and multicasts to the live
+  subscriptions. Synchronous callbacks run at once; async ones run inside tasks of the
+  endpoint's :class:`~runtime.calls.CallRunner`, ended when the proxy is closed.
+
+A proxy is made by its runtime (``build_proxy``), which it reaches through :class:`ProxyHost`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from runtime.addresses import Address, InProcessAddress
+from runtime.calls import Call, CallRunner
+from runtime.clock import now_ms
+from runtime.errors import (
+    JoynrError,
+    JoynrTimeoutError,
+    MessageNotSentError,
+    ProviderRuntimeError,
+    error_from_wire,
+)
+from runtime.interface import InterfaceDef, MethodDef, ValueTypeError, from_wire, to_wire
+from runtime.messages import Message, MessageType, new_message_id
+from runtime.multicast import make_multicast_id, matches
+from runtime.payloads import (
+    MulticastPublication,
+    MulticastSubscriptionRequest,
+    OneWayRequest,
+    PayloadError,
+    Publication,
+    Reply,
+    Request,
+    SubscriptionReply,
+    SubscriptionRequest,
+    SubscriptionStop,
+    decode_payload,
+)
+from runtime.router import MessageRouter
+from runtime.subscriptions import AttributeSubscriptionQos, Subscription
+
+__all__ = ["AttributeHandle", "BroadcastHandle", "Proxy", "ProxyEndpoint", "ProxyHost"]
+
+log = logging.getLogger(__name__)
+
+
+class ProxyHost(Protocol):
+    """What a proxy needs from its runtime."""
+
+    router: MessageRouter
+    #: the address replies to this runtime's requests come back to (None: the router's own)
+    reply_to_address: Address | None
+    #: seconds a caller waits for a reply beyond the request's expiry date
+    reply_grace_s: float
+
+    async def flow_control(self) -> None: ...
+    async def add_multicast_receiver(self, pattern: str, subscriber: str, provider: str
+                                     ) -> None: ...
+    async def remove_multicast_receiver(self, pattern: str, subscriber: str, provider: str
+                                        ) -> None: ...
+    async def forget_proxy(self, proxy: Proxy) -> None: ...
+
+
+class ProxyEndpoint:
+    """The participant of one proxy: replies, subscription replies, publications, multicasts."""
+
+    def __init__(self, participant_id: str) -> None:
+        self.participant_id = participant_id
+        self.address = InProcessAddress(self)
+        self.replies: dict[str, asyncio.Future[Reply]] = {}
+        self.subscription_replies: dict[str, asyncio.Future[SubscriptionReply]] = {}
+        self.subscriptions: dict[str, Subscription] = {}
+        #: runs async subscription callbacks inside tasks (owns them)
+        self.callbacks: CallRunner[_Callback] = CallRunner(f"proxy {participant_id}",
+                                                           _start_callback, _discard_callback)
+
+    def receive(self, message: Message) -> None:
+        try:
+            if message.type is MessageType.REPLY:
+                reply = decode_payload(Reply, message.body)
+                future = self.replies.pop(reply.request_reply_id, None)
+                if future is not None and not future.done():
+                    future.set_result(reply)
+            elif message.type is MessageType.SUBSCRIPTION_REPLY:
+                sreply = decode_payload(SubscriptionReply, message.body)
+                sfuture = self.subscription_replies.pop(sreply.subscription_id, None)
+                if sfuture is not None and not sfuture.done():
+                    sfuture.set_result(sreply)
+            elif message.type is MessageType.PUBLICATION:
+                publication = decode_payload(Publication, message.body)
+                subscription = self.subscriptions.get(publication.subscription_id)
+                if subscription is not None and subscription.multicast_pattern is None:
+                    self._deliver(subscription, publication.response, publication.error)
+            elif message.type is MessageType.MULTICAST:
+                multicast = decode_payload(MulticastPublication, message.body)
+                for subscription in list(self.subscriptions.values()):
+                    pattern = subscription.multicast_pattern
+                    if pattern is not None and matches(pattern, message.recipient):
+                        self._deliver(subscription, multicast.response, None)
+            else:
+                log.warning("proxy %s: ignored %s", self.participant_id, message.describe())
+        except PayloadError as exc:
+            log.warning("proxy %s: refused %s: %s", self.participant_id, message.describe(), exc)
+
+    def _deliver(self, subscription: Subscription, response: list[Any] | None,
+                 error: dict[str, Any] | None) -> None:
+        if not subscription.active:
+            return
+        try:
+            if error is not None:
+                if subscription.on_error is not None:
+                    self._call(subscription.on_error, (error_from_wire(error),), subscription)
+                return
+            values = response or []
+            if len(values) != len(subscription.types):
+                raise ValueTypeError(f"{subscription.name}: {len(values)} values")
+            typed = [from_wire(v, tp, subscription.name)
+                     for v, tp in zip(values, subscription.types, strict=True)]
+            self._call(subscription.callback, typed, subscription)
+        except ValueTypeError as exc:
+            log.warning("proxy %s: publication for %s refused: %s", self.participant_id,
+                        subscription.name, exc)
+        except Exception:
+            log.exception("proxy %s: subscription callback for %s failed", self.participant_id,
+                          subscription.name)
+
+    def _call(self, callback: Callable[..., Any], args: Sequence[Any],
+              subscription: Subscription) -> None:
+        """A synchronous callback runs now; an async one (or one that returns an awaitable)
+        inside a task of :attr:`callbacks`."""
+        if inspect.iscoroutinefunction(callback):
+            self.callbacks.submit((callback, args, subscription.name))
+            return
+        result = callback(*args)
+        if inspect.isawaitable(result):
+            self.callbacks.submit((_wait_for, (result,), subscription.name))
+
+    async def close(self) -> None:
+        """Cancel the callbacks still running."""
+        await self.callbacks.close()
+
+
+#: an async callback to call: the function, its arguments, the subscription's name
+_Callback = tuple[Callable[..., Any], Sequence[Any], str]
+
+
+def _start_callback(item: _Callback) -> Call:
+    callback, args, name = item
+    return callback(*args), contextvars.copy_context(), f"callback for {name}"
+
+
+def _discard_callback(item: _Callback) -> None:
+    for arg in item[1]:
+        if inspect.iscoroutine(arg):
+            arg.close()  # an awaitable a callback returned, never awaited
+
+
+async def _wait_for(awaitable: Awaitable[Any]) -> None:
+    await awaitable
+
+
+_Accessor = Callable[[str, tuple[Any, ...]], Awaitable[Any]]
+
+
+class AttributeHandle:
+    """``proxy.<attribute>``: get, set, subscribe to changes. Made by the proxy with its own
+    ways to call an accessor and to subscribe."""
+
+    def __init__(self, name: str, call_accessor: _Accessor,
+                 subscribe: Callable[..., Awaitable[Subscription]]) -> None:
+        self._name = name
+        self._call_accessor = call_accessor
+        self._subscribe = subscribe
+
+    async def get(self) -> Any:
+        return await self._call_accessor(f"get_{self._name}", ())
+
+    async def set(self, value: Any) -> None:
+        await self._call_accessor(f"set_{self._name}", (value,))
+
+    async def subscribe(self, on_change: Callable[[Any], Any],
+                        qos: AttributeSubscriptionQos | None = None,
+                        on_error: Callable[[JoynrError], Any] | None = None) -> Subscription:
+        return await self._subscribe(self._name, on_change, qos, on_error)
+
+
+class BroadcastHandle:
+    """``proxy.<broadcast>``: subscribe (to some partitions). Made by the proxy with its own
+    way to subscribe."""
+
+    def __init__(self, name: str, subscribe: Callable[..., Awaitable[Subscription]]) -> None:
+        self._name = name
+        self._subscribe = subscribe
+
+    async def subscribe(self, callback: Callable[..., Any],
+                        partitions: list[str] | tuple[str, ...] = ()) -> Subscription:
+        return await self._subscribe(self._name, callback, list(partitions))
+
+
+class Proxy:
+    """Calls a provider: ``await proxy.method(...)``, ``proxy.attr.get()/set()/subscribe()``,
+    ``proxy.broadcast.subscribe(callback, partitions)``. Built by ``JoynrRuntime.build_proxy``.
+
+    The interface's members are found by name; the proxy's own public names (``close``,
+    ``subscriptions``, ``participant_id``, ``provider_participant_id``, ``ttl_ms``) come first.
+    """
+
+    def __init__(self, host: ProxyHost, definition: InterfaceDef, provider_id: str,
+                 endpoint: ProxyEndpoint, ttl_ms: int) -> None:
+        self._host = host
+        self._definition = definition
+        self.provider_participant_id = provider_id
+        self.participant_id = endpoint.participant_id
+        self._endpoint = endpoint
+        self.ttl_ms = ttl_ms
+
+    def __getattr__(self, name: str) -> Any:
+        definition = self.__dict__.get("_definition")
+        if definition is None:
+            raise AttributeError(name)
+        method = definition.methods.get(name)
+        if method is not None:
+            async def call(*args: Any) -> Any:
+                return await self._invoke(method, args)
+            call.__name__ = name
+            self.__dict__[name] = call  # found directly from now on
+            return call
+        if name in definition.attributes:
+            return AttributeHandle(name, self._call_accessor, self._subscribe_attribute)
+        if name in definition.broadcasts:
+            return BroadcastHandle(name, self._subscribe_broadcast)
+        raise AttributeError(f"{definition.name} has no method, attribute or broadcast {name}")
+
+    async def _call_accessor(self, name: str, args: tuple[Any, ...]) -> Any:
+        method = self._definition.accessors.get(name)
+        if method is None:
+            raise AttributeError(f"{name} is not available (read-only attribute?)")
+        return await self._invoke(method, args)
+
+    def _message(self, kind: MessageType, body: bytes) -> Message:
+        return Message(
+            kind, self.participant_id, self.provider_participant_id, now_ms() + self.ttl_ms,
+            body, new_message_id(),
+            None if kind is MessageType.ONE_WAY else self._host.reply_to_address,
+        )
+
+    async def _invoke(self, method: MethodDef, args: tuple[Any, ...]) -> Any:
+        if len(args) != len(method.params):
+            raise TypeError(f"{method.name}() takes {len(method.params)} arguments")
+        params = [to_wire(a) for a in args]
+        if method.one_way:
+            body = OneWayRequest(method.name, params, method.param_datatypes).to_body()
+            message = self._message(MessageType.ONE_WAY, body)
+            if not self._host.router.route(message):
+                raise MessageNotSentError(
+                    f"one-way {method.name}() to {self.provider_participant_id} not sent "
+                    f"(message {message.id}: queue full or expired; see the log)")
+            await self._host.flow_control()
+            return None
+        rid = uuid.uuid4().hex
+        body = Request(rid, method.name, params, method.param_datatypes).to_body()
+        reply = await self._await_answer(self._endpoint.replies, rid,
+                                         self._message(MessageType.REQUEST, body),
+                                         f"{method.name}()")
+        if reply.error is not None:
+            raise error_from_wire(reply.error)
+        if method.returns is type(None) or method.returns is None:
+            return None
+        if not reply.response:
+            raise ProviderRuntimeError(f"{method.name}: the reply carries no value")
+        try:
+            return from_wire(reply.response[0], method.returns, f"{method.name} result")
+        except ValueTypeError as exc:
+            raise ProviderRuntimeError(f"bad reply: {exc}") from None
+
+    async def _await_answer(self, waiting: dict[str, asyncio.Future[Any]], key: str,
+                            message: Message, what: str) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        waiting[key] = future
+        self._host.router.route(message)
+        deadline_s = (message.expiry_date_ms - now_ms()) / 1000 + self._host.reply_grace_s
+        try:
+            # (asyncio.timeout: the caller wakes one loop iteration sooner than with wait_for)
+            async with asyncio.timeout(max(deadline_s, 0.001)):
+                return await future
+        except TimeoutError:
+            raise JoynrTimeoutError(
+                f"no answer to {what} from {self.provider_participant_id} within "
+                f"{self.ttl_ms} ms") from None
+        finally:
+            waiting.pop(key, None)
+
+    async def _subscribe_attribute(self, name: str, callback: Callable[[Any], Any],
+                                   qos: AttributeSubscriptionQos | None,
+                                   on_error: Callable[[JoynrError], Any] | None
+                                   ) -> Subscription:
+        attr = self._definition.attributes[name]
+        qos = qos or AttributeSubscriptionQos()
+        sid = uuid.uuid4().hex
+        subscription = Subscription(sid, name, callback, (attr.type,), self._unsubscribe,
+                                    on_error=on_error)
+        self._endpoint.subscriptions[sid] = subscription
+        body = SubscriptionRequest(sid, name, qos.to_wire()).to_body()
+        await self._confirm(subscription, self._message(MessageType.SUBSCRIPTION_REQUEST, body))
+        return subscription
+
+    async def _subscribe_broadcast(self, name: str, callback: Callable[..., Any],
+                                   partitions: list[str]) -> Subscription:
+        broadcast = self._definition.broadcasts[name]
+        pattern = make_multicast_id(self.provider_participant_id, name, partitions,
+                                    for_subscription=True)
+        sid = uuid.uuid4().hex
+        subscription = Subscription(sid, name, callback,
+                                    tuple(tp for _, tp in broadcast.outputs), self._unsubscribe,
+                                    multicast_pattern=pattern)
+        self._endpoint.subscriptions[sid] = subscription
+        await self._host.add_multicast_receiver(pattern, self.participant_id,
+                                                self.provider_participant_id)
+        body = MulticastSubscriptionRequest(sid, name, pattern, {}, partitions).to_body()
+        await self._confirm(subscription,
+                            self._message(MessageType.MULTICAST_SUBSCRIPTION_REQUEST, body))
+        return subscription
+
+    async def _confirm(self, subscription: Subscription, message: Message) -> None:
+        try:
+            reply = await self._await_answer(self._endpoint.subscription_replies,
+                                             subscription.subscription_id, message,
+                                             f"subscription to {subscription.name}")
+            if reply.error is not None:
+                raise error_from_wire(reply.error)
+        except BaseException:
+            subscription.active = False
+            await self._end(subscription, tell_provider=False)
+            raise
+
+    async def _unsubscribe(self, subscription: Subscription) -> None:
+        await self._end(subscription, tell_provider=True)
+
+    async def _end(self, subscription: Subscription, *, tell_provider: bool) -> None:
+        self._endpoint.subscriptions.pop(subscription.subscription_id, None)
+        if subscription.multicast_pattern is not None:
+            await self._host.remove_multicast_receiver(
+                subscription.multicast_pattern, self.participant_id,
+                self.provider_participant_id)
+        if tell_provider:
+            body = SubscriptionStop(subscription.subscription_id).to_body()
+            self._host.router.route(self._message(MessageType.SUBSCRIPTION_STOP, body))
+
+    @property
+    def subscriptions(self) -> list[Subscription]:
+        return list(self._endpoint.subscriptions.values())
+
+    async def close(self) -> None:
+        """Unsubscribe everything, remove this proxy's routing entries, end its callbacks."""
+        for subscription in self.subscriptions:
+            await subscription.unsubscribe()
+        try:
+            await self._host.forget_proxy(self)
+        finally:
+            await self._endpoint.close()
