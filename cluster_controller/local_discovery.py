@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 
 class LocalDiscovery(Provider, interface=Discovery):
-    """The local capabilities directory (spec/discovery.md, "The cluster controller's LCD").
+    """The local capabilities directory (docs/discovery.md, "The local capabilities directory").
 
     Local registrations; provisioned global providers (always known, never expire); and, once
     a GCD is attached (``attach_gcd``), the global directory: GLOBAL-scope providers are

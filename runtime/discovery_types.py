@@ -1,4 +1,4 @@
-"""The discovery data types of spec/discovery.md."""
+"""The discovery data types described in docs/discovery.md."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ class DiscoveryErrorCode(enum.Enum):
 def check_gbids(gbids: Sequence[str], valid: Collection[str]) -> None:
     """Raise ApplicationError(INVALID_GBID | UNKNOWN_GBID) for a GBID list that is empty, holds
     ``""`` or a duplicate, or names a GBID not in ``valid``; the first offending element
-    decides (spec/discovery.md, "GBID validation")."""
+    decides (docs/discovery.md, "GBID validation")."""
     if not gbids:
         raise ApplicationError(DiscoveryErrorCode.INVALID_GBID.name, "no GBID given")
     seen: set[str] = set()

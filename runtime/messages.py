@@ -1,4 +1,4 @@
-"""Messages and their msgpack frame (spec/wire.md). Pure module: no I/O.
+"""Messages and their msgpack frame (docs/wire.md). Pure module: no I/O.
 
 Frame layout, version 1: one msgpack **map** with these keys (a map rather than a fixed array so
 that fields can be added without a version bump; unknown keys are ignored):

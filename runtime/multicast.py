@@ -1,4 +1,4 @@
-"""Multicast ids, subscription patterns and the receiver index (spec/wire.md). Pure module.
+"""Multicast ids, subscription patterns and the receiver index (docs/wire.md). Pure module.
 
 multicast id = ``<providerParticipantId>/<broadcastName>[/<partition>...]``. A publisher's
 partitions are plain names (letters, digits, ``_``, ``-``, ``.``); a subscriber's may also be ``+``

@@ -42,8 +42,7 @@ async def test_shutdown_writes_what_is_queued_for_clients_before_closing(tmp_pat
         proxy = await cc.runtime.build_proxy(Radio, "d")  # a consumer inside the CC
         for i in range(2_000):  # one-way calls do not yield: all wait in the CC's outbox
             await proxy.note(f"n{i}")
-        client = cc.websocket._clients[provider_rt.client_id]
-        assert client.outbox.pending > 1_000
+        assert cc.websocket.pending_to(provider_rt.client_id) > 1_000
         await cc.stop()
         await eventually(lambda: len(provider.notes) == 2_000, what="all notes written")
         assert provider.notes == [f"n{i}" for i in range(2_000)]

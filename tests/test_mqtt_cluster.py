@@ -204,8 +204,8 @@ async def test_after_a_restart_without_persistence_the_cc_subscribes_again(
         await broker.start()  # no sessions survive: both CCs must subscribe again
         mqtt_one, mqtt_two = pair.one.mqtt, pair.two.mqtt
         assert mqtt_one is not None and mqtt_two is not None
-        await eventually(lambda: mqtt_one._backends[GBID].connections == 2
-                         and mqtt_two._backends[GBID].connections == 2
+        await eventually(lambda: mqtt_one.connection_count(GBID) == 2
+                         and mqtt_two.connection_count(GBID) == 2
                          and mqtt_one.connected(GBID) and mqtt_two.connected(GBID),
                          WAIT_S, "both CCs reconnected")
         assert await proxy.favorites() == []  # own topics subscribed again

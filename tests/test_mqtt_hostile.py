@@ -617,7 +617,7 @@ async def test_far_oversized_payload_never_reaches_the_cc(
 
     assert mqtt.received == received
     assert scene.counters() == (before.counters_one, before.counters_two)
-    assert mqtt._backends[GBID].connections == 1  # never disconnected
+    assert mqtt.connection_count(GBID) == 1  # never disconnected
     await assert_undisturbed(scene, before)
 
 

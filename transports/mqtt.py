@@ -345,6 +345,11 @@ class MqttTransport:
         backend = self._backends.get(gbid)
         return backend is not None and backend.connected.is_set()
 
+    def connection_count(self, gbid: str) -> int:
+        """How many times the connection to ``gbid``'s broker was established (1 + reconnects)."""
+        backend = self._backends.get(gbid)
+        return 0 if backend is None else backend.connections
+
     async def stop(self, drain_timeout_s: float = 5.0) -> None:
         """Let the connected backends publish what waits (at most ``drain_timeout_s``), then
         disconnect."""

@@ -159,6 +159,11 @@ class WebSocketServerTransport:
     def clients(self) -> list[str]:
         return list(self._clients)
 
+    def pending_to(self, client_id: str) -> int:
+        """Messages waiting to be written to one connected client (0 if it is not connected)."""
+        client = self._clients.get(client_id)
+        return 0 if client is None else client.outbox.pending
+
     # ------------------------------------------------------------------ sending
 
     def send(self, address: Address, message: Message) -> bool:

@@ -155,7 +155,7 @@ def test_explicit_defaults_on_the_wire_are_accepted() -> None:
 
 
 def test_missing_body_is_refused() -> None:
-    # the body is a fixed field of the frame (spec/wire.md), even when it is empty
+    # the body is a fixed field of the frame (docs/wire.md), even when it is empty
     with pytest.raises(FrameError) as caught:
         decode_frame(pack(frame_dict(b=_DELETE)))
     assert caught.value.reason == "missing-field"
