@@ -58,6 +58,9 @@ __all__ = ["AttributeHandle", "BroadcastHandle", "Proxy", "ProxyEndpoint", "Prox
 
 log = logging.getLogger(__name__)
 
+# enum members as module constants for the per-message paths (cheaper to look up in 3.11)
+_ONE_WAY, _REQUEST, _REPLY = MessageType.ONE_WAY, MessageType.REQUEST, MessageType.REPLY
+
 
 class ProxyHost(Protocol):
     """What a proxy needs from its runtime."""
@@ -91,7 +94,7 @@ class ProxyEndpoint:
 
     def receive(self, message: Message) -> None:
         try:
-            if message.type is MessageType.REPLY:
+            if message.type is _REPLY:
                 reply = decode_payload(Reply, message.body)
                 future = self.replies.pop(reply.request_reply_id, None)
                 if future is not None and not future.done():
@@ -256,7 +259,7 @@ class Proxy:
         return Message(
             kind, self.participant_id, self.provider_participant_id, now_ms() + self.ttl_ms,
             body, new_message_id(),
-            None if kind is MessageType.ONE_WAY else self._host.reply_to_address,
+            None if kind is _ONE_WAY else self._host.reply_to_address,
         )
 
     async def _invoke(self, method: MethodDef, args: tuple[Any, ...]) -> Any:
@@ -265,7 +268,7 @@ class Proxy:
         params = [to_wire(a) for a in args]
         if method.one_way:
             body = OneWayRequest(method.name, params, method.param_datatypes).to_body()
-            message = self._message(MessageType.ONE_WAY, body)
+            message = self._message(_ONE_WAY, body)
             if not self._host.router.route(message):
                 raise MessageNotSentError(
                     f"one-way {method.name}() to {self.provider_participant_id} not sent "
@@ -275,7 +278,7 @@ class Proxy:
         rid = uuid.uuid4().hex
         body = Request(rid, method.name, params, method.param_datatypes).to_body()
         reply = await self._await_answer(self._endpoint.replies, rid,
-                                         self._message(MessageType.REQUEST, body),
+                                         self._message(_REQUEST, body),
                                          f"{method.name}()")
         if reply.error is not None:
             raise error_from_wire(reply.error)

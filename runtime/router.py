@@ -41,6 +41,9 @@ __all__ = ["GlobalMulticast", "MessageRouter", "RouterSettings", "Transport"]
 
 log = logging.getLogger(__name__)
 
+# enum members as module constants for the per-message paths (cheaper to look up in 3.11)
+_MULTICAST = MessageType.MULTICAST
+
 
 class GlobalMulticast(Protocol):
     """The link of a cluster controller's router to multicast across backends (MQTT)."""
@@ -251,7 +254,7 @@ class MessageRouter:
         if refusal is not None:
             self._refused(message, refusal, "before it could be routed")
             return False
-        if message.type is MessageType.MULTICAST:
+        if message.type is _MULTICAST:
             self._route_multicast(message)
             return True
         entry = self.table.get(message.recipient)
@@ -273,7 +276,7 @@ class MessageRouter:
         if transport.send(address, message):
             return True
         self.counters["send-refused"] += 1
-        hop = address if message.type is MessageType.MULTICAST else None
+        hop = address if message.type is _MULTICAST else None
         return self._enqueue(message, f"transport refused it for {address!r}", hop)
 
     def _route_multicast(self, message: Message) -> None:

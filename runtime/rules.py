@@ -105,6 +105,9 @@ __all__ = [
     "reply_route_learned",
 ]
 
+# enum members as module constants for the per-message paths (cheaper to look up in 3.11)
+_MULTICAST = MessageType.MULTICAST
+
 # ---------------------------------------------------------------------- reason codes
 # (the keys under which the acting component counts; the router prefixes its drops "dropped-")
 
@@ -211,7 +214,7 @@ def admit_from_backend(message: Message, recipient_entry: RoutingEntry | None, n
     refusal = check_expiry(message.expiry_date_ms, now_ms)
     if refusal is not None:
         return refusal
-    if (message.type is not MessageType.MULTICAST and recipient_entry is not None
+    if (message.type is not _MULTICAST and recipient_entry is not None
             and type(recipient_entry.address) is MqttAddress):
         return _relay_refusal(recipient_entry.address)
     return None
