@@ -35,6 +35,7 @@ from runtime.addresses import (
 from runtime.errors import JoynrError
 from runtime.housekeeping import RouterHousekeeping
 from runtime.joynr_runtime import DirectoryCalls, JoynrRuntime
+from runtime.messages import Message
 from runtime.proxies import Proxy
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable, RuntimeKind
@@ -98,6 +99,8 @@ class LibjoynrRuntime(JoynrRuntime):
         super().__init__(router, reply_grace_s=config.reply_grace_s)
         self.client_id = client_id
         self.remote = RemoteSystem(self, own, config)
+        self._system_ids = frozenset({config.routing_participant_id,
+                                      config.discovery_participant_id})
         self.system = self.remote
         self._first_connect: asyncio.Future[None] | None = None
         #: the owner of this runtime's background tasks
@@ -105,9 +108,14 @@ class LibjoynrRuntime(JoynrRuntime):
         self.transport = WebSocketClientTransport(router, cc_address, client_id,
                                                   config.websocket,
                                                   on_connected=self._on_connected,
-                                                  tasks=self.tasks)
+                                                  tasks=self.tasks, early=self._early)
         #: the router's timers: queue sweep and retries, routing table purge
         self.housekeeping = RouterHousekeeping(router, self.tasks)
+
+    def _early(self, message: Message) -> bool:
+        """What may go out before the runtime has registered (again) after a connect: its
+        calls to the cluster controller's Routing and Discovery providers."""
+        return message.recipient in self._system_ids
 
     async def _on_connected(self) -> None:
         await self.remote.register_system_proxies()

@@ -255,8 +255,7 @@ class MessageRouter:
             self._refused(message, refusal, "before it could be routed")
             return False
         if message.type is _MULTICAST:
-            self._route_multicast(message)
-            return True
+            return self._route_multicast(message)
         entry = self.table.get(message.recipient)
         address = entry.address if entry is not None else self.parent
         if address is None:
@@ -279,7 +278,11 @@ class MessageRouter:
         hop = address if message.type is _MULTICAST else None
         return self._enqueue(message, f"transport refused it for {address!r}", hop)
 
-    def _route_multicast(self, message: Message) -> None:
+    def _route_multicast(self, message: Message) -> bool:
+        refusal = rules.check_multicast_sender(message)
+        if refusal is not None:  # on every transport: only its provider sends a multicast
+            self._refused(message, refusal)
+            return False
         origin = message.origin
         receivers = []
         for receiver in self.multicast_receivers.receivers_for(message.recipient):
@@ -293,6 +296,7 @@ class MessageRouter:
             origin, self.table.get(message.sender)
         ):
             self.global_multicast.publish_multicast(message)
+        return True
 
     # ------------------------------------------------------------------ queues
 

@@ -25,11 +25,36 @@ Who may send what
     (Routing, the local directory) serve callers that arrive over MQTT not at all
     (:func:`admit_caller`): over MQTT a caller's identity cannot be checked.
 
+Senders without a route
+    Which messages from a websocket client may carry a sender that is not routed to the
+    arriving connection (:func:`admit_from_client`)? A sender routed to another address is
+    always refused (spoofed). A sender without any route is accepted only on the calls a
+    participant makes as a caller: requests, one-way requests, subscription requests and
+    subscription stops. A libjoynr runtime's Routing proxy registers itself with its very
+    first call (its sender cannot be routed before), and a client that pipelines a proxy's
+    add_next_hop and its first call sends the call before the CC has run add_next_hop; the
+    answer to such a call waits in the cluster controller until its recipient is routed, and
+    a caller's identity matters only where it acts for a participant, which is checked
+    against the connection (:func:`check_owner`). The answers and multicasts of a provider
+    (replies, subscription replies, publications, multicasts) are refused unless their sender
+    is routed to the arriving connection: a provider is registered (add_next_hop) before
+    anything can reach it, and the libjoynr runtime holds its messages after a reconnect until
+    it has registered again. A multicast is accepted only from the provider its multicast id
+    names (``<provider>/<broadcast>[/<partition>...]``), on the connection that provider is
+    routed to (:func:`check_multicast_sender`); the router refuses a multicast whose sender is
+    not its provider on every transport. A multicast that arrives from MQTT is accepted only
+    for a provider that is itself behind MQTT: one of a provider local to this cluster
+    controller (or unknown here) is a forgery from outside (:func:`admit_multicast_from_backend`).
+
 Acting for a participant
     A call acts for a participant when it comes from this process or when the participant is
     routed to the connection the call arrived over (:func:`check_owner`). A websocket client
     may add a next hop only for its own connection; code of this process only for websocket
-    clients (:func:`check_next_hop`).
+    clients (:func:`check_next_hop`). A participant routed to a live websocket connection
+    cannot be claimed by another connection: only once the first one is gone (closed, or it
+    fails a ping within the ping timeout) or has removed it (:func:`contested_owner`,
+    :func:`check_claim`). A provider that restarts in a new runtime after a crash therefore
+    gets its participantId back, and nobody takes it while its owner lives.
 
 Answers to requests over MQTT
     A request that arrives from a backend teaches the routing table how to answer its sender
@@ -73,32 +98,42 @@ from runtime.routing import NO_EXPIRY_MS, PutResult, RoutingEntry
 
 __all__ = [
     "BAD_REPLY_TO",
+    "CLAIMED_FROM_DEAD",
     "EXPIRED",
     "EXPIRED_IN_QUEUE",
+    "FOREIGN_MULTICAST",
     "FOREIGN_NEXT_HOP",
+    "FORGED_MULTICAST",
     "NOT_A_CLIENT_ADDRESS",
     "NOT_OWNER",
     "NO_REPLY_TO",
     "NO_ROUTE",
+    "PARTICIPANT_IN_USE",
     "QUEUE_FULL",
     "REFUSED_RELAY",
     "REMOTE_CALLER",
     "REPLY_TO_NOT_LEARNED",
     "SPOOFED_SENDER",
+    "UNROUTED_SENDER",
     "Notice",
     "Refusal",
     "ReplyRoute",
     "admit_caller",
     "admit_from_backend",
     "admit_from_client",
+    "admit_multicast_from_backend",
     "admit_to_queue",
+    "check_claim",
     "check_expiry",
     "check_forward",
+    "check_multicast_sender",
     "check_next_hop",
     "check_owner",
     "check_queued",
+    "contested_owner",
     "multicast_backend",
     "multicast_hops",
+    "multicast_provider",
     "outgoing_reply_to",
     "publishes_globally",
     "reply_route",
@@ -107,6 +142,9 @@ __all__ = [
 
 # enum members as module constants for the per-message paths (cheaper to look up in 3.11)
 _MULTICAST = MessageType.MULTICAST
+#: what a provider sends: accepted from a websocket client only when the sender is routed there
+_PROVIDER_TYPES = frozenset({MessageType.REPLY, MessageType.SUBSCRIPTION_REPLY,
+                             MessageType.PUBLICATION, MessageType.MULTICAST})
 
 # ---------------------------------------------------------------------- reason codes
 # (the keys under which the acting component counts; the router prefixes its drops "dropped-")
@@ -133,6 +171,16 @@ REPLY_TO_NOT_LEARNED: Final = "reply-to-not-learned"
 REMOTE_CALLER: Final = "remote-caller"
 #: a call acting for a participant that is not routed to the caller
 NOT_OWNER: Final = "not-owner"
+#: an answer or multicast from a websocket client whose sender has no route
+UNROUTED_SENDER: Final = "unrouted-sender"
+#: a multicast whose sender is not the provider its multicast id names
+FORGED_MULTICAST: Final = "forged-multicast"
+#: a multicast from MQTT whose provider is not behind MQTT (local to this CC, or unknown)
+FOREIGN_MULTICAST: Final = "foreign-multicast"
+#: a claim of a participant routed to another, live websocket connection
+PARTICIPANT_IN_USE: Final = "participant-in-use"
+#: a participant claimed from a websocket connection that is gone (a notice)
+CLAIMED_FROM_DEAD: Final = "claimed-from-dead-connection"
 #: add_next_hop from a websocket client for an address that is not its own connection
 FOREIGN_NEXT_HOP: Final = "refused-foreign-next-hop"
 #: add_next_hop from this process for an address that is not a websocket client's
@@ -196,15 +244,24 @@ def admit_to_queue(queued_for_recipient: int, queued_total: int, *, max_per_reci
 # ---------------------------------------------------------------------- admission
 
 
-def admit_from_client(sender_entry: RoutingEntry | None, origin: Address) -> Refusal | None:
-    """A message from the websocket client at ``origin``, whose sender's routing entry is
-    ``sender_entry``: refused when the sender is routed to another address."""
+def admit_from_client(message: Message, sender_entry: RoutingEntry | None, origin: Address
+                      ) -> Refusal | None:
+    """A ``message`` from the websocket client at ``origin``, whose sender's routing entry is
+    ``sender_entry``: refused when the sender is routed to another address; when it has no
+    route and the message is what a provider sends (an answer, a multicast); and when it is a
+    multicast whose sender is not the provider its id names."""
     if sender_entry is None:
+        if message.type in _PROVIDER_TYPES:
+            return Refusal(UNROUTED_SENDER, "the sender is not routed to this connection (a "
+                                            "provider's answers and multicasts come from a "
+                                            "registered provider)")
         return None
     address = sender_entry.address
-    if address is origin or address == origin:
-        return None
-    return Refusal(SPOOFED_SENDER, f"the sender is routed to {address!r}")
+    if not (address is origin or address == origin):
+        return Refusal(SPOOFED_SENDER, f"the sender is routed to {address!r}")
+    if message.type is _MULTICAST:
+        return check_multicast_sender(message)
+    return None
 
 
 def admit_from_backend(message: Message, recipient_entry: RoutingEntry | None, now_ms: int
@@ -217,6 +274,39 @@ def admit_from_backend(message: Message, recipient_entry: RoutingEntry | None, n
     if (message.type is not _MULTICAST and recipient_entry is not None
             and type(recipient_entry.address) is MqttAddress):
         return _relay_refusal(recipient_entry.address)
+    return None
+
+
+def multicast_provider(multicast_id: str) -> str:
+    """The provider participantId a multicast id names (its first level)."""
+    return multicast_id.partition("/")[0]
+
+
+def check_multicast_sender(message: Message) -> Refusal | None:
+    """A multicast's sender must be the provider its id names (``<provider>/<broadcast>...``)."""
+    sender, recipient = message.sender, message.recipient
+    if recipient.startswith(sender) and recipient[len(sender):len(sender) + 1] == "/":
+        return None
+    return Refusal(FORGED_MULTICAST, f"the sender {sender!r} is not the provider of multicast "
+                                     f"{recipient!r}")
+
+
+def admit_multicast_from_backend(message: Message, provider_entry: RoutingEntry | None
+                                 ) -> Refusal | None:
+    """A multicast from an MQTT backend (``provider_entry``: the routing entry of the provider
+    its id names): its sender must be that provider, and the provider must be behind MQTT. A
+    provider local to this cluster controller publishes its multicasts through it, never
+    through a backend; one unknown here has no receivers that asked a backend for it."""
+    refusal = check_multicast_sender(message)
+    if refusal is not None:
+        return refusal
+    if provider_entry is None:
+        return Refusal(FOREIGN_MULTICAST, f"its provider {message.sender!r} is not known here")
+    if type(provider_entry.address) is not MqttAddress:
+        return Refusal(FOREIGN_MULTICAST,
+                       f"its provider {message.sender!r} is local to this cluster controller "
+                       f"({provider_entry.address!r}): only the cluster controller publishes "
+                       "its multicasts")
     return None
 
 
@@ -249,6 +339,33 @@ def check_next_hop(address: Address, caller: Address | None) -> Refusal | None:
         return None
     return Refusal(FOREIGN_NEXT_HOP,
                    f"{address!r} is not the caller's own address {caller!r}")
+
+
+def contested_owner(caller: Address | None, entry: RoutingEntry | None
+                    ) -> WebSocketClientAddress | None:
+    """A claim of the participant whose routing entry is ``entry`` by ``caller`` (None: this
+    process), e.g. add_next_hop: the websocket connection whose liveness decides it (then ask
+    :func:`check_claim`), or None when the claim is not contested (this process, a participant
+    without a route, one routed to the caller, or one routed elsewhere than to a websocket
+    client: the routing table's precedence decides those)."""
+    if caller is None or entry is None:
+        return None
+    address = entry.address
+    if type(address) is WebSocketClientAddress and address != caller:
+        return address
+    return None
+
+
+def check_claim(participant_id: str, owner: Address, owner_alive: bool) -> Refusal | Notice:
+    """A contested claim of ``participant_id``, routed to the websocket connection ``owner``:
+    refused while that connection is alive (it answers a ping within the ping timeout);
+    allowed (a notice) once it is gone, e.g. a provider restarted in a new runtime after a
+    crash."""
+    if owner_alive:
+        return Refusal(PARTICIPANT_IN_USE,
+                       f"{participant_id} is routed to the live connection {owner!r}")
+    return Notice(CLAIMED_FROM_DEAD,
+                  f"{participant_id} was routed to {owner!r}, which is gone: taken over")
 
 
 # ---------------------------------------------------------------------- replyTo

@@ -43,7 +43,14 @@ from runtime.clock import now_ms
 from runtime.discovery_types import DiscoveryEntry, ProviderQos, ProviderScope, Version
 from runtime.interface import interface_def, to_wire
 from runtime.messages import Message, MessageType, decode_frame, encode_frame
-from runtime.payloads import OneWayRequest, Reply, Request, SubscriptionRequest, decode_payload
+from runtime.payloads import (
+    MulticastPublication,
+    OneWayRequest,
+    Reply,
+    Request,
+    SubscriptionRequest,
+    decode_payload,
+)
 from runtime.routing import RoutingEntry
 from runtime.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
@@ -922,3 +929,56 @@ async def test_system_providers_do_not_serve_mqtt_peers(
     assert [e.participant_id for e in scene.two.discovery.entries()] == [scene.pair.provider_pid]
     assert scene.counters() == (before.counters_one, before.counters_two)
     await assert_undisturbed(scene, before)
+
+
+# ====================================================================== forged multicasts
+
+
+def multicast(scene: Scene, sender: str, name: str) -> bytes:
+    multicast_id = f"{scene.pair.provider_pid}/new_station"
+    body = MulticastPublication(multicast_id, [to_wire(Station(name, Country.AUSTRIA))]
+                                ).to_body()
+    return encode_frame(Message(type=MessageType.MULTICAST, sender=sender,
+                                recipient=multicast_id, expiry_date_ms=now_ms() + 5000,
+                                body=body))
+
+
+async def test_a_multicast_of_a_local_provider_from_mqtt_is_refused(
+        scene: Scene, caplog: pytest.LogCaptureFixture) -> None:
+    # a receiver on CC two, where the provider is local: only CC two publishes its multicasts
+    local_proxy = await asyncio.wait_for(
+        scene.pair.rt_two.build_proxy(Radio, scene.pair.domain), WAIT_S)
+    received: asyncio.Queue[Station] = asyncio.Queue()
+    await asyncio.wait_for(local_proxy.new_station.subscribe(received.put_nowait), WAIT_S)
+    before = snapshot(scene, caplog)
+
+    # onto CC two's own topic, in the provider's name
+    await scene.publish(scene.two, [multicast(scene, scene.pair.provider_pid, "forged")])
+    assert_refused_once(scene, before, caplog, scene.two, "foreign-multicast",
+                        scene.pair.provider_pid, "local to this cluster controller")
+    await assert_undisturbed(scene, before)
+    scene.pair.provider.fire("new_station", Station("real", Country.GERMANY))
+    assert (await asyncio.wait_for(received.get(), WAIT_S)).name == "real"
+    await asyncio.sleep(0.2)
+    assert received.empty()
+
+
+async def test_a_multicast_whose_sender_is_not_its_provider_is_refused(
+        scene: Scene, caplog: pytest.LogCaptureFixture) -> None:
+    # a receiver on CC one: CC one subscribes to the provider's multicast topics
+    received: asyncio.Queue[Station] = asyncio.Queue()
+    await asyncio.wait_for(scene.proxy.new_station.subscribe(received.put_nowait,
+                                                             partitions=["*"]), WAIT_S)
+    topic = f"{scene.pair.provider_pid}/new_station"
+    await eventually(lambda: mqtt_of(scene.one).multicast_topics(GBID), WAIT_S,
+                     "CC one subscribed")
+    before = snapshot(scene, caplog)
+
+    await scene.publish(scene.one, [multicast(scene, "someone-else", "forged")], topic=topic)
+    assert_refused_once(scene, before, caplog, scene.one, "forged-multicast",
+                        "'someone-else' is not the provider")
+    await assert_undisturbed(scene, before)
+    scene.pair.provider.fire("new_station", Station("real", Country.GERMANY))
+    assert (await asyncio.wait_for(received.get(), WAIT_S)).name == "real"
+    await asyncio.sleep(0.2)
+    assert received.empty()

@@ -99,3 +99,29 @@ async def test_messages_sent_while_the_client_is_disconnected_wait_in_the_client
     await eventually(lambda: provider.notes == ["kept"], what="delivery after reconnect")
     # and requests work again
     assert await lasting.current_station.get() == "FM4"
+
+
+async def test_a_providers_messages_wait_until_it_has_registered_again(cc, runtimes):
+    # after a reconnect the CC knows none of the runtime's participants until it has
+    # registered them again, and refuses a provider's multicasts (and answers) whose sender
+    # has no route: the runtime holds them back until then
+    provider_rt = await runtimes()
+    provider = RadioProvider()
+    pid = await provider_rt.register_provider("d", provider)
+    proxy = await cc.runtime.build_proxy(Radio, "d", ttl_ms=5_000)  # a consumer in the CC
+    seen: list[str] = []
+    await proxy.new_station.subscribe(lambda s: seen.append(s.name))
+
+    await provider_rt.transport.stop()
+    await eventually(lambda: pid not in cc.routing_table, what="routes removed")
+    registering = provider_rt.transport.on_connected
+    assert registering is not None
+
+    async def fire_first() -> None:  # the provider fires while its runtime re-registers
+        provider.fire("new_station", Station("early", Country.AUSTRIA))
+        await registering()
+
+    provider_rt.transport.on_connected = fire_first
+    await provider_rt.transport.start()
+    await eventually(lambda: seen == ["early"], what="the early multicast delivered")
+    assert cc.websocket.counters["unrouted-sender"] == 0

@@ -37,7 +37,15 @@ from runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddr
 from runtime.clock import now_ms
 from runtime.interface import interface_def, to_wire
 from runtime.messages import Message, MessageType, decode_frame, encode_frame
-from runtime.payloads import Reply, Request, decode_payload
+from runtime.payloads import (
+    MulticastPublication,
+    OneWayRequest,
+    Publication,
+    Reply,
+    Request,
+    SubscriptionReply,
+    decode_payload,
+)
 from runtime.routing import RoutingEntry
 from runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from tests.support.radio import Country, Radio, RadioProvider, Station
@@ -798,3 +806,133 @@ async def test_a_fragmented_message_over_the_frame_limit_is_refused(
     assert cc.websocket.counters["oversized"] == 1
     assert_logged(caplog, "refused", raw.client_id, str(len(frame)), "4096")
     assert "big-fragments" not in [s.name for s in legit.provider.stations]
+
+
+# ====================================================================== 8. provider hijack
+
+
+async def test_a_client_cannot_take_over_a_live_clients_provider(
+        stack: AsyncExitStack, cc: ClusterController, legit: Legit,
+        caplog: pytest.LogCaptureFixture) -> None:
+    before_entries = legit.entries()
+    raw = await registered_raw(stack, cc)
+    for n, pid in enumerate((legit.provider_pid, legit.proxy.participant_id), start=1):
+        # at its own address: the check of the address passes, the participant is in use
+        reply = await raw.add_next_hop(pid, raw.address.to_dict())
+        assert reply.error is not None
+        assert reply.error["type"] == "ProviderRuntimeException"
+        assert "routed to the live connection" in reply.error["message"]
+        assert cc.router.counters["participant-in-use"] == n
+        assert_logged(caplog, "add_next_hop", pid, "refused", "live connection",
+                      logger="cluster_controller.routing_provider")
+    # with the route refused, the directory refuses the participant too
+    attacker = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
+    stack.push_async_callback(attacker.close)
+    with pytest.raises(ProviderRuntimeError, match="routed to the live connection"):
+        await asyncio.wait_for(attacker.register_provider(
+            "hostile.test", RadioProvider(), participant_id=legit.provider_pid), WAIT_S)
+    assert cc.router.counters["participant-in-use"] == 3
+
+    # the victim keeps its route, its callers keep working, and it can still unregister
+    assert legit.entries() == before_entries
+    await legit.still_works()
+    await asyncio.wait_for(legit.provider_rt.unregister_provider(legit.provider_pid), WAIT_S)
+    assert legit.provider_pid not in cc.routing_table
+    assert [e.participant_id for e in cc.discovery.entries()] == []
+
+
+async def test_a_client_re_adding_its_own_route_is_accepted(
+        stack: AsyncExitStack, cc: ClusterController, legit: Legit) -> None:
+    raw = await registered_raw(stack, cc)
+    reply = await raw.add_next_hop(raw.pid, raw.address.to_dict())
+    assert reply.error is None
+    assert cc.router.counters["participant-in-use"] == 0
+    await assert_attacker_still_routed(raw, legit)
+
+
+async def test_a_participant_of_a_hung_client_is_taken_over(
+        stack: AsyncExitStack, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    cc = await start_cc(stack, tmp_path, JOYNR_CC__WEBSOCKET__PING_TIMEOUT_S="0.5")
+    legit = await build_legit(stack, cc)
+    hung = await registered_raw(stack, cc)
+    hung.ws.transport.pause_reading()  # its process hangs: it answers no ping any more
+    taker = await registered_raw(stack, cc)
+
+    reply = await taker.add_next_hop(hung.pid, taker.address.to_dict())
+    assert reply.error is None, reply.error
+    assert cc.routing_table.get(hung.pid).address == taker.address
+    assert hung.client_id not in cc.websocket.clients
+    assert cc.websocket.counters["closed-dead"] == 1
+    assert cc.router.counters["claimed-from-dead-connection"] == 1
+    assert_logged(caplog, hung.client_id, "did not answer a ping")
+    assert_logged(caplog, "add_next_hop", hung.pid, "gone",
+                  logger="cluster_controller.routing_provider")
+    await legit.still_works()
+
+
+# ====================================================================== 9. forged multicasts
+
+
+async def test_forged_multicasts_are_refused(
+        stack: AsyncExitStack, cc: ClusterController, legit: Legit,
+        caplog: pytest.LogCaptureFixture) -> None:
+    before_entries = legit.entries()
+    received: asyncio.Queue[Station] = asyncio.Queue()
+    await asyncio.wait_for(legit.proxy.new_station.subscribe(received.put_nowait), WAIT_S)
+    raw = await registered_raw(stack, cc)
+    multicast_id = f"{legit.provider_pid}/new_station"
+    body = MulticastPublication(multicast_id, [to_wire(Station("forged", Country.AUSTRIA))]
+                                ).to_body()
+    before = cc.websocket.counters.copy()
+    forgeries = {
+        "unrouted-sender": f"nobody-{uuid.uuid4()}",  # a sender routed nowhere
+        "forged-multicast": raw.pid,  # the attacker's own participant: not the provider
+        "spoofed-sender": legit.provider_pid,  # the provider itself: routed elsewhere
+    }
+    for sender in forgeries.values():
+        forged = Message(type=MessageType.MULTICAST, sender=sender, recipient=multicast_id,
+                         expiry_date_ms=now_ms() + 5000, body=body)
+        await raw.send(encode_frame(forged))
+    await assert_attacker_still_routed(raw, legit)
+
+    assert cc.websocket.counters - before == {reason: 1 for reason in forgeries}
+    assert_logged(caplog, "refused", raw.client_id, forgeries["unrouted-sender"],
+                  "not routed to this connection")
+    assert_logged(caplog, "refused", raw.client_id, "not the provider of multicast")
+    # the provider's own multicast still arrives, and it is the only one
+    legit.provider.fire("new_station", Station("real", Country.GERMANY))
+    assert (await asyncio.wait_for(received.get(), WAIT_S)).name == "real"
+    await asyncio.sleep(0.2)
+    assert received.empty()
+    await legit.still_works()
+    assert legit.entries() == before_entries
+
+
+async def test_answers_from_an_unrouted_sender_are_refused(
+        stack: AsyncExitStack, cc: ClusterController, legit: Legit) -> None:
+    before_entries = legit.entries()
+    raw = await registered_raw(stack, cc)
+    before = cc.websocket.counters.copy()
+    answers = [
+        (MessageType.REPLY, Reply("rid", [True]).to_body()),
+        (MessageType.PUBLICATION, Publication("sid", ["x"]).to_body()),
+        (MessageType.SUBSCRIPTION_REPLY, SubscriptionReply("sid").to_body()),
+    ]
+    for kind, body in answers:
+        await raw.send(encode_frame(Message(
+            type=kind, sender=f"nobody-{uuid.uuid4()}", recipient=legit.proxy.participant_id,
+            expiry_date_ms=now_ms() + 5000, body=body)))
+    await assert_attacker_still_routed(raw, legit)
+    assert cc.websocket.counters - before == {"unrouted-sender": len(answers)}
+    # calls from a sender without a route are still accepted (a Routing proxy's first call)
+    await raw.send(encode_frame(Message(
+        type=MessageType.ONE_WAY, sender=f"nobody-{uuid.uuid4()}",
+        recipient=legit.provider_pid, expiry_date_ms=now_ms() + 5000,
+        body=OneWayRequest("note", ["from a caller without a route"],
+                           RADIO.methods["note"].param_datatypes).to_body())))
+    await wait_until(lambda: legit.provider.notes == ["from a caller without a route"],
+                     "the one-way call delivered")
+    assert cc.websocket.counters - before == {"unrouted-sender": len(answers)}
+    await legit.still_works()
+    assert legit.entries() == before_entries

@@ -15,9 +15,11 @@ decoded and checked like websocket frames; duplicates and expired messages are d
 request-type message teaches the routing table its sender's replyTo address (with the GBID of
 the connection it arrived on) or, without a usable replyTo, is dropped. Messages from MQTT are
 delivered to local participants only (no relaying to another backend) and their multicasts are
-not published again (no echo). Every refusal is logged with its reason and counted in
-``counters``. These rules (admission, replyTo learning and rewriting, no relaying) are decided
-in :mod:`runtime.rules`; this transport asks there and acts.
+not published again (no echo); a multicast is accepted only from its provider, and only for a
+provider behind MQTT (one of a provider local to this CC is a forgery from outside). Every
+refusal is logged with its reason and counted in ``counters``. These rules (admission, replyTo
+learning and rewriting, no relaying) are decided in :mod:`runtime.rules`; this transport asks
+there and acts.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from runtime.messages import (
     Effort,
     FrameError,
     Message,
+    MessageType,
     decode_frame,
     encode_frame,
 )
@@ -52,6 +55,8 @@ from transports.mqtt_settings import BrokerUrl, MqttSettings
 __all__ = ["MqttTransport"]
 
 log = logging.getLogger(__name__)
+
+_MULTICAST = MessageType.MULTICAST
 
 
 #: the largest MQTT 5 message expiry interval (a four-byte integer)
@@ -448,6 +453,10 @@ class MqttTransport:
         now = now_ms()
         refusal = rules.admit_from_backend(message, self.router.table.get(message.recipient),
                                            now)
+        if refusal is None and message.type is _MULTICAST:
+            # only the provider's own CC publishes its multicasts, and only for its provider
+            refusal = rules.admit_multicast_from_backend(
+                message, self.router.table.get(rules.multicast_provider(message.recipient)))
         if refusal is not None:  # (and nothing is learned from it)
             self._refuse(refusal.reason, f"{where}: {message.describe()}: {refusal.detail}")
             return

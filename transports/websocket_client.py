@@ -4,8 +4,11 @@ Connects, sends the init frame with this runtime's client id, and hands every me
 to the router as it arrives. When the connection breaks it reconnects with exponential backoff
 (with jitter), sends init again, runs ``on_connected`` (the runtime re-registers its
 participants and multicast receivers there) and then lets the router retry what waited in its
-queues. What was queued for the connection but not written when it broke is routed again and
-waits for the next connection.
+queues. Until ``on_connected`` is done, only the messages ``early`` lets through (the runtime's
+own registration calls) are accepted; the others wait in the router's queues: the cluster
+controller refuses a provider's answers and multicasts whose sender is not (yet again) routed
+to the connection. What was queued for the connection but not written when it broke is routed
+again and waits for the next connection.
 
 The websocket protocol itself is websockets' sans-I/O implementation under the project's
 asyncio layer (transports.websocket_connection).
@@ -57,6 +60,7 @@ class WebSocketClientTransport:
         on_connected: Callable[[], Awaitable[None]] | None = None,
         ssl_context: ssl.SSLContext | None = None,
         tasks: TaskSupervisor | None = None,
+        early: Callable[[Message], bool] | None = None,
     ) -> None:
         self.router = router
         self.cc_address = cc_address
@@ -73,6 +77,9 @@ class WebSocketClientTransport:
         self._outbox: Outbox | None = None
         self._task: asyncio.Task[None] | None = None
         self._connected = asyncio.Event()
+        #: on_connected is done for this connection: every message may go out
+        self._registered = False
+        self._early = early
         self._stopping = False
         router.register_transport(WebSocketAddress, self)
 
@@ -103,7 +110,11 @@ class WebSocketClientTransport:
 
     def send(self, address: Address, message: Message) -> bool:
         outbox = self._outbox
-        return outbox is not None and self._connected.is_set() and outbox.put(message)
+        if outbox is None or not self._connected.is_set():
+            return False
+        if not self._registered and self._early is not None and not self._early(message):
+            return False  # it waits in the router until the runtime has registered again
+        return outbox.put(message)
 
     async def wait_writable(self) -> None:
         """Flow control for senders: while more than half of the outgoing queue is taken,
@@ -165,6 +176,7 @@ class WebSocketClientTransport:
             await self._receive(ws)
         finally:
             self._connected.clear()
+            self._registered = False
             self._outbox = None
             # so that it cannot outlive this connection
             await self._tasks.cancel(registering)
@@ -184,6 +196,7 @@ class WebSocketClientTransport:
                 raise
             except Exception:
                 log.exception("re-registration with the cluster controller failed")
+        self._registered = True
         self.router.transport_ready()
 
     async def _receive(self, ws: ClientSideConnection) -> None:

@@ -7,9 +7,13 @@ message frame. Only ``path`` is served: other paths get an HTTP 404. Identity ru
 - one live connection per id: a second connection claiming the id of a connection that still
   answers a ping is refused (close 1008, "client id in use"); one whose connection does not answer
   within the ping timeout replaces it;
+- the same liveness decides whether another connection may claim a participant routed to a
+  connection (``connection_alive``, asked by the Routing provider; see runtime.rules);
 - a connection speaks only for itself: a message whose sender is routed to another address
-  is refused (spoofed sender, see runtime.rules); the Routing provider accepts add_next_hop from
-  a connection only for that connection's own address (see cluster_controller.routing_provider);
+  is refused (spoofed sender, see runtime.rules), so are a provider's answers and
+  multicasts whose sender has no route, and a multicast whose sender is not its provider;
+  the Routing provider accepts add_next_hop from a connection only for that connection's
+  own address (see cluster_controller.routing_provider);
 - when a connection ends, every route and multicast receiver behind it is removed, and what was
   queued for it but not written is routed again (it waits for the client's next connection).
 
@@ -232,6 +236,26 @@ class WebSocketServerTransport:
             raise
         return True
 
+    async def connection_alive(self, address: Address) -> bool:
+        """Whether the connection behind ``address`` (a WebSocketClientAddress) is alive: it
+        is connected and answers a ping within the ping timeout. A connection that does not
+        answer is closed (going away) and everything behind it removed, as when a new
+        connection takes over its client id (counted "closed-dead")."""
+        if type(address) is not WebSocketClientAddress:
+            return False
+        client = self._clients.get(address.id)
+        if client is None:
+            return False
+        if await self._answers_ping(client.ws):
+            return True
+        if self._clients.get(address.id) is client:
+            log.warning("websocket client %s did not answer a ping within %.1f s: closing it",
+                        address.id, self.settings.ping_timeout_s)
+            self.counters["closed-dead"] += 1
+            self._disconnected(client)
+            await client.ws.close(GOING_AWAY, "did not answer a ping")
+        return False
+
     async def _answers_ping(self, ws: ServerSideConnection) -> bool:
         try:
             await asyncio.wait_for(ws.ping(), self.settings.ping_timeout_s)
@@ -254,7 +278,7 @@ class WebSocketServerTransport:
             except FrameError as exc:
                 self._refuse(exc.reason, f"client {address.id}: {exc}", peer)
                 return
-            refusal = admit_from_client(table.get(message.sender), address)
+            refusal = admit_from_client(message, table.get(message.sender), address)
             if refusal is not None:
                 self._refuse(refusal.reason, f"client {address.id}: {message.describe()}: "
                              f"{refusal.detail}", peer)

@@ -24,18 +24,23 @@ from runtime.messages import REQUEST_TYPES, Message, MessageType
 from runtime.routing import NO_EXPIRY_MS, PutResult, RoutingEntry
 from runtime.rules import (
     BAD_REPLY_TO,
+    CLAIMED_FROM_DEAD,
     EXPIRED,
     EXPIRED_IN_QUEUE,
+    FOREIGN_MULTICAST,
     FOREIGN_NEXT_HOP,
+    FORGED_MULTICAST,
     NO_REPLY_TO,
     NO_ROUTE,
     NOT_A_CLIENT_ADDRESS,
     NOT_OWNER,
+    PARTICIPANT_IN_USE,
     QUEUE_FULL,
     REFUSED_RELAY,
     REMOTE_CALLER,
     REPLY_TO_NOT_LEARNED,
     SPOOFED_SENDER,
+    UNROUTED_SENDER,
     Notice,
     Refusal,
     ReplyRoute,
@@ -95,7 +100,8 @@ def test_the_rules_are_pure():
 def test_reason_codes_are_distinct_short_counter_keys():
     codes = [EXPIRED, EXPIRED_IN_QUEUE, QUEUE_FULL, SPOOFED_SENDER, REFUSED_RELAY, NO_ROUTE,
              NO_REPLY_TO, BAD_REPLY_TO, REPLY_TO_NOT_LEARNED, REMOTE_CALLER, NOT_OWNER,
-             FOREIGN_NEXT_HOP, NOT_A_CLIENT_ADDRESS]
+             FOREIGN_NEXT_HOP, NOT_A_CLIENT_ADDRESS, UNROUTED_SENDER, FORGED_MULTICAST,
+             FOREIGN_MULTICAST, PARTICIPANT_IN_USE, CLAIMED_FROM_DEAD]
     assert len(set(codes)) == len(codes)
     assert all(code == code.lower() and " " not in code and len(code) <= 32 for code in codes)
     assert set(codes) == {getattr(rules, name) for name in rules.__all__ if name.isupper()}
@@ -159,18 +165,107 @@ def test_admit_to_queue(here, total, max_here, max_total, expected):
 
 
 @pytest.mark.parametrize(("sender_at", "origin", "expected"), [
-    (None, CLIENT_A, None),  # a sender nobody claimed yet (a proxy before add_next_hop)
     (CLIENT_A, CLIENT_A, None),
     (WebSocketClientAddress("client-a"), CLIENT_A, None),  # equal, not the same object
     (CLIENT_B, CLIENT_A, SPOOFED_SENDER),
     (LOCAL, CLIENT_A, SPOOFED_SENDER),  # a participant of the CC itself
     (PEER, CLIENT_A, SPOOFED_SENDER),  # a participant behind MQTT
 ])
-def test_admit_from_client(sender_at, origin, expected):
-    outcome = rules.admit_from_client(entry(sender_at), origin)
+def test_admit_from_client_by_the_senders_route(sender_at, origin, expected):
+    # a request: the sender's route alone decides
+    outcome = rules.admit_from_client(message(), entry(sender_at), origin)
     assert reason(outcome) == expected
     if outcome is not None:
         assert outcome.detail == f"the sender is routed to {sender_at!r}"
+
+
+#: message type -> accepted with a sender that has no route at all?
+UNROUTED_ACCEPTED = {
+    # what a participant sends as a caller: the Routing proxy's first call registers itself
+    MessageType.REQUEST: True,
+    MessageType.ONE_WAY: True,
+    MessageType.SUBSCRIPTION_REQUEST: True,
+    MessageType.BROADCAST_SUBSCRIPTION_REQUEST: True,
+    MessageType.MULTICAST_SUBSCRIPTION_REQUEST: True,
+    MessageType.SUBSCRIPTION_STOP: True,
+    # what a provider sends: it was registered before anything reached it
+    MessageType.REPLY: False,
+    MessageType.SUBSCRIPTION_REPLY: False,
+    MessageType.PUBLICATION: False,
+    MessageType.MULTICAST: False,
+}
+
+
+@pytest.mark.parametrize("kind", list(MessageType), ids=lambda k: k.name)
+def test_admit_from_client_unrouted_sender_by_message_type(kind):
+    assert set(UNROUTED_ACCEPTED) == set(MessageType)
+    recipient = "prov/new_station" if kind is MessageType.MULTICAST else "prov"
+    m = Message(kind, "prov", recipient, NOW)
+    outcome = rules.admit_from_client(m, None, CLIENT_A)
+    assert reason(outcome) == (None if UNROUTED_ACCEPTED[kind] else UNROUTED_SENDER)
+    # routed to the connection: every type is accepted; routed elsewhere: none
+    assert rules.admit_from_client(m, entry(CLIENT_A), CLIENT_A) is None
+    assert reason(rules.admit_from_client(m, entry(CLIENT_B), CLIENT_A)) == SPOOFED_SENDER
+
+
+@pytest.mark.parametrize(("sender", "multicast_id", "sender_at", "expected"), [
+    ("prov", "prov/new_station", CLIENT_A, None),
+    ("prov", "prov/new_station/eu/de", CLIENT_A, None),
+    ("prov", "prov/new_station", None, UNROUTED_SENDER),  # a provider not registered here
+    ("prov", "prov/new_station", CLIENT_B, SPOOFED_SENDER),  # routed to another client
+    ("prov", "prov/new_station", LOCAL, SPOOFED_SENDER),
+    ("mine", "prov/new_station", CLIENT_A, FORGED_MULTICAST),  # another provider's id
+    ("pro", "prov/new_station", CLIENT_A, FORGED_MULTICAST),  # a prefix is not the provider
+    ("prov", "prov", CLIENT_A, FORGED_MULTICAST),  # no broadcast name
+    ("prov", "provx/new_station", CLIENT_A, FORGED_MULTICAST),
+])
+def test_admit_from_client_multicast(sender, multicast_id, sender_at, expected):
+    m = Message(MessageType.MULTICAST, sender, multicast_id, NOW)
+    outcome = rules.admit_from_client(m, entry(sender_at), CLIENT_A)
+    assert reason(outcome) == expected
+    if expected == FORGED_MULTICAST:
+        assert outcome.detail == (f"the sender {sender!r} is not the provider of multicast "
+                                  f"{multicast_id!r}")
+
+
+@pytest.mark.parametrize(("sender", "multicast_id", "expected"), [
+    ("prov", "prov/b", None),
+    ("prov", "prov/b/p1/p2", None),
+    ("other", "prov/b", FORGED_MULTICAST),
+    ("prov/b", "prov/b/x", None),  # (multicast ids refuse a '/' in the provider: not built)
+    ("", "/b", None),  # (an empty sender is refused when the frame is decoded)
+    ("prov", "prov", FORGED_MULTICAST),
+    ("prov", "prov-b", FORGED_MULTICAST),
+])
+def test_check_multicast_sender(sender, multicast_id, expected):
+    outcome = rules.check_multicast_sender(Message(MessageType.MULTICAST, sender,
+                                                   multicast_id, NOW))
+    assert reason(outcome) == expected
+
+
+@pytest.mark.parametrize(("multicast_id", "provider"), [
+    ("prov/b", "prov"), ("prov/b/p1/p2", "prov"), ("prov", "prov"), ("", ""),
+])
+def test_multicast_provider(multicast_id, provider):
+    assert rules.multicast_provider(multicast_id) == provider
+
+
+@pytest.mark.parametrize(("sender", "provider_at", "expected"), [
+    ("prov", PEER, None),  # a provider behind MQTT: its own CC published it
+    ("prov", PEER_OTHER_GBID, None),
+    ("prov", LOCAL, FOREIGN_MULTICAST),  # this CC's own provider: a forgery from outside
+    ("prov", CLIENT_A, FOREIGN_MULTICAST),  # a provider of a local runtime: the same
+    ("prov", None, FOREIGN_MULTICAST),  # unknown here: no receiver asked a backend for it
+    ("other", PEER, FORGED_MULTICAST),  # the sender must be the provider, checked first
+    ("other", LOCAL, FORGED_MULTICAST),
+])
+def test_admit_multicast_from_backend(sender, provider_at, expected):
+    m = Message(MessageType.MULTICAST, sender, "prov/new_station/eu", NOW)
+    outcome = rules.admit_multicast_from_backend(m, entry(provider_at, visible=True))
+    assert reason(outcome) == expected
+    if expected == FOREIGN_MULTICAST:
+        assert "prov" in outcome.detail
+        assert outcome.answer is False
 
 
 @dataclass(frozen=True)
@@ -245,6 +340,31 @@ def test_check_owner(caller, participant_at, expected):
     assert reason(outcome) == expected
     if outcome is not None:
         assert "not routed to the caller" in outcome.detail
+
+
+@pytest.mark.parametrize(("caller", "participant_at", "owner"), [
+    (None, CLIENT_B, None),  # this process: never contested (the table decides)
+    (None, None, None),
+    (CLIENT_A, None, None),  # no route yet: the first claim wins
+    (CLIENT_A, CLIENT_A, None),  # a client re-adding its own route
+    (CLIENT_A, WebSocketClientAddress("client-a"), None),
+    (CLIENT_A, CLIENT_B, CLIENT_B),  # another connection's: its liveness decides
+    (CLIENT_A, LOCAL, None),  # in-process: the table's precedence refuses it
+    (CLIENT_A, PEER, None),  # behind MQTT (an old GCD entry): a local client replaces it
+])
+def test_contested_owner(caller, participant_at, owner):
+    assert rules.contested_owner(caller, entry(participant_at)) == owner
+
+
+@pytest.mark.parametrize(("alive", "expected", "kind"), [
+    (True, PARTICIPANT_IN_USE, Refusal),  # its owner lives: nobody else takes it
+    (False, CLAIMED_FROM_DEAD, Notice),  # its owner is gone: a provider restarted elsewhere
+])
+def test_check_claim(alive, expected, kind):
+    outcome = rules.check_claim("prov", CLIENT_B, alive)
+    assert isinstance(outcome, kind)
+    assert outcome.reason == expected
+    assert "prov" in outcome.detail and repr(CLIENT_B) in outcome.detail
 
 
 @pytest.mark.parametrize(("address", "caller", "expected"), [
