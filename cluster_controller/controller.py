@@ -88,7 +88,8 @@ class ClusterController:
         self.discovery = LocalDiscovery(self.routing_table, self.router)
         self.router.register_transport(InProcessAddress, InProcessTransport())
         self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery))
-        self.routing_provider = RoutingProvider(self.router, self.global_address)
+        self.routing_provider = RoutingProvider(self.router, self.global_address,
+                                                liveness=self.websocket.connection_alive)
         self.runtime.reply_to_address = self.global_address
         self.runtime.register_system_provider(config.system.routing_participant_id,
                                               self.routing_provider)

@@ -4,11 +4,15 @@ receivers of its libjoynr runtimes.
 It is registered in-process under a provisioned participantId with a sticky route, and serves
 local participants only. The caller is the connection its request arrived over: a libjoynr
 runtime registers next hops at its own address only, and removes or subscribes for its own
-participants only (the rules are in runtime.rules)."""
+participants only (the rules are in runtime.rules). A participant routed to another live
+connection cannot be claimed: ``liveness`` (the websocket server's ``connection_alive``)
+decides whether its connection is gone (then it is taken over, as a provider restarted after a
+crash needs) or alive (then the claim is refused)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from runtime.addresses import (
@@ -21,7 +25,7 @@ from runtime.multicast import MulticastError, make_multicast_id
 from runtime.providers import Provider, current_origin
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
-from runtime.rules import check_next_hop, check_owner
+from runtime.rules import Refusal, check_claim, check_next_hop, check_owner, contested_owner
 from runtime.system_interfaces import (
     Routing,
 )
@@ -43,9 +47,13 @@ class RoutingProvider(Provider, interface=Routing):
 
     serves_remote_callers = False
 
-    def __init__(self, router: MessageRouter, global_address: Address | None = None) -> None:
+    def __init__(self, router: MessageRouter, global_address: Address | None = None, *,
+                 liveness: Callable[[Address], Awaitable[bool]] | None = None) -> None:
         super().__init__()
         self.router = router
+        #: whether the connection behind a WebSocketClientAddress is alive (None: every
+        #: owner counts as alive)
+        self._liveness = liveness
         # the CC's address in wire form ({} without MQTT): both attributes read it
         self._address = {} if global_address is None else global_address.to_dict()
 
@@ -70,10 +78,29 @@ class RoutingProvider(Provider, interface=Routing):
             raise ProviderRuntimeError(f"add_next_hop refused: {refusal.detail}")
         if caller is not None:
             decoded = caller  # the same address; the connection's own object compares fastest
+            await self._claim(participant_id, caller)
         result = self.router.add_route(participant_id, decoded,
                                        is_globally_visible=is_globally_visible)
         if not result.accepted:
             raise ProviderRuntimeError(f"add_next_hop {participant_id} refused: {result.reason}")
+
+    async def _claim(self, participant_id: str, caller: Address) -> None:
+        """A websocket caller claims ``participant_id``: refused (ProviderRuntimeError) while
+        it is routed to another live connection (runtime.rules.check_claim)."""
+        table = self.router.table
+        owner = contested_owner(caller, table.get(participant_id))
+        if owner is None:
+            return
+        alive = True if self._liveness is None else await self._liveness(owner)
+        if contested_owner(caller, table.get(participant_id)) not in (None, owner):
+            alive = True  # another connection took it meanwhile: that one is alive
+        outcome = check_claim(participant_id, owner, alive)
+        self.router.counters[outcome.reason] += 1
+        if isinstance(outcome, Refusal):
+            log.warning("add_next_hop %s from %r refused: %s", participant_id, caller,
+                        outcome.detail)
+            raise ProviderRuntimeError(f"add_next_hop refused: {outcome.detail}")
+        log.warning("add_next_hop %s from %r: %s", participant_id, caller, outcome.detail)
 
     async def remove_next_hop(self, participant_id: str) -> None:
         table = self.router.table

@@ -1,19 +1,21 @@
 """Websocket routing scenarios and crash/restart behaviour, observed in real routing tables.
 
 Scenario 2: a websocket provider registers; a restart with the same participantId replaces a
-stale entry. Scenario 3: a proxy built before its provider re-registers holds a WebSocket
-entry, which the provider's InProcess entry replaces. Scenario 5: a proxy is built (InProcess
-in its runtime, WebSocketClient in the CC). And a crash without unregister.
+stale entry (its connection closed, or hung and failing a ping), never a live one. Scenario 3:
+a proxy built before its provider re-registers holds a WebSocket entry, which the provider's
+InProcess entry replaces. Scenario 5: a proxy is built (InProcess in its runtime,
+WebSocketClient in the CC). And a crash without unregister.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from libjoynr import MessageNotSentError
+from cluster_controller.controller import ClusterController
+from libjoynr import LibjoynrRuntime, MessageNotSentError, ProviderRuntimeError, connect
 from runtime.addresses import InProcessAddress, WebSocketAddress, WebSocketClientAddress
 from runtime.routing import NO_EXPIRY_MS, RoutingEntry
-from tests.support.cluster import eventually
+from tests.support.cluster import cc_config, eventually
 from tests.support.radio import Country, Radio, RadioProvider, Station
 
 FIXED = "radio-provider-fixed-id"
@@ -25,22 +27,63 @@ async def test_scenario_2_provider_restarts_with_the_same_participant_id(cc, run
     assert cc.routing_table.get(FIXED) == RoutingEntry(
         WebSocketClientAddress(first.client_id), False, NO_EXPIRY_MS, False)
 
-    # the provider comes back in a new runtime while the old connection still looks alive
-    # (a hung process): the stale WebSocketClient entry is replaced
+    # the provider crashes (its connection closes without unregistering) and comes back in
+    # a new runtime with its participantId: the route is its again
+    await first.stop()
+    await eventually(lambda: first.client_id not in cc.websocket.clients, what="old gone")
     second = await runtimes()
     restarted = RadioProvider()
     await second.register_provider("d", restarted, participant_id=FIXED)
-    assert cc.routing_table.get(FIXED).address == WebSocketClientAddress(second.client_id)
-
-    # when the old connection finally goes, the new route stays
-    await first.stop()
-    await eventually(lambda: first.client_id not in cc.websocket.clients, what="old gone")
     assert cc.routing_table.get(FIXED).address == WebSocketClientAddress(second.client_id)
 
     consumer = await runtimes()
     proxy = await consumer.build_proxy(Radio, "d")
     await proxy.add_favorite(Station("new", Country.AUSTRIA))
     assert [s.name for s in restarted.stations] == ["new"]
+
+
+def hang(runtime: LibjoynrRuntime) -> None:
+    """The runtime's process hangs: it stops reading its connection (which stays open), so it
+    answers no ping any more."""
+    outbox = runtime.transport._outbox
+    assert outbox is not None
+    outbox.ws.transport.pause_reading()
+
+
+async def test_scenario_2_provider_restarts_while_the_old_process_hangs(tmp_path):
+    # the old connection still looks open (a hung process): the new registration pings it,
+    # and once it failed to answer within the ping timeout it is closed and the route moves
+    async with ClusterController(cc_config(tmp_path, websocket__ping_timeout_s="0.5")) as cc:
+        url = cc.websocket_address.url
+        async with connect(url) as first, connect(url) as second, connect(url) as consumer:
+            await first.register_provider("d", RadioProvider(), participant_id=FIXED)
+            hang(first)
+            restarted = RadioProvider()
+            await second.register_provider("d", restarted, participant_id=FIXED)
+            assert cc.routing_table.get(FIXED).address == WebSocketClientAddress(
+                second.client_id)
+            assert first.client_id not in cc.websocket.clients  # closed as dead
+            assert cc.websocket.counters["closed-dead"] == 1
+            assert cc.router.counters["claimed-from-dead-connection"] == 1
+            proxy = await consumer.build_proxy(Radio, "d")
+            await proxy.add_favorite(Station("new", Country.AUSTRIA))
+            assert [s.name for s in restarted.stations] == ["new"]
+            await first.stop()
+
+
+async def test_a_live_providers_participant_id_cannot_be_registered_again(cc, runtimes):
+    # the first runtime lives (it answers pings): nobody else gets its participantId
+    first, second, consumer = await runtimes(), await runtimes(), await runtimes()
+    original = RadioProvider()
+    await first.register_provider("d", original, participant_id=FIXED)
+    with pytest.raises(ProviderRuntimeError, match="routed to the live connection"):
+        await second.register_provider("d", RadioProvider(), participant_id=FIXED)
+    assert cc.routing_table.get(FIXED).address == WebSocketClientAddress(first.client_id)
+    assert cc.router.counters["participant-in-use"] == 1
+    assert second.router.table.get(FIXED) is None  # the refused runtime rolled back
+    proxy = await consumer.build_proxy(Radio, "d")
+    await proxy.add_favorite(Station("kept", Country.AUSTRIA))
+    assert [s.name for s in original.stations] == ["kept"]
 
 
 async def test_scenario_3_proxy_built_before_its_provider_reregisters(cc, runtimes):
