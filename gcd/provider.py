@@ -10,7 +10,9 @@ in all backends, share one store (:mod:`gcd.store`). The rules:
 - ``add_in(entry, gbids)`` registers the entry in each listed GBID (the GBID in the entry's
   address does not matter; a registration in another GBID stays); ``add`` registers in the
   own GBID. An entry without domain, interface, participantId or address, or whose address is
-  not an MQTT address, is refused with a provider runtime error and nothing is stored.
+  not an MQTT address, is refused with a provider runtime error and nothing is stored. An
+  entry registered by another cluster controller is replaced (the last registration wins: a
+  provider that moved to another cluster controller; over MQTT the caller cannot be checked).
 - Lookups answer one entry per participantId, with the address of one GBID: the own GBID if
   it is listed and the provider is registered there, else the first listed GBID the provider
   is registered in. ``lookup_in`` finding providers, but none in the listed GBIDs, is

@@ -84,6 +84,28 @@ async def test_old_add_registers_in_the_own_gbid_and_replaces_the_broker_uri(
     assert (await store.find_participant("p1", NOW))[0].gbid == "GBID1"
 
 
+async def test_a_provider_that_moved_to_another_cluster_controller_is_registered_there(
+        store: GcdStore) -> None:
+    # not a hijack: a provider with a fixed participantId that restarts behind another
+    # cluster controller registers there (the last registration wins, as in joynr's GCD; over
+    # MQTT the GCD cannot tell who calls). The old cluster controller's touch and removeStale
+    # no longer act on it.
+    clock = Clock()
+    directory = gcd(store, clock=clock)
+    await directory.add_in(entry("p1", topic="joynr/cc/cc-1"), ["GBID1", "GBID2"])
+    clock.now = NOW + 1_000
+    await directory.add_in(entry("p1", topic="joynr/cc/cc-2", last_seen=NOW + 1_000),
+                           ["GBID1", "GBID2"])
+    found = await directory.lookup_participant_in("p1", ["GBID1"])
+    assert found.address == MqttAddress("GBID1", "joynr/cc/cc-2").to_dict()
+    clock.now = NOW + 2_000
+    await directory.touch("cc-1")
+    await directory.remove_stale("cc-1", NOW + 2_000)  # cc-1 restarted
+    rows = await store.find_participant("p1", NOW + 2_000)
+    assert {(r.gbid, r.cluster_controller_id, r.last_seen_ms) for r in rows} == {
+        ("GBID1", "cc-2", NOW + 1_000), ("GBID2", "cc-2", NOW + 1_000)}
+
+
 async def test_old_add_of_many_entries(store: GcdStore) -> None:
     directory = gcd(store, own="GBID2")
     await directory.add_entries([entry("p1"), entry("p2", topic="joynr/cc/cc-2")])
