@@ -75,3 +75,11 @@ def test_bad_configuration_exits_with_a_clear_message(tmp_path):
     assert proc.returncode == 2
     assert "bad configuration" in out
     assert "cleanup_interval_s must be > 0" in out
+
+
+def test_an_unknown_environment_override_stops_the_process(tmp_path):
+    proc = start(tmp_path, JOYNR_CC__WEBSOCKET__PROT="4243")
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 2, out
+    assert "bad configuration" in out
+    assert "JOYNR_CC__WEBSOCKET__PROT" in out
