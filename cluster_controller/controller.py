@@ -111,6 +111,19 @@ class ClusterController:
             client_id=f"gcd-{self.id}"), tasks=self.tasks, mqtt=self.config.mqtt,
             tls_context=self.mqtt.tls_context)
         await self.gcd.start()
+        # the CC's link to the GCD speaks only once the GCD is subscribed (a request
+        # published before would reach nobody); its calls wait for it too (_gcd_ready)
+        wait_s = self.config.mqtt.connect_timeout_s
+        try:
+            await self.gcd.mqtt.wait_connected(wait_s)
+        except ConnectionError as exc:
+            log.warning("embedded GCD not connected to its broker yet (%s); the cluster "
+                        "controller's calls to the GCD wait for it", exc)
+
+    async def _gcd_ready(self) -> None:
+        """Until the embedded GCD is subscribed (at once without one)."""
+        if self.gcd is not None:
+            await self.gcd.mqtt.wait_connected(None)
 
     def _make_mqtt(self) -> MqttTransport:
         m = self.config.mqtt
@@ -148,7 +161,9 @@ class ClusterController:
         global_address = self.global_address
         assert global_address is not None
         link = self.gcd_link = GlobalLink(proxy, list(self.config.mqtt.backends),
-                                          global_address, self.id, tasks=self.tasks)
+                                          global_address, self.id, tasks=self.tasks,
+                                          request_ttl_ms=d.gcd_request_ttl_ms,
+                                          ready=self._gcd_ready)
         self.discovery.attach_gcd(link)
         started = now_ms()
         # providers of this CC's previous life disappear from the GCD
