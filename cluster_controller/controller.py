@@ -85,7 +85,9 @@ class ClusterController:
         self.provisioned: list[ProvisionedProvider] = []
         if config.discovery.provisioning_file:
             self.provisioned = load_provisioning(Path(config.discovery.provisioning_file))
-        self.discovery = LocalDiscovery(self.routing_table, self.router)
+        self.discovery = LocalDiscovery(
+            self.routing_table, self.router,
+            answer_margin_ms=config.discovery.answer_margin_ms)
         self.router.register_transport(InProcessAddress, InProcessTransport())
         self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery))
         self.routing_provider = RoutingProvider(self.router, self.global_address)

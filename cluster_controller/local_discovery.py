@@ -23,7 +23,7 @@ from runtime.discovery_types import (
     check_gbids,
 )
 from runtime.errors import ApplicationError, ProviderRuntimeError
-from runtime.providers import Provider, current_origin
+from runtime.providers import Provider, current_deadline_ms, current_origin
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
 from runtime.system_interfaces import (
@@ -48,9 +48,13 @@ class LocalDiscovery(Provider, interface=Discovery):
 
     serves_remote_callers = False
 
-    def __init__(self, table: RoutingTable, router: MessageRouter | None = None) -> None:
+    def __init__(self, table: RoutingTable, router: MessageRouter | None = None, *,
+                 answer_margin_ms: int = 500) -> None:
         super().__init__()
         self._table = table
+        #: a call to the GCD ends this long (ms) before the request it serves expires, so
+        #: that the answer reaches the caller in time
+        self.answer_margin_ms = answer_margin_ms
         self._router = router
         self._entries: dict[str, DiscoveryEntry] = {}
         self._provisioned: dict[str, DiscoveryEntryWithMetaInfo] = {}
@@ -75,6 +79,15 @@ class LocalDiscovery(Provider, interface=Discovery):
                         participant_id, current_origin())
             raise ProviderRuntimeError(
                 f"discovery {action} refused: {participant_id} is not routed to the caller")
+
+    def _budget_ms(self, limit_ms: int) -> int:
+        """The time (ms) a GCD call may take for the request being served: ``limit_ms``, but
+        ending ``answer_margin_ms`` before that request expires (its caller waits no longer).
+        Direct calls in this process have no request: ``limit_ms``."""
+        deadline = current_deadline_ms()
+        if deadline is None:
+            return limit_ms
+        return min(limit_ms, deadline - now_ms() - self.answer_margin_ms)
 
     def _check_gbids(self, gbids: list[str]) -> list[str]:
         """The GBIDs to use: the caller's, checked, or all configured ones."""
@@ -112,7 +125,7 @@ class LocalDiscovery(Provider, interface=Discovery):
                                still_wanted=lambda: self._entries.get(pid) is entry)
             return
         try:
-            await link.add(entry, gbids)
+            await link.add(entry, gbids, self._budget_ms(link.request_ttl_ms))
         except BaseException:
             # the caller learns that it failed: the local registration is rolled back
             if self._entries.get(pid) is entry:
@@ -209,8 +222,10 @@ class LocalDiscovery(Provider, interface=Discovery):
         link = self._gcd
         if not remote and link is not None:
             self.gcd_calls["lookup"] += 1
-            remote = [e for e in self._remember(
-                await link.lookup(domains, interface_name, gbids), now) if fits(e)]
+            # the caller's discovery timeout, within what is left of its request
+            found = await link.lookup(domains, interface_name, gbids,
+                                      self._budget_ms(discovery_qos.discovery_timeout_ms))
+            remote = [e for e in self._remember(found, now) if fits(e)]
         if scope is DiscoveryScope.LOCAL_THEN_GLOBAL and local:
             # some domains have local providers: those, plus the others' global ones
             local_domains = {e.domain for e in local}
@@ -242,8 +257,9 @@ class LocalDiscovery(Provider, interface=Discovery):
             link = self._gcd
             if link is not None:
                 self.gcd_calls["lookup_participant"] += 1
-                found = self._remember([await link.lookup_participant(participant_id, gbids)],
-                                       now)
+                found = self._remember([await link.lookup_participant(
+                    participant_id, gbids, self._budget_ms(discovery_qos.discovery_timeout_ms))],
+                    now)
                 if found:
                     return found[0]
         raise ApplicationError(DiscoveryErrorCode.NO_ENTRY_FOR_PARTICIPANT.name,

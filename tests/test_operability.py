@@ -4,16 +4,29 @@ embedded GCD, discovery when the GCD does not answer, providers of vanished runt
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cluster_controller.controller import ClusterController
-from libjoynr import ProviderQos, ProviderScope
+from libjoynr import (
+    ApplicationError,
+    DiscoveryError,
+    DiscoveryQos,
+    DiscoveryScope,
+    JoynrTimeoutError,
+    LibjoynrConfig,
+    ProviderQos,
+    ProviderScope,
+    connect,
+)
 from runtime.clock import now_ms
+from tests.support.brokers import Mosquitto
 from tests.support.cluster import cc_config, eventually
-from tests.support.radio import RadioProvider
+from tests.support.mqtt_cluster import GBID, WAIT_S, mqtt_cc_config
+from tests.support.radio import Radio, RadioProvider
 
 GLOBAL = ProviderQos(scope=ProviderScope.GLOBAL)
 
@@ -45,3 +58,61 @@ async def test_a_fresh_start_with_the_embedded_gcd_is_ready_at_once(
     failures = [r.getMessage() for r in caplog.records
                 if r.levelno >= logging.WARNING and "GCD" in r.getMessage()]
     assert failures == []
+
+
+# ====================================================================== point 10: GCD silent
+
+
+@pytest.fixture
+async def cc_without_gcd(tmp_path: Path) -> AsyncIterator[ClusterController]:
+    """A CC on a real broker where no GCD listens: its GCD calls get no answer."""
+    async with Mosquitto(tmp_path / "broker") as broker, ClusterController(mqtt_cc_config(
+            tmp_path / "cc", "cc-no-gcd", {GBID: broker.url})) as cc:
+        assert cc.mqtt is not None
+        await cc.mqtt.wait_connected(WAIT_S)
+        yield cc
+
+
+@pytest.mark.parametrize("scope", [DiscoveryScope.LOCAL_THEN_GLOBAL, DiscoveryScope.GLOBAL_ONLY])
+async def test_build_proxy_ends_with_its_discovery_timeout_when_the_gcd_is_silent(
+        cc_without_gcd: ClusterController, scope: DiscoveryScope) -> None:
+    """The discovery timeout is the caller's: the CC answers within it that the GCD did not
+    answer, and build_proxy raises a DiscoveryError saying so (not a bare timeout after the
+    runtime's system time to live of 10 s)."""
+    async with connect(cc_without_gcd.websocket_address.url, timeout_s=WAIT_S) as runtime:
+        with pytest.raises(DiscoveryError) as raised:
+            await runtime.build_proxy(Radio, "nowhere", discovery_qos=DiscoveryQos(
+                discovery_timeout_ms=1500, discovery_scope=scope))
+    assert "the GCD did not answer lookup test/Radio within" in str(raised.value)
+    # the CC's answer reached the caller: nothing of it expired on the way
+    counters = cc_without_gcd.router.counters
+    assert [key for key in counters if "expired" in key] == [], counters
+
+
+async def test_a_fixed_participant_lookup_ends_with_its_discovery_timeout_too(
+        cc_without_gcd: ClusterController) -> None:
+    from libjoynr import Arbitration  # noqa: PLC0415
+
+    async with connect(cc_without_gcd.websocket_address.url, timeout_s=WAIT_S) as runtime:
+        with pytest.raises(DiscoveryError, match="the GCD did not answer lookup somebody"):
+            await runtime.build_proxy(Radio, "nowhere", arbitration=Arbitration.fixed(
+                "somebody"), discovery_qos=DiscoveryQos(discovery_timeout_ms=1500))
+
+
+async def test_an_awaited_global_registration_is_answered_within_the_callers_time(
+        cc_without_gcd: ClusterController) -> None:
+    """The sibling: register_provider(await_global_registration=True) with the GCD silent
+    gets the CC's INTERNAL_ERROR within the runtime's system time to live."""
+    config = LibjoynrConfig(system_ttl_ms=2_000)
+    async with connect(cc_without_gcd.websocket_address.url, config=config,
+                       timeout_s=WAIT_S) as runtime:
+        try:
+            await runtime.register_provider("silent", RadioProvider(), qos=GLOBAL,
+                                            await_global_registration=True)
+        except JoynrTimeoutError as exc:
+            pytest.fail(f"the CC's answer did not arrive in time: {exc}")
+        except ApplicationError as exc:
+            assert exc.error == "INTERNAL_ERROR"
+            assert "the GCD did not answer add" in exc.message
+        else:
+            pytest.fail("registered although the GCD did not answer")
