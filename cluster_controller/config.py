@@ -55,12 +55,18 @@ class DiscoverySection:
     #: registration) ends this long (ms) before that request expires, so that the answer
     #: (the GCD's, or that it did not answer) reaches the caller in time
     answer_margin_ms: int = 500
+    #: the providers of a libjoynr runtime whose connection ended without unregistering them
+    #: stay registered (locally and in the GCD) this long (s), so that a restarted runtime
+    #: can take them over; then they are removed unless registered again
+    vanished_provider_grace_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.gcd_request_ttl_ms < 100:
             raise ValueError("gcd_request_ttl_ms must be >= 100")
         if self.answer_margin_ms < 0:
             raise ValueError("answer_margin_ms must be >= 0")
+        if not self.vanished_provider_grace_s >= 0:
+            raise ValueError("vanished_provider_grace_s must be >= 0")
         if not self.touch_interval_s > 0 or not self.remove_stale_for_s > 0:
             raise ValueError("touch_interval_s and remove_stale_for_s must be > 0")
 

@@ -87,7 +87,10 @@ class ClusterController:
             self.provisioned = load_provisioning(Path(config.discovery.provisioning_file))
         self.discovery = LocalDiscovery(
             self.routing_table, self.router,
-            answer_margin_ms=config.discovery.answer_margin_ms)
+            answer_margin_ms=config.discovery.answer_margin_ms,
+            tasks=self.tasks.child("discovery"),
+            vanished_grace_s=config.discovery.vanished_provider_grace_s)
+        self.websocket.on_client_gone = self.discovery.client_gone
         self.router.register_transport(InProcessAddress, InProcessTransport())
         self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery))
         self.routing_provider = RoutingProvider(self.router, self.global_address)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
 from typing import TypeVar
 
 from cluster_controller.gcd_link import GlobalLink
 from cluster_controller.routing_provider import caller_may_act_for
+from runtime import rules
 from runtime.addresses import (
+    Address,
     AddressError,
     address_from_dict,
 )
@@ -30,6 +33,7 @@ from runtime.system_interfaces import (
     Discovery,
     DiscoveryErrorCode,
 )
+from runtime.tasks import TaskSupervisor
 
 T = TypeVar("T")
 
@@ -49,9 +53,17 @@ class LocalDiscovery(Provider, interface=Discovery):
     serves_remote_callers = False
 
     def __init__(self, table: RoutingTable, router: MessageRouter | None = None, *,
-                 answer_margin_ms: int = 500) -> None:
+                 answer_margin_ms: int = 500, tasks: TaskSupervisor | None = None,
+                 vanished_grace_s: float = 60.0) -> None:
         super().__init__()
         self._table = table
+        #: the timers of vanished connections' providers (none: they are kept)
+        self._tasks = tasks
+        #: the providers of a connection that ended without unregistering them are removed
+        #: (here and from the GCD) this long (s) after, unless registered again
+        self.vanished_grace_s = vanished_grace_s
+        #: what became of vanished connections' providers
+        self.counters: Counter[str] = Counter()
         #: a call to the GCD ends this long (ms) before the request it serves expires, so
         #: that the answer reaches the caller in time
         self.answer_margin_ms = answer_margin_ms
@@ -136,6 +148,10 @@ class LocalDiscovery(Provider, interface=Discovery):
     async def remove(self, participant_id: str) -> None:
         if participant_id in self._entries:
             self._check_owner(participant_id, "remove")
+        self._forget(participant_id)
+
+    def _forget(self, participant_id: str) -> None:
+        """Remove a registration here and (in the background) from the GCD."""
         if self._entries.pop(participant_id, None) is not None:
             log.info("unregistered provider %s", participant_id)
         gbids = self._global_gbids.pop(participant_id, None)
@@ -144,6 +160,42 @@ class LocalDiscovery(Provider, interface=Discovery):
             link.in_background(f"remove {participant_id}",
                                lambda: link.remove(participant_id, gbids),
                                still_wanted=lambda: participant_id not in self._entries)
+
+    # ------------------------------------------------------------------ vanished runtimes
+
+    def client_gone(self, client: Address, participant_ids: list[str]) -> None:
+        """A websocket connection ended; ``participant_ids`` were routed to it. Its providers
+        that were not unregistered stay registered (here and in the GCD) for
+        ``vanished_grace_s``, so that a restarted runtime finds and re-registers them (seed
+        002), then they are removed unless registered again (rules.vanished_provider)."""
+        vanished = {pid: entry for pid in participant_ids
+                    if (entry := self._entries.get(pid)) is not None}
+        if not vanished or self._tasks is None:
+            return
+        in_gcd = sum(1 for pid in vanished if pid in self._global_gbids)
+        log.info("%r is gone without unregistering %d provider(s) (%d in the GCD): removed "
+                 "in %.1f s unless registered again", client, len(vanished), in_gcd,
+                 self.vanished_grace_s)
+        self._tasks.spawn(self._forget_vanished(client, vanished),
+                          name=f"vanished providers of {client!r}")
+
+    async def _forget_vanished(self, client: Address, vanished: dict[str, DiscoveryEntry]
+                               ) -> None:
+        await asyncio.sleep(self.vanished_grace_s)
+        for pid, entry in vanished.items():
+            current = self._entries.get(pid)
+            if current is None:
+                continue  # removed meanwhile
+            notice = rules.vanished_provider(current is not entry, self._table.get(pid))
+            if notice is not None:
+                self.counters[notice.reason] += 1
+                log.info("provider %s of vanished %r kept: %s", pid, client, notice.detail)
+                continue
+            self.counters["vanished-provider-removed"] += 1
+            log.info("provider %s of vanished %r removed after %.1f s%s", pid, client,
+                     self.vanished_grace_s,
+                     " (and from the GCD)" if pid in self._global_gbids else "")
+            self._forget(pid)
 
     def global_participants(self) -> list[str]:
         """The participantIds this CC registered with the GCD (for touch)."""

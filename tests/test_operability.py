@@ -3,6 +3,7 @@ embedded GCD, discovery when the GCD does not answer, providers of vanished runt
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -116,3 +117,59 @@ async def test_an_awaited_global_registration_is_answered_within_the_callers_tim
             assert "the GCD did not answer add" in exc.message
         else:
             pytest.fail("registered although the GCD did not answer")
+
+
+# ====================================================================== point 13: vanished
+
+
+async def test_the_providers_of_a_vanished_runtime_leave_the_gcd_after_the_grace_period(
+        tmp_path: Path) -> None:
+    """A runtime that registered providers and disappears without unregistering them: after
+    [discovery] vanished_provider_grace_s its registrations are removed, locally and from
+    the GCD (they are no longer touched, found or routed)."""
+    async with ClusterController(embedded_stack_config(
+            tmp_path, discovery__vanished_provider_grace_s="0.2")) as cc:
+        assert cc.gcd is not None
+        runtime = await connect(cc.websocket_address.url, timeout_s=WAIT_S)
+        global_pid = await runtime.register_provider("vanishing", RadioProvider(), qos=GLOBAL,
+                                                     await_global_registration=True)
+        local_pid = await runtime.register_provider("vanishing", RadioProvider())
+        assert await cc.gcd.store.find_participant(global_pid, now_ms()) != []
+        await runtime.stop()  # gone, nothing unregistered
+
+        async def in_gcd() -> bool:
+            assert cc.gcd is not None
+            return await cc.gcd.store.find_participant(global_pid, now_ms()) != []
+
+        for _ in range(500):
+            if not await in_gcd():
+                break
+            await asyncio.sleep(0.02)
+        assert not await in_gcd()
+        assert cc.discovery.entries() == []
+        assert cc.discovery.global_participants() == []  # no longer touched
+        assert cc.discovery.counters["vanished-provider-removed"] == 2
+        assert local_pid not in cc.routing_table
+
+
+async def test_a_restarted_runtime_keeps_its_providers_registered(tmp_path: Path) -> None:
+    """Seed 002's crash scenario: the provider restarts in a new runtime within the grace
+    period and re-registers under its participantId; its registration is kept."""
+    async with ClusterController(embedded_stack_config(
+            tmp_path, discovery__vanished_provider_grace_s="3.0")) as cc:
+        assert cc.gcd is not None
+        crashed = await connect(cc.websocket_address.url, timeout_s=WAIT_S)
+        pid = await crashed.register_provider("restarting", RadioProvider(), qos=GLOBAL,
+                                              await_global_registration=True)
+        await crashed.stop()
+        async with connect(cc.websocket_address.url, timeout_s=WAIT_S) as restarted:
+            await restarted.register_provider("restarting", RadioProvider(), qos=GLOBAL,
+                                              participant_id=pid,
+                                              await_global_registration=True)
+            await eventually(lambda: cc.discovery.counters["vanished-provider-kept"] == 1,
+                             timeout_s=20, what="the grace period's end")
+            assert cc.discovery.counters["vanished-provider-removed"] == 0
+            assert [e.participant_id for e in cc.discovery.entries()] == [pid]
+            assert await cc.gcd.store.find_participant(pid, now_ms()) != []
+            proxy = await restarted.build_proxy(Radio, "restarting", ttl_ms=5_000)
+            assert proxy.provider_participant_id == pid
