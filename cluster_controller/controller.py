@@ -208,7 +208,10 @@ class ClusterController:
 
     async def start(self) -> None:
         if self.broker is not None:
-            await self.broker.start()
+            try:
+                await self.broker.start()
+            except OSError as exc:
+                raise OSError(f"{exc}; {_another_port('embedded_broker')}") from None
         self.housekeeping.start()
         use_gcd = self.config.discovery.gcd and bool(self.config.mqtt.backends)
         if use_gcd:
@@ -221,7 +224,12 @@ class ClusterController:
                 await self._start_embedded_gcd()
         if use_gcd:
             await self._start_gcd_link()
-        await self.websocket.start()
+        try:
+            await self.websocket.start()
+        except OSError as exc:
+            s = self.config.websocket
+            raise OSError(f"cannot listen for libjoynr runtimes on {s.host}:{s.port}: "
+                          f"{exc.strerror or exc}; {_another_port('websocket')}") from None
         mqtt = "no MQTT backends"
         if self.mqtt is not None:
             backends = ", ".join(f"{gbid}={self._backend_urls[gbid]}"
@@ -275,3 +283,9 @@ class ClusterController:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.stop()
+
+
+def _another_port(section: str) -> str:
+    """What to change when a port is taken: the setting, in the file and the environment."""
+    return (f"choose another port with [{section}] port in the configuration file or "
+            f"JOYNR_CC__{section.upper()}__PORT (0: any free port)")

@@ -74,7 +74,8 @@ class GlobalLink:
             detail = f"the GCD did not answer {what} within {ttl} ms"
         except JoynrError as exc:
             detail = f"GCD {what} failed: {exc}"
-        log.warning("%s", detail)
+        # (logged by whoever handles the error: the background retries once as a warning)
+        log.info("%s", detail)
         raise ApplicationError(DiscoveryErrorCode.INTERNAL_ERROR.name, detail)
 
     async def add(self, entry: DiscoveryEntry, gbids: list[str], ttl_ms: int | None = None

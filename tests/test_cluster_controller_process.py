@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,16 @@ def test_an_unknown_environment_override_stops_the_process(tmp_path):
     assert proc.returncode == 2, out
     assert "bad configuration" in out
     assert "JOYNR_CC__WEBSOCKET__PROT" in out
+
+
+@pytest.mark.parametrize("setting", ["WEBSOCKET", "EMBEDDED_BROKER"])
+def test_a_port_in_use_names_the_setting_to_change(tmp_path, setting):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        proc = start(tmp_path, **{f"JOYNR_CC__{setting}__PORT": port})
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 1, out
+    assert f"127.0.0.1:{port}" in out
+    assert f"[{setting.lower()}] port" in out and f"JOYNR_CC__{setting}__PORT" in out

@@ -173,3 +173,22 @@ async def test_a_restarted_runtime_keeps_its_providers_registered(tmp_path: Path
             assert await cc.gcd.store.find_participant(pid, now_ms()) != []
             proxy = await restarted.build_proxy(Radio, "restarting", ttl_ms=5_000)
             assert proxy.provider_participant_id == pid
+
+
+# ====================================================================== point 15: benchmarks
+
+
+async def test_benchmark_ccs_without_a_gcd_do_not_call_one(tmp_path: Path) -> None:
+    """The benchmarks run MQTT backends without a GCD: their CCs must not call one (each
+    unanswered call was a warning in the middle of the figures)."""
+    from bench._common import cc_config as bench_cc_config  # noqa: PLC0415
+
+    async with Mosquitto(tmp_path / "broker") as broker:
+        backends = f'{{{GBID} = "{broker.url}"}}'
+        config = bench_cc_config(str(tmp_path / "cc"), mqtt__backends=backends)
+        async with ClusterController(config) as cc:
+            assert cc.mqtt is not None
+            assert cc.gcd_link is None
+        with_gcd = bench_cc_config(str(tmp_path / "cc"), discovery__gcd="true",
+                                   mqtt__backends=backends)
+        assert with_gcd.discovery.gcd is True  # discovery_first_call runs one
