@@ -30,6 +30,7 @@ import gc
 import io
 import logging
 import pstats
+import re
 import socket
 import subprocess
 import sys
@@ -77,6 +78,15 @@ DOMAIN = "bench"
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # for telling project files in profiles
 #: a generous bound for one timed round: the loops always end, even when messages get lost
 ROUND_TIMEOUT_S = 60.0
+
+
+def help_text(doc: str | None) -> str:
+    """A script's ``--help`` description: the first paragraph of its docstring as plain text
+    (RST markup such as double backquotes or :class:`x` removed)."""
+    paragraph = (doc or "").strip().split("\n\n", 1)[0]
+    text = " ".join(paragraph.split())
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "")
 
 
 def setup_logging() -> None:
@@ -204,12 +214,16 @@ class SinkProvider(Provider, interface=Sink):
 
 
 def cc_config(data_dir: str, **overrides: str) -> ClusterControllerConfig:
-    """The benchmarks' CC configuration; ``overrides`` like ``mqtt__backends='{...}'``."""
+    """The benchmarks' CC configuration; ``overrides`` like ``mqtt__backends='{...}'``.
+    Without a GCD (``discovery__gcd='true'`` when the benchmark runs one): a CC with MQTT
+    backends would otherwise call a GCD that is not there (removeStale, registrations) and
+    warn about each call in the middle of the figures."""
     env = {
         "JOYNR_CC__WEBSOCKET__HOST": HOST,
         "JOYNR_CC__WEBSOCKET__PORT": "0",
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": data_dir,
         "JOYNR_CC__LOGGING__LEVEL": "WARNING",
+        "JOYNR_CC__DISCOVERY__GCD": "false",
     }
     env.update({f"JOYNR_CC__{key.upper()}": value for key, value in overrides.items()})
     return ClusterControllerConfig.load(None, env=env)

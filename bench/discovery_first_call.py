@@ -55,6 +55,7 @@ from _common import (
     Sink,
     SinkProvider,
     cc_config,
+    help_text,
     mqtt_environment,
     profiled,
     quiet_gc,
@@ -111,7 +112,7 @@ async def start_world(stack: AsyncExitStack) -> World:
     for name in ("cc1", "cc2"):
         cc = await stack.enter_async_context(ClusterController(cc_config(
             str(directory / name), cluster_controller__id=f"bench-{name}-{suffix}",
-            mqtt__backends=backends)))
+            mqtt__backends=backends, discovery__gcd="true")))
         assert cc.mqtt is not None
         await cc.mqtt.wait_connected(WAIT_S)
         ccs.append(cc)
@@ -253,11 +254,23 @@ async def run(args: argparse.Namespace) -> int:
             print(f"=== profile of {PROFILED} iterations (build_proxy, two calls, close, the "
                   "reference lookups), not counted ===")
             await profiled(profile_iterations(world, "x" * args.payload), by_package=True)
+        await unregister_and_settle(world)
     return 0
 
 
+async def unregister_and_settle(world: World) -> None:
+    """Shutdown in order: the provider leaves the GCD (CC1 removes it in the background)
+    before the stack stops the CCs and then the GCD, so that no GCD call is still on its way
+    when the GCD's store closes."""
+    await world.rt1.unregister_provider(world.provider_id)
+    for _ in range(int(WAIT_S / 0.01)):  # bounded: at most WAIT_S
+        if not await world.gcd.store.count():
+            return
+        await asyncio.sleep(0.01)
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(description=help_text(__doc__))
     parser.add_argument("--iterations", type=int, default=100,
                         help="timed build_proxy + first call iterations")
     parser.add_argument("--raw-per-iteration", type=int, default=10,

@@ -60,7 +60,7 @@ from typing import Any, Protocol
 
 import asyncpg
 import uvloop
-from _common import Latency, setup_logging
+from _common import Latency, help_text, setup_logging
 
 from gcd.postgres_store import PostgresStore
 from gcd.provider import GcdProvider
@@ -589,7 +589,7 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(description=help_text(__doc__))
     parser.add_argument("--entries", type=int, default=100_000, help="entries stored")
     parser.add_argument("--batch", type=int, default=10_000, help="rows per add() in the fill")
     parser.add_argument("--per-key", type=int, default=10,

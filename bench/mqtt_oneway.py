@@ -67,6 +67,7 @@ from _common import (
     PendingCallsWarnings,
     Progress,
     cancel,
+    help_text,
     mqtt_environment,
     profiled,
     quiet_gc,
@@ -261,7 +262,7 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(description=help_text(__doc__))
     parser.add_argument("--messages", type=int, default=10_000, help="messages per round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each (alternating)")
     parser.add_argument("--payload", type=int, default=200, help="payload string length")

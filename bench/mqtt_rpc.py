@@ -58,6 +58,7 @@ from _common import (
     MqttProjectSetup,
     PendingCallsWarnings,
     cancel,
+    help_text,
     mqtt_environment,
     profiled,
     quiet_gc,
@@ -199,7 +200,7 @@ async def measure(paths: dict[str, Callable[[], Awaitable[None]]], calls: int, r
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(description=help_text(__doc__))
     parser.add_argument("--calls", "--messages", type=int, default=2_000,
                         help="sequential calls per round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each (alternating)")

@@ -43,6 +43,7 @@ from _common import (
     ProjectSetup,
     cancel,
     environment,
+    help_text,
     profiled,
     quiet_gc,
     send_windowed,
@@ -171,7 +172,7 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(description=help_text(__doc__))
     parser.add_argument("--messages", type=int, default=20_000, help="messages per round")
     parser.add_argument("--rounds", type=int, default=5, help="rounds of each (alternating)")
     parser.add_argument("--payload", type=int, default=200, help="payload string length")

@@ -44,6 +44,7 @@ from _common import (
     ProjectSetup,
     cancel,
     environment,
+    help_text,
     profiled,
     quiet_gc,
     setup_logging,
@@ -225,7 +226,7 @@ def report(best: dict[str, Stats]) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(description=help_text(__doc__))
     parser.add_argument("--calls", "--messages", type=int, default=3_000,
                         help="sequential calls per round")
     parser.add_argument("--rounds", type=int, default=5, help="rounds of each (alternating)")

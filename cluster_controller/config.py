@@ -44,16 +44,29 @@ class DiscoverySection:
     #: capabilitiesdirectory_participantid, topic discoverydirectory_channelid of the default
     #: backend, unless the provisioning file names it
     gcd: bool = True
-    #: time to live of the CC's calls to the GCD (ms)
+    #: time to live of the CC's own calls to the GCD (ms); lookups for a libjoynr runtime
+    #: take the caller's discovery timeout
     gcd_request_ttl_ms: int = 10_000
     #: seconds between two touches of this CC's global providers (joynr: 6 h)
     touch_interval_s: float = 3600.0
     #: removeStale of a previous life is retried this long after the start (s)
     remove_stale_for_s: float = 300.0
+    #: a GCD call made for a libjoynr runtime's request (a lookup, an awaited global
+    #: registration) ends this long (ms) before that request expires, so that the answer
+    #: (the GCD's, or that it did not answer) reaches the caller in time
+    answer_margin_ms: int = 500
+    #: the providers of a libjoynr runtime whose connection ended without unregistering them
+    #: stay registered (locally and in the GCD) this long (s), so that a restarted runtime
+    #: can take them over; then they are removed unless registered again
+    vanished_provider_grace_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.gcd_request_ttl_ms < 100:
             raise ValueError("gcd_request_ttl_ms must be >= 100")
+        if self.answer_margin_ms < 0:
+            raise ValueError("answer_margin_ms must be >= 0")
+        if not self.vanished_provider_grace_s >= 0:
+            raise ValueError("vanished_provider_grace_s must be >= 0")
         if not self.touch_interval_s > 0 or not self.remove_stale_for_s > 0:
             raise ValueError("touch_interval_s and remove_stale_for_s must be > 0")
 

@@ -85,7 +85,12 @@ class ClusterController:
         self.provisioned: list[ProvisionedProvider] = []
         if config.discovery.provisioning_file:
             self.provisioned = load_provisioning(Path(config.discovery.provisioning_file))
-        self.discovery = LocalDiscovery(self.routing_table, self.router)
+        self.discovery = LocalDiscovery(
+            self.routing_table, self.router,
+            answer_margin_ms=config.discovery.answer_margin_ms,
+            tasks=self.tasks.child("discovery"),
+            vanished_grace_s=config.discovery.vanished_provider_grace_s)
+        self.websocket.on_client_gone = self.discovery.client_gone
         self.router.register_transport(InProcessAddress, InProcessTransport())
         self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery))
         self.routing_provider = RoutingProvider(self.router, self.global_address,
@@ -112,6 +117,19 @@ class ClusterController:
             client_id=f"gcd-{self.id}"), tasks=self.tasks, mqtt=self.config.mqtt,
             tls_context=self.mqtt.tls_context)
         await self.gcd.start()
+        # the CC's link to the GCD speaks only once the GCD is subscribed (a request
+        # published before would reach nobody); its calls wait for it too (_gcd_ready)
+        wait_s = self.config.mqtt.connect_timeout_s
+        try:
+            await self.gcd.mqtt.wait_connected(wait_s)
+        except ConnectionError as exc:
+            log.warning("embedded GCD not connected to its broker yet (%s); the cluster "
+                        "controller's calls to the GCD wait for it", exc)
+
+    async def _gcd_ready(self) -> None:
+        """Until the embedded GCD is subscribed (at once without one)."""
+        if self.gcd is not None:
+            await self.gcd.mqtt.wait_connected(None)
 
     def _make_mqtt(self) -> MqttTransport:
         m = self.config.mqtt
@@ -149,7 +167,9 @@ class ClusterController:
         global_address = self.global_address
         assert global_address is not None
         link = self.gcd_link = GlobalLink(proxy, list(self.config.mqtt.backends),
-                                          global_address, self.id, tasks=self.tasks)
+                                          global_address, self.id, tasks=self.tasks,
+                                          request_ttl_ms=d.gcd_request_ttl_ms,
+                                          ready=self._gcd_ready)
         self.discovery.attach_gcd(link)
         started = now_ms()
         # providers of this CC's previous life disappear from the GCD
@@ -189,7 +209,10 @@ class ClusterController:
 
     async def start(self) -> None:
         if self.broker is not None:
-            await self.broker.start()
+            try:
+                await self.broker.start()
+            except OSError as exc:
+                raise OSError(f"{exc}; {_another_port('embedded_broker')}") from None
         self.housekeeping.start()
         use_gcd = self.config.discovery.gcd and bool(self.config.mqtt.backends)
         if use_gcd:
@@ -202,7 +225,12 @@ class ClusterController:
                 await self._start_embedded_gcd()
         if use_gcd:
             await self._start_gcd_link()
-        await self.websocket.start()
+        try:
+            await self.websocket.start()
+        except OSError as exc:
+            s = self.config.websocket
+            raise OSError(f"cannot listen for libjoynr runtimes on {s.host}:{s.port}: "
+                          f"{exc.strerror or exc}; {_another_port('websocket')}") from None
         mqtt = "no MQTT backends"
         if self.mqtt is not None:
             backends = ", ".join(f"{gbid}={self._backend_urls[gbid]}"
@@ -256,3 +284,9 @@ class ClusterController:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.stop()
+
+
+def _another_port(section: str) -> str:
+    """What to change when a port is taken: the setting, in the file and the environment."""
+    return (f"choose another port with [{section}] port in the configuration file or "
+            f"JOYNR_CC__{section.upper()}__PORT (0: any free port)")

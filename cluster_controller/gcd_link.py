@@ -15,7 +15,7 @@ from runtime.discovery_types import (
     DiscoveryEntry,
     GlobalDiscoveryEntry,
 )
-from runtime.errors import ApplicationError, JoynrError
+from runtime.errors import ApplicationError, JoynrError, JoynrTimeoutError
 from runtime.system_interfaces import (
     DiscoveryErrorCode,
 )
@@ -28,15 +28,24 @@ log = logging.getLogger(__name__)
 
 class GlobalLink:
     """The local directory's way to the GCD: a proxy of it, the CC's GBIDs and address,
-    background retries, and the freshness jobs (touch, removeStale)."""
+    background retries, and the freshness jobs (touch, removeStale).
+
+    Every call has a time to live: ``request_ttl_ms`` (the CC's own calls), or less when the
+    caller gives a budget (``ttl_ms``: what is left of the request the CC is answering). The
+    call waits for ``ready`` first (the embedded GCD subscribed), within the same time. A call
+    that gets no answer in time fails with INTERNAL_ERROR saying that the GCD did not answer."""
 
     def __init__(self, gcd: Any, gbids: list[str], address: MqttAddress,
                  cluster_controller_id: str, *, tasks: TaskSupervisor,
+                 request_ttl_ms: int = 10_000,
+                 ready: Callable[[], Awaitable[object]] | None = None,
                  retry_initial_s: float = 0.5, retry_max_s: float = 30.0) -> None:
         self.gcd = gcd
         self.gbids = list(gbids)
         self.address = address
         self.cluster_controller_id = cluster_controller_id
+        self.request_ttl_ms = request_ttl_ms
+        self._ready = ready
         self.retry_initial_s = retry_initial_s
         self.retry_max_s = retry_max_s
         #: the background calls (retries); closed with the link
@@ -45,52 +54,69 @@ class GlobalLink:
     def _global_entry(self, entry: DiscoveryEntry) -> GlobalDiscoveryEntry:
         return GlobalDiscoveryEntry(**vars(entry), address=self.address.to_dict())
 
-    async def _call(self, what: str, call: Awaitable[T]) -> T:
-        """A GCD call: modelled errors pass; anything else is INTERNAL_ERROR for the caller."""
+    async def _call(self, what: str, call: Callable[[Any], Awaitable[T]],
+                    ttl_ms: int | None = None) -> T:
+        """``call(gcd proxy)`` within ``ttl_ms`` (default: ``request_ttl_ms``): modelled errors
+        pass; anything else is INTERNAL_ERROR for the caller, saying what happened."""
+        ttl = self.request_ttl_ms if ttl_ms is None else ttl_ms
+        if ttl <= 0:
+            raise ApplicationError(DiscoveryErrorCode.INTERNAL_ERROR.name,
+                                   f"GCD {what}: no time left to ask the GCD")
         try:
-            return await call
+            async with asyncio.timeout(ttl / 1000):
+                if self._ready is not None:
+                    await self._ready()
+                return await call(self.gcd if ttl == self.request_ttl_ms
+                                  else self.gcd.with_ttl(ttl))
         except ApplicationError:
             raise
+        except (TimeoutError, JoynrTimeoutError):
+            detail = f"the GCD did not answer {what} within {ttl} ms"
         except JoynrError as exc:
-            log.warning("GCD %s failed: %s", what, exc)
-            raise ApplicationError(DiscoveryErrorCode.INTERNAL_ERROR.name,
-                                   f"GCD {what} failed: {exc}") from None
+            detail = f"GCD {what} failed: {exc}"
+        # (logged by whoever handles the error: the background retries once as a warning)
+        log.info("%s", detail)
+        raise ApplicationError(DiscoveryErrorCode.INTERNAL_ERROR.name, detail)
 
-    async def add(self, entry: DiscoveryEntry, gbids: list[str]) -> None:
+    async def add(self, entry: DiscoveryEntry, gbids: list[str], ttl_ms: int | None = None
+                  ) -> None:
+        global_entry = self._global_entry(entry)
         await self._call(f"add {entry.participant_id}",
-                         self.gcd.add_in(self._global_entry(entry), gbids))
+                         lambda gcd: gcd.add_in(global_entry, gbids), ttl_ms)
         log.info("provider %s registered globally in %s", entry.participant_id,
                  ", ".join(gbids))
 
     async def remove(self, participant_id: str, gbids: list[str]) -> None:
         try:
-            await self._call(f"remove {participant_id}", self.gcd.remove_in(participant_id,
-                                                                            gbids))
+            await self._call(f"remove {participant_id}",
+                             lambda gcd: gcd.remove_in(participant_id, gbids))
         except ApplicationError as exc:
             if exc.error not in (DiscoveryErrorCode.NO_ENTRY_FOR_PARTICIPANT.name,
                                  DiscoveryErrorCode.NO_ENTRY_FOR_SELECTED_BACKENDS.name):
                 raise
         log.info("provider %s removed from the GCD (%s)", participant_id, ", ".join(gbids))
 
-    async def lookup(self, domains: list[str], interface_name: str, gbids: list[str]
-                     ) -> list[GlobalDiscoveryEntry]:
+    async def lookup(self, domains: list[str], interface_name: str, gbids: list[str],
+                     ttl_ms: int | None = None) -> list[GlobalDiscoveryEntry]:
         result: list[GlobalDiscoveryEntry] = await self._call(
-            f"lookup {interface_name}", self.gcd.lookup_in(domains, interface_name, gbids))
+            f"lookup {interface_name}", lambda gcd: gcd.lookup_in(domains, interface_name,
+                                                                  gbids), ttl_ms)
         return result
 
-    async def lookup_participant(self, participant_id: str, gbids: list[str]
-                                 ) -> GlobalDiscoveryEntry:
+    async def lookup_participant(self, participant_id: str, gbids: list[str],
+                                 ttl_ms: int | None = None) -> GlobalDiscoveryEntry:
         result: GlobalDiscoveryEntry = await self._call(
-            f"lookup {participant_id}", self.gcd.lookup_participant_in(participant_id, gbids))
+            f"lookup {participant_id}",
+            lambda gcd: gcd.lookup_participant_in(participant_id, gbids), ttl_ms)
         return result
 
     async def touch(self, participant_ids: list[str]) -> None:
-        await self._call("touch", self.gcd.touch_participants(self.cluster_controller_id,
-                                                              participant_ids))
+        await self._call("touch", lambda gcd: gcd.touch_participants(
+            self.cluster_controller_id, participant_ids))
 
     async def remove_stale(self, max_last_seen_ms: int) -> None:
-        await self._call("removeStale", self.gcd.remove_stale(self.cluster_controller_id,
-                                                              max_last_seen_ms))
+        await self._call("removeStale", lambda gcd: gcd.remove_stale(
+            self.cluster_controller_id, max_last_seen_ms))
 
     def in_background(self, what: str, call: Callable[[], Awaitable[object]], *,
                       still_wanted: Callable[[], bool] = lambda: True,

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
 from typing import TypeVar
 
 from cluster_controller.gcd_link import GlobalLink
 from cluster_controller.routing_provider import caller_may_act_for
+from runtime import rules
 from runtime.addresses import (
+    Address,
     AddressError,
     address_from_dict,
 )
@@ -23,13 +26,14 @@ from runtime.discovery_types import (
     check_gbids,
 )
 from runtime.errors import ApplicationError, ProviderRuntimeError
-from runtime.providers import Provider, current_origin
+from runtime.providers import Provider, current_deadline_ms, current_origin
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
 from runtime.system_interfaces import (
     Discovery,
     DiscoveryErrorCode,
 )
+from runtime.tasks import TaskSupervisor
 
 T = TypeVar("T")
 
@@ -48,9 +52,21 @@ class LocalDiscovery(Provider, interface=Discovery):
 
     serves_remote_callers = False
 
-    def __init__(self, table: RoutingTable, router: MessageRouter | None = None) -> None:
+    def __init__(self, table: RoutingTable, router: MessageRouter | None = None, *,
+                 answer_margin_ms: int = 500, tasks: TaskSupervisor | None = None,
+                 vanished_grace_s: float = 60.0) -> None:
         super().__init__()
         self._table = table
+        #: the timers of vanished connections' providers (none: they are kept)
+        self._tasks = tasks
+        #: the providers of a connection that ended without unregistering them are removed
+        #: (here and from the GCD) this long (s) after, unless registered again
+        self.vanished_grace_s = vanished_grace_s
+        #: what became of vanished connections' providers
+        self.counters: Counter[str] = Counter()
+        #: a call to the GCD ends this long (ms) before the request it serves expires, so
+        #: that the answer reaches the caller in time
+        self.answer_margin_ms = answer_margin_ms
         self._router = router
         self._entries: dict[str, DiscoveryEntry] = {}
         self._provisioned: dict[str, DiscoveryEntryWithMetaInfo] = {}
@@ -75,6 +91,15 @@ class LocalDiscovery(Provider, interface=Discovery):
                         participant_id, current_origin())
             raise ProviderRuntimeError(
                 f"discovery {action} refused: {participant_id} is not routed to the caller")
+
+    def _budget_ms(self, limit_ms: int) -> int:
+        """The time (ms) a GCD call may take for the request being served: ``limit_ms``, but
+        ending ``answer_margin_ms`` before that request expires (its caller waits no longer).
+        Direct calls in this process have no request: ``limit_ms``."""
+        deadline = current_deadline_ms()
+        if deadline is None:
+            return limit_ms
+        return min(limit_ms, deadline - now_ms() - self.answer_margin_ms)
 
     def _check_gbids(self, gbids: list[str]) -> list[str]:
         """The GBIDs to use: the caller's, checked, or all configured ones."""
@@ -112,7 +137,7 @@ class LocalDiscovery(Provider, interface=Discovery):
                                still_wanted=lambda: self._entries.get(pid) is entry)
             return
         try:
-            await link.add(entry, gbids)
+            await link.add(entry, gbids, self._budget_ms(link.request_ttl_ms))
         except BaseException:
             # the caller learns that it failed: the local registration is rolled back
             if self._entries.get(pid) is entry:
@@ -123,6 +148,10 @@ class LocalDiscovery(Provider, interface=Discovery):
     async def remove(self, participant_id: str) -> None:
         if participant_id in self._entries:
             self._check_owner(participant_id, "remove")
+        self._forget(participant_id)
+
+    def _forget(self, participant_id: str) -> None:
+        """Remove a registration here and (in the background) from the GCD."""
         if self._entries.pop(participant_id, None) is not None:
             log.info("unregistered provider %s", participant_id)
         gbids = self._global_gbids.pop(participant_id, None)
@@ -131,6 +160,42 @@ class LocalDiscovery(Provider, interface=Discovery):
             link.in_background(f"remove {participant_id}",
                                lambda: link.remove(participant_id, gbids),
                                still_wanted=lambda: participant_id not in self._entries)
+
+    # ------------------------------------------------------------------ vanished runtimes
+
+    def client_gone(self, client: Address, participant_ids: list[str]) -> None:
+        """A websocket connection ended; ``participant_ids`` were routed to it. Its providers
+        that were not unregistered stay registered (here and in the GCD) for
+        ``vanished_grace_s``, so that a restarted runtime finds and re-registers them (seed
+        002), then they are removed unless registered again (rules.vanished_provider)."""
+        vanished = {pid: entry for pid in participant_ids
+                    if (entry := self._entries.get(pid)) is not None}
+        if not vanished or self._tasks is None:
+            return
+        in_gcd = sum(1 for pid in vanished if pid in self._global_gbids)
+        log.info("%r is gone without unregistering %d provider(s) (%d in the GCD): removed "
+                 "in %.1f s unless registered again", client, len(vanished), in_gcd,
+                 self.vanished_grace_s)
+        self._tasks.spawn(self._forget_vanished(client, vanished),
+                          name=f"vanished providers of {client!r}")
+
+    async def _forget_vanished(self, client: Address, vanished: dict[str, DiscoveryEntry]
+                               ) -> None:
+        await asyncio.sleep(self.vanished_grace_s)
+        for pid, entry in vanished.items():
+            current = self._entries.get(pid)
+            if current is None:
+                continue  # removed meanwhile
+            notice = rules.vanished_provider(current is not entry, self._table.get(pid))
+            if notice is not None:
+                self.counters[notice.reason] += 1
+                log.info("provider %s of vanished %r kept: %s", pid, client, notice.detail)
+                continue
+            self.counters["vanished-provider-removed"] += 1
+            log.info("provider %s of vanished %r removed after %.1f s%s", pid, client,
+                     self.vanished_grace_s,
+                     " (and from the GCD)" if pid in self._global_gbids else "")
+            self._forget(pid)
 
     def global_participants(self) -> list[str]:
         """The participantIds this CC registered with the GCD (for touch)."""
@@ -209,8 +274,10 @@ class LocalDiscovery(Provider, interface=Discovery):
         link = self._gcd
         if not remote and link is not None:
             self.gcd_calls["lookup"] += 1
-            remote = [e for e in self._remember(
-                await link.lookup(domains, interface_name, gbids), now) if fits(e)]
+            # the caller's discovery timeout, within what is left of its request
+            found = await link.lookup(domains, interface_name, gbids,
+                                      self._budget_ms(discovery_qos.discovery_timeout_ms))
+            remote = [e for e in self._remember(found, now) if fits(e)]
         if scope is DiscoveryScope.LOCAL_THEN_GLOBAL and local:
             # some domains have local providers: those, plus the others' global ones
             local_domains = {e.domain for e in local}
@@ -242,8 +309,9 @@ class LocalDiscovery(Provider, interface=Discovery):
             link = self._gcd
             if link is not None:
                 self.gcd_calls["lookup_participant"] += 1
-                found = self._remember([await link.lookup_participant(participant_id, gbids)],
-                                       now)
+                found = self._remember([await link.lookup_participant(
+                    participant_id, gbids, self._budget_ms(discovery_qos.discovery_timeout_ms))],
+                    now)
                 if found:
                     return found[0]
         raise ApplicationError(DiscoveryErrorCode.NO_ENTRY_FOR_PARTICIPANT.name,

@@ -62,6 +62,9 @@ class RemoteSystem(DirectoryCalls):
         self.discovery: Proxy = runtime.system_proxy(Discovery,
                                                      config.discovery_participant_id, ttl_ms)
 
+    def directory(self, ttl_ms: int | None) -> Proxy:
+        return self.discovery if ttl_ms is None else self.discovery.with_ttl(ttl_ms)
+
     async def register_system_proxies(self) -> None:
         # the first call registers the routing proxy itself: its reply finds the way back
         # because the CC adds the route before it answers

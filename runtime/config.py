@@ -115,7 +115,9 @@ def _parse_inline_table(text: str, where: str) -> dict[str, Any]:
 
 
 def _build(cls: type[T], data: Mapping[str, Any], env: Mapping[str, str], prefix: str,
-           where: str) -> T:
+           where: str, *, known: set[str]) -> T:
+    """``cls`` from ``data`` and the environment; every environment key it could read is
+    added to ``known``."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(fields))
@@ -130,8 +132,11 @@ def _build(cls: type[T], data: Mapping[str, Any], env: Mapping[str, str], prefix
             section = data.get(name, {})
             if not isinstance(section, dict):
                 raise ConfigError(f"{sub_where}: expected a [{name}] table")
-            values[name] = _build(annotation, section, env, key, sub_where)  # type: ignore[arg-type]
-        elif key in env:
+            section_cls: Any = annotation
+            values[name] = _build(section_cls, section, env, key, sub_where, known=known)
+            continue
+        known.add(key)
+        if key in env:
             values[name] = _convert(env[key], annotation, f"{sub_where} (from ${key})")
         elif name in data:
             values[name] = _convert(data[name], annotation, sub_where)
@@ -160,10 +165,22 @@ def load_config(
     env_prefix: str,
     env: Mapping[str, str] | None = None,
 ) -> T:
-    """Load ``cls`` (a dataclass of section dataclasses) from ``path`` and the environment."""
+    """Load ``cls`` (a dataclass of section dataclasses) from ``path`` and the environment.
+
+    An environment variable that starts with ``<env_prefix>__`` but names no setting is an
+    error, like an unknown key in the file (a typo must not be ignored)."""
     data = read_toml(path, "configuration file") if path is not None else {}
     source = f"{path}" if path else "defaults"
+    environment = os.environ if env is None else env
+    known: set[str] = set()
     try:
-        return _build(cls, data, os.environ if env is None else env, env_prefix, "")
+        config = _build(cls, data, environment, env_prefix, "", known=known)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
+    unknown = sorted(key for key in environment
+                     if key.startswith(f"{env_prefix}__") and key not in known)
+    if unknown:
+        raise ConfigError(f"unknown environment override(s) {', '.join(unknown)}: no such "
+                          f"setting ({env_prefix}__<SECTION>__<KEY>, see the configuration "
+                          "file for the keys)")
+    return config

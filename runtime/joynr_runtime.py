@@ -90,10 +90,12 @@ class SystemServices(Protocol):
                             gbids: Sequence[str] = ()) -> None: ...
     async def discovery_remove(self, participant_id: str) -> None: ...
     async def discovery_lookup(self, domains: list[str], interface_name: str,
-                               qos: DiscoveryQos, gbids: Sequence[str] = ()
+                               qos: DiscoveryQos, gbids: Sequence[str] = (),
+                               ttl_ms: int | None = None
                                ) -> list[DiscoveryEntryWithMetaInfo]: ...
     async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos,
-                                           gbids: Sequence[str] = ()
+                                           gbids: Sequence[str] = (),
+                                           ttl_ms: int | None = None
                                            ) -> DiscoveryEntryWithMetaInfo: ...
 
 
@@ -215,9 +217,20 @@ class JoynrRuntime:
         gbids: Sequence[str] = (),
     ) -> Proxy:
         """Discover a provider of ``interface`` in ``domain`` (in ``gbids``, default: all
-        backends of the cluster controller) and build a proxy for it."""
+        backends of the cluster controller) and build a proxy for it.
+
+        Discovery takes at most ``discovery_qos.discovery_timeout_ms`` (default 10 s), also
+        when the GCD does not answer: the lookups are retried every ``discovery_retry_s``
+        seconds until a compatible provider is found, then DiscoveryError says why not (no
+        provider, or the last error, e.g. that the GCD did not answer). ``ttl_ms`` is the time
+        to live of the proxy's calls."""
+        if not discovery_retry_s > 0:
+            raise ValueError(f"discovery_retry_s must be > 0, got {discovery_retry_s!r}")
         definition = interface_def(interface)
         qos = discovery_qos or DiscoveryQos()
+        if qos.discovery_timeout_ms <= 0:
+            raise ValueError("discovery_timeout_ms must be > 0, got "
+                             f"{qos.discovery_timeout_ms!r}")
         arbitration = arbitration or Arbitration()
         entry = await self._discover(definition, [domain] if isinstance(domain, str) else domain,
                                      qos, arbitration, discovery_retry_s, gbids=gbids)
@@ -243,30 +256,47 @@ class JoynrRuntime:
     async def _discover(self, definition: InterfaceDef, domains: list[str], qos: DiscoveryQos,
                         arbitration: Arbitration, retry_s: float, *, gbids: Sequence[str] = ()
                         ) -> DiscoveryEntryWithMetaInfo:
-        deadline = asyncio.get_running_loop().time() + qos.discovery_timeout_ms / 1000
+        """Look up until a compatible provider is found or ``qos.discovery_timeout_ms`` is
+        over (then DiscoveryError, with the reason), every ``retry_s``. Each lookup may take
+        what is left of the discovery timeout (the CC answers within it, also when the GCD
+        does not answer). INTERNAL_ERROR (the GCD failed or did not answer) ends the search
+        at once with a DiscoveryError saying so; a GBID the CC does not accept is an
+        ApplicationError at once; other failures count as "not found yet"."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + qos.discovery_timeout_ms / 1000
+        major, minor = definition.version
+        what = (arbitration.participant_id if arbitration.strategy == "fixed_participant"
+                else f"{definition.name} v{major}.{minor} in {domains}")
+        reason = ""  # the first error of the failures in a row (later ones had less time)
         while True:
-            if arbitration.strategy == "fixed_participant":
-                try:
+            ttl_ms = max(int((deadline - loop.time()) * 1000), 1)
+            found: list[DiscoveryEntryWithMetaInfo] = []
+            failed = ""
+            try:
+                if arbitration.strategy == "fixed_participant":
                     found = [await self.system.discovery_lookup_participant(
-                        arbitration.participant_id, qos, gbids)]
-                except ApplicationError as exc:
-                    if exc.error in ("INVALID_GBID", "UNKNOWN_GBID"):
-                        raise
-                    found = []
-            else:
-                found = await self.system.discovery_lookup(domains, definition.name, qos,
-                                                           gbids)
-            major, minor = definition.version
+                        arbitration.participant_id, qos, gbids, ttl_ms)]
+                else:
+                    found = await self.system.discovery_lookup(domains, definition.name, qos,
+                                                               gbids, ttl_ms)
+            except ApplicationError as exc:
+                if exc.error in ("INVALID_GBID", "UNKNOWN_GBID"):
+                    raise
+                if exc.error == "INTERNAL_ERROR":  # the GCD failed or did not answer
+                    raise DiscoveryError(f"no provider for {what}: {exc.message}") from None
+                failed = f"{exc.error}: {exc.message}"
+            except JoynrError as exc:
+                failed = f"{type(exc).__name__}: {exc.message}"
+            reason = (reason or failed) if failed else ""
             compatible = [e for e in found if e.provider_version.major_version == major
                           and e.provider_version.minor_version >= minor]
             chosen = arbitration.choose(compatible)
             if chosen is not None:
                 return chosen
-            if asyncio.get_running_loop().time() + retry_s > deadline:
-                what = (arbitration.participant_id if arbitration.strategy == "fixed_participant"
-                        else f"{definition.name} v{major}.{minor} in {domains}")
-                raise DiscoveryError(f"no provider for {what} "
-                                     f"({len(found)} found, {len(compatible)} compatible)")
+            if loop.time() + retry_s > deadline:
+                why = reason or f"{len(found)} found, {len(compatible)} compatible"
+                raise DiscoveryError(f"no provider for {what} within "
+                                     f"{qos.discovery_timeout_ms} ms ({why})")
             await asyncio.sleep(retry_s)
 
     def system_proxy(self, interface: type, participant_id: str, ttl_ms: int) -> Proxy:
@@ -370,12 +400,21 @@ class DirectoryCalls:
     async def discovery_remove(self, participant_id: str) -> None:
         await self.discovery.remove(participant_id)
 
+    def directory(self, ttl_ms: int | None) -> Any:
+        """``discovery`` for one call with the time to live ``ttl_ms`` (None: its own). A
+        direct call has none; RemoteSystem gives its proxy that time to live."""
+        return self.discovery
+
     async def discovery_lookup(self, domains: list[str], interface_name: str,
-                               qos: DiscoveryQos, gbids: Sequence[str] = ()
+                               qos: DiscoveryQos, gbids: Sequence[str] = (),
+                               ttl_ms: int | None = None
                                ) -> list[DiscoveryEntryWithMetaInfo]:
-        return await self.discovery.lookup_in(domains, interface_name, qos, list(gbids))
+        return await self.directory(ttl_ms).lookup_in(domains, interface_name, qos,
+                                                      list(gbids))
 
     async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos,
-                                           gbids: Sequence[str] = ()
+                                           gbids: Sequence[str] = (),
+                                           ttl_ms: int | None = None
                                            ) -> DiscoveryEntryWithMetaInfo:
-        return await self.discovery.lookup_participant_in(participant_id, qos, list(gbids))
+        return await self.directory(ttl_ms).lookup_participant_in(participant_id, qos,
+                                                                  list(gbids))

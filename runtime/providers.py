@@ -68,7 +68,7 @@ from runtime.router import MessageRouter
 from runtime.rules import Refusal, admit_caller
 from runtime.subscriptions import OnChangePublisher, answer_subscription
 
-__all__ = ["Provider", "ProviderSkeleton", "current_origin"]
+__all__ = ["Provider", "ProviderSkeleton", "current_deadline_ms", "current_origin"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,16 @@ _origin: contextvars.ContextVar[Address | None] = contextvars.ContextVar("joynr_
 def current_origin() -> Address | None:
     """Inside a provider method: the address the request arrived from (None: this process)."""
     return _origin.get()
+
+
+_deadline: contextvars.ContextVar[int | None] = contextvars.ContextVar("joynr_deadline",
+                                                                      default=None)
+
+
+def current_deadline_ms() -> int | None:
+    """Inside a provider method: the expiry date (epoch ms) of the request it answers; an
+    answer sent after it is dropped. None outside a request (e.g. a direct call)."""
+    return _deadline.get()
 
 
 class Provider:
@@ -272,7 +282,8 @@ class ProviderSkeleton:
         try:
             method, impl, args = self._prepare(payload)
             reply = Reply(payload.request_reply_id,
-                          response=await self._call(method, impl, args, message.origin))
+                          response=await self._call(method, impl, args, message.origin,
+                                                    message.expiry_date_ms))
         except JoynrError as exc:
             reply = Reply(payload.request_reply_id, error=exc.to_wire())
         self.router.route(answer_to(message, reply))
@@ -301,8 +312,9 @@ class ProviderSkeleton:
         return method, impl, args
 
     async def _call(self, method: MethodDef, impl: Callable[..., Any], args: list[Any],
-                    origin: Address | None) -> list[Any]:
+                    origin: Address | None, deadline_ms: int) -> list[Any]:
         token = _origin.set(origin)
+        deadline_token = _deadline.set(deadline_ms)
         try:
             result = await impl(*args)
         except ApplicationError as exc:
@@ -318,6 +330,7 @@ class ProviderSkeleton:
                                        ) from None
         finally:
             _origin.reset(token)
+            _deadline.reset(deadline_token)
         if method.returns is type(None) or method.returns is None:
             return []
         return [to_wire(result)]

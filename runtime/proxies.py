@@ -220,7 +220,8 @@ class Proxy:
     ``proxy.broadcast.subscribe(callback, partitions)``. Built by ``JoynrRuntime.build_proxy``.
 
     The interface's members are found by name; the proxy's own public names (``close``,
-    ``subscriptions``, ``participant_id``, ``provider_participant_id``, ``ttl_ms``) come first.
+    ``subscriptions``, ``participant_id``, ``provider_participant_id``, ``ttl_ms``,
+    ``with_ttl``) come first.
     """
 
     def __init__(self, host: ProxyHost, definition: InterfaceDef, provider_id: str,
@@ -248,6 +249,12 @@ class Proxy:
         if name in definition.broadcasts:
             return BroadcastHandle(name, self._subscribe_broadcast)
         raise AttributeError(f"{definition.name} has no method, attribute or broadcast {name}")
+
+    def with_ttl(self, ttl_ms: int) -> Proxy:
+        """This proxy with another time to live for its calls (same provider, same endpoint):
+        for one call with a deadline of its own, without changing :attr:`ttl_ms` for others."""
+        return Proxy(self._host, self._definition, self.provider_participant_id, self._endpoint,
+                     ttl_ms)
 
     async def _call_accessor(self, name: str, args: tuple[Any, ...]) -> Any:
         method = self._definition.accessors.get(name)

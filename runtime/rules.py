@@ -115,6 +115,7 @@ __all__ = [
     "REPLY_TO_NOT_LEARNED",
     "SPOOFED_SENDER",
     "UNROUTED_SENDER",
+    "VANISHED_PROVIDER_KEPT",
     "Notice",
     "Refusal",
     "ReplyRoute",
@@ -138,6 +139,7 @@ __all__ = [
     "publishes_globally",
     "reply_route",
     "reply_route_learned",
+    "vanished_provider",
 ]
 
 # enum members as module constants for the per-message paths (cheaper to look up in 3.11)
@@ -185,6 +187,8 @@ CLAIMED_FROM_DEAD: Final = "claimed-from-dead-connection"
 FOREIGN_NEXT_HOP: Final = "refused-foreign-next-hop"
 #: add_next_hop from this process for an address that is not a websocket client's
 NOT_A_CLIENT_ADDRESS: Final = "not-a-client-address"
+#: a provider of a vanished connection is kept after its grace period (a notice)
+VANISHED_PROVIDER_KEPT: Final = "vanished-provider-kept"
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,3 +463,19 @@ def multicast_backend(provider_entry: RoutingEntry | None) -> str | None:
     if provider_entry is None or type(provider_entry.address) is not MqttAddress:
         return None
     return provider_entry.address.broker_uri
+
+
+# ---------------------------------------------------------------------- vanished providers
+
+
+def vanished_provider(registered_again: bool, entry: RoutingEntry | None) -> Notice | None:
+    """A provider whose websocket connection ended without unregistering it, when its grace
+    period (``[discovery] vanished_provider_grace_s``) is over: None = remove its registration,
+    in the local directory and in the GCD; a Notice = keep it, because it was registered again
+    meanwhile (a restarted runtime re-using its participantId, seed 002's crash scenario), or
+    is routed again (``entry``: its runtime reconnected and re-registered its participants)."""
+    if registered_again:
+        return Notice(VANISHED_PROVIDER_KEPT, "registered again")
+    if entry is not None:
+        return Notice(VANISHED_PROVIDER_KEPT, f"routed again, to {entry.address!r}")
+    return None

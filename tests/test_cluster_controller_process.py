@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -40,7 +41,10 @@ def test_starts_says_so_and_stops_gracefully_on_signal(tmp_path, sig):
         assert any("embedded MQTT broker (amqtt, MQTT 3.1.1) listening" in line
                    for line in lines)
         assert f"MqttAddress('joynrdefaultgbid', 'joynr/cc/{cc_id}')" in started
-        wait_for_line(proc, "MQTT backend joynrdefaultgbid connected")
+        # (the embedded GCD is subscribed before the CC's start line; its own backend may
+        # connect before or after it)
+        if not any("MQTT backend joynrdefaultgbid connected" in line for line in lines):
+            wait_for_line(proc, "MQTT backend joynrdefaultgbid connected")
         assert any("GCD for joynrdefaultgbid started" in line for line in lines)
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=20)
@@ -75,3 +79,24 @@ def test_bad_configuration_exits_with_a_clear_message(tmp_path):
     assert proc.returncode == 2
     assert "bad configuration" in out
     assert "cleanup_interval_s must be > 0" in out
+
+
+def test_an_unknown_environment_override_stops_the_process(tmp_path):
+    proc = start(tmp_path, JOYNR_CC__WEBSOCKET__PROT="4243")
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 2, out
+    assert "bad configuration" in out
+    assert "JOYNR_CC__WEBSOCKET__PROT" in out
+
+
+@pytest.mark.parametrize("setting", ["WEBSOCKET", "EMBEDDED_BROKER"])
+def test_a_port_in_use_names_the_setting_to_change(tmp_path, setting):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        proc = start(tmp_path, **{f"JOYNR_CC__{setting}__PORT": port})
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 1, out
+    assert f"127.0.0.1:{port}" in out
+    assert f"[{setting.lower()}] port" in out and f"JOYNR_CC__{setting}__PORT" in out

@@ -83,3 +83,29 @@ def test_bad_configuration_is_refused_with_a_clear_reason(tmp_path, text, env, m
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         ClusterControllerConfig.load(tmp_path / "nope.toml", env={})
+
+
+@pytest.mark.parametrize("key", [
+    "JOYNR_CC__WEBSOCKET__PROT",          # a typo of a key
+    "JOYNR_CC__WEBSOKET__PORT",           # a typo of a section
+    "JOYNR_CC__WEBSOCKET",                # a section is not a setting
+    "JOYNR_CC__ROUTING__CLEANUP_INTERVAL_S__X",
+])
+def test_an_unknown_environment_override_is_refused_and_named(tmp_path, key):
+    with pytest.raises(ConfigError) as info:
+        ClusterControllerConfig.load(write(tmp_path, ""), env={key: "4243"})
+    assert key in str(info.value)
+    assert "unknown environment override" in str(info.value)
+
+
+def test_other_environment_variables_are_not_settings(tmp_path):
+    env = {"JOYNR_CCX__A": "1", "JOYNR_GCD__GCD__GBID": "x", "PATH": "/bin",
+           "JOYNR_CC__WEBSOCKET__PORT": "4243"}
+    assert ClusterControllerConfig.load(write(tmp_path, ""), env=env).websocket.port == 4243
+
+
+def test_the_gcd_refuses_unknown_environment_overrides_too(tmp_path):
+    from gcd.service import GcdConfig  # noqa: PLC0415
+
+    with pytest.raises(ConfigError, match="JOYNR_GCD__GCD__BROKER"):
+        GcdConfig.load(None, env={"JOYNR_GCD__GCD__BROKER": "mqtt://x"})

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.cluster import free_port
 from tests.support.processes import wait_for_line
 
@@ -94,3 +96,37 @@ def test_provider_and_consumer_on_two_cluster_controllers_find_each_other_throug
                     proc.communicate(timeout=30)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+
+
+def test_a_consumer_that_finds_no_radio_says_so_and_fails(tmp_path: Path) -> None:
+    port = free_port()
+    cc = spawn("-m", "cluster_controller", env={
+        "JOYNR_CC__WEBSOCKET__PORT": str(port),
+        "JOYNR_CC__EMBEDDED_BROKER__PORT": "0",
+        "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path)})
+    try:
+        wait_for_line(cc, "cluster controller cc-")
+        consumer = spawn("-m", "examples.radio.consumer", "--url", f"ws://127.0.0.1:{port}/",
+                         "--domain", "nobody", "--discovery-timeout", "1")
+        out, _ = consumer.communicate(timeout=60)
+    finally:
+        cc.send_signal(signal.SIGTERM)
+        cc.communicate(timeout=30)
+    assert consumer.returncode == 1, out
+    assert "no radio found in domain 'nobody' within 1 s" in out
+    assert "Traceback" not in out
+
+
+PROGRAMS = [["-m", "cluster_controller"], ["-m", "gcd"], ["-m", "examples.radio.provider"],
+            ["-m", "examples.radio.consumer"]] + [
+    [str(path)] for path in sorted((ROOT / "bench").glob("*.py")) if path.name != "_common.py"]
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p[-1].rsplit("/", 1)[-1])
+def test_help_is_plain_text_for_every_program(program: list[str]) -> None:
+    proc = subprocess.run([sys.executable, *program, "--help"], cwd=ROOT, text=True,
+                          capture_output=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage:")
+    for markup in ("``", ":class:", ":mod:", ":meth:", ":func:", ":attr:"):
+        assert markup not in proc.stdout, proc.stdout

@@ -78,3 +78,10 @@ def test_the_mqtt_settings_of_the_gcd_section_are_checked_when_loaded() -> None:
     section = GcdConfig.load(DEFAULT_CONFIG, env={}).gcd.mqtt_section()
     assert section.backends == {"joynrdefaultgbid": "mqtt://127.0.0.1:1883"}
     assert section.version == "5" and section.session_expiry_s == 0
+
+
+def test_an_unknown_environment_override_stops_the_gcd(tmp_path: Path) -> None:
+    proc = start(tmp_path, JOYNR_GCD__GCD__BROKER="mqtt://127.0.0.1:1")
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 2, out
+    assert "bad configuration" in out and "JOYNR_GCD__GCD__BROKER" in out

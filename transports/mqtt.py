@@ -335,7 +335,9 @@ class MqttTransport:
         if wait_s is not None:
             await self.wait_connected(wait_s)
 
-    async def wait_connected(self, timeout_s: float) -> None:
+    async def wait_connected(self, timeout_s: float | None) -> None:
+        """Wait until every backend is connected and subscribed (``timeout_s`` None: for as
+        long as it takes); ConnectionError naming the missing ones after ``timeout_s``."""
         try:
             async with asyncio.timeout(timeout_s):
                 for backend in self._backends.values():

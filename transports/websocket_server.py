@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from collections.abc import Callable
 
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
@@ -89,6 +90,9 @@ class WebSocketServerTransport:
         self._handlers: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
         self._bound_port: int | None = None
+        #: told when a connection has ended: its address and the participants that were
+        #: routed to it (the local directory keeps their providers for a grace period)
+        self.on_client_gone: Callable[[WebSocketClientAddress, list[str]], None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -300,6 +304,12 @@ class WebSocketServerTransport:
         leftover = client.outbox.close()
         log.info("websocket client %s disconnected: %d route(s) removed, %d unsent message(s) "
                  "queued again", client.address.id, len(removed), len(leftover))
+        if self.on_client_gone is not None and removed:
+            try:
+                self.on_client_gone(client.address, removed)
+            except Exception:
+                log.exception("websocket client %s: clean-up after the end failed",
+                              client.address.id)
         # its participants have no route now: the messages wait until they register again
         for message in leftover:
             self.router.route(message)

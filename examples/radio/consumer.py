@@ -4,7 +4,8 @@
 
 Adds a favorite, reads and subscribes to the current station, shuffles (a modelled error when
 there is too little to shuffle), sends a one-way message and listens to the broadcasts of one
-country for ``--listen`` seconds. Prints what happens; exits 0 when everything worked.
+country for ``--listen`` seconds. Prints what happens; exits 0 when everything worked, 1 with
+a sentence saying why when the cluster controller or a radio cannot be found.
 """
 
 from __future__ import annotations
@@ -16,13 +17,28 @@ import sys
 import uvloop
 
 from examples.radio.interface import Country, Radio, RadioStation
-from libjoynr import ApplicationError, DiscoveryQos, connect
+from libjoynr import ApplicationError, DiscoveryError, DiscoveryQos, connect
 
 
-async def main(url: str, domain: str, listen_s: float, country: str) -> int:
+async def main(url: str, domain: str, listen_s: float, country: str,
+               discovery_timeout_s: float = 20.0) -> int:
+    try:
+        return await consume(url, domain, listen_s, country, discovery_timeout_s)
+    except ConnectionError as exc:
+        print(f"no cluster controller at {url}: {exc}. Is it running "
+              "(bin/cluster-controller)?", file=sys.stderr)
+    except DiscoveryError as exc:
+        print(f"no radio found in domain {domain!r} within {discovery_timeout_s:g} s. Is the "
+              f"provider running (python -m examples.radio.provider --domain {domain})? "
+              f"({exc})", file=sys.stderr)
+    return 1
+
+
+async def consume(url: str, domain: str, listen_s: float, country: str,
+                  discovery_timeout_s: float) -> int:
     async with connect(url) as runtime:
-        radio = await runtime.build_proxy(Radio, domain, ttl_ms=5_000,
-                                          discovery_qos=DiscoveryQos(discovery_timeout_ms=20_000))
+        radio = await runtime.build_proxy(Radio, domain, ttl_ms=5_000, discovery_qos=DiscoveryQos(
+            discovery_timeout_ms=int(discovery_timeout_s * 1000)))
         print(f"found the radio: provider {radio.provider_participant_id}")
         added = await radio.add_favorite_station(RadioStation("Oe1", Country.AUSTRIA))
         print(f"add_favorite_station(Oe1) -> {added}")
@@ -47,10 +63,13 @@ async def main(url: str, domain: str, listen_s: float, country: str) -> int:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--url", default="ws://127.0.0.1:4242/")
     parser.add_argument("--domain", default="car")
     parser.add_argument("--listen", type=float, default=5.0, help="seconds to listen")
     parser.add_argument("--country", default="AUSTRIA", choices=[c.name for c in Country])
+    parser.add_argument("--discovery-timeout", type=float, default=20.0,
+                        help="seconds to look for the radio")
     args = parser.parse_args()
-    sys.exit(uvloop.run(main(args.url, args.domain, args.listen, args.country)))
+    sys.exit(uvloop.run(main(args.url, args.domain, args.listen, args.country,
+                             args.discovery_timeout)))

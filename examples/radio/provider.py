@@ -14,6 +14,7 @@ import contextlib
 import logging
 import random
 import signal
+import sys
 
 import uvloop
 
@@ -76,4 +77,9 @@ if __name__ == "__main__":
     parser.add_argument("--interval", type=float, default=3.0, help="seconds between broadcasts")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    uvloop.run(main(args.url, args.domain, args.interval))
+    try:
+        uvloop.run(main(args.url, args.domain, args.interval))
+    except ConnectionError as exc:
+        sys.stderr.write(f"no cluster controller at {args.url}: {exc}. Is it running "
+                         "(bin/cluster-controller)?\n")
+        sys.exit(1)

@@ -41,6 +41,7 @@ from runtime.rules import (
     REPLY_TO_NOT_LEARNED,
     SPOOFED_SENDER,
     UNROUTED_SENDER,
+    VANISHED_PROVIDER_KEPT,
     Notice,
     Refusal,
     ReplyRoute,
@@ -101,7 +102,7 @@ def test_reason_codes_are_distinct_short_counter_keys():
     codes = [EXPIRED, EXPIRED_IN_QUEUE, QUEUE_FULL, SPOOFED_SENDER, REFUSED_RELAY, NO_ROUTE,
              NO_REPLY_TO, BAD_REPLY_TO, REPLY_TO_NOT_LEARNED, REMOTE_CALLER, NOT_OWNER,
              FOREIGN_NEXT_HOP, NOT_A_CLIENT_ADDRESS, UNROUTED_SENDER, FORGED_MULTICAST,
-             FOREIGN_MULTICAST, PARTICIPANT_IN_USE, CLAIMED_FROM_DEAD]
+             FOREIGN_MULTICAST, PARTICIPANT_IN_USE, CLAIMED_FROM_DEAD, VANISHED_PROVIDER_KEPT]
     assert len(set(codes)) == len(codes)
     assert all(code == code.lower() and " " not in code and len(code) <= 32 for code in codes)
     assert set(codes) == {getattr(rules, name) for name in rules.__all__ if name.isupper()}
@@ -561,3 +562,21 @@ def test_publishes_globally(origin, provider_at, visible, published):
 ])
 def test_multicast_backend(provider_at, gbid):
     assert rules.multicast_backend(entry(provider_at, visible=True)) == gbid
+
+
+# ====================================================================== vanished providers
+
+
+@pytest.mark.parametrize(("registered_again", "routed_at", "expected", "detail"), [
+    (False, None, None, None),  # gone for good: removed (locally and from the GCD)
+    (True, None, VANISHED_PROVIDER_KEPT, "registered again"),  # restarted (seed 002)
+    (True, CLIENT_B, VANISHED_PROVIDER_KEPT, "registered again"),
+    (False, CLIENT_A, VANISHED_PROVIDER_KEPT, "routed again"),  # reconnected, same entry
+    (False, LOCAL, VANISHED_PROVIDER_KEPT, "routed again"),
+])
+def test_vanished_provider(registered_again, routed_at, expected, detail):
+    outcome = rules.vanished_provider(registered_again, entry(routed_at))
+    assert reason(outcome) == expected
+    if outcome is not None:
+        assert isinstance(outcome, Notice)
+        assert detail in outcome.detail
