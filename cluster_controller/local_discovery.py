@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from typing import TypeVar
 
@@ -23,6 +22,7 @@ from runtime.discovery_types import (
     check_gbids,
 )
 from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.logs import get_logger
 from runtime.providers import Provider, current_origin
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
@@ -33,7 +33,7 @@ from runtime.system_interfaces import (
 
 T = TypeVar("T")
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 class LocalDiscovery(Provider, interface=Discovery):

@@ -8,7 +8,6 @@ participants only (the rules are in runtime.rules)."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any, TypeVar
 
 from runtime.addresses import (
@@ -17,6 +16,7 @@ from runtime.addresses import (
     address_from_dict,
 )
 from runtime.errors import ProviderRuntimeError
+from runtime.logs import get_logger
 from runtime.multicast import MulticastError, make_multicast_id
 from runtime.providers import Provider, current_origin
 from runtime.router import MessageRouter
@@ -28,7 +28,7 @@ from runtime.system_interfaces import (
 
 T = TypeVar("T")
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 def caller_may_act_for(table: RoutingTable, participant_id: str) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,13 +38,14 @@ from runtime.discovery_types import (
 )
 from runtime.errors import ApplicationError, DiscoveryError, JoynrError
 from runtime.interface import InterfaceDef, interface_def
+from runtime.logs import get_logger
 from runtime.providers import Provider, ProviderSkeleton
 from runtime.proxies import Proxy, ProxyEndpoint
 from runtime.router import MessageRouter
 
 __all__ = ["Arbitration", "DirectoryCalls", "JoynrRuntime", "SystemServices"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)

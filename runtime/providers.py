@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-import logging
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -51,6 +50,7 @@ from runtime.interface import (
     interface_def,
     to_wire,
 )
+from runtime.logs import get_logger
 from runtime.messages import REQUEST_TYPES, Message, MessageType
 from runtime.multicast import make_multicast_id
 from runtime.payloads import (
@@ -70,7 +70,7 @@ from runtime.subscriptions import OnChangePublisher, answer_subscription
 
 __all__ = ["Provider", "ProviderSkeleton", "current_origin"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 # enum members as module constants for the per-message paths (cheaper to look up in 3.11)
 _ONE_WAY, _REQUEST = MessageType.ONE_WAY, MessageType.REQUEST

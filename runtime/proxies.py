@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
-import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
@@ -36,6 +35,7 @@ from runtime.errors import (
     error_from_wire,
 )
 from runtime.interface import InterfaceDef, MethodDef, ValueTypeError, from_wire, to_wire
+from runtime.logs import get_logger
 from runtime.messages import Message, MessageType, new_message_id
 from runtime.multicast import make_multicast_id, matches
 from runtime.payloads import (
@@ -56,7 +56,7 @@ from runtime.subscriptions import AttributeSubscriptionQos, Subscription
 
 __all__ = ["AttributeHandle", "BroadcastHandle", "Proxy", "ProxyEndpoint", "ProxyHost"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 # enum members as module constants for the per-message paths (cheaper to look up in 3.11)
 _ONE_WAY, _REQUEST, _REPLY = MessageType.ONE_WAY, MessageType.REQUEST, MessageType.REPLY

@@ -21,7 +21,6 @@ drop is logged with the message id.
 
 from __future__ import annotations
 
-import logging
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from runtime import rules
 from runtime.addresses import Address
 from runtime.clock import now_ms
 from runtime.errors import JoynrError, MessageNotSentError
+from runtime.logs import get_logger
 from runtime.messages import REQUEST_TYPES, Message, MessageType
 from runtime.multicast import MulticastReceivers, to_mqtt_topic
 from runtime.payloads import PayloadError, make_error_answer
@@ -39,7 +39,7 @@ from runtime.rules import check_expiry, check_forward
 
 __all__ = ["GlobalMulticast", "MessageRouter", "RouterSettings", "Transport"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 # enum members as module constants for the per-message paths (cheaper to look up in 3.11)
 _MULTICAST = MessageType.MULTICAST

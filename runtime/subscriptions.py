@@ -16,7 +16,6 @@ receivers registered for them (see runtime/multicast.py); a provider only acknow
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from runtime.clock import now_ms
 from runtime.errors import JoynrError, MethodInvocationError, ProviderRuntimeError
 from runtime.interface import InterfaceDef, to_wire
+from runtime.logs import get_logger
 from runtime.messages import Message, MessageType
 from runtime.payloads import (
     PayloadError,
@@ -43,7 +43,7 @@ __all__ = [
     "answer_subscription",
 ]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from runtime import rules
 from runtime.addresses import Address, MqttAddress
 from runtime.clock import now_ms
+from runtime.logs import get_logger
 from runtime.messages import (
     Effort,
     FrameError,
@@ -51,7 +52,7 @@ from transports.mqtt_settings import BrokerUrl, MqttSettings
 
 __all__ = ["MqttTransport"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 #: the largest MQTT 5 message expiry interval (a four-byte integer)

@@ -25,13 +25,13 @@ asyncio layer (transports.websocket_connection).
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import Counter
 
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from runtime.addresses import Address, WebSocketAddress, WebSocketClientAddress
+from runtime.logs import get_logger
 from runtime.messages import FrameError, Message, decode_frame
 from runtime.router import MessageRouter
 from runtime.rules import admit_from_client
@@ -42,7 +42,7 @@ from transports.websocket_settings import WebSocketServerSettings, server_ssl_co
 
 __all__ = ["WebSocketServerSettings", "WebSocketServerTransport"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 #: close codes (RFC 6455)
 GOING_AWAY = 1001
