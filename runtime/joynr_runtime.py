@@ -222,7 +222,7 @@ class JoynrRuntime:
         entry = await self._discover(definition, [domain] if isinstance(domain, str) else domain,
                                      qos, arbitration, discovery_retry_s, gbids=gbids)
         pid = f"{uuid.uuid4()}"
-        endpoint = ProxyEndpoint(pid)
+        endpoint = ProxyEndpoint(pid, self.router.warnings)
         self.router.add_route(pid, endpoint.address, is_globally_visible=False)
         try:
             await self.system.add_next_hop(pid, False)
@@ -273,7 +273,7 @@ class JoynrRuntime:
         """A proxy of a provider whose participantId is known (no discovery) for the
         runtime's own use: the cluster controller's Routing and Discovery, the GCD. Only this
         runtime's router knows it (the caller tells the cluster controller, if needed)."""
-        endpoint = ProxyEndpoint(f"{uuid.uuid4()}")
+        endpoint = ProxyEndpoint(f"{uuid.uuid4()}", self.router.warnings)
         self.router.add_route(endpoint.participant_id, endpoint.address,
                               is_globally_visible=False)
         self._system_endpoints.append(endpoint)

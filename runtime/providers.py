@@ -50,7 +50,7 @@ from runtime.interface import (
     interface_def,
     to_wire,
 )
-from runtime.logs import get_logger
+from runtime.logs import get_logger, peer_of
 from runtime.messages import REQUEST_TYPES, Message, MessageType
 from runtime.multicast import make_multicast_id
 from runtime.payloads import (
@@ -231,11 +231,14 @@ class ProviderSkeleton:
         elif kind is MessageType.SUBSCRIPTION_STOP:
             self.publisher.stop(message)
         else:
-            log.warning("provider %s: ignored %s", self.participant_id, message.describe())
+            self.router.warnings.warning(log, "ignored", peer_of(message.origin),
+                                         "provider %s: ignored %s", self.participant_id,
+                                         message.describe())
 
     def _refuse_remote(self, message: Message, refusal: Refusal) -> None:
-        log.warning("provider %s %s: refused %s from %r", self.participant_id, refusal.detail,
-                    message.describe(), message.origin)
+        self.router.warnings.warning(log, refusal.reason, peer_of(message.origin),
+                                     "provider %s %s: refused %s from %r", self.participant_id,
+                                     refusal.detail, message.describe(), message.origin)
         error = ProviderRuntimeError(
             f"{self.definition.name} of this cluster controller serves its local participants "
             "only")
@@ -257,8 +260,9 @@ class ProviderSkeleton:
             payload = decode_payload(OneWayRequest, message.body)
             _, impl, args = self._prepare(payload)
         except (PayloadError, JoynrError) as exc:
-            log.warning("provider %s: one-way call %s refused: %s", self.participant_id,
-                        message.id, exc)
+            self.router.warnings.warning(log, "bad-one-way", peer_of(message.origin),
+                                         "provider %s: one-way call %s refused: %s",
+                                         self.participant_id, message.id, exc)
             return None
         context.run(_origin.set, message.origin)
         return impl(*args), context, f"one-way {payload.method_name}"
@@ -267,7 +271,9 @@ class ProviderSkeleton:
         try:
             payload = decode_payload(Request, message.body)
         except PayloadError as exc:
-            log.warning("provider %s: bad request %s: %s", self.participant_id, message.id, exc)
+            self.router.warnings.warning(log, "bad-request", peer_of(message.origin),
+                                         "provider %s: bad request %s: %s", self.participant_id,
+                                         message.id, exc)
             return
         try:
             method, impl, args = self._prepare(payload)
@@ -328,8 +334,10 @@ class ProviderSkeleton:
         try:
             request = decode_payload(MulticastSubscriptionRequest, message.body)
         except PayloadError as exc:
-            log.warning("provider %s: bad multicast subscription %s: %s", self.participant_id,
-                        message.id, exc)
+            self.router.warnings.warning(log, "bad-multicast-subscription",
+                                         peer_of(message.origin),
+                                         "provider %s: bad multicast subscription %s: %s",
+                                         self.participant_id, message.id, exc)
             return
         error = None
         if request.subscribe_to_name not in self.definition.broadcasts:

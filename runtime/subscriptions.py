@@ -23,7 +23,7 @@ from typing import Any
 from runtime.clock import now_ms
 from runtime.errors import JoynrError, MethodInvocationError, ProviderRuntimeError
 from runtime.interface import InterfaceDef, to_wire
-from runtime.logs import get_logger
+from runtime.logs import get_logger, peer_of
 from runtime.messages import Message, MessageType
 from runtime.payloads import (
     PayloadError,
@@ -128,8 +128,10 @@ class OnChangePublisher:
             request = decode_payload(SubscriptionRequest, message.body)
             qos = AttributeSubscriptionQos.from_wire(request.qos)
         except PayloadError as exc:
-            log.warning("provider %s: bad subscription request %s: %s", self.participant_id,
-                        message.id, exc)
+            self.router.warnings.warning(log, "bad-subscription-request",
+                                         peer_of(message.origin),
+                                         "provider %s: bad subscription request %s: %s",
+                                         self.participant_id, message.id, exc)
             return
         attr = self.definition.attributes.get(request.subscribe_to_name)
         if attr is None or not attr.notifiable:

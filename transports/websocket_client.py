@@ -197,7 +197,8 @@ class WebSocketClientTransport:
                 message = decode_frame(frame, max_bytes, origin=origin)
             except FrameError as exc:
                 self.counters[exc.reason] += 1
-                log.warning("refused a frame from the cluster controller: %s", exc)
+                router.warnings.warning(log, exc.reason, "the cluster controller",
+                                        "refused a frame from the cluster controller: %s", exc)
                 return
             router.route(message)
 
