@@ -238,7 +238,7 @@ async def test_the_summaries_are_written_by_the_router_sweep(
     for _ in range(10):
         await raw.send(bad)
     await assert_attacker_still_routed(raw, legit)
-    clock[0] += cc.router.warnings.limiter.interval_s  # the interval is over
+    clock[0] += cc.router.warnings.limiter.interval_s + 1  # the interval is over
     deadline = time.monotonic() + WAIT_S
     while not SUMMARY.search(log_text.getvalue()[logged_before:]):
         assert time.monotonic() < deadline, "no summary written by the sweep"
