@@ -14,8 +14,9 @@ import uvloop
 from cluster_controller.config import DEFAULT_CONFIG, ENV_PREFIX, ClusterControllerConfig
 from cluster_controller.controller import ClusterController
 from runtime.config import ConfigError
+from runtime.logs import escape_handlers, get_logger
 
-log = logging.getLogger("cluster_controller")  # not "__main__" under python -m
+log = get_logger("cluster_controller")  # not "__main__" under python -m
 
 
 async def run(config: ClusterControllerConfig) -> None:
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    escape_handlers(logging.getLogger().handlers)  # the libraries' lines too
     if config.logging.level != "DEBUG":
         # the embedded broker's libraries narrate every state change and client at INFO
         for name in ("amqtt", "transitions", "websockets.server"):

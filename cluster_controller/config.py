@@ -3,13 +3,13 @@ environment overrides (JOYNR_CC__SECTION__KEY)."""
 
 from __future__ import annotations
 
-import logging
 import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.config import load_config
+from runtime.logs import get_logger
 from runtime.router import RouterSettings
 from runtime.routing import RoutingSettings
 from runtime.system_interfaces import (
@@ -20,7 +20,7 @@ from transports.mqtt_broker import EmbeddedBrokerSettings
 from transports.mqtt_settings import MqttSettings
 from transports.websocket_settings import WebSocketServerSettings
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 ENV_PREFIX = "JOYNR_CC"

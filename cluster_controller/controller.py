@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import ssl
 from pathlib import Path
 from types import TracebackType
@@ -34,6 +33,7 @@ from runtime.discovery_types import (
 from runtime.errors import JoynrError
 from runtime.housekeeping import RouterHousekeeping
 from runtime.joynr_runtime import JoynrRuntime
+from runtime.logs import get_logger
 from runtime.router import MessageRouter
 from runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
 from runtime.tasks import TaskSupervisor
@@ -43,7 +43,7 @@ from transports.mqtt_broker import EmbeddedBroker
 from transports.mqtt_settings import EMBEDDED, parse_broker_url
 from transports.websocket_server import WebSocketServerTransport
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 class ClusterController:

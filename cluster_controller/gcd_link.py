@@ -16,6 +16,7 @@ from runtime.discovery_types import (
     GlobalDiscoveryEntry,
 )
 from runtime.errors import ApplicationError, JoynrError, JoynrTimeoutError
+from runtime.logs import get_logger
 from runtime.system_interfaces import (
     DiscoveryErrorCode,
 )
@@ -23,7 +24,7 @@ from runtime.tasks import TaskSupervisor
 
 T = TypeVar("T")
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 class GlobalLink:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import Counter
 from typing import TypeVar
 
@@ -26,6 +25,7 @@ from runtime.discovery_types import (
     check_gbids,
 )
 from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.logs import RepeatedWarnings, get_logger, peer_of
 from runtime.providers import Provider, current_deadline_ms, current_origin
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
@@ -37,7 +37,7 @@ from runtime.tasks import TaskSupervisor
 
 T = TypeVar("T")
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 class LocalDiscovery(Provider, interface=Discovery):
@@ -68,6 +68,7 @@ class LocalDiscovery(Provider, interface=Discovery):
         #: that the answer reaches the caller in time
         self.answer_margin_ms = answer_margin_ms
         self._router = router
+        self._warnings = router.warnings if router is not None else RepeatedWarnings()
         self._entries: dict[str, DiscoveryEntry] = {}
         self._provisioned: dict[str, DiscoveryEntryWithMetaInfo] = {}
         self._gcd: GlobalLink | None = None
@@ -87,8 +88,10 @@ class LocalDiscovery(Provider, interface=Discovery):
 
     def _check_owner(self, participant_id: str, action: str) -> None:
         if not caller_may_act_for(self._table, participant_id):
-            log.warning("discovery %s of %s refused: not a participant of %r", action,
-                        participant_id, current_origin())
+            caller = current_origin()
+            self._warnings.warning(log, f"refused-{action}", peer_of(caller),
+                                   "discovery %s of %s refused: not a participant of %r",
+                                   action, participant_id, caller)
             raise ProviderRuntimeError(
                 f"discovery {action} refused: {participant_id} is not routed to the caller")
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import logging
-
 from cluster_controller.local_discovery import LocalDiscovery
 from runtime.joynr_runtime import DirectoryCalls
+from runtime.logs import get_logger
 from runtime.router import MessageRouter
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 class LocalSystem(DirectoryCalls):

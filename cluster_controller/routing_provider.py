@@ -11,7 +11,6 @@ crash needs) or alive (then the claim is refused)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -21,6 +20,7 @@ from runtime.addresses import (
     address_from_dict,
 )
 from runtime.errors import ProviderRuntimeError
+from runtime.logs import get_logger, peer_of
 from runtime.multicast import MulticastError, make_multicast_id
 from runtime.providers import Provider, current_origin
 from runtime.router import MessageRouter
@@ -32,7 +32,7 @@ from runtime.system_interfaces import (
 
 T = TypeVar("T")
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 def caller_may_act_for(table: RoutingTable, participant_id: str) -> bool:
@@ -73,8 +73,9 @@ class RoutingProvider(Provider, interface=Routing):
         refusal = check_next_hop(decoded, caller)
         if refusal is not None:
             self.router.counters[refusal.reason] += 1
-            log.warning("add_next_hop %s -> %r refused: %s", participant_id, decoded,
-                        refusal.detail)
+            self.router.warnings.warning(log, refusal.reason, peer_of(caller),
+                                         "add_next_hop %s -> %r refused: %s", participant_id,
+                                         decoded, refusal.detail)
             raise ProviderRuntimeError(f"add_next_hop refused: {refusal.detail}")
         if caller is not None:
             decoded = caller  # the same address; the connection's own object compares fastest

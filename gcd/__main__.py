@@ -18,8 +18,9 @@ from pathlib import Path
 from gcd.service import DEFAULT_CONFIG, ENV_PREFIX, GcdConfig, GcdService
 from gcd.store import StoreError
 from runtime.config import ConfigError
+from runtime.logs import escape_handlers, get_logger
 
-log = logging.getLogger("gcd")
+log = get_logger("gcd")
 
 DESCRIPTION = """\
 Run one Global Capabilities Directory (GCD) instance.
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=config.logging.level.upper(),
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
                         stream=sys.stderr)
+    escape_handlers(logging.getLogger().handlers)  # the libraries' lines too
     # while PostgreSQL is down, asyncpg's pool logs a traceback per reconnect attempt; the
     # store's own error lines say it once per failed operation
     logging.getLogger("asyncpg.pool").setLevel(logging.ERROR)

@@ -24,7 +24,6 @@ whatever the database's default collation.
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -44,10 +43,11 @@ from gcd.store import (
     StoreError,
     StoreErrorReason,
 )
+from runtime.logs import get_logger
 
 __all__ = ["PostgresStore"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T")
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn, TypeVar
 
@@ -54,12 +53,13 @@ from runtime.discovery_types import (
     check_gbids,
 )
 from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.logs import get_logger
 from runtime.providers import Provider
 from runtime.tasks import TaskSupervisor
 
 __all__ = ["GcdProvider", "cluster_controller_id_of"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T")
 

@@ -11,7 +11,6 @@ one store: SQLite for a single instance (the embedded default), PostgreSQL for s
 from __future__ import annotations
 
 import dataclasses
-import logging
 import ssl
 import uuid
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from runtime.config import load_config
 from runtime.discovery_types import DEFAULT_PROVIDER_EXPIRY_MS
 from runtime.housekeeping import RouterHousekeeping
 from runtime.joynr_runtime import JoynrRuntime
+from runtime.logs import get_logger
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable, RuntimeKind
 from runtime.tasks import TaskSupervisor
@@ -37,7 +37,7 @@ from transports.mqtt_settings import MqttSettings, parse_broker_url
 __all__ = ["DEFAULT_CONFIG", "ENV_PREFIX", "GcdConfig", "GcdService", "GcdSettings",
            "make_store"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 ENV_PREFIX = "JOYNR_GCD"
 PROJECT_ROOT = Path(__file__).resolve().parents[1]

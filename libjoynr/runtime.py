@@ -17,7 +17,6 @@ websocket connection, the router's timers).
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 from collections.abc import Generator
 from types import TracebackType
@@ -35,6 +34,7 @@ from runtime.addresses import (
 from runtime.errors import JoynrError
 from runtime.housekeeping import RouterHousekeeping
 from runtime.joynr_runtime import DirectoryCalls, JoynrRuntime
+from runtime.logs import get_logger
 from runtime.messages import Message
 from runtime.proxies import Proxy
 from runtime.router import MessageRouter
@@ -46,7 +46,7 @@ from transports.websocket_client import WebSocketClientTransport
 
 __all__ = ["Connect", "LibjoynrRuntime", "RemoteSystem", "connect"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 class RemoteSystem(DirectoryCalls):

@@ -28,17 +28,17 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import logging
 import types
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any, Generic, TypeVar
 
+from runtime.logs import get_logger
 from runtime.tasks import TaskSupervisor
 
 __all__ = ["Call", "CallRunner"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T")
 

@@ -16,14 +16,14 @@ A round that fails is logged by the supervisor and the next one runs all the sam
 from __future__ import annotations
 
 import asyncio
-import logging
 
+from runtime.logs import get_logger
 from runtime.router import MessageRouter
 from runtime.tasks import TaskSupervisor
 
 __all__ = ["DEFAULT_PURGE_INTERVAL_S", "RouterHousekeeping"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_PURGE_INTERVAL_S = 60.0
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,13 +38,14 @@ from runtime.discovery_types import (
 )
 from runtime.errors import ApplicationError, DiscoveryError, JoynrError
 from runtime.interface import InterfaceDef, interface_def
+from runtime.logs import get_logger
 from runtime.providers import Provider, ProviderSkeleton
 from runtime.proxies import Proxy, ProxyEndpoint
 from runtime.router import MessageRouter
 
 __all__ = ["Arbitration", "DirectoryCalls", "JoynrRuntime", "SystemServices"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -235,7 +235,7 @@ class JoynrRuntime:
         entry = await self._discover(definition, [domain] if isinstance(domain, str) else domain,
                                      qos, arbitration, discovery_retry_s, gbids=gbids)
         pid = f"{uuid.uuid4()}"
-        endpoint = ProxyEndpoint(pid)
+        endpoint = ProxyEndpoint(pid, self.router.warnings)
         self.router.add_route(pid, endpoint.address, is_globally_visible=False)
         try:
             await self.system.add_next_hop(pid, False)
@@ -303,7 +303,7 @@ class JoynrRuntime:
         """A proxy of a provider whose participantId is known (no discovery) for the
         runtime's own use: the cluster controller's Routing and Discovery, the GCD. Only this
         runtime's router knows it (the caller tells the cluster controller, if needed)."""
-        endpoint = ProxyEndpoint(f"{uuid.uuid4()}")
+        endpoint = ProxyEndpoint(f"{uuid.uuid4()}", self.router.warnings)
         self.router.add_route(endpoint.participant_id, endpoint.address,
                               is_globally_visible=False)
         self._system_endpoints.append(endpoint)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-import logging
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -51,6 +50,7 @@ from runtime.interface import (
     interface_def,
     to_wire,
 )
+from runtime.logs import get_logger, peer_of
 from runtime.messages import REQUEST_TYPES, Message, MessageType
 from runtime.multicast import make_multicast_id
 from runtime.payloads import (
@@ -70,7 +70,7 @@ from runtime.subscriptions import OnChangePublisher, answer_subscription
 
 __all__ = ["Provider", "ProviderSkeleton", "current_deadline_ms", "current_origin"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 # enum members as module constants for the per-message paths (cheaper to look up in 3.11)
 _ONE_WAY, _REQUEST = MessageType.ONE_WAY, MessageType.REQUEST
@@ -241,11 +241,14 @@ class ProviderSkeleton:
         elif kind is MessageType.SUBSCRIPTION_STOP:
             self.publisher.stop(message)
         else:
-            log.warning("provider %s: ignored %s", self.participant_id, message.describe())
+            self.router.warnings.warning(log, "ignored", peer_of(message.origin),
+                                         "provider %s: ignored %s", self.participant_id,
+                                         message.describe())
 
     def _refuse_remote(self, message: Message, refusal: Refusal) -> None:
-        log.warning("provider %s %s: refused %s from %r", self.participant_id, refusal.detail,
-                    message.describe(), message.origin)
+        self.router.warnings.warning(log, refusal.reason, peer_of(message.origin),
+                                     "provider %s %s: refused %s from %r", self.participant_id,
+                                     refusal.detail, message.describe(), message.origin)
         error = ProviderRuntimeError(
             f"{self.definition.name} of this cluster controller serves its local participants "
             "only")
@@ -267,8 +270,9 @@ class ProviderSkeleton:
             payload = decode_payload(OneWayRequest, message.body)
             _, impl, args = self._prepare(payload)
         except (PayloadError, JoynrError) as exc:
-            log.warning("provider %s: one-way call %s refused: %s", self.participant_id,
-                        message.id, exc)
+            self.router.warnings.warning(log, "bad-one-way", peer_of(message.origin),
+                                         "provider %s: one-way call %s refused: %s",
+                                         self.participant_id, message.id, exc)
             return None
         context.run(_origin.set, message.origin)
         return impl(*args), context, f"one-way {payload.method_name}"
@@ -277,7 +281,9 @@ class ProviderSkeleton:
         try:
             payload = decode_payload(Request, message.body)
         except PayloadError as exc:
-            log.warning("provider %s: bad request %s: %s", self.participant_id, message.id, exc)
+            self.router.warnings.warning(log, "bad-request", peer_of(message.origin),
+                                         "provider %s: bad request %s: %s", self.participant_id,
+                                         message.id, exc)
             return
         try:
             method, impl, args = self._prepare(payload)
@@ -341,8 +347,10 @@ class ProviderSkeleton:
         try:
             request = decode_payload(MulticastSubscriptionRequest, message.body)
         except PayloadError as exc:
-            log.warning("provider %s: bad multicast subscription %s: %s", self.participant_id,
-                        message.id, exc)
+            self.router.warnings.warning(log, "bad-multicast-subscription",
+                                         peer_of(message.origin),
+                                         "provider %s: bad multicast subscription %s: %s",
+                                         self.participant_id, message.id, exc)
             return
         error = None
         if request.subscribe_to_name not in self.definition.broadcasts:

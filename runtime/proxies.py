@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
-import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
@@ -36,6 +35,7 @@ from runtime.errors import (
     error_from_wire,
 )
 from runtime.interface import InterfaceDef, MethodDef, ValueTypeError, from_wire, to_wire
+from runtime.logs import RepeatedWarnings, get_logger, peer_of
 from runtime.messages import Message, MessageType, new_message_id
 from runtime.multicast import make_multicast_id, matches
 from runtime.payloads import (
@@ -56,7 +56,7 @@ from runtime.subscriptions import AttributeSubscriptionQos, Subscription
 
 __all__ = ["AttributeHandle", "BroadcastHandle", "Proxy", "ProxyEndpoint", "ProxyHost"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 # enum members as module constants for the per-message paths (cheaper to look up in 3.11)
 _ONE_WAY, _REQUEST, _REPLY = MessageType.ONE_WAY, MessageType.REQUEST, MessageType.REPLY
@@ -82,8 +82,10 @@ class ProxyHost(Protocol):
 class ProxyEndpoint:
     """The participant of one proxy: replies, subscription replies, publications, multicasts."""
 
-    def __init__(self, participant_id: str) -> None:
+    def __init__(self, participant_id: str, warnings: RepeatedWarnings | None = None) -> None:
+        """``warnings``: the rate limit of the process's repeated warnings (its router's)."""
         self.participant_id = participant_id
+        self.warnings = warnings if warnings is not None else RepeatedWarnings()
         self.address = InProcessAddress(self)
         self.replies: dict[str, asyncio.Future[Reply]] = {}
         self.subscription_replies: dict[str, asyncio.Future[SubscriptionReply]] = {}
@@ -116,9 +118,13 @@ class ProxyEndpoint:
                     if pattern is not None and matches(pattern, message.recipient):
                         self._deliver(subscription, multicast.response, None)
             else:
-                log.warning("proxy %s: ignored %s", self.participant_id, message.describe())
+                self.warnings.warning(log, "ignored", peer_of(message.origin),
+                                      "proxy %s: ignored %s", self.participant_id,
+                                      message.describe())
         except PayloadError as exc:
-            log.warning("proxy %s: refused %s: %s", self.participant_id, message.describe(), exc)
+            self.warnings.warning(log, "bad-payload", peer_of(message.origin),
+                                  "proxy %s: refused %s: %s", self.participant_id,
+                                  message.describe(), exc)
 
     def _deliver(self, subscription: Subscription, response: list[Any] | None,
                  error: dict[str, Any] | None) -> None:
@@ -136,8 +142,9 @@ class ProxyEndpoint:
                      for v, tp in zip(values, subscription.types, strict=True)]
             self._call(subscription.callback, typed, subscription)
         except ValueTypeError as exc:
-            log.warning("proxy %s: publication for %s refused: %s", self.participant_id,
-                        subscription.name, exc)
+            self.warnings.warning(log, "bad-publication", f"subscription {subscription.name}",
+                                  "proxy %s: publication for %s refused: %s",
+                                  self.participant_id, subscription.name, exc)
         except Exception:
             log.exception("proxy %s: subscription callback for %s failed", self.participant_id,
                           subscription.name)

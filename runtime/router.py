@@ -16,12 +16,13 @@ A libjoynr runtime's router has a ``parent``: the cluster controller's WebSocket
 next hop of every participant without an entry of its own.
 
 Counters (``router.counters``) count every message dropped and why (``dropped-<reason>``); each
-drop is logged with the message id.
+drop is logged with the message id, rate-limited per reason and origin (``router.warnings``, one
+per process, used by the transports and providers on this router as well; ``sweep()`` writes
+its summaries, see :mod:`runtime.logs`).
 """
 
 from __future__ import annotations
 
-import logging
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from runtime import rules
 from runtime.addresses import Address
 from runtime.clock import now_ms
 from runtime.errors import JoynrError, MessageNotSentError
+from runtime.logs import RepeatedWarnings, get_logger, peer_of
 from runtime.messages import REQUEST_TYPES, Message, MessageType
 from runtime.multicast import MulticastReceivers, to_mqtt_topic
 from runtime.payloads import PayloadError, make_error_answer
@@ -39,7 +41,7 @@ from runtime.rules import check_expiry, check_forward
 
 __all__ = ["GlobalMulticast", "MessageRouter", "RouterSettings", "Transport"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 # enum members as module constants for the per-message paths (cheaper to look up in 3.11)
 _MULTICAST = MessageType.MULTICAST
@@ -124,6 +126,9 @@ class MessageRouter:
         # receivers of providers behind MQTT: subscriber -> {pattern: GBID}
         self._global_receivers: dict[str, dict[str, str]] = {}
         self.counters: Counter[str] = Counter()
+        #: the rate limit of this process's repeated warnings (runtime.logs); the sweep writes
+        #: their summaries
+        self.warnings = RepeatedWarnings()
         self.routed = 0  # messages handed to route(), for statistics
         self._transports: dict[type[Address], Transport] = {}
         # keyed by recipient, or by (next hop, multicast id) for a refused multicast hop
@@ -341,7 +346,9 @@ class MessageRouter:
     def sweep(self, now_ms: int | None = None) -> None:
         """Drop queued messages expired at ``now_ms`` (default: the router's clock); retry the
         queues whose backoff has passed (doubling from ``retry_initial_s`` up to
-        ``retry_max_s`` while the transport still refuses)."""
+        ``retry_max_s`` while the transport still refuses); write the summaries of rate-limited
+        warnings whose interval has ended."""
+        self.warnings.flush()
         if not self._pending:
             return
         now = self.clock_ms() if now_ms is None else now_ms
@@ -381,7 +388,8 @@ class MessageRouter:
 
     def _drop(self, message: Message, reason: str, detail: str, *, answer: bool = False) -> None:
         self.counters[f"dropped-{reason}"] += 1
-        log.warning("dropped %s: %s", message.describe(), detail)
+        self.warnings.warning(log, reason, peer_of(message.origin), "dropped %s: %s",
+                              message.describe(), detail)
         if answer and message.type in REQUEST_TYPES:
             self._answer_not_sent(message, MessageNotSentError(
                 f"message {message.id} to {message.recipient} not sent: {detail}"

@@ -16,7 +16,6 @@ receivers registered for them (see runtime/multicast.py); a provider only acknow
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from runtime.clock import now_ms
 from runtime.errors import JoynrError, MethodInvocationError, ProviderRuntimeError
 from runtime.interface import InterfaceDef, to_wire
+from runtime.logs import get_logger, peer_of
 from runtime.messages import Message, MessageType
 from runtime.payloads import (
     PayloadError,
@@ -43,7 +43,7 @@ __all__ = [
     "answer_subscription",
 ]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -128,8 +128,10 @@ class OnChangePublisher:
             request = decode_payload(SubscriptionRequest, message.body)
             qos = AttributeSubscriptionQos.from_wire(request.qos)
         except PayloadError as exc:
-            log.warning("provider %s: bad subscription request %s: %s", self.participant_id,
-                        message.id, exc)
+            self.router.warnings.warning(log, "bad-subscription-request",
+                                         peer_of(message.origin),
+                                         "provider %s: bad subscription request %s: %s",
+                                         self.participant_id, message.id, exc)
             return
         attr = self.definition.attributes.get(request.subscribe_to_name)
         if attr is None or not attr.notifiable:

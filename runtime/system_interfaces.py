@@ -3,7 +3,6 @@ participantIds: what a libjoynr runtime calls and the cluster controller impleme
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from runtime.discovery_types import (
@@ -13,8 +12,9 @@ from runtime.discovery_types import (
     DiscoveryQos,
 )
 from runtime.interface import attribute, errors, interface, wire_name
+from runtime.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 DEFAULT_ROUTING_PARTICIPANT_ID = "system.routing.provider"

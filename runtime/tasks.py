@@ -18,13 +18,14 @@ closed with them) instead of creating tasks of their own.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from runtime.logs import get_logger
+
 __all__ = ["TaskSupervisor"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T")
 

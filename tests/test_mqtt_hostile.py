@@ -855,7 +855,8 @@ async def test_a_burst_of_bad_payloads_then_a_good_request(
     assert mqtt.received == received + 201
     assert mqtt.counters - before.counters_two == expected
     assert scene.counters()[0] == before.counters_one
-    assert len(log_lines(caplog)) == before.warnings + 200
+    # one line per reason (all came from one backend): repeats are counted, not logged
+    assert len(log_lines(caplog)) == before.warnings + len(expected)
     assert scene.stations() == [*before.stations, "after-the-burst"]
     assert scene.pair.provider.notes == before.notes
     assert not [pid for pid, _ in scene.two.routing_table.items()
@@ -923,8 +924,9 @@ async def test_system_providers_do_not_serve_mqtt_peers(
         assert "serves its local participants only" in reply.error["message"]
     refusals = [r.getMessage() for r in caplog.records
                 if r.name == "runtime.providers" and r.levelno == logging.WARNING]
-    assert len(refusals) == len(calls), refusals
-    assert all("serves local participants only" in line for line in refusals)
+    # all from one backend: the first in full, the repeats counted, not logged one by one
+    assert len(refusals) == 1, refusals
+    assert "serves local participants only" in refusals[0]
     assert pid not in scene.two.routing_table
     assert [e.participant_id for e in scene.two.discovery.entries()] == [scene.pair.provider_pid]
     assert scene.counters() == (before.counters_one, before.counters_two)

@@ -595,8 +595,10 @@ async def test_add_next_hop_for_another_clients_address_is_refused_raw(
         assert reply.error["type"] == "ProviderRuntimeException"
         assert "refused" in reply.error["message"]
         assert cc.router.counters["refused-foreign-next-hop"] == n
-        assert_logged(caplog, "add_next_hop", pid, "refused",
-                      logger="cluster_controller.routing_provider")
+    # the first refusal in full; the repeats of one client are counted, not logged one by one
+    assert_logged(caplog, "add_next_hop", "evil-new-pid", "refused",
+                  logger="cluster_controller.routing_provider")
+    assert len(log_lines(caplog, "cluster_controller.routing_provider")) == 1
 
     assert "evil-new-pid" not in cc.routing_table
     assert cc.routing_table.get(raw.pid).address == raw.address
@@ -624,8 +626,10 @@ async def test_add_next_hop_for_another_clients_address_is_refused_libjoynr(
         await asyncio.wait_for(routing.add_next_hop(
             "evil-pid", legit.consumer_address.to_dict(), True), WAIT_S)
     assert cc.router.counters["refused-foreign-next-hop"] == len(foreign) + 1
-    assert_logged(caplog, "add_next_hop", "evil-pid", "refused",
+    # the first refusal in full; the repeats of one client are counted, not logged one by one
+    assert_logged(caplog, "add_next_hop", legit.provider_pid, "refused",
                   logger="cluster_controller.routing_provider")
+    assert len(log_lines(caplog, "cluster_controller.routing_provider")) == 1
     assert "evil-pid" not in cc.routing_table
 
     # the attacker's own runtime is not disturbed either

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Protocol, cast
 
 from runtime.addresses import Address, InProcessAddress
+from runtime.logs import get_logger
 from runtime.messages import Message
 
 __all__ = ["InProcessTransport", "MessageReceiver"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 class MessageReceiver(Protocol):

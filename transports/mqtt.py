@@ -17,8 +17,9 @@ the connection it arrived on) or, without a usable replyTo, is dropped. Messages
 delivered to local participants only (no relaying to another backend) and their multicasts are
 not published again (no echo); a multicast is accepted only from its provider, and only for a
 provider behind MQTT (one of a provider local to this CC is a forgery from outside). Every
-refusal is logged with its reason and counted in ``counters``. These rules (admission, replyTo
-learning and rewriting, no relaying) are decided in :mod:`runtime.rules`; this transport asks
+refusal is counted in ``counters`` and logged with its reason (rate-limited per reason and
+backend: runtime.logs). These rules (admission, replyTo learning and rewriting, no relaying)
+are decided in :mod:`runtime.rules`; this transport asks
 there and acts.
 """
 
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from runtime import rules
 from runtime.addresses import Address, MqttAddress
 from runtime.clock import now_ms
+from runtime.logs import get_logger
 from runtime.messages import (
     Effort,
     FrameError,
@@ -54,7 +56,7 @@ from transports.mqtt_settings import BrokerUrl, MqttSettings
 
 __all__ = ["MqttTransport"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 _MULTICAST = MessageType.MULTICAST
 
@@ -409,7 +411,9 @@ class MqttTransport:
         backend = self._backends.get(gbid)
         if backend is None:
             self.counters["unknown-gbid"] += 1
-            log.warning("multicast topic %s: no MQTT backend for GBID %r", topic, gbid)
+            self.router.warnings.warning(log, "unknown-gbid", f"GBID {gbid}",
+                                         "multicast topic %s: no MQTT backend for GBID %r",
+                                         topic, gbid)
             return
         backend.subscribe(topic)
 
@@ -424,28 +428,36 @@ class MqttTransport:
     def dropped_outgoing(self, backend: _Backend, message: Message, reason: str,
                           detail: str) -> None:
         self.counters[f"dropped-{reason}"] += 1
-        log.warning("MQTT backend %s: dropped %s: %s", backend.gbid, message.describe(), detail)
+        self.router.warnings.warning(log, reason, f"backend {backend.gbid}",
+                                     "MQTT backend %s: dropped %s: %s", backend.gbid,
+                                     message.describe(), detail)
 
     # ------------------------------------------------------------------ incoming
 
-    def _refuse(self, reason: str, detail: str) -> None:
+    def _refuse(self, reason: str, detail: str, peer: str = "MQTT") -> None:
+        """Count and log a refusal; the log line is rate-limited per reason and ``peer`` (the
+        backend it came from: the peer MQTT lets one know)."""
         self.counters[reason] += 1
-        log.warning("MQTT: refused (%s): %s", reason, detail)
+        self.router.warnings.warning(log, reason, peer, "MQTT: refused (%s): %s", reason,
+                                     detail)
 
     def handle_incoming(self, backend: _Backend, topic: str, payload: bytes) -> None:
         """A message from ``backend``'s broker: decode, check, learn, route (or refuse)."""
         self.received += 1
         where = f"backend {backend.gbid}, topic {topic[:200]}"
+        peer = f"backend {backend.gbid}"
         try:
             message = decode_frame(payload, self.settings.max_message_bytes,
                                    origin=backend.origin)
         except FrameError as exc:
             message_id = f" (message {exc.message_id})" if exc.message_id else ""
-            self._refuse(exc.reason, f"{where}{message_id}: {exc}")
+            self._refuse(exc.reason, f"{where}{message_id}: {exc}", peer)
             return
         except Exception:  # never let one payload end the connection
             self.counters["undecodable"] += 1
-            log.exception("MQTT %s: cannot decode a payload", where)
+            self.router.warnings.warning(log, "undecodable", peer,
+                                         "MQTT %s: cannot decode a payload", where,
+                                         level=logging.ERROR, exc_info=True)
             return
         seen = self._seen
         if message.id in seen:
@@ -460,7 +472,8 @@ class MqttTransport:
             refusal = rules.admit_multicast_from_backend(
                 message, self.router.table.get(rules.multicast_provider(message.recipient)))
         if refusal is not None:  # (and nothing is learned from it)
-            self._refuse(refusal.reason, f"{where}: {message.describe()}: {refusal.detail}")
+            self._refuse(refusal.reason, f"{where}: {message.describe()}: {refusal.detail}",
+                         peer)
             return
         if not self._learn_reply_to(backend, message, now, where):
             return
@@ -481,12 +494,15 @@ class MqttTransport:
         outcome = (route if isinstance(route, rules.Refusal)
                    else rules.reply_route_learned(self.router.learn_reply_to(route), route))
         if isinstance(outcome, rules.Refusal):
-            self._refuse(outcome.reason, f"{where}: {message.describe()}: {outcome.detail}")
+            self._refuse(outcome.reason, f"{where}: {message.describe()}: {outcome.detail}",
+                         f"backend {backend.gbid}")
             return False
         if outcome is not None:
             # the sender's id has a local or sticky route, which wins; answers go there
             self.counters[outcome.reason] += 1
-            log.info("MQTT %s: %s: %s", where, message.describe(), outcome.detail)
+            self.router.warnings.warning(log, outcome.reason, f"backend {backend.gbid}",
+                                         "MQTT %s: %s: %s", where, message.describe(),
+                                         outcome.detail, level=logging.INFO)
         return True
 
     def _forget_seen(self, now: int) -> None:

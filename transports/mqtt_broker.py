@@ -8,15 +8,16 @@ set-ups, a real broker (mosquitto, ...) in production.
 from __future__ import annotations
 
 import asyncio
-import logging
 import socket
 from dataclasses import dataclass
 
 from amqtt.broker import Broker
 
+from runtime.logs import get_logger
+
 __all__ = ["EmbeddedBroker", "EmbeddedBrokerSettings"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)

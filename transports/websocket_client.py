@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from runtime.addresses import Address, WebSocketAddress
+from runtime.logs import get_logger
 from runtime.messages import FrameError, Message, decode_frame
 from runtime.router import MessageRouter
 from runtime.tasks import TaskSupervisor
@@ -35,7 +36,7 @@ from transports.websocket_settings import WebSocketClientSettings, client_ssl_co
 
 __all__ = ["WebSocketClientSettings", "WebSocketClientTransport"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 #: close code when the runtime stops (RFC 6455: normal closure)
 NORMAL_CLOSURE = 1000
@@ -209,7 +210,8 @@ class WebSocketClientTransport:
                 message = decode_frame(frame, max_bytes, origin=origin)
             except FrameError as exc:
                 self.counters[exc.reason] += 1
-                log.warning("refused a frame from the cluster controller: %s", exc)
+                router.warnings.warning(log, exc.reason, "the cluster controller",
+                                        "refused a frame from the cluster controller: %s", exc)
                 return
             router.route(message)
 

@@ -15,13 +15,13 @@ hold is bounded by the outbox's limit plus the write buffer.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import deque
 from itertools import islice
 from typing import Any, Final
 
 import msgpack
 
+from runtime.logs import get_logger
 from runtime.messages import FrameError, Message, encode_frame
 from transports.websocket_connection import WebSocketConnection
 
@@ -33,7 +33,7 @@ __all__ = [
     "encode_init",
 ]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 INIT_TYPE: Final = "init"
 MAX_CLIENT_ID_LENGTH: Final = 256

@@ -32,7 +32,6 @@ keeps this module working.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import ssl
 from collections import deque
@@ -46,6 +45,8 @@ from websockets.protocol import CLOSED, CONNECTING, OPEN, Protocol
 from websockets.server import ServerProtocol
 from websockets.uri import parse_uri
 
+from runtime.logs import get_logger
+
 __all__ = [
     "HANDSHAKE_TIMEOUT_S",
     "ClientSideConnection",
@@ -56,7 +57,7 @@ __all__ = [
     "open_client_connection",
 ]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 #: what a handler receives: the payload of a binary message, or the text of a text message
 FrameHandler = Callable[[bytes | str], None]

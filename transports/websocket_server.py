@@ -17,10 +17,11 @@ message frame. Only ``path`` is served: other paths get an HTTP 404. Identity ru
 - when a connection ends, every route and multicast receiver behind it is removed, and what was
   queued for it but not written is routed again (it waits for the client's next connection).
 
-Every refused message is logged with its reason and counted in ``counters``; the connection
-stays open, except for messages over twice ``max_frame_bytes``, which close it with 1009
-(counted as "oversized-closed"). Stopping is graceful: no new connections, what is queued is
-written (bounded in time), then every connection is closed with 1001 (going away).
+Every refused message is counted in ``counters`` and logged with its reason (rate-limited per
+reason and peer: runtime.logs); the connection stays open, except for messages over twice
+``max_frame_bytes``, which close it with 1009 (counted as "oversized-closed"). Stopping is
+graceful: no new connections, what is queued is written (bounded in time), then every connection
+is closed with 1001 (going away).
 
 The websocket protocol itself is websockets' sans-I/O implementation under the project's
 asyncio layer (transports.websocket_connection).
@@ -29,7 +30,6 @@ asyncio layer (transports.websocket_connection).
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import Counter
 from collections.abc import Callable
 
@@ -37,6 +37,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from runtime.addresses import Address, WebSocketAddress, WebSocketClientAddress
+from runtime.logs import get_logger
 from runtime.messages import FrameError, Message, decode_frame
 from runtime.router import MessageRouter
 from runtime.rules import admit_from_client
@@ -47,7 +48,7 @@ from transports.websocket_settings import WebSocketServerSettings, server_ssl_co
 
 __all__ = ["WebSocketServerSettings", "WebSocketServerTransport"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 #: close codes (RFC 6455)
 GOING_AWAY = 1001
@@ -181,9 +182,13 @@ class WebSocketServerTransport:
 
     # ------------------------------------------------------------------ connections
 
-    def _refuse(self, reason: str, detail: str, peer: object) -> None:
+    def _refuse(self, reason: str, detail: str, peer: object, client: str | None = None
+                ) -> None:
+        """Count and log a refusal; the log line is rate-limited per reason and peer: the
+        client once it is known (its id), else the connection (see runtime.logs)."""
         self.counters[reason] += 1
-        log.warning("websocket %s: refused: %s", peer, detail)
+        key = f"client {client}" if client is not None else str(peer)
+        self.router.warnings.warning(log, reason, key, "websocket %s: refused: %s", peer, detail)
 
     async def _handle(self, ws: ServerSideConnection) -> None:
         peer = ws.remote_address
@@ -280,12 +285,12 @@ class WebSocketServerTransport:
             try:
                 message = decode_frame(frame, max_bytes, origin=address)
             except FrameError as exc:
-                self._refuse(exc.reason, f"client {address.id}: {exc}", peer)
+                self._refuse(exc.reason, f"client {address.id}: {exc}", peer, address.id)
                 return
             refusal = admit_from_client(message, table.get(message.sender), address)
             if refusal is not None:
                 self._refuse(refusal.reason, f"client {address.id}: {message.describe()}: "
-                             f"{refusal.detail}", peer)
+                             f"{refusal.detail}", peer, address.id)
                 return
             router.route(message)
 
@@ -293,7 +298,8 @@ class WebSocketServerTransport:
         await ws.wait_closed()
         closed = ws.protocol.close_exc
         if MESSAGE_TOO_BIG in (closed.rcvd and closed.rcvd.code, closed.sent and closed.sent.code):
-            self._refuse("oversized-closed", f"client {address.id}: message too big", peer)
+            self._refuse("oversized-closed", f"client {address.id}: message too big", peer,
+                         address.id)
 
     def _disconnected(self, client: _Client) -> None:
         if self._clients.get(client.address.id) is not client:
