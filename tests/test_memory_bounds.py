@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import logging
 import os
 import re
 import subprocess
@@ -33,6 +35,7 @@ from transports.websocket_common import encode_init
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 1024 * 1024
+log = logging.getLogger(__name__)  # the figures: pytest -o log_cli=true --log-cli-level=INFO
 
 
 def rss_bytes(pid: int, field: str = "VmHWM") -> int:
@@ -115,8 +118,8 @@ async def test_queued_messages_are_bounded_by_bytes(cc_process: CcProcess) -> No
         await asyncio.wait_for(await ws.ping(), 60)
         loaded = cc.rss
     growth = loaded - before
-    print(f"queues: peak RSS {before / MB:.0f} MB before, {loaded / MB:.0f} MB after 100 x 3 MB "
-          f"(+{growth / MB:.0f} MB)")
+    log.info("queues: peak RSS %.0f MB before, %.0f MB after 100 x 3 MB (+%.0f MB)",
+             before / MB, loaded / MB, growth / MB)
     # 32 MiB of queued messages (each holds its frame and its body, ~6 MB for a 3 MB
     # message) plus the allocator's slack for the frames read and dropped
     assert growth < 100 * MB, f"RSS grew by {growth / MB:.0f} MB"
@@ -125,7 +128,7 @@ async def test_queued_messages_are_bounded_by_bytes(cc_process: CcProcess) -> No
 # ====================================================================== 5. fragments
 
 
-def _client_frame(opcode: int, fin: bool, payload: bytes) -> bytes:
+def client_frame(opcode: int, fin: bool, payload: bytes) -> bytes:
     """A masked client frame (mask 0: the payload stays as it is), payload < 126 bytes."""
     assert len(payload) < 126
     return bytes([(0x80 if fin else 0) | opcode, 0x80 | len(payload)]) + b"\0\0\0\0" + payload
@@ -166,9 +169,9 @@ async def close_code(reader: asyncio.StreamReader, timeout_s: float = 60) -> int
 
 def fragmented(count: int, size: int) -> bytes:
     """One binary message in ``count`` fragments of ``size`` bytes each."""
-    first = _client_frame(0x2, False, b"x" * size)
-    middle = _client_frame(0x0, False, b"x" * size)
-    last = _client_frame(0x0, True, b"x" * size)
+    first = client_frame(0x2, False, b"x" * size)
+    middle = client_frame(0x0, False, b"x" * size)
+    last = client_frame(0x0, True, b"x" * size)
     return first + middle * (count - 2) + last
 
 
@@ -184,18 +187,16 @@ async def test_a_message_in_a_million_fragments_is_refused(cc_process: CcProcess
     before = await settled_rss(cc)
     reader, writer = await raw_websocket(cc.ws_url)
     init = encode_init(f"fragments-{uuid.uuid4().hex[:8]}")
-    writer.write(_client_frame(0x2, True, init))
+    writer.write(client_frame(0x2, True, init))
     writer.write(fragmented(1_000_000, size))
-    try:
+    with contextlib.suppress(ConnectionError):  # closed by the CC while still being written
         await writer.drain()
-    except ConnectionError:
-        pass  # closed by the CC while the rest was still being written
     code = await close_code(reader)
     writer.close()
     loaded = cc.rss
     growth = loaded - before
-    print(f"fragments: peak RSS {before / MB:.0f} MB before, {loaded / MB:.0f} MB after "
-          f"(+{growth / MB:.0f} MB)")
+    log.info("fragments: peak RSS %.0f MB before, %.0f MB after (+%.0f MB)", before / MB,
+             loaded / MB, growth / MB)
     assert code == 1009
     assert growth < 20 * MB, f"RSS grew by {growth / MB:.0f} MB"
 
@@ -221,8 +222,8 @@ async def test_an_oversized_publish_never_reaches_the_cc_through_the_embedded_br
             refused = True
     loaded = cc.rss
     growth = loaded - before
-    print(f"embedded broker: peak RSS {before / MB:.0f} MB before, {loaded / MB:.0f} MB after "
-          f"a 20 MB publish (+{growth / MB:.0f} MB)")
+    log.info("embedded broker: peak RSS %.0f MB before, %.0f MB after a 20 MB publish "
+             "(+%.0f MB)", before / MB, loaded / MB, growth / MB)
     out = cc.stop()
     assert refused, "the broker acknowledged a 20 MB publish"
     assert "announced a packet of 20971" in out, out[-3000:]

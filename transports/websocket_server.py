@@ -167,6 +167,11 @@ class WebSocketServerTransport:
         client = self._clients.get(client_id)
         return 0 if client is None else client.outbox.pending
 
+    def pending_bytes_to(self, client_id: str) -> int:
+        """The bytes the messages waiting to be written to one connected client hold."""
+        client = self._clients.get(client_id)
+        return 0 if client is None else client.outbox.pending_bytes
+
     # ------------------------------------------------------------------ sending
 
     def send(self, address: Address, message: Message) -> bool:
