@@ -40,6 +40,7 @@ from runtime.tasks import TaskSupervisor
 from transports.inprocess import InProcessTransport
 from transports.mqtt import MqttTransport
 from transports.mqtt_broker import EmbeddedBroker
+from transports.mqtt_client import PACKET_OVERHEAD_BYTES
 from transports.mqtt_settings import EMBEDDED, parse_broker_url
 from transports.websocket_server import WebSocketServerTransport
 
@@ -71,8 +72,11 @@ class ClusterController:
         )
         self.websocket = WebSocketServerTransport(self.router, config.websocket,
                                                   tasks=self.tasks)
-        self.broker = (EmbeddedBroker(config.embedded_broker) if config.embedded_broker.enabled
-                       else None)
+        # the embedded broker takes no packet larger than the CC takes messages (plus room for
+        # the topic and properties): a bigger one never reaches the CC's MQTT client
+        self.broker = (EmbeddedBroker(config.embedded_broker, max_packet_bytes=(
+            config.mqtt.max_message_bytes + PACKET_OVERHEAD_BYTES))
+            if config.embedded_broker.enabled else None)
         self.mqtt: MqttTransport | None = None
         self.gcd: GcdService | None = None
         self.gcd_link: GlobalLink | None = None

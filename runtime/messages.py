@@ -48,6 +48,7 @@ __all__ = [
     "MessageType",
     "decode_frame",
     "encode_frame",
+    "held_bytes",
     "new_message_id",
 ]
 
@@ -149,6 +150,17 @@ class Message:
     def describe(self) -> str:
         """A short form for log lines."""
         return f"{self.type.name} {self.id} {self.sender} -> {self.recipient}"
+
+
+#: what a message holds besides its body and frame (the object, ids, headers), about
+MESSAGE_OVERHEAD_BYTES: Final = 512
+
+
+def held_bytes(message: Message) -> int:
+    """The memory a waiting message holds, about: its body, the frame it arrived in (a
+    decoded message keeps both) and its other fields. Queues are bounded by this sum."""
+    raw = message.raw
+    return len(message.body) + (0 if raw is None else len(raw)) + MESSAGE_OVERHEAD_BYTES
 
 
 def encode_frame(message: Message) -> bytes:

@@ -26,17 +26,22 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from runtime import rules
 from runtime.addresses import Address
 from runtime.clock import now_ms
 from runtime.errors import JoynrError, MessageNotSentError
 from runtime.logs import RepeatedWarnings, get_logger, peer_of
-from runtime.messages import REQUEST_TYPES, Message, MessageType
+from runtime.messages import REQUEST_TYPES, Message, MessageType, held_bytes
 from runtime.multicast import MulticastReceivers, to_mqtt_topic
 from runtime.payloads import PayloadError, make_error_answer
-from runtime.routing import NO_EXPIRY_MS, PutResult, RoutingTable
+from runtime.routing import (
+    DEFAULT_MAX_LEARNED_ROUTES,
+    NO_EXPIRY_MS,
+    PutResult,
+    RoutingTable,
+)
 from runtime.rules import check_expiry, check_forward
 
 __all__ = ["GlobalMulticast", "MessageRouter", "RouterSettings", "Transport"]
@@ -71,6 +76,16 @@ class RouterSettings:
     max_queued_per_recipient: int = 1_000
     #: messages kept for all such recipients together
     max_queued_total: int = 100_000
+    #: bytes those messages may hold, for one recipient (a queue takes one message of any
+    #: size while it is empty) and for all together (runtime.messages.held_bytes)
+    max_queued_bytes_per_recipient: int = 8 * 1024 * 1024
+    max_queued_bytes_total: int = 64 * 1024 * 1024
+    #: the fraction of max_queued_total and max_queued_bytes_total that the messages from one
+    #: connection (a websocket client, an MQTT backend) may take, so that one sender cannot
+    #: take them all; 1.0: no limit of its own
+    max_queued_share_per_connection: float = 0.5
+    #: the longest a message waits in a queue (ms), whatever the expiry its sender chose
+    max_queue_wait_ms: int = 300_000
     #: seconds between two sweeps of the queues (expiry, retries), run by the process's driver
     sweep_interval_s: float = 0.1
     #: first and longest wait between two retries of a refused send
@@ -83,6 +98,13 @@ class RouterSettings:
     def __post_init__(self) -> None:
         if self.max_queued_per_recipient < 0 or self.max_queued_total < 0:
             raise ValueError("queue limits must be >= 0")
+        if self.max_queued_bytes_per_recipient < 0 or self.max_queued_bytes_total < 0:
+            raise ValueError("queue byte limits must be >= 0")
+        if not 0 < self.max_queued_share_per_connection <= 1:
+            raise ValueError("max_queued_share_per_connection must be > 0 and <= 1, got "
+                             f"{self.max_queued_share_per_connection}")
+        if self.max_queue_wait_ms < 1:
+            raise ValueError(f"max_queue_wait_ms must be >= 1, got {self.max_queue_wait_ms}")
         for name, what in (("sweep_interval_s", "sweep interval"),
                            ("retry_initial_s", "first retry wait")):
             if not getattr(self, name) > 0:
@@ -94,16 +116,25 @@ class RouterSettings:
             raise ValueError("error_reply_ttl_ms must be >= 0")
 
 
+class _Waiting(NamedTuple):
+    """A queued message, when it was first queued (clock ms) and the bytes it holds."""
+
+    message: Message
+    queued_at_ms: int
+    size: int
+
+
 class _Pending:
     """The queue of one recipient plus its retry state (clock milliseconds). ``hop`` is set
     for the queue of a multicast that one next hop refused: it is retried to that hop alone,
     since routing it again would deliver it twice everywhere else."""
 
-    __slots__ = ("delay_ms", "hop", "messages", "retry_at_ms")
+    __slots__ = ("bytes", "delay_ms", "hop", "messages", "retry_at_ms")
 
     def __init__(self, hop: Address | None = None) -> None:
         self.hop = hop
-        self.messages: deque[Message] = deque()
+        self.messages: deque[_Waiting] = deque()
+        self.bytes = 0
         self.retry_at_ms = 0
         self.delay_ms = 0
 
@@ -134,6 +165,15 @@ class MessageRouter:
         # keyed by recipient, or by (next hop, multicast id) for a refused multicast hop
         self._pending: dict[str | tuple[Address, str], _Pending] = {}
         self._pending_total = 0
+        self._pending_bytes = 0
+        # what the messages from each connection hold in the queues: origin -> [messages, bytes]
+        self._by_origin: dict[Address, list[int]] = {}
+        # a message being queued again by _flush keeps the time it was first queued
+        self._requeued: _Waiting | None = None
+        s = self.settings
+        self._queue_limits = rules.QueueLimits(
+            s.max_queued_per_recipient, s.max_queued_total, s.max_queued_bytes_per_recipient,
+            s.max_queued_bytes_total, s.max_queued_share_per_connection)
         #: the router's clock: epoch milliseconds
         self.clock_ms = clock_ms
         self._retry_initial_ms = round(self.settings.retry_initial_s * 1000)
@@ -199,12 +239,20 @@ class MessageRouter:
             for pattern in list(self._global_receivers.get(pid, ())):
                 self._forget_global_receiver(pattern, pid)
 
-    def learn_reply_to(self, route: rules.ReplyRoute) -> PutResult:
+    def learn_reply_to(self, route: rules.ReplyRoute, *,
+                       max_learned: int = DEFAULT_MAX_LEARNED_ROUTES) -> PutResult:
         """Remember how to answer the sender of a request that arrived over MQTT (the route
-        :func:`runtime.rules.reply_route` decided) and deliver what was waiting for it."""
+        :func:`runtime.rules.reply_route` decided) and deliver what was waiting for it. At most
+        ``max_learned`` learned routes are kept: the ones that expire first make room."""
         sender = route.participant_id
-        result = self.table.put(sender, route.address, is_globally_visible=True,
-                                expiry_date_ms=route.expiry_date_ms, is_sticky=False)
+        result, evicted = self.table.put_learned(sender, route.address,
+                                                 expiry_date_ms=route.expiry_date_ms,
+                                                 max_learned=max_learned)
+        if evicted:
+            self._forget_receivers(evicted)
+            self.counters["evicted-learned-route"] += len(evicted)
+            log.info("%d learned route(s) evicted (at most %d are kept), the first: %s",
+                     len(evicted), max_learned, evicted[0])
         if result.accepted:
             if sender in self._pending:
                 self._flush(sender)
@@ -306,36 +354,72 @@ class MessageRouter:
     # ------------------------------------------------------------------ queues
 
     def _enqueue(self, message: Message, why: str, hop: Address | None = None) -> bool:
-        settings = self.settings
         key = message.recipient if hop is None else (hop, message.recipient)
         pending = self._pending.get(key)
+        requeued = self._requeued
+        if requeued is not None and requeued.message is message:
+            size, queued_at = requeued.size, requeued.queued_at_ms
+        else:
+            size, queued_at = held_bytes(message), self.clock_ms()
+        origin = message.origin
+        by_origin = None if origin is None else self._by_origin.get(origin)
         refusal = rules.admit_to_queue(
-            0 if pending is None else len(pending.messages), self._pending_total,
-            max_per_recipient=settings.max_queued_per_recipient,
-            max_total=settings.max_queued_total, why=why)
+            size,
+            rules.Queued() if pending is None else rules.Queued(len(pending.messages),
+                                                                pending.bytes),
+            rules.Queued(self._pending_total, self._pending_bytes),
+            None if origin is None else (rules.Queued() if by_origin is None
+                                         else rules.Queued(by_origin[0], by_origin[1])),
+            self._queue_limits, why=why)
         if refusal is not None:
             self._refused(message, refusal)
             return False
         if pending is None:
             pending = self._pending[key] = _Pending(hop)
-        pending.messages.append(message)
+        pending.messages.append(_Waiting(message, queued_at, size))
+        pending.bytes += size
         self._pending_total += 1
+        self._pending_bytes += size
+        if origin is not None:
+            if by_origin is None:
+                self._by_origin[origin] = [1, size]
+            else:
+                by_origin[0] += 1
+                by_origin[1] += size
         self.counters["queued"] += 1
         log.debug("queued %s: %s", message.describe(), why)
         return True
+
+    def _dequeued(self, waiting: _Waiting) -> None:
+        """Account for a message that left its queue."""
+        self._pending_total -= 1
+        self._pending_bytes -= waiting.size
+        origin = waiting.message.origin
+        if origin is not None:
+            by_origin = self._by_origin[origin]
+            by_origin[0] -= 1
+            by_origin[1] -= waiting.size
+            if not by_origin[0]:
+                del self._by_origin[origin]
 
     def _flush(self, key: str | tuple[Address, str]) -> None:
         pending = self._pending.pop(key, None)
         if pending is None:
             return
-        self._pending_total -= len(pending.messages)
-        # route() and _send() queue again whatever still cannot go out, in order
+        for waiting in pending.messages:
+            self._dequeued(waiting)
+        # route() and _send() queue again whatever still cannot go out, in order; such a
+        # message keeps the time it was first queued (the cap on its wait counts from there)
         hop = pending.hop
-        for message in pending.messages:
-            if hop is None:
-                self.route(message)
-            else:
-                self._send(hop, message)
+        try:
+            for waiting in pending.messages:
+                self._requeued = waiting
+                if hop is None:
+                    self.route(waiting.message)
+                else:
+                    self._send(hop, waiting.message)
+        finally:
+            self._requeued = None
 
     def queued(self, recipient: str | tuple[Address, str] | None = None) -> int:
         if recipient is None:
@@ -343,25 +427,36 @@ class MessageRouter:
         pending = self._pending.get(recipient)
         return 0 if pending is None else len(pending.messages)
 
+    def queued_bytes(self, origin: Address | None = None) -> int:
+        """The bytes all queued messages hold, or those that arrived from ``origin``."""
+        if origin is None:
+            return self._pending_bytes
+        by_origin = self._by_origin.get(origin)
+        return 0 if by_origin is None else by_origin[1]
+
     def sweep(self, now_ms: int | None = None) -> None:
-        """Drop queued messages expired at ``now_ms`` (default: the router's clock); retry the
-        queues whose backoff has passed (doubling from ``retry_initial_s`` up to
-        ``retry_max_s`` while the transport still refuses); write the summaries of rate-limited
-        warnings whose interval has ended."""
+        """Drop queued messages expired at ``now_ms`` (default: the router's clock) or queued
+        longer than ``max_queue_wait_ms``; retry the queues whose backoff has passed (doubling
+        from ``retry_initial_s`` up to ``retry_max_s`` while the transport still refuses); write
+        the summaries of rate-limited warnings whose interval has ended."""
         self.warnings.flush()
         if not self._pending:
             return
         now = self.clock_ms() if now_ms is None else now_ms
+        max_wait_ms = self.settings.max_queue_wait_ms
         for key in list(self._pending):
             pending = self._pending[key]
-            fresh: deque[Message] = deque()
-            for message in pending.messages:
-                refusal = rules.check_queued(message.expiry_date_ms, now)
+            fresh: deque[_Waiting] = deque()
+            for waiting in pending.messages:
+                refusal = rules.check_queued(waiting.message.expiry_date_ms, now,
+                                             queued_at_ms=waiting.queued_at_ms,
+                                             max_wait_ms=max_wait_ms)
                 if refusal is not None:
-                    self._pending_total -= 1
-                    self._refused(message, refusal)
+                    self._dequeued(waiting)
+                    pending.bytes -= waiting.size
+                    self._refused(waiting.message, refusal)
                 else:
-                    fresh.append(message)
+                    fresh.append(waiting)
             if not fresh:
                 del self._pending[key]
                 continue

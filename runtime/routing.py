@@ -24,6 +24,12 @@ Entries expire: ``purge(now)`` removes the non-sticky ones whose expiry lies bef
 or replacement never shortens an entry's expiry; a sticky entry (provisioned) never points
 elsewhere, and is never removed or purged.
 
+Learned entries (``put(..., learned=True)``: replyTo routes taught by messages from a backend)
+are counted: :meth:`RoutingTable.put_learned` keeps at most a given number of them by evicting
+the learned entries that expire first. An entry stops being learned when a put that is not
+learned merges into it or replaces it (it is then a deliberate route: local, discovered or
+provisioned), so local, provisioned and sticky routes are never evicted.
+
 Rejections are values, not exceptions: callers decide what to tell their own callers. Calling
 with arguments of the wrong type is a programming error and raises ``TypeError``.
 """
@@ -45,6 +51,7 @@ from runtime.addresses import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_LEARNED_ROUTES",
     "NO_EXPIRY_MS",
     "PutResult",
     "RoutingEntry",
@@ -55,6 +62,8 @@ __all__ = [
 
 #: Expiry of entries that do not expire on their own (joynr uses Long.MAX_VALUE).
 NO_EXPIRY_MS: Final = 2**63 - 1
+#: Learned (replyTo) entries kept at most, by default.
+DEFAULT_MAX_LEARNED_ROUTES: Final = 10_000
 
 @dataclass(frozen=True)
 class RoutingSettings:
@@ -66,6 +75,8 @@ class RoutingSettings:
     reply_to_grace_ms: int = 30_000
     #: ... counted from an expiry of at most now + this (a request chooses its own expiry)
     reply_to_max_ttl_ms: int = 86_400_000
+    #: learned replyTo entries kept at most; the ones that expire first make room for new ones
+    max_learned_routes: int = DEFAULT_MAX_LEARNED_ROUTES
 
     def __post_init__(self) -> None:
         if not self.cleanup_interval_s > 0:
@@ -74,6 +85,8 @@ class RoutingSettings:
             raise ValueError(f"reply_to_grace_ms must be >= 0, got {self.reply_to_grace_ms}")
         if self.reply_to_max_ttl_ms < 1:
             raise ValueError("reply_to_max_ttl_ms must be >= 1")
+        if self.max_learned_routes < 1:
+            raise ValueError(f"max_learned_routes must be >= 1, got {self.max_learned_routes}")
 
 
 #: Default width of the expiry buckets that let purge() skip the entries that are not due.
@@ -152,6 +165,8 @@ class RoutingTable:
         "_buckets",
         "_by_address",
         "_entries",
+        "_learned",
+        "_learned_heap",
         "_own",
         "_ranks",
         "_stale_refs",
@@ -184,6 +199,11 @@ class RoutingTable:
         self._buckets: dict[int, list[str]] = {}
         self._bucket_keys: list[int] = []
         self._stale_refs = 0
+        # the learned entries (an ordered set), and a heap of (expiry, participantId) to find
+        # the one that expires first; a heap item whose entry is no longer learned or has
+        # another expiry by now is stale and skipped (the heap is rebuilt when mostly stale)
+        self._learned: dict[str, None] = {}
+        self._learned_heap: list[tuple[int, str]] = []
 
     # ------------------------------------------------------------------ queries
 
@@ -203,6 +223,14 @@ class RoutingTable:
         """A snapshot of (participantId, entry) pairs, safe against concurrent changes."""
         return iter(list(self._entries.items()))
 
+    def is_learned(self, participant_id: str) -> bool:
+        """Whether the entry of ``participant_id`` is a learned one (see the module doc)."""
+        return participant_id in self._learned
+
+    @property
+    def learned_count(self) -> int:
+        return len(self._learned)
+
     def participants_at(self, address: Address) -> set[str]:
         """The participantIds whose entry points at ``address`` (a copy)."""
         ids = self._by_address.get(address)
@@ -216,6 +244,8 @@ class RoutingTable:
             "expiry_buckets": len(self._buckets),
             "expiry_refs": sum(map(len, self._buckets.values())),
             "stale_expiry_refs": self._stale_refs,
+            "learned": len(self._learned),
+            "learned_heap": len(self._learned_heap),
         }
 
     @property
@@ -243,8 +273,10 @@ class RoutingTable:
         is_globally_visible: bool,
         expiry_date_ms: int,
         is_sticky: bool = False,
+        learned: bool = False,
     ) -> PutResult:
-        """Add or update the route of ``participant_id``; see the module doc for the rules."""
+        """Add or update the route of ``participant_id``; see the module doc for the rules.
+        ``learned``: a replyTo route taught by a message (see :meth:`put_learned`)."""
         if type(participant_id) is not str or not participant_id:
             raise TypeError(f"participant_id must be a non-empty str, got {participant_id!r}")
         if type(expiry_date_ms) is not int:
@@ -276,6 +308,8 @@ class RoutingTable:
                     heapq.heappush(self._bucket_keys, key)
                 else:
                     bucket.append(participant_id)
+            if learned:
+                self._learn(participant_id, expiry_date_ms)
             return _CREATED
 
         old_address, old_visible, old_expiry, old_sticky = old
@@ -288,6 +322,9 @@ class RoutingTable:
                 )
                 self._reindex_expiry(participant_id, old_expiry, old_sticky, new_expiry,
                                      new_sticky)
+            if learned or self._learned:
+                self._track_learned(participant_id, learned, max(expiry_date_ms, old_expiry),
+                                    replaced=False)
             return _MERGED
         if old_sticky:
             return _REJECTED_STICKY
@@ -302,12 +339,59 @@ class RoutingTable:
             self._reindex_expiry(participant_id, old_expiry, False, new_expiry, is_sticky)
         if old_address != address:
             self._index_discard(old_address, participant_id)
-            ids = self._by_address.get(address)
-            if ids is None:
-                self._by_address[address] = {participant_id}
-            else:
-                ids.add(participant_id)
+            self._index_add(address, participant_id)
+        if learned or self._learned:
+            self._track_learned(participant_id, learned, new_expiry, replaced=True)
         return _REPLACED
+
+    def put_learned(self, participant_id: str, address: Address, *, expiry_date_ms: int,
+                    max_learned: int) -> tuple[PutResult, list[str]]:
+        """Put a learned route (globally visible, not sticky) while at most ``max_learned``
+        learned entries stay: before a new one is created, the learned entries that expire
+        first are removed. Returns the outcome and the participantIds removed."""
+        evicted: list[str] = []
+        if (participant_id not in self._entries and self._rank(address) is not None
+                and len(self._learned) >= max_learned):
+            evicted = self._evict_learned(len(self._learned) - max_learned + 1)
+        result = self.put(participant_id, address, is_globally_visible=True,
+                          expiry_date_ms=expiry_date_ms, learned=True)
+        return result, evicted
+
+    def _track_learned(self, participant_id: str, learned: bool, expiry_ms: int, *,
+                       replaced: bool) -> None:
+        """After a merge or replacement: a put that is not learned makes the entry a deliberate
+        one; a learned put keeps a learned entry learned, and makes a replaced one learned."""
+        if not learned:
+            if participant_id in self._learned:
+                self._unlearn(participant_id)
+        elif replaced or participant_id in self._learned:
+            self._learn(participant_id, expiry_ms)
+
+    def _learn(self, participant_id: str, expiry_ms: int) -> None:
+        self._learned[participant_id] = None
+        heap = self._learned_heap
+        heapq.heappush(heap, (expiry_ms, participant_id))
+        if len(heap) > 1024 + 2 * len(self._learned):
+            entries = self._entries
+            heap[:] = [(entries[pid].expiry_date_ms, pid) for pid in self._learned]
+            heapq.heapify(heap)
+
+    def _unlearn(self, participant_id: str) -> None:
+        del self._learned[participant_id]  # its heap items are stale from now on
+        if not self._learned:
+            self._learned_heap.clear()
+
+    def _evict_learned(self, count: int) -> list[str]:
+        """Remove the ``count`` learned entries that expire first."""
+        heap, learned, entries = self._learned_heap, self._learned, self._entries
+        evicted: list[str] = []
+        while heap and len(evicted) < count:
+            expiry, pid = heapq.heappop(heap)
+            entry = entries.get(pid)
+            if pid in learned and entry is not None and entry.expiry_date_ms == expiry:
+                self.remove(pid)
+                evicted.append(pid)
+        return evicted
 
     def remove(self, participant_id: str) -> bool:
         """Remove the entry; False when there is none or it is sticky (never removed)."""
@@ -316,6 +400,8 @@ class RoutingTable:
             return False
         del self._entries[participant_id]
         self._index_discard(entry.address, participant_id)
+        if participant_id in self._learned:
+            self._unlearn(participant_id)
         if entry.expiry_date_ms < NO_EXPIRY_MS:
             self._stale_refs += 1
             self._maybe_rebuild_expiry_index()
@@ -352,6 +438,8 @@ class RoutingTable:
                 elif entry.expiry_date_ms < now_ms:
                     del entries[pid]
                     self._index_discard(entry.address, pid)
+                    if pid in self._learned:
+                        self._unlearn(pid)
                     expired.append(pid)
                 else:  # only in now's own bucket: due later
                     kept.append(pid)
@@ -370,6 +458,13 @@ class RoutingTable:
         return removed
 
     # ------------------------------------------------------------------ indexes
+
+    def _index_add(self, address: Address, participant_id: str) -> None:
+        ids = self._by_address.get(address)
+        if ids is None:
+            self._by_address[address] = {participant_id}
+        else:
+            ids.add(participant_id)
 
     def _index_discard(self, address: Address, participant_id: str) -> None:
         ids = self._by_address.get(address)

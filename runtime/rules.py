@@ -14,8 +14,11 @@ The rules
 Time
     A message whose expiry date lies before now is not routed (:func:`check_expiry`); one that
     expires while it waits in a queue is dropped and, if it is a request, its sender is told
-    (:func:`check_queued`). A message waits only while its recipient's queue and all queues
-    together have room (:func:`admit_to_queue`).
+    (:func:`check_queued`), and so does one that waited longer than a queue keeps any message,
+    whatever expiry its sender chose. A message waits only while its recipient's queue and all
+    queues together have room, counted in messages and in bytes, and while the connection it
+    arrived over holds less than its share of all queues, so that one sender cannot take them
+    all (:func:`admit_to_queue`).
 
 Who may send what
     A websocket client speaks only for its own participants: a message whose sender is routed
@@ -110,6 +113,8 @@ __all__ = [
     "NO_ROUTE",
     "PARTICIPANT_IN_USE",
     "QUEUE_FULL",
+    "QUEUE_SHARE_USED",
+    "QUEUE_WAIT_EXCEEDED",
     "REFUSED_RELAY",
     "REMOTE_CALLER",
     "REPLY_TO_NOT_LEARNED",
@@ -117,6 +122,8 @@ __all__ = [
     "UNROUTED_SENDER",
     "VANISHED_PROVIDER_KEPT",
     "Notice",
+    "QueueLimits",
+    "Queued",
     "Refusal",
     "ReplyRoute",
     "admit_caller",
@@ -157,6 +164,10 @@ EXPIRED: Final = "expired"
 EXPIRED_IN_QUEUE: Final = "expired-in-queue"
 #: no room in the queue of the recipient or in all queues together
 QUEUE_FULL: Final = "queue-full"
+#: the connection the message arrived over already holds its share of all queues
+QUEUE_SHARE_USED: Final = "queue-share-used"
+#: the message waited in a queue as long as any message may, whatever its expiry
+QUEUE_WAIT_EXCEEDED: Final = "queue-wait-exceeded"
 #: a websocket client sent a message in the name of a participant routed elsewhere
 SPOOFED_SENDER: Final = "spoofed-sender"
 #: a message from a backend whose next hop is behind a backend too
@@ -228,21 +239,77 @@ def check_expiry(expiry_date_ms: int, now_ms: int) -> Refusal | None:
     return Refusal(EXPIRED, f"expired {now_ms - expiry_date_ms} ms ago")
 
 
-def check_queued(expiry_date_ms: int, now_ms: int) -> Refusal | None:
-    """A queued message leaves its queue when it expires; a request's sender is told."""
-    if expiry_date_ms >= now_ms:
-        return None
-    return Refusal(EXPIRED_IN_QUEUE, "expired while waiting for a route or a connection",
-                   answer=True)
+def check_queued(expiry_date_ms: int, now_ms: int, *, queued_at_ms: int | None = None,
+                 max_wait_ms: int | None = None) -> Refusal | None:
+    """A queued message leaves its queue when it expires, or when it has waited (since
+    ``queued_at_ms``) longer than ``max_wait_ms``: its sender chose its expiry, and one that lies
+    years ahead must not keep it in a queue for years. A request's sender is told."""
+    if expiry_date_ms < now_ms:
+        return Refusal(EXPIRED_IN_QUEUE, "expired while waiting for a route or a connection",
+                       answer=True)
+    if (queued_at_ms is not None and max_wait_ms is not None
+            and now_ms - queued_at_ms > max_wait_ms):
+        return Refusal(QUEUE_WAIT_EXCEEDED,
+                       f"waited {now_ms - queued_at_ms} ms for a route or a connection, longer "
+                       f"than a queue keeps any message ({max_wait_ms} ms)", answer=True)
+    return None
 
 
-def admit_to_queue(queued_for_recipient: int, queued_total: int, *, max_per_recipient: int,
-                   max_total: int, why: str) -> Refusal | None:
-    """A message may wait (``why``: the reason it cannot go out now) while its recipient's
-    queue holds fewer than ``max_per_recipient`` and all queues fewer than ``max_total``."""
-    if queued_for_recipient < max_per_recipient and queued_total < max_total:
-        return None
-    return Refusal(QUEUE_FULL, f"queue full ({why})", answer=True)
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """What waits in a queue, or in several together: messages and the bytes they hold."""
+
+    messages: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLimits:
+    """How much may wait: in one recipient's queue, in all queues together, and what the
+    messages from one sending connection may take of all queues (``origin_share`` of
+    ``total`` and of ``bytes_total``; 1.0: no share of its own)."""
+
+    per_recipient: int
+    total: int
+    bytes_per_recipient: int
+    bytes_total: int
+    origin_share: float = 1.0
+
+    def origin_limits(self) -> Queued:
+        """The share of one sending connection (it takes at least one message of any size)."""
+        return Queued(max(1, int(self.total * self.origin_share)),
+                      max(1, int(self.bytes_total * self.origin_share)))
+
+
+def admit_to_queue(size: int, recipient: Queued, total: Queued, origin: Queued | None,
+                   limits: QueueLimits, *, why: str) -> Refusal | None:
+    """May a message of ``size`` bytes wait (``why``: the reason it cannot go out now)?
+
+    Only while its recipient's queue (``recipient``) holds fewer messages than
+    ``limits.per_recipient`` and has room for its bytes, all queues together (``total``) too,
+    and the connection it arrived over (``origin``: what its messages hold in all queues; None
+    for messages made in this process, which have no share of their own) holds less than its
+    share. The recipient's queue and a connection's share take one message of any size while
+    they are empty (a message that passed the frame size limit can always wait alone), all
+    queues together only what fits."""
+    if recipient.messages >= limits.per_recipient or (
+            recipient.messages and recipient.bytes + size > limits.bytes_per_recipient):
+        return Refusal(QUEUE_FULL, f"queue full ({why}): the recipient's queue holds "
+                                   f"{recipient.messages} message(s), {recipient.bytes} bytes",
+                       answer=True)
+    if total.messages >= limits.total or total.bytes + size > limits.bytes_total:
+        return Refusal(QUEUE_FULL, f"queue full ({why}): all queues hold {total.messages} "
+                                   f"message(s), {total.bytes} bytes", answer=True)
+    if origin is not None:
+        share = limits.origin_limits()
+        if origin.messages >= share.messages or (
+                origin.messages and origin.bytes + size > share.bytes):
+            return Refusal(QUEUE_SHARE_USED,
+                           f"queue full for its connection ({why}): its messages hold "
+                           f"{origin.messages} message(s), {origin.bytes} bytes of all queues, "
+                           f"its share is {share.messages} message(s), {share.bytes} bytes",
+                           answer=True)
+    return None
 
 
 # ---------------------------------------------------------------------- admission

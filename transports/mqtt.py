@@ -5,7 +5,9 @@ and queues the message there (bounded); a writer publishes to the address's topi
 (QoS 0 for BEST_EFFORT), retain off, and with MQTT 5 the message expiry interval. A message
 leaves the queue for good only when the broker acknowledged it: what was in flight when a
 connection broke goes out again after the reconnect (QoS 1 is at least once; receivers drop
-the duplicates by message id). Queued messages that expire are dropped, logged and counted.
+the duplicates by message id). The queue is bounded in messages and in bytes; queued messages
+that expire, or wait longer than ``max_queue_wait_ms`` whatever their expiry, are dropped,
+logged and counted.
 
 Requests that leave this cluster controller carry its reply-to address (the global address:
 MqttAddress(default GBID, own topic)), whatever the local sender put there.
@@ -47,6 +49,7 @@ from runtime.messages import (
     MessageType,
     decode_frame,
     encode_frame,
+    held_bytes,
 )
 from runtime.router import MessageRouter
 from runtime.routing import RoutingSettings
@@ -71,6 +74,9 @@ class _Outgoing:
     message: Message
     topic: str
     qos: int
+    #: when it was queued (epoch ms) and the bytes it holds (runtime.messages.held_bytes)
+    queued_at_ms: int = 0
+    size: int = 0
 
 
 class _Backend:
@@ -84,6 +90,8 @@ class _Backend:
         self.origin = MqttAddress(gbid, transport.own_topic)
         self.queue: deque[_Outgoing] = deque()
         self.inflight: dict[int, _Outgoing] = {}
+        #: the bytes the messages in the queue and in flight hold
+        self.bytes = 0
         self.topics: Counter[str] = Counter()  # multicast topics -> receivers needing them
         self.session: MqttSession | None = None
         self.connected = asyncio.Event()
@@ -97,9 +105,13 @@ class _Backend:
     # ------------------------------------------------------------------ queue
 
     def put(self, item: _Outgoing) -> bool:
-        if len(self.queue) >= self.transport.settings.max_queued_per_backend:
+        settings = self.transport.settings
+        if len(self.queue) >= settings.max_queued_per_backend:
+            return False
+        if self.bytes + item.size > settings.max_queued_bytes_per_backend and self.pending:
             return False
         self.queue.append(item)
+        self.bytes += item.size
         self.idle.clear()
         self._wake()
         return True
@@ -115,15 +127,23 @@ class _Backend:
     def pending(self) -> int:
         return len(self.queue) + len(self.inflight)
 
+    def _refusal(self, item: _Outgoing, now: int) -> rules.Refusal | None:
+        return rules.check_queued(item.message.expiry_date_ms, now,
+                                  queued_at_ms=item.queued_at_ms,
+                                  max_wait_ms=self.transport.settings.max_queue_wait_ms)
+
     def drop_expired(self) -> None:
+        """Drop what expired or waited longer than ``max_queue_wait_ms``."""
         now = now_ms()
-        if not any(item.message.expiry_date_ms < now for item in self.queue):
+        if not any(self._refusal(item, now) for item in self.queue):
             return
         fresh: deque[_Outgoing] = deque()
         for item in self.queue:
-            if item.message.expiry_date_ms < now:
-                self.transport.dropped_outgoing(self, item.message, "expired-in-queue",
-                                                 "expired while waiting for the broker")
+            refusal = self._refusal(item, now)
+            if refusal is not None:
+                self.bytes -= item.size
+                self.transport.dropped_outgoing(self, item.message, refusal.reason,
+                                                 f"{refusal.detail} (the broker)")
             else:
                 fresh.append(item)
         self.queue = fresh
@@ -219,12 +239,15 @@ class _Backend:
                     slots.release()
                     continue
                 item = queue.popleft()
-                remaining_ms = item.message.expiry_date_ms - now_ms()
-                if remaining_ms < 0:
+                now = now_ms()
+                remaining_ms = item.message.expiry_date_ms - now
+                refusal = self._refusal(item, now)
+                if refusal is not None:
                     slots.release()
+                    self.bytes -= item.size
                     self._settled()
-                    transport.dropped_outgoing(self, item.message, "expired-in-queue",
-                                                "expired before it could be published")
+                    transport.dropped_outgoing(self, item.message, refusal.reason,
+                                                f"{refusal.detail}; not published")
                     continue
                 inflight[item.seq] = item
                 expiry_s = min(-(-remaining_ms // 1000), MAX_EXPIRY_INTERVAL_S)
@@ -247,14 +270,16 @@ class _Backend:
                       exc)
             return
         except Exception as exc:  # this message cannot be published at all: not again either
-            self.inflight.pop(item.seq, None)
+            if self.inflight.pop(item.seq, None) is not None:
+                self.bytes -= item.size
             self._settled()
             self.transport.dropped_outgoing(self, item.message, "unpublishable",
                                              f"the MQTT client refused it: {exc!r}")
             return
         finally:
             slots.release()
-        self.inflight.pop(item.seq, None)
+        if self.inflight.pop(item.seq, None) is not None:
+            self.bytes -= item.size
         self._settled()
         self.transport.published += 1
 
@@ -398,7 +423,7 @@ class MqttTransport:
     def _outgoing(self, message: Message, topic: str) -> _Outgoing:
         self._seq += 1
         qos = 0 if message.effort is Effort.BEST_EFFORT else 1
-        return _Outgoing(self._seq, message, topic, qos)
+        return _Outgoing(self._seq, message, topic, qos, now_ms(), held_bytes(message))
 
     def publish_multicast(self, message: Message) -> None:
         """A globally visible local provider's multicast: to its topic in every backend."""
@@ -492,7 +517,8 @@ class MqttTransport:
         if route is None:  # not a request
             return True
         outcome = (route if isinstance(route, rules.Refusal)
-                   else rules.reply_route_learned(self.router.learn_reply_to(route), route))
+                   else rules.reply_route_learned(self.router.learn_reply_to(
+                       route, max_learned=self.routing.max_learned_routes), route))
         if isinstance(outcome, rules.Refusal):
             self._refuse(outcome.reason, f"{where}: {message.describe()}: {outcome.detail}",
                          f"backend {backend.gbid}")

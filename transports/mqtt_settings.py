@@ -89,6 +89,11 @@ class MqttSettings:
     max_inflight: int = 100
     #: messages waiting for one backend (e.g. while it is down) before sends are refused
     max_queued_per_backend: int = 10_000
+    #: ... and the bytes they may hold, with those in flight (an empty queue takes one message
+    #: of any size)
+    max_queued_bytes_per_backend: int = 32 * 1024 * 1024
+    #: the longest a message waits for its broker (ms), whatever the expiry its sender chose
+    max_queue_wait_ms: int = 300_000
     #: incoming MQTT messages larger than this are refused (bytes)
     max_message_bytes: int = 4 * 1024 * 1024
     #: CA certificates (PEM) for mqtts backends; empty: the system's
@@ -108,6 +113,7 @@ class MqttSettings:
         if self.version not in VERSIONS:
             raise ValueError(f"version must be \"5\" or \"3.1.1\", not {self.version!r}")
         for name in ("keepalive_s", "max_inflight", "max_queued_per_backend",
+                     "max_queued_bytes_per_backend", "max_queue_wait_ms",
                      "max_message_bytes", "duplicate_window"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")

@@ -143,6 +143,7 @@ class WebSocketClientTransport:
                     close_timeout_s=s.ping_timeout_s,
                     open_timeout_s=s.open_timeout_s,
                     ssl_context=self._ssl_context,
+                    max_fragments=s.max_fragments_per_message,
                 )
                 try:
                     delay = s.reconnect_initial_s
@@ -166,7 +167,8 @@ class WebSocketClientTransport:
     async def _serve(self, ws: ClientSideConnection) -> None:
         if not ws.send_frames([encode_init(self.client_id)]):
             return
-        outbox = Outbox(ws, "cluster controller", self.settings.max_queued)
+        outbox = Outbox(ws, "cluster controller", self.settings.max_queued,
+                        self.settings.max_queued_bytes)
         self._outbox = outbox
         self._connected.set()
         self.connections += 1

@@ -9,7 +9,8 @@ An :class:`Outbox` holds the messages routed to one connection until they are wr
 message waiting when it writes goes out with one socket write (one websocket message each).
 It writes from a callback scheduled when the first message arrives (not a task), stops while
 the transport's write buffer is full and goes on when it drains, so the memory a slow peer can
-hold is bounded by the outbox's limit plus the write buffer.
+hold is bounded by the outbox's limits (messages and bytes) plus the write buffer, which takes
+at most about ``MAX_BATCH_BYTES`` beyond its high-water mark.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Final
 import msgpack
 
 from runtime.logs import get_logger
-from runtime.messages import FrameError, Message, encode_frame
+from runtime.messages import FrameError, Message, encode_frame, held_bytes
 from transports.websocket_connection import WebSocketConnection
 
 __all__ = [
@@ -68,6 +69,8 @@ def decode_init(frame: Any) -> str:
 
 #: most messages written with one socket write
 MAX_BATCH: Final = 256
+#: one socket write takes further messages only while it holds fewer bytes than this
+MAX_BATCH_BYTES: Final = 1024 * 1024
 
 
 class Outbox:
@@ -79,11 +82,17 @@ class Outbox:
     because that connection broke (what the kernel had not sent yet may be).
     """
 
-    def __init__(self, ws: WebSocketConnection, name: str, max_messages: int) -> None:
+    def __init__(self, ws: WebSocketConnection, name: str, max_messages: int,
+                 max_bytes: int) -> None:
         self.ws = ws
         self.name = name
         self.max_messages = max_messages
+        #: the bytes its messages may hold (runtime.messages.held_bytes); an empty outbox
+        #: takes one message of any size
+        self.max_bytes = max_bytes
         self._items: deque[Message] = deque()
+        self._sizes: deque[int] = deque()
+        self._bytes = 0
         self._loop = asyncio.get_running_loop()
         self._scheduled = False
         self._done = False  # closed, or the connection is no longer open
@@ -92,10 +101,17 @@ class Outbox:
         ws.on_writable = self._write
 
     def put(self, message: Message) -> bool:
-        """Queue a message; False when the connection is gone or the queue is full."""
-        if self._done or len(self._items) >= self.max_messages:
+        """Queue a message; False when the connection is gone or the queue is full (in
+        messages or in bytes)."""
+        items = self._items
+        if self._done or len(items) >= self.max_messages:
             return False
-        self._items.append(message)
+        size = held_bytes(message)
+        if items and self._bytes + size > self.max_bytes:
+            return False
+        items.append(message)
+        self._sizes.append(size)
+        self._bytes += size
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self._write)
@@ -106,21 +122,35 @@ class Outbox:
         """Messages not yet handed to the transport."""
         return len(self._items)
 
+    @property
+    def pending_bytes(self) -> int:
+        """The bytes the messages not yet handed to the transport hold."""
+        return self._bytes
+
     def _write(self) -> None:
         self._scheduled = False
         if self._done:
             return
-        items, ws = self._items, self.ws
+        items, sizes, ws = self._items, self._sizes, self.ws
         if not ws.open:
             self._finish()
             return
         try:
             while items and not ws.paused_writing:
-                n = min(len(items), MAX_BATCH)
-                frames = [encode_frame(m) for m in islice(items, n)]
+                # bounded in messages and in bytes: what one write hands over stays in the
+                # transport's buffer until the peer reads it
+                frames: list[bytes] = []
+                batch_bytes = 0
+                for message in islice(items, MAX_BATCH):
+                    frame = encode_frame(message)
+                    frames.append(frame)
+                    batch_bytes += len(frame)
+                    if batch_bytes >= MAX_BATCH_BYTES:
+                        break
                 ws.send_frames(frames)
-                for _ in range(n):
+                for _ in range(len(frames)):
                     items.popleft()
+                    self._bytes -= sizes.popleft()
         except Exception:
             log.exception("writing to %s failed", self.name)
             self._finish()
@@ -154,4 +184,6 @@ class Outbox:
             self.ws.on_writable = None
         leftover = list(self._items)
         self._items.clear()
+        self._sizes.clear()
+        self._bytes = 0
         return leftover

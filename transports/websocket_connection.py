@@ -9,9 +9,11 @@ handshake request or response, then frames), and whatever must go on the wire wa
 joynr connection needs and no more:
 
 - complete messages go to a handler straight from ``data_received``, one call per message, in
-  order (fragments are joined; websockets bounds a message's total size by ``max_size`` and
-  fails the connection with 1009 above it). Messages that arrive before a handler is set wait
-  in a backlog, with reading paused, so that the backlog holds at most one read's worth;
+  order (fragments are joined into one buffer of bytes; websockets bounds a message's total
+  size by ``max_size`` and fails the connection with 1009 above it; a message in more than
+  ``max_fragments`` fragments fails it with 1009 too). Messages that arrive before a handler
+  is set wait in a backlog, with reading paused, so that the backlog holds at most one read's
+  worth;
 - :meth:`WebSocketConnection.send_frames` sends several binary messages with one socket write
   (``transport.writelines``); ``paused_writing`` and ``on_writable`` are the write-buffer flow
   control for the writer above (see :class:`transports.websocket_common.Outbox`);
@@ -46,6 +48,7 @@ from websockets.server import ServerProtocol
 from websockets.uri import parse_uri
 
 from runtime.logs import get_logger
+from transports.websocket_settings import DEFAULT_MAX_FRAGMENTS
 
 __all__ = [
     "HANDSHAKE_TIMEOUT_S",
@@ -69,6 +72,8 @@ HANDSHAKE_TIMEOUT_S: Final = 10.0
 WRITE_BUFFER_HIGH: Final = 64 * 1024
 #: close code of a connection whose keep-alive ping was not answered in time
 KEEPALIVE_FAILED: Final = 1011
+#: close code of a connection that sent a message in too many fragments (RFC 6455: too big)
+MESSAGE_TOO_BIG: Final = 1009
 
 
 class WebSocketConnection(asyncio.Protocol):
@@ -82,8 +87,13 @@ class WebSocketConnection(asyncio.Protocol):
     transport: asyncio.Transport
 
     def __init__(self, protocol: Protocol, *, ping_interval_s: float | None,
-                 ping_timeout_s: float, close_timeout_s: float) -> None:
+                 ping_timeout_s: float, close_timeout_s: float,
+                 max_fragments: int = DEFAULT_MAX_FRAGMENTS) -> None:
         self.protocol = protocol
+        self.max_fragments = max_fragments
+        #: True once the peer sent a message in more than ``max_fragments`` fragments (the
+        #: connection was failed with 1009)
+        self.too_many_fragments = False
         self.ping_interval_s = ping_interval_s
         self.ping_timeout_s = ping_timeout_s
         self.close_timeout_s = close_timeout_s
@@ -100,7 +110,8 @@ class WebSocketConnection(asyncio.Protocol):
         self._backlog: deque[bytes | str] = deque()
         self._backlog_waiter: asyncio.Future[None] | None = None
         self._reading_paused = False  # by this layer, for the backlog
-        self._fragments: list[bytes] | None = None
+        self._fragments: bytearray | None = None  # the message being reassembled
+        self._fragment_count = 0
         self._fragments_text = False
         self._pings: dict[bytes, asyncio.Future[None]] = {}
         self._keepalive_timer: asyncio.TimerHandle | None = None
@@ -225,6 +236,8 @@ class WebSocketConnection(asyncio.Protocol):
             self._write(writes)
         for event in events:
             if isinstance(event, Frame):
+                if self.too_many_fragments:
+                    break  # failed: nothing more of this peer's is delivered
                 opcode = event.opcode
                 if opcode is OP_BINARY and event.fin and self._fragments is None:
                     payload = event.data
@@ -312,17 +325,29 @@ class WebSocketConnection(asyncio.Protocol):
 
     def _fragment(self, frame: Frame) -> None:
         """A fragment of a message, or a whole text message. websockets checks the order of
-        fragments and bounds their total size."""
+        fragments and bounds their total size; only their bytes are kept (one buffer), and a
+        message in more than ``max_fragments`` fragments fails the connection."""
         if frame.opcode is not OP_CONT:
-            self._fragments = []
+            self._fragments = bytearray(frame.data)
+            self._fragment_count = 1
             self._fragments_text = frame.opcode is OP_TEXT
-        fragments = self._fragments
-        assert fragments is not None
-        fragments.append(bytes(frame.data))
+        else:
+            fragments = self._fragments
+            if fragments is None:  # the rest of a message refused below: the connection ends
+                return
+            self._fragment_count += 1
+            if self._fragment_count > self.max_fragments:
+                self._fragments = None
+                self.too_many_fragments = True
+                log.warning("websocket %s: a message in more than %d fragments; closing the "
+                            "connection", self.remote_address, self.max_fragments)
+                self.fail(MESSAGE_TOO_BIG, "message in too many fragments")
+                return
+            fragments += frame.data
         if not frame.fin:
             return
+        data = bytes(self._fragments)  # type: ignore[arg-type]  # set above
         self._fragments = None
-        data = b"".join(fragments)
         if self._fragments_text:
             self._message(data.decode("utf-8", errors="replace"))
         else:
@@ -424,9 +449,11 @@ class ServerSideConnection(WebSocketConnection):
                  close_timeout_s: float, on_request: RequestCheck,
                  on_open: Callable[[ServerSideConnection], None],
                  tracked: set[ServerSideConnection] | None = None,
-                 handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S) -> None:
+                 handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
+                 max_fragments: int = DEFAULT_MAX_FRAGMENTS) -> None:
         super().__init__(ServerProtocol(max_size=max_size), ping_interval_s=ping_interval_s,
-                         ping_timeout_s=ping_timeout_s, close_timeout_s=close_timeout_s)
+                         ping_timeout_s=ping_timeout_s, close_timeout_s=close_timeout_s,
+                         max_fragments=max_fragments)
         self._on_request = on_request
         self._on_open = on_open
         #: the set this connection is in from connection_made() until connection_lost()
@@ -486,10 +513,11 @@ class ClientSideConnection(WebSocketConnection):
     protocol: ClientProtocol
 
     def __init__(self, url: str, *, max_size: int, ping_interval_s: float | None,
-                 ping_timeout_s: float, close_timeout_s: float) -> None:
+                 ping_timeout_s: float, close_timeout_s: float,
+                 max_fragments: int = DEFAULT_MAX_FRAGMENTS) -> None:
         super().__init__(ClientProtocol(parse_uri(url), max_size=max_size),
                          ping_interval_s=ping_interval_s, ping_timeout_s=ping_timeout_s,
-                         close_timeout_s=close_timeout_s)
+                         close_timeout_s=close_timeout_s, max_fragments=max_fragments)
         #: done when the opening handshake succeeded; fails with its error
         self.opened: asyncio.Future[None] = self.loop.create_future()
 
@@ -520,7 +548,8 @@ class ClientSideConnection(WebSocketConnection):
 
 async def open_client_connection(url: str, *, max_size: int, ping_interval_s: float | None,
                                  ping_timeout_s: float, close_timeout_s: float,
-                                 open_timeout_s: float, ssl_context: ssl.SSLContext | None
+                                 open_timeout_s: float, ssl_context: ssl.SSLContext | None,
+                                 max_fragments: int = DEFAULT_MAX_FRAGMENTS
                                  ) -> ClientSideConnection:
     """Connect to the websocket server at ``url`` (``ws://`` or ``wss://``, then with
     ``ssl_context``) and complete the opening handshake within ``open_timeout_s``. Raises
@@ -535,7 +564,8 @@ async def open_client_connection(url: str, *, max_size: int, ping_interval_s: fl
         connection = ClientSideConnection(url, max_size=max_size,
                                           ping_interval_s=ping_interval_s,
                                           ping_timeout_s=ping_timeout_s,
-                                          close_timeout_s=close_timeout_s)
+                                          close_timeout_s=close_timeout_s,
+                                          max_fragments=max_fragments)
         return connection
 
     try:

@@ -19,9 +19,10 @@ message frame. Only ``path`` is served: other paths get an HTTP 404. Identity ru
 
 Every refused message is counted in ``counters`` and logged with its reason (rate-limited per
 reason and peer: runtime.logs); the connection stays open, except for messages over twice
-``max_frame_bytes``, which close it with 1009 (counted as "oversized-closed"). Stopping is
-graceful: no new connections, what is queued is written (bounded in time), then every connection
-is closed with 1001 (going away).
+``max_frame_bytes``, which close it with 1009 (counted as "oversized-closed"), and messages in
+more than ``max_fragments_per_message`` fragments, which close it with 1009 too (counted as
+"too-many-fragments"). Stopping is graceful: no new connections, what is queued is written
+(bounded in time), then every connection is closed with 1001 (going away).
 
 The websocket protocol itself is websockets' sans-I/O implementation under the project's
 asyncio layer (transports.websocket_connection).
@@ -112,6 +113,7 @@ class WebSocketServerTransport:
                 on_request=self._check_path,
                 on_open=self._opened,
                 tracked=self._connections,
+                max_fragments=s.max_fragments_per_message,
             )
 
         loop = asyncio.get_running_loop()
@@ -173,6 +175,11 @@ class WebSocketServerTransport:
         client = self._clients.get(client_id)
         return 0 if client is None else client.outbox.pending
 
+    def pending_bytes_to(self, client_id: str) -> int:
+        """The bytes the messages waiting to be written to one connected client hold."""
+        client = self._clients.get(client_id)
+        return 0 if client is None else client.outbox.pending_bytes
+
     # ------------------------------------------------------------------ sending
 
     def send(self, address: Address, message: Message) -> bool:
@@ -210,7 +217,8 @@ class WebSocketServerTransport:
             return
         address = WebSocketClientAddress(client_id)
         client = _Client(ws, address, Outbox(ws, f"client {client_id}",
-                                             self.settings.max_queued_per_connection))
+                                             self.settings.max_queued_per_connection,
+                                             self.settings.max_queued_bytes_per_connection))
         self._clients[client_id] = client
         self._claimed.discard(client_id)
         log.info("websocket client %s connected from %s", client_id, peer)
@@ -297,7 +305,11 @@ class WebSocketServerTransport:
         ws.deliver(on_frame)
         await ws.wait_closed()
         closed = ws.protocol.close_exc
-        if MESSAGE_TOO_BIG in (closed.rcvd and closed.rcvd.code, closed.sent and closed.sent.code):
+        if ws.too_many_fragments:
+            self._refuse("too-many-fragments", f"client {address.id}: a message in more than "
+                         f"{ws.max_fragments} fragments", peer, address.id)
+        elif MESSAGE_TOO_BIG in (closed.rcvd and closed.rcvd.code,
+                                 closed.sent and closed.sent.code):
             self._refuse("oversized-closed", f"client {address.id}: message too big", peer,
                          address.id)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from runtime.messages import DEFAULT_MAX_FRAME_BYTES
 
 __all__ = [
+    "DEFAULT_MAX_FRAGMENTS",
     "MIN_FRAME_BYTES",
     "WebSocketClientSettings",
     "WebSocketServerSettings",
@@ -25,12 +26,17 @@ __all__ = [
 
 #: the smallest frame limit accepted (an init frame and a small message must fit)
 MIN_FRAME_BYTES = 1024
+#: fragments a websocket message may come in, by default (the project's own ends send one)
+DEFAULT_MAX_FRAGMENTS = 4096
 
 
 def _check_common(settings: WebSocketServerSettings | WebSocketClientSettings) -> None:
     if settings.max_frame_bytes < MIN_FRAME_BYTES:
         raise ValueError(f"max_frame_bytes must be at least {MIN_FRAME_BYTES}, "
                          f"got {settings.max_frame_bytes}")
+    if settings.max_fragments_per_message < 1:
+        raise ValueError("max_fragments_per_message must be >= 1, got "
+                         f"{settings.max_fragments_per_message}")
     for name in ("ping_interval_s", "ping_timeout_s"):
         if not getattr(settings, name) > 0:
             raise ValueError(f"{name} must be > 0, got {getattr(settings, name)}")
@@ -60,6 +66,10 @@ class WebSocketServerSettings:
     init_timeout_s: float = 10.0
     #: messages waiting to be written to one connection before sends to it are refused
     max_queued_per_connection: int = 10_000
+    #: ... and the bytes they may hold (an empty queue takes one message of any size)
+    max_queued_bytes_per_connection: int = 16 * 1024 * 1024
+    #: a message sent in more fragments than this closes the connection (1009)
+    max_fragments_per_message: int = DEFAULT_MAX_FRAGMENTS
 
     def __post_init__(self) -> None:
         if not 0 <= self.port < 65536:
@@ -74,6 +84,9 @@ class WebSocketServerSettings:
         if self.max_queued_per_connection < 1:
             raise ValueError("max_queued_per_connection must be >= 1, got "
                              f"{self.max_queued_per_connection}")
+        if self.max_queued_bytes_per_connection < 1:
+            raise ValueError("max_queued_bytes_per_connection must be >= 1, got "
+                             f"{self.max_queued_bytes_per_connection}")
 
     @property
     def tls(self) -> bool:
@@ -98,6 +111,10 @@ class WebSocketClientSettings:
     reconnect_max_s: float = 5.0
     #: messages waiting to be written before sends are refused (the router queues them)
     max_queued: int = 10_000
+    #: ... and the bytes they may hold (an empty queue takes one message of any size)
+    max_queued_bytes: int = 16 * 1024 * 1024
+    #: a message sent in more fragments than this closes the connection (1009)
+    max_fragments_per_message: int = DEFAULT_MAX_FRAGMENTS
     #: for wss: PEM file of the CA certificates to trust; empty: the system's
     tls_ca_file: str = ""
 
@@ -110,6 +127,8 @@ class WebSocketClientSettings:
                              f"{self.reconnect_initial_s} and {self.reconnect_max_s}")
         if self.max_queued < 1:
             raise ValueError(f"max_queued must be >= 1, got {self.max_queued}")
+        if self.max_queued_bytes < 1:
+            raise ValueError(f"max_queued_bytes must be >= 1, got {self.max_queued_bytes}")
 
 
 def server_ssl_context(settings: WebSocketServerSettings) -> ssl.SSLContext | None:

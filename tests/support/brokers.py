@@ -16,8 +16,11 @@ import subprocess
 from pathlib import Path
 
 from tests.support.cluster import free_port
+from transports.mqtt_broker import DEFAULT_MAX_PACKET_BYTES
 
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+#: mosquitto's max_packet_size: the embedded broker's default limit (4 MiB + 5 KiB)
+MAX_PACKET_BYTES = DEFAULT_MAX_PACKET_BYTES
 
 
 class Mosquitto:
@@ -42,6 +45,10 @@ class Mosquitto:
             "max_queued_messages 100000",
             "max_inflight_messages 0",
             "set_tcp_nodelay true",  # small request/reply packets go out at once
+            # the documented production setting: no packet larger than the cluster
+            # controllers' [mqtt] max_message_bytes (default) plus room for the topic and
+            # properties; a client sending one is disconnected (all protocol versions)
+            f"max_packet_size {MAX_PACKET_BYTES}",
             "log_dest stderr",
             "log_type error",
             "log_type warning",

@@ -146,7 +146,7 @@ def test_expiry_index_stays_bounded_under_churn_and_purge_stays_exact():
     assert sorted(table.purge(10**6)) == sorted(f"p{i}" for i in range(25, 50))
     assert table.stats() == {
         "entries": 0, "addresses": 0, "expiry_buckets": 0, "expiry_refs": 0,
-        "stale_expiry_refs": 0,
+        "stale_expiry_refs": 0, "learned": 0, "learned_heap": 0,
     }
 
 
@@ -160,3 +160,125 @@ def test_flags_must_be_bools(visible, sticky):
     with pytest.raises(TypeError, match="bools"):
         RoutingTable(CC).put("p", MqttAddress("g", "t"), is_globally_visible=visible,
                              expiry_date_ms=1, is_sticky=sticky)
+
+
+# ---------------------------------------------------------------------- learned routes (bounded)
+
+ME = MqttAddress("g", "cc/me")
+REPLY = {name: MqttAddress("g", f"reply/{name}") for name in "abcdefxyz"}
+CLIENT = WebSocketClientAddress("client")
+
+
+def _apply(table: RoutingTable, op: tuple, max_learned: int) -> object:
+    """One step of a learned-routes scenario; returns what put/put_learned/purge said."""
+    kind, pid, *rest = op
+    if kind == "learn":  # ("learn", pid, expiry[, address])
+        address = rest[1] if len(rest) > 1 else REPLY[pid]
+        result, evicted = table.put_learned(pid, address, expiry_date_ms=rest[0],
+                                            max_learned=max_learned)
+        return result.name, evicted
+    if kind == "local":
+        return table.put(pid, InProcessAddress(object()), is_globally_visible=False,
+                         expiry_date_ms=NO_EXPIRY_MS).name
+    if kind == "client":
+        return table.put(pid, CLIENT, is_globally_visible=False,
+                         expiry_date_ms=NO_EXPIRY_MS).name
+    if kind == "provisioned":  # sticky, at the address a request may name as replyTo
+        return table.put(pid, REPLY[pid], is_globally_visible=True,
+                         expiry_date_ms=NO_EXPIRY_MS, is_sticky=True).name
+    if kind == "discovered":  # a GCD answer: visible, not sticky, not learned
+        return table.put(pid, REPLY[pid], is_globally_visible=True, expiry_date_ms=rest[0]).name
+    if kind == "remove":
+        return table.remove(pid)
+    if kind == "purge":  # ("purge", "", now)
+        return table.purge(rest[0])
+    raise AssertionError(op)
+
+
+LEARNED_CASES = {
+    # name: (max learned, steps, what each step said, learned at the end)
+    "the one that expires first makes room": (
+        3,
+        [("learn", "a", 100), ("learn", "b", 300), ("learn", "c", 200), ("learn", "d", 400)],
+        [("CREATED", []), ("CREATED", []), ("CREATED", []), ("CREATED", ["a"])],
+        {"b", "c", "d"}),
+    "... even when the new one expires sooner": (
+        2,
+        [("learn", "a", 500), ("learn", "b", 600), ("learn", "c", 100)],
+        [("CREATED", []), ("CREATED", []), ("CREATED", ["a"])],
+        {"b", "c"}),
+    "a merge that extends the expiry moves it back": (
+        2,
+        [("learn", "a", 100), ("learn", "b", 200), ("learn", "a", 300), ("learn", "c", 400)],
+        [("CREATED", []), ("CREATED", []), ("MERGED", []), ("CREATED", ["b"])],
+        {"a", "c"}),
+    "learning a known sender again evicts nothing": (
+        1,
+        [("learn", "a", 100), ("learn", "a", 200), ("learn", "a", 50)],
+        [("CREATED", []), ("MERGED", []), ("MERGED", [])],
+        {"a"}),
+    "a new replyTo of a known sender evicts nothing": (
+        1,
+        [("learn", "a", 100), ("learn", "a", 200, REPLY["x"])],
+        [("CREATED", []), ("REPLACED", [])],
+        {"a"}),
+    "local routes are neither counted nor evicted": (
+        1,
+        [("local", "x"), ("learn", "a", 100), ("learn", "b", 200), ("learn", "x", 50)],
+        ["CREATED", ("CREATED", []), ("CREATED", ["a"]), ("REJECTED_PRECEDENCE", [])],
+        {"b"}),
+    "a client's registration makes a learned route its own": (
+        1,
+        [("learn", "a", 100), ("client", "a"), ("learn", "b", 200), ("learn", "c", 300)],
+        [("CREATED", []), "REPLACED", ("CREATED", []), ("CREATED", ["b"])],
+        {"c"}),
+    "provisioned (sticky) routes stay, and stay unlearned": (
+        1,
+        [("provisioned", "x"), ("learn", "x", 100), ("learn", "a", 100), ("learn", "b", 200)],
+        ["CREATED", ("MERGED", []), ("CREATED", []), ("CREATED", ["a"])],
+        {"b"}),
+    "a discovered route that a request merges into stays unlearned": (
+        1,
+        [("discovered", "x", 100), ("learn", "x", 500), ("learn", "a", 100),
+         ("learn", "b", 200)],
+        ["CREATED", ("MERGED", []), ("CREATED", []), ("CREATED", ["a"])],
+        {"b"}),
+    "a learned route confirmed by discovery is no longer learned": (
+        1,
+        [("learn", "x", 100), ("discovered", "x", 100), ("learn", "a", 100)],
+        [("CREATED", []), "MERGED", ("CREATED", [])],
+        {"a"}),
+    "removed and purged routes leave the count": (
+        2,
+        [("learn", "a", 100), ("learn", "b", 200), ("remove", "a"), ("learn", "c", 300),
+         ("purge", "", 250), ("learn", "d", 400)],
+        [("CREATED", []), ("CREATED", []), True, ("CREATED", []), ["b"], ("CREATED", [])],
+        {"c", "d"}),
+    "an invalid replyTo (this CC itself) evicts nothing": (
+        1,
+        [("learn", "a", 100), ("learn", "b", 100, ME)],
+        [("CREATED", []), ("REJECTED_INVALID", [])],
+        {"a"}),
+}
+
+
+@pytest.mark.parametrize(("max_learned", "steps", "said", "learned"), LEARNED_CASES.values(),
+                         ids=LEARNED_CASES.keys())
+def test_learned_routes_are_bounded(max_learned, steps, said, learned):
+    table = RoutingTable(CC, own_addresses=[ME])
+    assert [_apply(table, step, max_learned) for step in steps] == said
+    assert {pid for pid in table if table.is_learned(pid)} == learned
+    assert table.learned_count == len(learned)
+
+
+def test_learned_heap_stays_bounded_under_churn():
+    table = RoutingTable(CC)
+    for i in range(20_000):
+        # the same few senders, ever later: every merge pushes a heap item
+        table.put_learned(f"p{i % 7}", MqttAddress("g", "t"), expiry_date_ms=i,
+                          max_learned=5)
+    assert table.learned_count == 5
+    assert table.stats()["learned_heap"] <= 1024 + 2 * 5 + 1
+    # the survivors are the five latest senders
+    assert sorted(pid for pid in table if table.is_learned(pid)) == sorted(
+        f"p{i % 7}" for i in range(20_000 - 5, 20_000))

@@ -7,6 +7,7 @@ code); the expectations are written here, not derived from the implementation.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 from dataclasses import dataclass
 
@@ -36,6 +37,8 @@ from runtime.rules import (
     NOT_OWNER,
     PARTICIPANT_IN_USE,
     QUEUE_FULL,
+    QUEUE_SHARE_USED,
+    QUEUE_WAIT_EXCEEDED,
     REFUSED_RELAY,
     REMOTE_CALLER,
     REPLY_TO_NOT_LEARNED,
@@ -43,6 +46,8 @@ from runtime.rules import (
     UNROUTED_SENDER,
     VANISHED_PROVIDER_KEPT,
     Notice,
+    Queued,
+    QueueLimits,
     Refusal,
     ReplyRoute,
 )
@@ -99,7 +104,8 @@ def test_the_rules_are_pure():
 
 
 def test_reason_codes_are_distinct_short_counter_keys():
-    codes = [EXPIRED, EXPIRED_IN_QUEUE, QUEUE_FULL, SPOOFED_SENDER, REFUSED_RELAY, NO_ROUTE,
+    codes = [EXPIRED, EXPIRED_IN_QUEUE, QUEUE_FULL, QUEUE_SHARE_USED, QUEUE_WAIT_EXCEEDED,
+             SPOOFED_SENDER, REFUSED_RELAY, NO_ROUTE,
              NO_REPLY_TO, BAD_REPLY_TO, REPLY_TO_NOT_LEARNED, REMOTE_CALLER, NOT_OWNER,
              FOREIGN_NEXT_HOP, NOT_A_CLIENT_ADDRESS, UNROUTED_SENDER, FORGED_MULTICAST,
              FOREIGN_MULTICAST, PARTICIPANT_IN_USE, CLAIMED_FROM_DEAD, VANISHED_PROVIDER_KEPT]
@@ -145,21 +151,83 @@ def test_check_queued(expiry, now, expected):
         assert outcome.answer is True  # a waiting request's sender is told
 
 
-@pytest.mark.parametrize(("here", "total", "max_here", "max_total", "expected"), [
-    (0, 0, 1, 1, None),
-    (0, 0, 0, 10, QUEUE_FULL),  # no queueing at all
-    (4, 9, 5, 10, None),  # the last place
-    (5, 9, 5, 10, QUEUE_FULL),  # the recipient's queue is full
-    (0, 10, 5, 10, QUEUE_FULL),  # all queues together are full
-    (5, 10, 5, 10, QUEUE_FULL),
+@pytest.mark.parametrize(("expiry", "queued_at", "now", "max_wait", "expected"), [
+    # the sender's expiry ends the wait ...
+    (NOW - 1, NOW - 10, NOW, 60_000, EXPIRED_IN_QUEUE),
+    (NOW, NOW - 10, NOW, 60_000, None),
+    # ... and so does the longest wait of any message, whatever the expiry
+    (NO_EXPIRY_MS, NOW - 60_000, NOW, 60_000, None),  # up to and including the longest wait
+    (NO_EXPIRY_MS, NOW - 60_001, NOW, 60_000, QUEUE_WAIT_EXCEEDED),
+    (NOW + 10**12, NOW - 60_001, NOW, 60_000, QUEUE_WAIT_EXCEEDED),  # 10^12 ms: 31 years
+    (NOW + 1_000, NOW - 60_001, NOW, 60_000, QUEUE_WAIT_EXCEEDED),
+    (NOW - 1, NOW - 60_001, NOW, 60_000, EXPIRED_IN_QUEUE),  # expired first: says so
+    (NOW + 1_000, NOW, NOW, 1, None),
 ])
-def test_admit_to_queue(here, total, max_here, max_total, expected):
-    outcome = rules.admit_to_queue(here, total, max_per_recipient=max_here,
-                                   max_total=max_total, why="no route yet")
+def test_check_queued_caps_the_wait(expiry, queued_at, now, max_wait, expected):
+    outcome = rules.check_queued(expiry, now, queued_at_ms=queued_at, max_wait_ms=max_wait)
     assert reason(outcome) == expected
     if outcome is not None:
-        assert outcome.detail == "queue full (no route yet)"
         assert outcome.answer is True
+    if expected == QUEUE_WAIT_EXCEEDED:
+        assert outcome.detail == (f"waited {now - queued_at} ms for a route or a connection, "
+                                  f"longer than a queue keeps any message ({max_wait} ms)")
+
+
+#: 5 messages / 1000 bytes per recipient, 10 messages / 2000 bytes in all, half of it per
+#: sending connection
+LIMITS = QueueLimits(per_recipient=5, total=10, bytes_per_recipient=1000, bytes_total=2000,
+                     origin_share=0.5)
+
+
+@pytest.mark.parametrize(("size", "queued", "limits", "expected"), [
+    # size, ((messages, bytes) of: the recipient's queue, all queues, the sender's connection)
+    (100, ((0, 0), (0, 0), (0, 0)), LIMITS, None),
+    (100, ((0, 0), (0, 0), None), LIMITS, None),  # made in this process: no share of its own
+    (100, ((4, 400), (9, 900), (4, 400)), LIMITS, None),  # the last place
+    # counted in messages
+    (100, ((5, 500), (5, 500), (0, 0)), LIMITS, QUEUE_FULL),  # the recipient's queue is full
+    (100, ((0, 0), (10, 1000), (0, 0)), LIMITS, QUEUE_FULL),  # all queues are full
+    (100, ((0, 0), (9, 900), (5, 500)), LIMITS, QUEUE_SHARE_USED),  # the sender's share is used
+    (100, ((0, 0), (9, 900), None), LIMITS, None),  # ... which this process has not
+    # counted in bytes
+    (101, ((1, 900), (1, 900), (1, 900)), LIMITS, QUEUE_FULL),  # over the recipient's bytes
+    (100, ((1, 900), (1, 900), (0, 0)), LIMITS, None),  # exactly the recipient's bytes
+    (1500, ((0, 0), (0, 0), (0, 0)), LIMITS, None),  # more than a share, alone in its share
+    (1500, ((0, 0), (1, 100), (1, 100)), LIMITS, QUEUE_SHARE_USED),  # ... but not beside another
+    (1500, ((0, 0), (1, 100), None), LIMITS, None),  # this process has no share of its own
+    (2001, ((0, 0), (0, 0), None), LIMITS, QUEUE_FULL),  # more than all queues may hold
+    (101, ((0, 0), (1, 1900), None), LIMITS, QUEUE_FULL),  # over the bytes of all queues
+    (101, ((0, 0), (1, 1000), (1, 900)), LIMITS, QUEUE_SHARE_USED),  # over the sender's bytes
+    (100, ((0, 0), (1, 1000), (1, 900)), LIMITS, None),  # exactly the sender's bytes
+    # no share of its own: a connection may take everything
+    (100, ((0, 0), (9, 900), (9, 900)), dataclasses.replace(LIMITS, origin_share=1.0), None),
+    # a tiny share is still one message
+    (100, ((0, 0), (0, 0), (0, 0)), dataclasses.replace(LIMITS, origin_share=0.01), None),
+    (100, ((0, 0), (1, 100), (1, 100)), dataclasses.replace(LIMITS, origin_share=0.01),
+     QUEUE_SHARE_USED),
+    # no queueing at all
+    (1, ((0, 0), (0, 0), (0, 0)), dataclasses.replace(LIMITS, per_recipient=0), QUEUE_FULL),
+    (1, ((0, 0), (0, 0), (0, 0)), dataclasses.replace(LIMITS, total=0), QUEUE_FULL),
+])
+def test_admit_to_queue(size, queued, limits, expected):
+    here, total, origin = queued
+    outcome = rules.admit_to_queue(size, Queued(*here), Queued(*total),
+                                   None if origin is None else Queued(*origin), limits,
+                                   why="no route yet")
+    assert reason(outcome) == expected
+    if outcome is not None:
+        assert outcome.answer is True  # a waiting request's sender is told
+        assert "(no route yet)" in outcome.detail
+    if expected == QUEUE_SHARE_USED:
+        assert outcome.detail.startswith("queue full for its connection (no route yet): its "
+                                         f"messages hold {origin[0]} message(s), {origin[1]} "
+                                         "bytes of all queues, its share is ")
+
+
+def test_queue_share_of_a_connection():
+    assert LIMITS.origin_limits() == Queued(5, 1000)
+    assert dataclasses.replace(LIMITS, origin_share=0.01).origin_limits() == Queued(1, 20)
+    assert dataclasses.replace(LIMITS, origin_share=1.0).origin_limits() == Queued(10, 2000)
 
 
 # ====================================================================== admission
