@@ -57,14 +57,6 @@ Multicast
     did not come from MQTT (:func:`publishes_globally`). A receiver of a provider behind MQTT
     needs a subscription in that provider's backend (:func:`multicast_backend`).
 
-Publishing to a backend
-    The broker's PUBACK (its MQTT 5 reason code) says what became of a QoS 1 message
-    (:func:`after_puback`): "no matching subscribers" for a message to one receiver's topic (a
-    cluster controller, the GCD) means nobody got it (e.g. a broker crash lost the receiver's
-    session, and the receiver has not subscribed again yet): it is published again later, until
-    it expires. For a multicast it means nobody listens, which is normal. A reason code of 0x80
-    or more is a refusal: the message is dropped.
-
 Where rules of identity and admission are added, they go here, with their tests in
 ``tests/unit/test_rules.py``.
 """
@@ -88,9 +80,7 @@ __all__ = [
     "NOT_OWNER",
     "NO_REPLY_TO",
     "NO_ROUTE",
-    "NO_SUBSCRIBERS",
     "QUEUE_FULL",
-    "REFUSED_BY_BROKER",
     "REFUSED_RELAY",
     "REMOTE_CALLER",
     "REPLY_TO_NOT_LEARNED",
@@ -102,7 +92,6 @@ __all__ = [
     "admit_from_backend",
     "admit_from_client",
     "admit_to_queue",
-    "after_puback",
     "check_expiry",
     "check_forward",
     "check_next_hop",
@@ -148,13 +137,6 @@ NOT_OWNER: Final = "not-owner"
 FOREIGN_NEXT_HOP: Final = "refused-foreign-next-hop"
 #: add_next_hop from this process for an address that is not a websocket client's
 NOT_A_CLIENT_ADDRESS: Final = "not-a-client-address"
-#: the broker accepted a message for one receiver's topic but nobody subscribes to it
-NO_SUBSCRIBERS: Final = "no-subscribers"
-#: the broker refused a published message (PUBACK reason code >= 0x80)
-REFUSED_BY_BROKER: Final = "refused-by-broker"
-
-#: MQTT 5 PUBACK reason code "No matching subscribers"
-PUBACK_NO_MATCHING_SUBSCRIBERS: Final = 0x10
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,23 +342,3 @@ def multicast_backend(provider_entry: RoutingEntry | None) -> str | None:
     if provider_entry is None or type(provider_entry.address) is not MqttAddress:
         return None
     return provider_entry.address.broker_uri
-
-
-# ---------------------------------------------------------------------- publishing
-
-
-def after_puback(reason_code: int, *, multicast: bool, retry: bool) -> Refusal | Notice | None:
-    """What the broker's PUBACK reason code (MQTT 5; 0 for MQTT 3.1.1) means for a QoS 1
-    message. None: the broker has it, done. "No matching subscribers" (0x10): done for a
-    multicast (nobody listens); for a message to one receiver nobody got it: a
-    :class:`Notice` (it is published again later, until it expires) when ``retry``, else a
-    :class:`Refusal`. 0x80 and above: the broker refused it (:class:`Refusal`)."""
-    if reason_code >= 0x80:
-        return Refusal(REFUSED_BY_BROKER, f"the broker refused it (PUBACK reason code "
-                                          f"0x{reason_code:02x})")
-    if reason_code != PUBACK_NO_MATCHING_SUBSCRIBERS or multicast:
-        return None
-    if retry:
-        return Notice(NO_SUBSCRIBERS, "no subscriber to its topic at the broker: published "
-                                      "again later")
-    return Refusal(NO_SUBSCRIBERS, "no subscriber to its topic at the broker")

@@ -5,12 +5,7 @@ and queues the message there (bounded); a writer publishes to the address's topi
 (QoS 0 for BEST_EFFORT), retain off, and with MQTT 5 the message expiry interval. A message
 leaves the queue for good only when the broker acknowledged it: what was in flight when a
 connection broke goes out again after the reconnect (QoS 1 is at least once; receivers drop
-the duplicates by message id). With MQTT 5 the PUBACK's reason code is read
-(:func:`runtime.rules.after_puback`): a message to one receiver's topic that the broker
-acknowledged with "no matching subscribers" reached nobody (after a broker crash that lost the
-receiver's session, until the receiver has subscribed again) and is published again after
-``no_subscriber_retry_s``; a refused one is dropped. Queued messages that expire are dropped,
-logged and counted.
+the duplicates by message id). Queued messages that expire are dropped, logged and counted.
 
 Requests that leave this cluster controller carry its reply-to address (the global address:
 MqttAddress(default GBID, own topic)), whatever the local sender put there.
@@ -45,7 +40,6 @@ from runtime.messages import (
     Effort,
     FrameError,
     Message,
-    MessageType,
     decode_frame,
     encode_frame,
 )
@@ -60,8 +54,6 @@ __all__ = ["MqttTransport"]
 log = logging.getLogger(__name__)
 
 
-_MULTICAST = MessageType.MULTICAST
-
 #: the largest MQTT 5 message expiry interval (a four-byte integer)
 MAX_EXPIRY_INTERVAL_S = 2**32 - 1
 
@@ -72,8 +64,6 @@ class _Outgoing:
     message: Message
     topic: str
     qos: int
-    #: how often the broker answered "no matching subscribers" to it
-    unreceived: int = 0
 
 
 class _Backend:
@@ -87,9 +77,6 @@ class _Backend:
         self.origin = MqttAddress(gbid, transport.own_topic)
         self.queue: deque[_Outgoing] = deque()
         self.inflight: dict[int, _Outgoing] = {}
-        #: (when to publish again (loop time), message) of messages nobody subscribed to yet
-        self.parked: deque[tuple[float, _Outgoing]] = deque()
-        self._unpark_timer: asyncio.TimerHandle | None = None
         self.topics: Counter[str] = Counter()  # multicast topics -> receivers needing them
         self.session: MqttSession | None = None
         self.connected = asyncio.Event()
@@ -103,7 +90,7 @@ class _Backend:
     # ------------------------------------------------------------------ queue
 
     def put(self, item: _Outgoing) -> bool:
-        if len(self.queue) + len(self.parked) >= self.transport.settings.max_queued_per_backend:
+        if len(self.queue) >= self.transport.settings.max_queued_per_backend:
             return False
         self.queue.append(item)
         self.idle.clear()
@@ -119,38 +106,7 @@ class _Backend:
 
     @property
     def pending(self) -> int:
-        """Messages to publish or waiting for the broker's acknowledgement."""
         return len(self.queue) + len(self.inflight)
-
-    def _park(self, item: _Outgoing, detail: str) -> None:
-        """Publish ``item`` again after ``no_subscriber_retry_s`` (its receiver is not
-        subscribed at the broker yet)."""
-        retry_s = self.transport.settings.no_subscriber_retry_s
-        item.unreceived += 1
-        level = logging.INFO if item.unreceived == 1 else logging.DEBUG
-        log.log(level, "MQTT backend %s: %s to %r: %s (every %.2f s until it expires; %d "
-                "message(s) wait for a subscriber)", self.gbid, item.message.describe(),
-                item.topic[:200], detail, retry_s, len(self.parked) + 1)
-        loop = asyncio.get_running_loop()
-        self.parked.append((loop.time() + retry_s, item))
-        if self._unpark_timer is None:
-            self._unpark_timer = loop.call_at(self.parked[0][0], self._unpark)
-
-    def _unpark(self) -> None:
-        """Parked messages that are due go out again, before the queue and in order."""
-        self._unpark_timer = None
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        due: list[_Outgoing] = []
-        while self.parked and self.parked[0][0] <= now:
-            due.append(self.parked.popleft()[1])
-        if due:
-            due.sort(key=lambda item: item.seq)
-            self.queue.extendleft(reversed(due))
-            self.idle.clear()
-            self._wake()
-        if self.parked:
-            self._unpark_timer = loop.call_at(self.parked[0][0], self._unpark)
 
     def drop_expired(self) -> None:
         now = now_ms()
@@ -158,9 +114,7 @@ class _Backend:
             return
         fresh: deque[_Outgoing] = deque()
         for item in self.queue:
-            if item.message.expiry_date_ms < now and item.unreceived:
-                self.transport.expired_unreceived(self, item)
-            elif item.message.expiry_date_ms < now:
+            if item.message.expiry_date_ms < now:
                 self.transport.dropped_outgoing(self, item.message, "expired-in-queue",
                                                  "expired while waiting for the broker")
             else:
@@ -179,9 +133,6 @@ class _Backend:
             self._task = self.transport.tasks.spawn(self._run(), name=f"mqtt-{self.gbid}")
 
     async def stop(self) -> None:
-        if self._unpark_timer is not None:
-            self._unpark_timer.cancel()
-            self._unpark_timer = None
         task, self._task = self._task, None
         await self.transport.tasks.cancel(task)
 
@@ -265,11 +216,8 @@ class _Backend:
                 if remaining_ms < 0:
                     slots.release()
                     self._settled()
-                    if item.unreceived:
-                        transport.expired_unreceived(self, item)
-                    else:
-                        transport.dropped_outgoing(self, item.message, "expired-in-queue",
-                                                    "expired before it could be published")
+                    transport.dropped_outgoing(self, item.message, "expired-in-queue",
+                                                "expired before it could be published")
                     continue
                 inflight[item.seq] = item
                 expiry_s = min(-(-remaining_ms // 1000), MAX_EXPIRY_INTERVAL_S)
@@ -285,8 +233,7 @@ class _Backend:
     async def _publish(self, session: MqttSession, item: _Outgoing, expiry_s: int,
                        slots: asyncio.Semaphore) -> None:
         try:
-            reason_code = await session.publish(item.topic, encode_frame(item.message), item.qos,
-                                                expiry_s)
+            await session.publish(item.topic, encode_frame(item.message), item.qos, expiry_s)
         except MqttSessionError as exc:
             # stays in flight: the connection is breaking and _requeue_inflight() sends it again
             log.debug("publish of %s on %s not acknowledged: %s", item.message.id, self.gbid,
@@ -301,17 +248,8 @@ class _Backend:
         finally:
             slots.release()
         self.inflight.pop(item.seq, None)
-        outcome = rules.after_puback(
-            reason_code, multicast=item.message.type is _MULTICAST,
-            retry=self.transport.settings.no_subscriber_retry_s > 0)
-        if outcome is None:
-            self.transport.published += 1
-        elif isinstance(outcome, rules.Notice):  # nobody got it: again later
-            self.transport.unreceived["retried"] += 1
-            self._park(item, outcome.detail)
-        else:
-            self.transport.dropped_outgoing(self, item.message, outcome.reason, outcome.detail)
         self._settled()
+        self.transport.published += 1
 
     # ------------------------------------------------------------------ subscriptions
 
@@ -368,10 +306,6 @@ class MqttTransport:
         self.tasks = tasks.child("mqtt")
         self.counters: Counter[str] = Counter()
         self.published = 0
-        #: messages to one receiver that the broker acknowledged with "no matching
-        #: subscribers" (runtime.rules.after_puback): "retried" (each time), "expired" (while
-        #: waiting for a subscriber)
-        self.unreceived: Counter[str] = Counter()
         self.received = 0
         self._backends = {gbid: _Backend(self, gbid, url) for gbid, url in brokers.items()}
         #: where this process is reached (its replyTo address): its topic in the default
@@ -428,19 +362,10 @@ class MqttTransport:
             if backend.pending:
                 log.warning("MQTT backend %s stopped with %d unpublished message(s)",
                             backend.gbid, backend.pending)
-            if backend.parked:
-                log.info("MQTT backend %s stopped with %d message(s) that no subscriber "
-                         "received yet", backend.gbid, len(backend.parked))
 
     def pending(self, gbid: str | None = None) -> int:
-        """Messages waiting to be published or for the broker's acknowledgement."""
         backends = self._backends.values() if gbid is None else [self._backends[gbid]]
         return sum(b.pending for b in backends)
-
-    def waiting_for_subscribers(self, gbid: str | None = None) -> int:
-        """Messages that reached no subscriber and are published again later."""
-        backends = self._backends.values() if gbid is None else [self._backends[gbid]]
-        return sum(len(b.parked) for b in backends)
 
     # ------------------------------------------------------------------ outgoing
 
@@ -488,13 +413,6 @@ class MqttTransport:
 
     def multicast_topics(self, gbid: str) -> dict[str, int]:
         return dict(self._backends[gbid].topics)
-
-    def expired_unreceived(self, backend: _Backend, item: _Outgoing) -> None:
-        """A message that no subscriber received expired (its sender's own timeout tells)."""
-        self.unreceived["expired"] += 1
-        log.info("MQTT backend %s: %s to %r expired: no subscriber received it (published %d "
-                 "time(s))", backend.gbid, item.message.describe(), item.topic[:200],
-                 item.unreceived)
 
     def dropped_outgoing(self, backend: _Backend, message: Message, reason: str,
                           detail: str) -> None:

@@ -98,11 +98,6 @@ class MqttSettings:
     reconnect_max_s: float = 5.0
     #: ids of received messages remembered to drop QoS 1 redeliveries
     duplicate_window: int = 100_000
-    #: MQTT 5: a message to one receiver's topic (another cluster controller, the GCD) that
-    #: the broker acknowledged with "no matching subscribers" reached nobody (e.g. a broker
-    #: crash lost the receiver's session and it has not subscribed again yet): it is published
-    #: again after this many seconds, until it expires. 0: it is dropped (counted)
-    no_subscriber_retry_s: float = 1.0
 
     def __post_init__(self) -> None:
         for gbid, url in self.backends.items():
@@ -116,8 +111,6 @@ class MqttSettings:
                      "max_message_bytes", "duplicate_window"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-        if not 0 <= self.no_subscriber_retry_s <= 3600:
-            raise ValueError("no_subscriber_retry_s must be >= 0 and <= 3600")
         if self.session_expiry_s < 0:
             raise ValueError("session_expiry_s must be >= 0")
         if not self.connect_timeout_s > 0:

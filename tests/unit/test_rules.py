@@ -29,11 +29,9 @@ from runtime.rules import (
     FOREIGN_NEXT_HOP,
     NO_REPLY_TO,
     NO_ROUTE,
-    NO_SUBSCRIBERS,
     NOT_A_CLIENT_ADDRESS,
     NOT_OWNER,
     QUEUE_FULL,
-    REFUSED_BY_BROKER,
     REFUSED_RELAY,
     REMOTE_CALLER,
     REPLY_TO_NOT_LEARNED,
@@ -97,7 +95,7 @@ def test_the_rules_are_pure():
 def test_reason_codes_are_distinct_short_counter_keys():
     codes = [EXPIRED, EXPIRED_IN_QUEUE, QUEUE_FULL, SPOOFED_SENDER, REFUSED_RELAY, NO_ROUTE,
              NO_REPLY_TO, BAD_REPLY_TO, REPLY_TO_NOT_LEARNED, REMOTE_CALLER, NOT_OWNER,
-             FOREIGN_NEXT_HOP, NOT_A_CLIENT_ADDRESS, NO_SUBSCRIBERS, REFUSED_BY_BROKER]
+             FOREIGN_NEXT_HOP, NOT_A_CLIENT_ADDRESS]
     assert len(set(codes)) == len(codes)
     assert all(code == code.lower() and " " not in code and len(code) <= 32 for code in codes)
     assert set(codes) == {getattr(rules, name) for name in rules.__all__ if name.isupper()}
@@ -443,33 +441,3 @@ def test_publishes_globally(origin, provider_at, visible, published):
 ])
 def test_multicast_backend(provider_at, gbid):
     assert rules.multicast_backend(entry(provider_at, visible=True)) == gbid
-
-
-# ---------------------------------------------------------------------- after_puback
-
-# (PUBACK reason code, multicast, retry) -> None (done) / ("notice" | "refusal", reason)
-AFTER_PUBACK = [
-    (0x00, False, True, None),  # success (and every MQTT 3.1.1 PUBACK)
-    (0x00, True, True, None),
-    (0x10, False, True, ("notice", NO_SUBSCRIBERS)),  # nobody got it: again later
-    (0x10, False, False, ("refusal", NO_SUBSCRIBERS)),  # retries switched off: dropped
-    (0x10, True, True, None),  # a multicast nobody listens to: normal
-    (0x10, True, False, None),
-    (0x7F, False, True, None),  # other success codes
-    (0x80, False, True, ("refusal", REFUSED_BY_BROKER)),  # unspecified error
-    (0x87, True, True, ("refusal", REFUSED_BY_BROKER)),  # not authorized
-    (0x97, False, False, ("refusal", REFUSED_BY_BROKER)),  # quota exceeded
-    (0x99, False, True, ("refusal", REFUSED_BY_BROKER)),  # payload format invalid
-]
-
-
-@pytest.mark.parametrize(("code", "multicast", "retry", "expected"), AFTER_PUBACK)
-def test_after_puback(code: int, multicast: bool, retry: bool,
-                      expected: tuple[str, str] | None) -> None:
-    outcome = rules.after_puback(code, multicast=multicast, retry=retry)
-    if expected is None:
-        assert outcome is None
-    else:
-        kind = "notice" if isinstance(outcome, Notice) else "refusal"
-        assert outcome is not None and (kind, outcome.reason) == expected
-        assert isinstance(outcome, (Notice, Refusal)) and outcome.detail
