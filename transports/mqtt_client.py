@@ -1,49 +1,38 @@
 """The seam between the MQTT transport and an MQTT client library (aiomqtt today).
 
 The transport needs four things of a broker connection: publish (returning once the broker has
-the message: PUBACK for QoS 1, with its MQTT 5 reason code), subscribe, unsubscribe, and a
-stream of incoming messages. :class:`MqttSession` states them; :func:`open_session` opens one
-with aiomqtt. Swapping the client library means writing one more implementation of this
-module's protocol, nothing else.
+the message: PUBACK for QoS 1), subscribe, unsubscribe, and a stream of incoming messages.
+:class:`MqttSession` states them; :func:`open_session` opens one with aiomqtt. Swapping the
+client library means writing one more implementation of this module's protocol, nothing else.
 
-Public APIs of aiomqtt and paho are used, with one exception: aiomqtt (2.5) drops the reason
-code of a PUBACK, which tells whether the broker found a subscriber ("no matching subscribers",
-0x10) or refused the message (>= 0x80). :class:`_Client` keeps it (see there); the tests of a
-broker crash (tests/test_mqtt_broker_crash.py) fail if an aiomqtt release changes what it
-relies on. A connection is configured by the MQTT settings section
-(:class:`transports.mqtt_settings.MqttSettings`) plus what follows from the process (client id,
-TLS context).
+Only public APIs of aiomqtt and paho are used. A connection is configured by the MQTT settings
+section (:class:`transports.mqtt_settings.MqttSettings`) plus what follows from the process
+(client id, TLS context).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
+import math
 import socket
 import ssl
 from collections.abc import AsyncIterator
 from typing import Protocol
 
 import aiomqtt
-from paho.mqtt import client as mqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from transports.mqtt_settings import BrokerUrl, MqttSettings
 
-__all__ = ["PACKET_OVERHEAD_BYTES", "PUBACK_SUCCESS", "MqttSession", "MqttSessionError",
-           "open_session"]
+__all__ = ["PACKET_OVERHEAD_BYTES", "MqttSession", "MqttSessionError", "open_session"]
 
 #: longest wait for the broker to close the connection after DISCONNECT
 DISCONNECT_TIMEOUT_S = 1.0
 
 #: what an MQTT packet carries besides the payload, at most (topic, properties)
 PACKET_OVERHEAD_BYTES = 1024 + 4096
-
-
-#: the reason code of a PUBACK that accepted the message (and of every MQTT 3.1.1 PUBACK)
-PUBACK_SUCCESS = 0
 
 
 class MqttSessionError(Exception):
@@ -53,9 +42,8 @@ class MqttSessionError(Exception):
 class MqttSession(Protocol):
     """One connection to one broker."""
 
-    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> int:
-        """Return when the broker has the message (QoS 1: PUBACK) with the PUBACK's reason code
-        (MQTT 5; ``PUBACK_SUCCESS`` for QoS 0 and MQTT 3.1.1); MqttSessionError when the
+    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> None:
+        """Return when the broker has the message (QoS 1: PUBACK); MqttSessionError when the
         connection broke first. ``expiry_s``: MQTT 5 message expiry interval (ignored by 3.1.1)."""
         ...
 
@@ -69,46 +57,8 @@ class MqttSession(Protocol):
         ...
 
 
-class _Client(aiomqtt.Client):
-    """aiomqtt's client that also tells the reason code of a QoS 1 PUBACK.
-
-    aiomqtt 2.5's ``publish`` returns None whatever the broker answered. This subclass
-    overrides aiomqtt's paho callback ``_on_publish`` to note the reason code of each awaited
-    PUBACK by message id, and publishes through paho (aiomqtt's ``_client``) in
-    :meth:`publish_acked`, the way aiomqtt's ``publish`` does, so that it knows the message id
-    (aiomqtt's ``_pending_call`` and ``_pending_publishes`` wait for the PUBACK as there).
-    """
-
-    @functools.cached_property
-    def _puback_reasons(self) -> dict[int, int]:
-        """message id -> reason code of a PUBACK that did not say success"""
-        return {}
-
-    def _on_publish(self, client: object, userdata: object, mid: int, reason_code: object,
-                    properties: object) -> None:
-        value = getattr(reason_code, "value", PUBACK_SUCCESS)
-        if value != PUBACK_SUCCESS and mid in self._pending_publishes:  # awaited: told there
-            self._puback_reasons[mid] = int(value)
-        super()._on_publish(client, userdata, mid, reason_code, properties)  # type: ignore[arg-type]
-
-    async def publish_acked(self, topic: str, payload: bytes, qos: int,
-                            properties: Properties | None) -> int:
-        """Publish; return once the broker has it, with the PUBACK's reason code."""
-        info = self._client.publish(topic, payload, qos, False, properties)
-        if info.rc != mqtt.MQTT_ERR_SUCCESS:
-            raise aiomqtt.MqttCodeError(info.rc, "Could not publish message")
-        try:
-            if not info.is_published():
-                confirmation = asyncio.Event()
-                with self._pending_call(info.mid, confirmation, self._pending_publishes):
-                    await confirmation.wait()
-        finally:  # (also when cancelled: a message id is used again later)
-            reason = self._puback_reasons.pop(info.mid, PUBACK_SUCCESS)
-        return reason
-
-
 class _AiomqttSession:
-    def __init__(self, client: _Client, version: str) -> None:
+    def __init__(self, client: aiomqtt.Client, version: str) -> None:
         self._client = client
         self._v5 = version == "5"
         # paho's Properties cost about as much as the rest of a publish; they are only read
@@ -125,12 +75,13 @@ class _AiomqttSession:
             self._expiry_properties[expiry_s] = properties
         return properties
 
-    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> int:
+    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> None:
         properties = None
         if self._v5 and expiry_s is not None:
             properties = self._properties(expiry_s)
         try:
-            return await self._client.publish_acked(topic, payload, qos, properties)
+            await self._client.publish(topic, payload, qos=qos, properties=properties,
+                                       timeout=math.inf)
         except aiomqtt.MqttError as exc:
             raise MqttSessionError(str(exc)) from exc
 
@@ -180,7 +131,7 @@ async def open_session(url: BrokerUrl, settings: MqttSettings, *, client_id: str
         kwargs["clean_session"] = not persistent
     if url.tls and tls_context is None:
         tls_context = ssl.create_default_context()
-    client = _Client(
+    client = aiomqtt.Client(
         url.host,
         url.port,
         username=url.username,
