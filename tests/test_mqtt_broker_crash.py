@@ -1,26 +1,25 @@
 """A broker that crashes (SIGKILL) in the middle of a stream of QoS 1 messages, on real mosquitto.
 
-Where messages were lost (issue 10, point 14): mosquitto keeps its state in memory and writes it
-only as a snapshot (on exit, and per ``autosave_interval``: by default every 30 minutes). A
-SIGTERM writes one; a SIGKILL does not, so the restarted broker has the sessions of its last
-snapshot, often none. The receiving cluster controller then has no subscription until it has
-reconnected and subscribed again; the sending one, reconnected first, published what it had
-queued meanwhile, the broker acknowledged each message ("no matching subscribers") and dropped
-it. That was 153 and 200 of 300 messages in two of three runs.
+Where messages were lost (issue 10, point 14): not in the cluster controller (a message leaves
+its backend queue only on its PUBACK, and what was in flight is published again, first and in
+order, after the reconnect). mosquitto keeps its state in memory and writes it only as a
+snapshot (on exit, and per ``autosave_interval``: by default every 30 minutes). A SIGTERM
+writes one; a SIGKILL does not, so the restarted broker has the sessions of its last snapshot,
+often none. The receiving cluster controller then has no subscription until it has reconnected
+and subscribed again; the sending one, reconnected first, publishes what it queued meanwhile,
+and the broker acknowledges each message ("no matching subscribers", MQTT 5 reason code 0x10)
+and drops it. That was 153 and 200 of 300 messages in two of three runs.
 
-- The sender's part (the fix): with MQTT 5 a cluster controller reads the PUBACK's reason code;
-  a message to one receiver's topic that reached no subscriber is published again
-  (``no_subscriber_retry_s``) until it expires (``runtime.rules.after_puback``). The first test
-  crashes a broker that saved nothing (mosquitto's defaults) and brings the receiver back only
-  after the sender has published everything: nothing is lost.
-- The broker's part: configured as README "MQTT" says (``persistence true``,
-  ``autosave_on_changes true``, ``autosave_interval 1``: a snapshot after every session change
-  and every message queued for a client that cannot take it now), the sessions survive the
-  crash, and so do messages queued for an absent receiver. The second test crashes such a
-  broker between two cluster controllers. What no mosquitto configuration protects: a message
-  the broker had acknowledged and not yet handed on or saved when it died (it has no write-ahead
-  log), and messages that an MQTT 3.1.1 sender published before the receiver subscribed again
-  (no reason code: only the saved sessions help there).
+The fix is the broker's configuration, as README "MQTT" says (``persistence true``,
+``autosave_on_changes true``, ``autosave_interval 1``: a snapshot after every session change
+and every message queued for a client that cannot take it now): the sessions survive the
+crash, and so do messages queued for an absent receiver. Each test runs both ways and shows
+the documented configuration losing nothing and mosquitto's defaults losing what is said.
+
+What no mosquitto configuration protects: a message the broker had acknowledged and not yet
+handed on or saved when it died (it has no write-ahead log). A sender could also detect 0x10
+and publish again; aiomqtt does not pass PUBACK reason codes on through its public API, so that
+waits for the project's own MQTT session.
 """
 
 from __future__ import annotations
@@ -125,11 +124,15 @@ class RawReceiver:
                 await self._task
 
 
-async def test_a_crash_that_lost_the_receivers_session_loses_no_message(
-        stack: AsyncExitStack, tmp_path: Path) -> None:
-    # mosquitto's defaults: a crash loses every session since the last snapshot (here: all)
+@pytest.mark.parametrize("crash_safe", [True, False], ids=["as-documented", "mosquitto-defaults"])
+async def test_a_crash_while_the_receiver_is_away_loses_nothing_only_as_documented(
+        stack: AsyncExitStack, tmp_path: Path, crash_safe: bool) -> None:
+    """The receiver comes back only after the sender has published everything: only a broker
+    that saved the receiver's session (and what it queued for it) delivers the notes sent
+    after the crash; with mosquitto's defaults the crash forgot the session and the broker
+    acknowledged them to nobody."""
     broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto",
-                                                       crash_safe=False))
+                                                       crash_safe=crash_safe))
     receiver = RawReceiver(broker)
     stack.push_async_callback(receiver.close)
     await receiver.connect()
@@ -140,8 +143,7 @@ async def test_a_crash_that_lost_the_receivers_session_loses_no_message(
     })
     cc = await stack.enter_async_context(ClusterController(mqtt_cc_config(
         tmp_path / "cc", f"cc-{uuid.uuid4().hex[:8]}", {GBID: broker.url},
-        discovery__provisioning_file=str(provisioning), discovery__gcd="false",
-        mqtt__no_subscriber_retry_s="0.1")))
+        discovery__provisioning_file=str(provisioning), discovery__gcd="false")))
     mqtt = mqtt_of(cc)
     await mqtt.wait_connected(WAIT_S)
     runtime = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
@@ -165,6 +167,13 @@ async def test_a_crash_that_lost_the_receivers_session_loses_no_message(
                      "every note published and acknowledged")
     await receiver.connect()
     expected = {*sent, "warm-up"}
+    if not crash_safe:
+        after_crash = set(sent[KILL_AFTER:])  # published while the broker had no subscriber
+        await proxy.note("after")  # the receiver is subscribed again: new ones arrive
+        await eventually(lambda: "after" in receiver.notes.values(), WAIT_S, "a later note")
+        assert not after_crash & set(receiver.notes.values())  # every one of them: lost
+        assert mqtt.counters == {}  # and the CC could not tell: each one was acknowledged
+        return
     try:
         await eventually(lambda: set(receiver.notes.values()) >= expected, WAIT_S,
                          "every note delivered")
@@ -175,8 +184,6 @@ async def test_a_crash_that_lost_the_receivers_session_loses_no_message(
                              ) from None
     # each once (duplicates of one message id are QoS 1 redeliveries, which a CC drops)
     assert sorted(receiver.notes.values()) == sorted(expected)
-    assert mqtt.unreceived["retried"] >= MESSAGES - KILL_AFTER  # how they were saved
-    await eventually(lambda: mqtt.waiting_for_subscribers() == 0, WAIT_S, "nothing parked")
     assert mqtt.counters == {}
 
 
@@ -251,8 +258,7 @@ async def test_messages_queued_for_an_absent_receiver_survive_a_crash_only_as_do
         await proxy.note(text)
     await all_routed(runtime, domain)
     await eventually(lambda: mqtt.pending() == 0, WAIT_S, "every note acknowledged")
-    assert mqtt.published == 1 + MESSAGES
-    assert mqtt.waiting_for_subscribers() == 0  # the broker queued them for the session
+    assert mqtt.published == 1 + MESSAGES  # the broker queued them for the session
     await broker.kill()
     await broker.start()  # same port, same persistence directory
     await receiver.connect()
@@ -264,35 +270,3 @@ async def test_messages_queued_for_an_absent_receiver_survive_a_crash_only_as_do
         await proxy.note("after")  # the receiver is subscribed again: new ones arrive
         await eventually(lambda: "after" in receiver.notes.values(), WAIT_S, "a later note")
         assert set(receiver.notes.values()) == {"warm-up", "after"}  # the queued ones: lost
-
-
-@pytest.mark.parametrize("retry_s", ["0", "0.1"])
-async def test_a_message_nobody_subscribes_to_waits_or_is_dropped_as_configured(
-        stack: AsyncExitStack, tmp_path: Path, retry_s: str) -> None:
-    """``no_subscriber_retry_s``: 0 drops (and counts) a message that reached no subscriber;
-    otherwise it is published again until it expires, and then counted as expired."""
-    broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
-    domain = f"nobody.{uuid.uuid4().hex[:8]}"
-    provisioning = write_provisioning(tmp_path / "provisioning.toml", {
-        "participant_id": f"radio-{uuid.uuid4().hex[:8]}", "domain": domain,
-        "interface": "test/Radio", "version": "1.2", "gbid": GBID, "topic": "raw/nobody",
-    })
-    cc = await stack.enter_async_context(ClusterController(mqtt_cc_config(
-        tmp_path / "cc", f"cc-{uuid.uuid4().hex[:8]}", {GBID: broker.url},
-        discovery__provisioning_file=str(provisioning), discovery__gcd="false",
-        mqtt__no_subscriber_retry_s=retry_s)))
-    mqtt = mqtt_of(cc)
-    await mqtt.wait_connected(WAIT_S)
-    runtime = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
-    stack.push_async_callback(runtime.close)
-    proxy = await runtime.build_proxy(Radio, domain, ttl_ms=1_000)
-    await proxy.note("to nobody")
-    if retry_s == "0":
-        await eventually(lambda: mqtt.counters["dropped-no-subscribers"] == 1, WAIT_S,
-                         "the message dropped")
-        assert mqtt.waiting_for_subscribers() == 0 and not mqtt.unreceived
-    else:
-        await eventually(lambda: mqtt.unreceived["retried"] >= 2, WAIT_S, "published again")
-        await eventually(lambda: mqtt.unreceived["expired"] == 1, WAIT_S, "expired at last")
-        assert mqtt.waiting_for_subscribers() == mqtt.pending() == 0
-        assert mqtt.counters == {}
