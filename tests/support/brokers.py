@@ -1,9 +1,15 @@
 """Real MQTT brokers for tests: mosquitto processes and the embedded amqtt broker.
 
 ``Mosquitto`` runs ``/usr/sbin/mosquitto`` on a free loopback port with persistence in a
-temporary directory, so that a stop (SIGTERM: mosquitto saves its state) and a start on the
-same port keep persistent sessions and their queued QoS 1 messages, as a production broker
-configured for persistence does. A missing mosquitto fails the test with the reason.
+temporary directory, configured as README ("MQTT") asks of a production broker: a stop
+(SIGTERM: mosquitto saves its state) or a crash (:meth:`Mosquitto.kill`, SIGKILL) and a start on
+the same port keep persistent sessions and their queued QoS 1 messages. mosquitto writes its
+state only as a snapshot (``persistence_file``), on exit and per ``autosave_interval``; with
+``autosave_on_changes true`` and ``autosave_interval 1`` it writes one after every change that
+it counts (a client connects, subscribes or unsubscribes, a QoS 1 message is queued for a client
+that cannot take it now, a retained message). ``crash_safe=False`` leaves mosquitto's default (a
+snapshot every 30 minutes and on exit): a crash loses every session since the last one. A
+missing mosquitto fails the test with the reason.
 """
 
 from __future__ import annotations
@@ -24,12 +30,13 @@ MAX_PACKET_BYTES = DEFAULT_MAX_PACKET_BYTES
 
 
 class Mosquitto:
-    """``persistence``: keep sessions and queued messages over a restart. ``tls``: (certificate,
-    key) PEM files for a TLS listener. ``users``: name -> password; then only they get in."""
+    """``persistence``: keep sessions and queued messages over a restart; ``crash_safe``: over
+    a crash too (a snapshot after every change, see above). ``tls``: (certificate, key) PEM
+    files for a TLS listener. ``users``: name -> password; then only they get in."""
 
     def __init__(self, directory: Path, port: int | None = None, *, persistence: bool = True,
                  tls: tuple[Path, Path] | None = None,
-                 users: dict[str, str] | None = None) -> None:
+                 users: dict[str, str] | None = None, crash_safe: bool = True) -> None:
         self.directory = directory
         self.port = port or free_port()
         self.tls = tls is not None
@@ -42,6 +49,8 @@ class Mosquitto:
             # as root, mosquitto would switch to the mosquitto user, which cannot write the
             # persistence file here (no effect when not run as root)
             "user root",
+            # QoS 1 messages kept for one client that cannot take them now (mosquitto's default
+            # is 1000; more are dropped without a word to the publisher)
             "max_queued_messages 100000",
             "max_inflight_messages 0",
             "set_tcp_nodelay true",  # small request/reply packets go out at once
@@ -54,8 +63,9 @@ class Mosquitto:
             "log_type warning",
         ]
         if persistence:
-            lines += ["persistence true", f"persistence_location {directory}/",
-                      "autosave_interval 0"]  # saved on shutdown
+            lines += ["persistence true", f"persistence_location {directory}/"]
+            if crash_safe:  # a snapshot after every change (and on exit)
+                lines += ["autosave_on_changes true", "autosave_interval 1"]
         if tls is not None:
             lines += [f"certfile {tls[0]}", f"keyfile {tls[1]}"]
         if users:
@@ -113,6 +123,14 @@ class Mosquitto:
                 process.wait()
                 break
             await asyncio.sleep(0.02)
+
+    async def kill(self) -> None:
+        """SIGKILL: a crash (mosquitto saves nothing) and wait for the exit."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.kill()
+        await asyncio.to_thread(process.wait)
 
     async def __aenter__(self) -> Mosquitto:
         await self.start()
