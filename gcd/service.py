@@ -28,7 +28,7 @@ from runtime.housekeeping import RouterHousekeeping
 from runtime.joynr_runtime import JoynrRuntime
 from runtime.logs import get_logger
 from runtime.router import MessageRouter
-from runtime.routing import RoutingTable, RuntimeKind
+from runtime.routing import RoutingSettings, RoutingTable, RuntimeKind
 from runtime.tasks import TaskSupervisor
 from transports.inprocess import InProcessTransport
 from transports.mqtt import MqttTransport
@@ -69,6 +69,9 @@ class GcdSettings:
     mqtt_version: str = "5"
     #: MQTT client id of this instance; empty: gcd-<gbid>-<random>
     client_id: str = ""
+    #: replyTo routes learned from requests kept at most (one per asking cluster controller
+    #: whose request is in flight); the ones that expire first make room for new ones
+    max_learned_routes: int = 100_000
 
     def __post_init__(self) -> None:
         if not self.gbid:
@@ -84,6 +87,8 @@ class GcdSettings:
             raise ValueError("store = postgres needs postgres_dsn")
         if not self.purge_interval_s > 0:
             raise ValueError("purge_interval_s must be > 0")
+        if self.max_learned_routes < 1:
+            raise ValueError(f"max_learned_routes must be >= 1, got {self.max_learned_routes}")
         self.mqtt_section()  # the broker URL and the MQTT version: checked there
 
     def mqtt_section(self, base: MqttSettings | None = None) -> MqttSettings:
@@ -156,6 +161,7 @@ class GcdService:
             client_id=settings.client_id or f"gcd-{settings.gbid}-{uuid.uuid4().hex[:8]}",
             subscription=f"$share/{group}/{GCD_TOPIC}/#" if group else None,
             tasks=self.tasks,
+            routing=RoutingSettings(max_learned_routes=settings.max_learned_routes),
         )
         self.provider = GcdProvider(self.store, settings.gbid, settings.valid_gbids,
                                     default_expiry_ms=settings.default_expiry_ms)

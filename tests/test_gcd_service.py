@@ -12,6 +12,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import aiomqtt
 import pytest
 
 from cluster_controller.controller import ClusterController
@@ -22,6 +23,8 @@ from runtime.addresses import MqttAddress
 from runtime.clock import now_ms
 from runtime.discovery_types import GlobalDiscoveryEntry, ProviderQos, ProviderScope, Version
 from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.messages import Message, MessageType, encode_frame
+from runtime.payloads import Request
 from runtime.tasks import TaskSupervisor
 from tests.support.brokers import Mosquitto
 from tests.support.mqtt_cluster import mqtt_cc_config, write_provisioning
@@ -113,3 +116,39 @@ async def test_the_services_tasks_belong_to_the_supervisor_it_is_given(tmp_path:
         assert len(process_tasks) == 0
         assert "gcd-purge" not in {task.get_name() for task in asyncio.all_tasks()}
     await process_tasks.close()
+
+
+async def test_the_gcds_learned_routes_are_bounded_by_its_setting(tmp_path: Path) -> None:
+    """Requests from many distinct senders (each a cluster controller asking the GCD): at most
+    ``max_learned_routes`` of their replyTo routes stay, those that expire last."""
+    async with AsyncExitStack() as stack:
+        broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
+        service = await stack.enter_async_context(GcdService(GcdSettings(
+            gbid=GBID, broker_url=broker.url, sqlite_path=tmp_path / "gcd.sqlite",
+            max_learned_routes=20)))
+        await service.mqtt.wait_connected(10)
+        client = await stack.enter_async_context(aiomqtt.Client(
+            "127.0.0.1", broker.port, identifier="many-ccs",
+            protocol=aiomqtt.ProtocolVersion.V5, timeout=10))
+        received = service.mqtt.received
+        now = now_ms()
+        for i in range(200):
+            message = Message(
+                MessageType.REQUEST, f"asker-{i}", GCD_PARTICIPANT_ID, now + 60_000 + i,
+                Request(f"r{i}", "lookup", [f"pid-{i}"], ["String"]).to_body(),
+                reply_to=MqttAddress(GBID, f"joynr/cc/cc-{i}"))
+            await client.publish(f"{GCD_TOPIC}/low", encode_frame(message), qos=0)
+        for _ in range(300):  # bounded wait (up to 30 s)
+            if service.mqtt.received >= received + 200:
+                break
+            await asyncio.sleep(0.1)
+        assert service.mqtt.received >= received + 200
+        table = service.table
+        learned = {pid for pid in table if table.is_learned(pid)}
+        assert learned == {f"asker-{i}" for i in range(180, 200)}
+        assert service.router.counters["evicted-learned-route"] == 180
+
+
+def test_the_gcds_learned_route_bound_is_checked() -> None:
+    with pytest.raises(ValueError, match="max_learned_routes"):
+        GcdSettings(max_learned_routes=0)
