@@ -23,7 +23,7 @@ from typing import Any, Final
 import msgpack
 
 from runtime.logs import get_logger
-from runtime.messages import FrameError, Message, encode_frame, held_bytes
+from runtime.messages import MESSAGE_OVERHEAD_BYTES, FrameError, Message, encode_frame
 from transports.websocket_connection import WebSocketConnection
 
 __all__ = [
@@ -67,8 +67,9 @@ def decode_init(frame: Any) -> str:
     return client_id
 
 
-#: most messages written with one socket write
-MAX_BATCH: Final = 256
+#: most messages written with one socket write (the bytes bound below is the one that matters
+#: for memory)
+MAX_BATCH: Final = 1024
 #: one socket write takes further messages only while it holds fewer bytes than this
 MAX_BATCH_BYTES: Final = 1024 * 1024
 
@@ -91,8 +92,7 @@ class Outbox:
         #: takes one message of any size
         self.max_bytes = max_bytes
         self._items: deque[Message] = deque()
-        self._sizes: deque[int] = deque()
-        self._bytes = 0
+        self._bytes = 0  # what the items hold (runtime.messages.held_bytes), summed
         self._loop = asyncio.get_running_loop()
         self._scheduled = False
         self._done = False  # closed, or the connection is no longer open
@@ -106,11 +106,11 @@ class Outbox:
         items = self._items
         if self._done or len(items) >= self.max_messages:
             return False
-        size = held_bytes(message)
+        raw = message.raw  # held_bytes(message), inline: this runs once per message
+        size = len(message.body) + (0 if raw is None else len(raw)) + MESSAGE_OVERHEAD_BYTES
         if items and self._bytes + size > self.max_bytes:
             return False
         items.append(message)
-        self._sizes.append(size)
         self._bytes += size
         if not self._scheduled:
             self._scheduled = True
@@ -131,26 +131,34 @@ class Outbox:
         self._scheduled = False
         if self._done:
             return
-        items, sizes, ws = self._items, self._sizes, self.ws
+        items, ws = self._items, self.ws
         if not ws.open:
             self._finish()
             return
         try:
             while items and not ws.paused_writing:
+                if len(items) <= MAX_BATCH and self._bytes <= MAX_BATCH_BYTES:
+                    # the usual case: all of it in one write
+                    ws.send_frames([encode_frame(m) for m in items])
+                    items.clear()
+                    self._bytes = 0
+                    break
                 # bounded in messages and in bytes: what one write hands over stays in the
                 # transport's buffer until the peer reads it
                 frames: list[bytes] = []
-                batch_bytes = 0
+                batch_bytes = held = 0
                 for message in islice(items, MAX_BATCH):
                     frame = encode_frame(message)
                     frames.append(frame)
                     batch_bytes += len(frame)
+                    raw = message.raw
+                    held += len(message.body) + (0 if raw is None else len(raw))
                     if batch_bytes >= MAX_BATCH_BYTES:
                         break
                 ws.send_frames(frames)
                 for _ in range(len(frames)):
                     items.popleft()
-                    self._bytes -= sizes.popleft()
+                self._bytes -= held + len(frames) * MESSAGE_OVERHEAD_BYTES
         except Exception:
             log.exception("writing to %s failed", self.name)
             self._finish()
@@ -184,6 +192,5 @@ class Outbox:
             self.ws.on_writable = None
         leftover = list(self._items)
         self._items.clear()
-        self._sizes.clear()
         self._bytes = 0
         return leftover
