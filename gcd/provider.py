@@ -26,9 +26,19 @@ in all backends, share one store (:mod:`gcd.store`). The rules:
   (``joynr/cc/<id>``). A touch sets last seen to now and the expiry to now plus the default
   expiry.
 - Expired entries are never returned; :meth:`GcdProvider.start_purging` deletes them
-  periodically.
+  periodically (on one instance of the cluster at a time; the others drop them by catch-up).
 - A failing store is INTERNAL_ERROR for the forms with modelled errors, and a provider runtime
   error saying so for the others.
+
+Where the answers come from (``spec/sync.md``): lookups read the instance's in-memory index
+only (:class:`~gcd.sync.Synchronizer`), so they keep being answered while the database is
+down. Writes go to the store (one transaction each, through the ``*_changes`` forms of
+:class:`~gcd.changes.VersionedStore`), and the instance then applies what the store committed
+- not what was asked - to its index. Before the index is loaded, nothing is answered: a
+provider given a synchroniser (the service, which starts serving only once it is ready)
+refuses with INTERNAL_ERROR or a provider runtime error ("not loaded yet"); a provider that
+made its own (no ``sync`` given: one instance without peers, e.g. in tests) loads it on its
+first call.
 """
 
 from __future__ import annotations
@@ -36,10 +46,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import NoReturn, TypeVar
+from typing import NoReturn, TypeVar, cast
 
+from gcd.changes import Change, VersionedStore
 from gcd.interface import GlobalCapabilitiesDirectory
 from gcd.store import GcdStore, RemoveOutcome, StoredEntry, StoreError
+from gcd.sync import NotReady, Synchronizer
 from runtime.addresses import AddressError, MqttAddress, address_from_dict
 from runtime.clock import now_ms
 from runtime.discovery_types import (
@@ -104,15 +116,24 @@ def _from_row(row: StoredEntry) -> GlobalDiscoveryEntry:
 
 
 class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
-    """One GCD instance: ``own_gbid`` (its backend), ``valid_gbids``, a shared ``store``."""
+    """One GCD instance: ``own_gbid`` (its backend), ``valid_gbids``, a shared ``store`` (a
+    :class:`~gcd.changes.VersionedStore`), and ``sync``, the synchroniser of the instance's
+    index on that store (None: the provider makes a passive one, loaded on its first call).
+    """
 
     def __init__(self, store: GcdStore, own_gbid: str, valid_gbids: Sequence[str], *,
                  default_expiry_ms: int = DEFAULT_PROVIDER_EXPIRY_MS,
-                 clock_ms: Callable[[], int] = now_ms) -> None:
+                 clock_ms: Callable[[], int] = now_ms,
+                 sync: Synchronizer | None = None) -> None:
         super().__init__()
         if own_gbid not in valid_gbids:
             raise ValueError(f"the own GBID {own_gbid!r} is not among the valid GBIDs")
-        self.store = store
+        if not hasattr(store, "add_changes"):
+            raise TypeError(f"{store!r} is not a versioned store (gcd.changes.VersionedStore)")
+        self.store = cast(VersionedStore, store)
+        self._owns_sync = sync is None
+        self.sync = sync if sync is not None else Synchronizer(self.store,
+                                                                name=f"GCD {own_gbid}")
         self.own_gbid = own_gbid
         self.valid_gbids = frozenset(valid_gbids)
         self.default_expiry_ms = default_expiry_ms
@@ -155,6 +176,31 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
             raise ProviderRuntimeError(f"{what}: internal error of the directory (storage "
                                        "failure)") from None
 
+    async def _ready(self, what: str, *, modelled: bool) -> None:
+        """The index is loaded (a provider's own synchroniser is loaded now), or the call is
+        refused like a storage failure."""
+        sync = self.sync
+        if sync.ready:
+            return
+        if self._owns_sync:
+            await self._store(what, sync.start, modelled=modelled)
+            return
+        self._refuse(what, modelled)
+
+    def _refuse(self, what: str, modelled: bool) -> NoReturn:
+        log.warning("GCD %s: %s refused: the directory is not loaded yet", self.own_gbid, what)
+        if modelled:
+            _fail(DiscoveryErrorCode.INTERNAL_ERROR, f"{what}: the directory is not loaded yet")
+        raise ProviderRuntimeError(f"{what}: the directory is not loaded yet")
+
+    async def _write(self, what: str, call: Callable[[], Awaitable[list[Change]]], *,
+                     modelled: bool) -> list[Change]:
+        """A write through the store; what it committed is applied to the index at once."""
+        await self._ready(what, modelled=modelled)
+        changes = await self._store(what, call, modelled=modelled)
+        self.sync.apply_own(changes)
+        return changes
+
     # ------------------------------------------------------------------ add
 
     async def _add(self, entries: Sequence[GlobalDiscoveryEntry], gbids: Sequence[str], *,
@@ -163,7 +209,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         for entry in entries:
             topic = self._topic_of(entry)
             rows += [_to_row(entry, gbid, topic) for gbid in gbids]
-        await self._store("add", lambda: self.store.add(rows), modelled=modelled)
+        await self._write("add", lambda: self.store.add_changes(rows), modelled=modelled)
         for entry in entries:
             log.info("GCD %s: added %s (%s, %s) in %s", self.own_gbid, entry.participant_id,
                      entry.domain, entry.interface_name, ", ".join(gbids))
@@ -201,9 +247,11 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
 
     async def _find(self, domains: list[str], interface_name: str, modelled: bool
                     ) -> list[StoredEntry]:
-        return await self._store(
-            "lookup", lambda: self.store.find(domains, interface_name, self._clock_ms()),
-            modelled=modelled)
+        await self._ready("lookup", modelled=modelled)
+        try:
+            return self.sync.find(domains, interface_name, self._clock_ms())
+        except NotReady:  # stopped meanwhile
+            self._refuse("lookup", modelled)
 
     async def lookup(self, domains: list[str], interface_name: str
                      ) -> list[GlobalDiscoveryEntry]:
@@ -222,9 +270,11 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
 
     async def _find_participant(self, participant_id: str, modelled: bool
                                 ) -> list[StoredEntry]:
-        return await self._store(
-            "lookup", lambda: self.store.find_participant(participant_id, self._clock_ms()),
-            modelled=modelled)
+        await self._ready("lookup", modelled=modelled)
+        try:
+            return self.sync.find_participant(participant_id, self._clock_ms())
+        except NotReady:  # stopped meanwhile
+            self._refuse("lookup", modelled)
 
     async def lookup_participant(self, participant_id: str) -> GlobalDiscoveryEntry:
         rows = self._select(await self._find_participant(participant_id, False),
@@ -252,17 +302,20 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         await self.remove_participants([participant_id])
 
     async def remove_participants(self, participant_ids: list[str]) -> None:
-        removed = await self._store(
-            "remove", lambda: self.store.remove_in(participant_ids, self.own_gbid),
+        removed = await self._write(
+            "remove", lambda: self.store.remove_in_changes(participant_ids, self.own_gbid),
             modelled=False)
-        log.info("GCD %s: removed %s row(s) of %d participant(s)", self.own_gbid, removed,
+        log.info("GCD %s: removed %s row(s) of %d participant(s)", self.own_gbid, len(removed),
                  len(participant_ids))
 
     async def remove_in(self, participant_id: str, gbids: list[str]) -> None:
         self._check_gbids(gbids)
-        outcome = await self._store(
-            "remove", lambda: self.store.remove(participant_id, gbids, self._clock_ms()),
+        await self._ready("remove", modelled=True)
+        outcome, changes = await self._store(
+            "remove", lambda: self.store.remove_changes(participant_id, gbids,
+                                                        self._clock_ms()),
             modelled=True)
+        self.sync.apply_own(changes)
         if outcome is RemoveOutcome.NO_PARTICIPANT:
             _fail(DiscoveryErrorCode.NO_ENTRY_FOR_PARTICIPANT, f"no entry for {participant_id}")
         if outcome is RemoveOutcome.NOT_IN_ALL_SELECTED:
@@ -275,10 +328,11 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
     async def _touch(self, cluster_controller_id: str, participant_ids: list[str] | None
                      ) -> None:
         now = self._clock_ms()
-        touched = await self._store(
-            "touch", lambda: self.store.touch(cluster_controller_id, participant_ids, now,
-                                              now + self.default_expiry_ms), modelled=False)
-        log.debug("GCD %s: touched %s row(s) of %s", self.own_gbid, touched,
+        touched = await self._write(
+            "touch", lambda: self.store.touch_changes(cluster_controller_id, participant_ids,
+                                                      now, now + self.default_expiry_ms),
+            modelled=False)
+        log.debug("GCD %s: touched %s row(s) of %s", self.own_gbid, len(touched),
                   cluster_controller_id)
 
     async def touch(self, cluster_controller_id: str) -> None:
@@ -290,18 +344,23 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
 
     async def remove_stale(self, cluster_controller_id: str, max_last_seen_date_ms: int
                            ) -> None:
-        removed = await self._store(
-            "removeStale", lambda: self.store.remove_stale(cluster_controller_id,
-                                                           max_last_seen_date_ms),
+        removed = await self._write(
+            "removeStale", lambda: self.store.remove_stale_changes(cluster_controller_id,
+                                                                   max_last_seen_date_ms),
             modelled=False)
         log.info("GCD %s: removeStale %s before %d: %s row(s) removed", self.own_gbid,
-                 cluster_controller_id, max_last_seen_date_ms, removed)
+                 cluster_controller_id, max_last_seen_date_ms, len(removed))
 
     # ------------------------------------------------------------------ housekeeping
 
     async def purge_expired(self) -> int:
-        """Delete the entries expired by now (they are never returned anyway); how many."""
-        purged = await self.store.purge_expired(self._clock_ms())
+        """Delete the entries expired by now (they are never returned anyway); how many (0
+        when another instance of the cluster is purging: it holds the store's purge lock)."""
+        if not self.sync.ready:
+            if not self._owns_sync:
+                return 0  # nothing to purge into yet: the next round
+            await self.sync.start()
+        purged = await self.sync.purge_expired(self._clock_ms()) or 0
         if purged:
             log.info("GCD %s: purged %d expired entr%s", self.own_gbid, purged,
                      "y" if purged == 1 else "ies")

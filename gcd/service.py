@@ -6,6 +6,12 @@ One instance is connected to one broker (its backend, ``gbid``) and subscribes t
 (``discoverydirectory_channelid``); with ``shared_subscription_group`` several instances share
 the load of one backend (``$share/<group>/<topic>/#``). All instances, in all backends, share
 one store: SQLite for a single instance (the embedded default), PostgreSQL for several.
+
+Each instance answers lookups from its in-memory index, which its :class:`~gcd.sync.Synchronizer`
+keeps in sync with the store (``spec/sync.md``): loaded at start-up before the instance
+subscribes to its broker (so it answers nothing before), woken by the notifications of the
+cluster ``cluster_name`` (PostgreSQL LISTEN/NOTIFY), caught up on a timer, repaired
+periodically. The embedded SQLite GCD has no peers and no notifier.
 """
 
 from __future__ import annotations
@@ -16,11 +22,14 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import cast
 
+from gcd.changes import Notifier, VersionedStore
 from gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC
 from gcd.provider import GcdProvider
 from gcd.sqlite_store import SqliteStore
 from gcd.store import GcdStore
+from gcd.sync import Synchronizer, SyncSettings
 from runtime.addresses import InProcessAddress, MqttAddress
 from runtime.config import load_config
 from runtime.discovery_types import DEFAULT_PROVIDER_EXPIRY_MS
@@ -72,6 +81,21 @@ class GcdSettings:
     #: replyTo routes learned from requests kept at most (one per asking cluster controller
     #: whose request is in flight); the ones that expire first make room for new ones
     max_learned_routes: int = 100_000
+    #: the GCD cluster: the instances on one PostgreSQL database wake each other on the
+    #: notification channel of this name (LISTEN/NOTIFY); one name per database
+    cluster_name: str = "joynr_gcd"
+    #: whether this instance listens for the cluster's notifications (off: it learns the
+    #: others' writes by the catch-up timer and the drift repair only)
+    notifications: bool = True
+    #: seconds between two catch-ups without a notification (0: off)
+    catch_up_interval_s: float = 5.0
+    #: seconds between two drift repairs of the index against the store (0: off)
+    repair_interval_s: float = 60.0
+    #: seconds deletions are remembered (tombstones) for catching up; an instance that was
+    #: behind for longer reloads its whole index
+    tombstone_retention_s: float = 3600.0
+    #: seconds between two log lines of the synchronisation's figures (0: none)
+    sync_stats_interval_s: float = 60.0
 
     def __post_init__(self) -> None:
         if not self.gbid:
@@ -89,7 +113,19 @@ class GcdSettings:
             raise ValueError("purge_interval_s must be > 0")
         if self.max_learned_routes < 1:
             raise ValueError(f"max_learned_routes must be >= 1, got {self.max_learned_routes}")
+        if not self.cluster_name or len(self.cluster_name.encode()) > 63 or any(
+                not (c.isalnum() or c in "_-.") for c in self.cluster_name):
+            raise ValueError("cluster_name must be 1 to 63 bytes of letters, digits, _ - or ., "
+                             f"got {self.cluster_name!r}")
+        self.sync_settings()  # the intervals and the retention: checked there
         self.mqtt_section()  # the broker URL and the MQTT version: checked there
+
+    def sync_settings(self) -> SyncSettings:
+        """How this instance keeps its index in sync (ValueError if a value is bad)."""
+        return SyncSettings(catch_up_interval_s=self.catch_up_interval_s,
+                            repair_interval_s=self.repair_interval_s,
+                            tombstone_retention_s=self.tombstone_retention_s,
+                            stats_interval_s=self.sync_stats_interval_s)
 
     def mqtt_section(self, base: MqttSettings | None = None) -> MqttSettings:
         """The settings of this instance's MQTT transport: those of ``base`` (a cluster
@@ -127,8 +163,17 @@ def make_store(settings: GcdSettings) -> GcdStore:
     if settings.store == "postgres":
         from gcd.postgres_store import PostgresStore  # noqa: PLC0415 - asyncpg only if used
 
-        return PostgresStore(settings.postgres_dsn)
+        return PostgresStore(settings.postgres_dsn, channel=settings.cluster_name)
     return SqliteStore(settings.sqlite_path)
+
+
+def make_notifier(settings: GcdSettings) -> Notifier | None:
+    """The listening side of the cluster's notifications (None: SQLite, or switched off)."""
+    if settings.store != "postgres" or not settings.notifications:
+        return None
+    from gcd.postgres_store import PostgresNotifier  # noqa: PLC0415 - asyncpg only if used
+
+    return PostgresNotifier(settings.postgres_dsn, channel=settings.cluster_name)
 
 
 class GcdService:
@@ -163,27 +208,45 @@ class GcdService:
             tasks=self.tasks,
             routing=RoutingSettings(max_learned_routes=settings.max_learned_routes),
         )
+        #: keeps the instance's index in sync with the store (lookups are answered from it)
+        self.sync = Synchronizer(cast(VersionedStore, self.store),
+                                 notifier=make_notifier(settings), tasks=self.tasks,
+                                 settings=settings.sync_settings(), name=f"GCD {settings.gbid}")
         self.provider = GcdProvider(self.store, settings.gbid, settings.valid_gbids,
-                                    default_expiry_ms=settings.default_expiry_ms)
+                                    default_expiry_ms=settings.default_expiry_ms,
+                                    sync=self.sync)
         self.router.register_transport(InProcessAddress, InProcessTransport())
         self.runtime = JoynrRuntime(self.router)
         self.runtime.register_system_provider(GCD_PARTICIPANT_ID, self.provider)
 
     async def start(self, wait_s: float | None = None) -> None:
         await self.store.open()
+        # the whole directory in memory before the first request can arrive
+        try:
+            await self.sync.start()
+        except BaseException:
+            await self.sync.stop()
+            await self.store.close()
+            raise
         self.housekeeping.start()
         self.provider.start_purging(self.tasks, self.settings.purge_interval_s)
         await self.mqtt.start(wait_s)
         s = self.settings
-        log.info("GCD for %s started: %s, topic %s%s, %s store, valid GBIDs %s", s.gbid,
+        log.info("GCD for %s started and ready: %s, topic %s%s, %s store, valid GBIDs %s, "
+                 "%d entries in the index", s.gbid,
                  parse_broker_url(s.broker_url), GCD_TOPIC,  # (shows no password)
                  f" (shared group {s.shared_subscription_group})"
-                 if s.shared_subscription_group else "", s.store, ", ".join(s.valid_gbids))
+                 if s.shared_subscription_group else "", s.store, ", ".join(s.valid_gbids),
+                 len(self.sync.index))
+
+    def stats(self) -> dict[str, object]:
+        """The instance's figures (spec/sync.md "What an operator sees"), for an exporter."""
+        return {**self.sync.stats().as_dict(), "requests_received": self.mqtt.received}
 
     async def stop(self) -> None:
         # every task ends (purge included) before the store closes under it
         for step in (self.mqtt.stop, self.runtime.end_calls, self.housekeeping.stop,
-                     self.tasks.close, self.store.close):
+                     self.sync.stop, self.tasks.close, self.store.close):
             try:
                 await step()
             except Exception:
