@@ -24,28 +24,47 @@ whatever the database's default collation.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
-from collections.abc import Awaitable, Callable, Sequence
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import asyncpg
 
+from gcd.changes import Change, ChangeBatch, Digest, LoadBatch, RepairRows, TooFarBehind
 from gcd.decisions import decide_remove, distinct, rows_to_add
+from gcd.feed import (
+    MIGRATION_BATCH,
+    buckets_of,
+    changes_batch,
+    deletion_changes,
+    entry_changes,
+    hashes_of,
+    sort_changes,
+)
 from gcd.store import (
     COLUMNS,
+    DIGESTS,
+    ENTRIES_TABLE,
     EXPIRED,
+    FEED_TABLES,
+    INDEXES,
     LIVE,
-    SCHEMA,
+    META,
+    NEXT_VERSION,
     STALE,
+    VERSION_COLUMNS,
     RemoveOutcome,
     StoredEntry,
     StoreError,
     StoreErrorReason,
 )
+from runtime.clock import now_ms
 from runtime.logs import get_logger
 
-__all__ = ["PostgresStore"]
+__all__ = ["PostgresNotifier", "PostgresStore", "channel_of"]
 
 log = get_logger(__name__)
 
@@ -64,22 +83,35 @@ _MAX_RETRIES = 2
 #: taken while creating the schema, so that GCD instances starting together do not collide
 #: (concurrent CREATE TABLE IF NOT EXISTS can fail on the catalog's unique index)
 _SCHEMA_LOCK_KEY = 0x6A6F796E72474344  # "joynrGCD"
+#: held (transaction-level, tried without waiting) by the instance that purges expired rows
+_PURGE_LOCK_KEY = 0x6A6F796E72475047  # "joynrGPG"
 
 _PG_TYPES = {
     "major_version": "integer", "minor_version": "integer", "priority": "bigint",
     "supports_on_change": "boolean", "last_seen_ms": "bigint", "expiry_ms": "bigint",
+    "bucket": "integer", "row_hash": "bigint",
 }
 #: the order in which multi-row statements lock rows (the primary key), everywhere the same
 _LOCK_ORDER = 'gbid COLLATE "C", participant_id COLLATE "C"'
 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM discovery_entries"
+#: a row and its version
+_SELECT_VERSIONED = f"SELECT {', '.join(COLUMNS)}, version FROM discovery_entries"
+_WRITTEN = (*COLUMNS, "bucket", "row_hash")
 _UPSERT = (
-    f"INSERT INTO discovery_entries ({', '.join(COLUMNS)}) "
-    f"SELECT * FROM unnest("
-    + ", ".join(f"${i}::{_PG_TYPES.get(c, 'text')}[]" for i, c in enumerate(COLUMNS, 1))
+    f"INSERT INTO discovery_entries ({', '.join(_WRITTEN)}, version) "
+    f"SELECT *, ${len(_WRITTEN) + 1}::bigint FROM unnest("
+    + ", ".join(f"${i}::{_PG_TYPES.get(c, 'text')}[]" for i, c in enumerate(_WRITTEN, 1))
     + ") ON CONFLICT (gbid, participant_id) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS if c not in ("gbid", "participant_id"))
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in (*_WRITTEN, "version")
+                if c not in ("gbid", "participant_id"))
 )
+_MIGRATE_ROWS = ("UPDATE discovery_entries d SET version = $1, bucket = k.b, row_hash = k.h "
+                 "FROM unnest($2::text[], $3::text[], $4::integer[], $5::bigint[]) "
+                 "AS k(g, p, b, h) WHERE d.gbid = k.g AND d.participant_id = k.p")
+#: a (re-)added key has no tombstone
+_UNBURY = ("DELETE FROM discovery_tombstones t USING unnest($1::text[], $2::text[]) AS k(g, p) "
+           "WHERE t.gbid = k.g AND t.participant_id = k.p")
 _FIND = (f"{_SELECT} WHERE interface_name = $1 AND domain = ANY($2::text[]) "
          f"AND {LIVE.format(now='$3')} "
          'ORDER BY participant_id COLLATE "C", gbid COLLATE "C"')
@@ -87,35 +119,82 @@ _FIND_PARTICIPANT = (f"{_SELECT} WHERE participant_id = $1 AND {LIVE.format(now=
                      'ORDER BY gbid COLLATE "C"')
 _LOCK_PARTICIPANT = ("SELECT gbid FROM discovery_entries WHERE participant_id = $1 "
                      f"AND {LIVE.format(now='$2')} ORDER BY {_LOCK_ORDER} FOR UPDATE")
-_REMOVE_GBIDS = "DELETE FROM discovery_entries WHERE participant_id = $1 AND gbid = ANY($2::text[])"
+#: the next version, and the notification of it (delivered at commit; a transaction that
+#: changed nothing is rolled back, and its notification with it)
+_NEXT_VERSION_NOTIFY = (f"WITH next AS ({NEXT_VERSION}) "
+                        "SELECT version, pg_notify($1, version::text)::text FROM next")
+#: the purge of expired rows runs on one instance of the cluster at a time
+_PURGE_LOCK = "SELECT pg_try_advisory_xact_lock($1)"
 
 
-def _locked(where: str) -> str:
-    """A CTE ``locked`` of the keys of the rows matching ``where``, locked in key order."""
-    return (f"WITH locked AS (SELECT gbid, participant_id FROM discovery_entries WHERE {where} "
-            f"ORDER BY {_LOCK_ORDER} FOR UPDATE) ")
+def _lock_keys(where: str) -> str:
+    """The keys of the rows matching ``where``, locked in key order."""
+    return (f"SELECT gbid, participant_id FROM discovery_entries WHERE {where} "
+            f"ORDER BY {_LOCK_ORDER} FOR UPDATE")
 
 
-_JOIN_LOCKED = "d.gbid = locked.gbid AND d.participant_id = locked.participant_id"
+def _delete_to_tombstones(where: str, version: str, deleted_ms: str) -> str:
+    """Delete the rows matching ``where`` (locked in key order first) and leave a tombstone of
+    each at ``version``; returns the deleted keys."""
+    return (f"WITH locked AS ({_lock_keys(where)}), "
+            "deleted AS (DELETE FROM discovery_entries d USING locked "
+            "WHERE d.gbid = locked.gbid AND d.participant_id = locked.participant_id "
+            "RETURNING d.gbid, d.participant_id, d.bucket) "
+            "INSERT INTO discovery_tombstones (gbid, participant_id, version, bucket, deleted_ms) "
+            f"SELECT gbid, participant_id, {version}, bucket, {deleted_ms} FROM deleted "
+            "ON CONFLICT (gbid, participant_id) DO UPDATE SET version = EXCLUDED.version, "
+            "bucket = EXCLUDED.bucket, deleted_ms = EXCLUDED.deleted_ms "
+            "RETURNING gbid, participant_id")
 
 
-def _delete_locked(where: str) -> str:
-    return (f"{_locked(where)}DELETE FROM discovery_entries d USING locked "
-            f"WHERE {_JOIN_LOCKED}")
+_REMOVE_GBIDS = _delete_to_tombstones("participant_id = $1 AND gbid = ANY($2::text[])",
+                                      "$3::bigint", "$4::bigint")
+_REMOVE_IN = _delete_to_tombstones("gbid = $2 AND participant_id = ANY($1::text[])",
+                                   "$3::bigint", "$4::bigint")
+_REMOVE_STALE = _delete_to_tombstones(STALE.format(cc="$1", before="$2"),
+                                      "$3::bigint", "$4::bigint")
+_PURGE_EXPIRED = _delete_to_tombstones(EXPIRED.format(now="$1"), "$2::bigint", "$3::bigint")
+_LOCK_TOUCH_ALL = _lock_keys("cluster_controller_id = $1")
+_LOCK_TOUCH_SOME = _lock_keys("cluster_controller_id = $1 AND participant_id = ANY($2::text[])")
+#: the touched rows (locked before), each with its new row hash
+_TOUCH = ("UPDATE discovery_entries d SET last_seen_ms = $1, expiry_ms = $2, version = $3, "
+          "row_hash = k.h FROM unnest($4::text[], $5::text[], $6::bigint[]) AS k(g, p, h) "
+          "WHERE d.gbid = k.g AND d.participant_id = k.p RETURNING "
+          + ", ".join(f"d.{c}" for c in COLUMNS))
+
+_ORDER_CHANGES = f'ORDER BY version, {_LOCK_ORDER}'
+_ROWS_SINCE = f"{_SELECT_VERSIONED} WHERE version > $1 {_ORDER_CHANGES} LIMIT $2"
+_TOMBSTONES_SINCE = ("SELECT gbid, participant_id, version FROM discovery_tombstones "
+                     f"WHERE version > $1 {_ORDER_CHANGES} LIMIT $2")
+_ROWS_AT = f"{_SELECT_VERSIONED} WHERE version = $1"
+_TOMBSTONES_AT = ("SELECT gbid, participant_id, version FROM discovery_tombstones "
+                  "WHERE version = $1")
+_ROWS_IN_BUCKETS = f"{_SELECT_VERSIONED} WHERE bucket = ANY($1::integer[])"
+_PURGE_TOMBSTONES = (
+    "WITH gone AS (DELETE FROM discovery_tombstones WHERE deleted_ms < $1 RETURNING version) "
+    "UPDATE discovery_meta SET purged_version = GREATEST(purged_version, "
+    "(SELECT coalesce(max(version), 0) FROM gone)) WHERE id = 1 "
+    "RETURNING (SELECT count(*) FROM gone)")
+
+#: a cluster's name: what the notification channel is named after
+_CLUSTER_NAME = re.compile(r"[a-z0-9_]{1,40}")
 
 
-def _update_locked(where: str, assignments: str) -> str:
-    return (f"{_locked(where)}UPDATE discovery_entries d SET {assignments} FROM locked "
-            f"WHERE {_JOIN_LOCKED}")
+def channel_of(cluster: str) -> str:
+    """The notification channel of the GCD cluster ``cluster`` (lower-case letters, digits and
+    ``_``, 1 to 40 characters): ``gcd_<cluster>``; ValueError for any other name."""
+    if not isinstance(cluster, str) or not _CLUSTER_NAME.fullmatch(cluster):
+        raise ValueError(f"a GCD cluster name is 1 to 40 of a-z, 0-9 and _, not {cluster!r}")
+    return f"gcd_{cluster}"
 
 
-_REMOVE_IN = _delete_locked("gbid = $2 AND participant_id = ANY($1::text[])")
-_TOUCH_ALL = _update_locked("cluster_controller_id = $3",
-                            "last_seen_ms = $1, expiry_ms = $2")
-_TOUCH_SOME = _update_locked("cluster_controller_id = $3 AND participant_id = ANY($4::text[])",
-                             "last_seen_ms = $1, expiry_ms = $2")
-_REMOVE_STALE = _delete_locked(STALE.format(cc="$1", before="$2"))
-_PURGE_EXPIRED = _delete_locked(EXPIRED.format(now="$1"))
+class _Unchanged(Exception):
+    """Raised inside a write transaction that changed nothing: it is rolled back (no version
+    taken, no notification) and the write answers ``result``."""
+
+    def __init__(self, result: object) -> None:
+        super().__init__("nothing changed")
+        self.result = result
 
 
 async def _reset(conn: asyncpg.Connection) -> None:
@@ -175,11 +254,23 @@ class PostgresStore:
     ``open()`` creates the pool (``min_size`` to ``max_size`` connections) and the schema.
     ``connect_timeout`` bounds establishing a connection, ``command_timeout`` every statement,
     ``acquire_timeout`` waiting for a connection of the pool (busy pool, or connecting) - all in
-    seconds."""
+    seconds.
+
+    Versioned (:class:`gcd.changes.VersionedStore`): every write transaction first takes the
+    next version from the meta row (``UPDATE ... RETURNING``: the row stays locked until it
+    commits, so writers take versions one after another and versions become visible in
+    order) and notifies the channel of ``cluster`` (:func:`channel_of`) with it, delivered at
+    commit; a write that changed nothing is rolled back (no version spent, no notification).
+    ``clock_ms`` (epoch ms) dates tombstones. A database of the previous version is migrated
+    by ``open()``, in its schema transaction."""
 
     def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10,
                  connect_timeout: float = 5.0, command_timeout: float = 5.0,
-                 acquire_timeout: float = 10.0) -> None:
+                 acquire_timeout: float = 10.0, cluster: str = "default",
+                 clock_ms: Callable[[], int] = now_ms) -> None:
+        self.channel = channel_of(cluster)
+        self.cluster = cluster
+        self._clock_ms = clock_ms
         self.dsn = dsn
         self.min_size = min_size
         self.max_size = max_size
@@ -224,11 +315,39 @@ class PostgresStore:
             await self._close_pool(pool)
             raise
 
-    @staticmethod
-    async def _create_schema(conn: asyncpg.Connection) -> None:
+    async def _create_schema(self, conn: asyncpg.Connection) -> None:
         await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK_KEY)
-        for statement in SCHEMA:
+        for statement in (ENTRIES_TABLE, *FEED_TABLES):
             await conn.execute(statement)
+        await self._migrate(conn)
+        for statement in INDEXES:
+            await conn.execute(statement)
+
+    async def _migrate(self, conn: asyncpg.Connection) -> None:
+        """A discovery_entries of the previous version (without the version columns): add
+        them and fill them for every row (all rows get one new version), in the transaction
+        that creates the schema. Nothing to do on a table of this version."""
+        present = {r[0] for r in await conn.fetch(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = 'discovery_entries'")}
+        if all(c in present for c in VERSION_COLUMNS):
+            return
+        await conn.execute("ALTER TABLE discovery_entries ADD COLUMN IF NOT EXISTS version BIGINT, "
+                           "ADD COLUMN IF NOT EXISTS bucket INTEGER, "
+                           "ADD COLUMN IF NOT EXISTS row_hash BIGINT")
+        version = int(await conn.fetchval(NEXT_VERSION))
+        cursor = await conn.cursor("SELECT gbid, participant_id FROM discovery_entries")
+        migrated = 0
+        while records := await cursor.fetch(MIGRATION_BATCH):
+            keys = [(r[0], r[1]) for r in records]
+            await conn.execute(_MIGRATE_ROWS, version, [k[0] for k in keys],
+                               [k[1] for k in keys], buckets_of(keys), hashes_of(keys, version))
+            migrated += len(keys)
+        await conn.execute("ALTER TABLE discovery_entries ALTER COLUMN version SET NOT NULL, "
+                           "ALTER COLUMN bucket SET NOT NULL, "
+                           "ALTER COLUMN row_hash SET NOT NULL")
+        log.info("%s: migrated a database of the previous version: %d rows now at version %d, "
+                 "tombstone and meta tables created", self, migrated, version)
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -248,14 +367,15 @@ class PostgresStore:
 
     # -- transactions --------------------------------------------------------------------------
 
-    async def _transaction(self, what: str, fn: Callable[[asyncpg.Connection], Awaitable[T]]
-                           ) -> T:
+    async def _transaction(self, what: str, fn: Callable[[asyncpg.Connection], Awaitable[T]],
+                           *, snapshot: bool = False) -> T:
         """``fn`` in one transaction on a connection of the pool; failures as StoreError.
 
         Runs ``fn`` again when PostgreSQL aborted the transaction for a deadlock or a
         serialization failure, and once more when the connection failed before the
         transaction began (a pooled connection the server closed, e.g. by a restart): in
-        both cases nothing of it was written."""
+        both cases nothing of it was written. ``snapshot``: a read-only REPEATABLE READ
+        transaction (every statement of ``fn`` sees one snapshot)."""
         attempt = 0
         while True:
             pool = self._pool
@@ -268,7 +388,9 @@ class PostgresStore:
             try:
                 conn = await pool.acquire(timeout=self.acquire_timeout)
                 try:
-                    async with conn.transaction():
+                    transaction = (conn.transaction(isolation="repeatable_read", readonly=True)
+                                   if snapshot else conn.transaction())
+                    async with transaction:
                         begun = True
                         result = await fn(conn)
                     return result  # committed: whatever happens to the connection now
@@ -312,23 +434,7 @@ class PostgresStore:
     # -- the GcdStore protocol -----------------------------------------------------------------
 
     async def add(self, entries: Sequence[StoredEntry]) -> None:
-        # one row per key (INSERT ... ON CONFLICT cannot change a row twice in one statement),
-        # in key order: the lock order of every statement
-        rows = rows_to_add(entries)
-        if not rows:
-            await self._transaction("add", self._nothing)
-            return
-        # one array per column (not dataclasses.astuple: it deep-copies, 25 us a row)
-        columns: list[list[Any]] = [[getattr(e, name) for e in rows] for name in COLUMNS]
-
-        async def run(conn: asyncpg.Connection) -> None:
-            await conn.execute(_UPSERT, *columns)
-
-        await self._transaction(f"add of {len(rows)} rows", run)
-
-    @staticmethod
-    async def _nothing(conn: asyncpg.Connection) -> None:
-        """An empty transaction: the store answers like for any other call (open, reachable)."""
+        await self.add_changes(entries)
 
     async def find(self, domains: Sequence[str], interface_name: str, now_ms: int
                    ) -> list[StoredEntry]:
@@ -350,56 +456,391 @@ class PostgresStore:
 
     async def remove(self, participant_id: str, gbids: Sequence[str], now_ms: int
                      ) -> RemoveOutcome:
-        async def run(conn: asyncpg.Connection) -> RemoveOutcome:
-            # lock the participant's rows: a concurrent remove/touch/add of them waits, so the
-            # decision still holds when the rows are deleted
-            registered = [r[0] for r in await conn.fetch(_LOCK_PARTICIPANT, participant_id,
-                                                         now_ms)]
-            decision = decide_remove(registered, gbids)
-            if decision.delete:
-                await conn.execute(_REMOVE_GBIDS, participant_id, list(decision.delete))
-            return decision.outcome
-
-        return await self._transaction("remove", run)
+        return (await self.remove_changes(participant_id, gbids, now_ms))[0]
 
     async def remove_in(self, participant_ids: Sequence[str], gbid: str) -> int:
-        targets = list(distinct(participant_ids))
-
-        async def run(conn: asyncpg.Connection) -> int:
-            return _rows_affected(await conn.execute(_REMOVE_IN, targets, gbid))
-
-        return await self._transaction("remove_in", run)
+        return len(await self.remove_in_changes(participant_ids, gbid))
 
     async def touch(self, cluster_controller_id: str, participant_ids: Sequence[str] | None,
                     last_seen_ms: int, expiry_ms: int) -> int:
-        targets = None if participant_ids is None else list(distinct(participant_ids))
-
-        async def run(conn: asyncpg.Connection) -> int:
-            if targets is None:
-                status = await conn.execute(_TOUCH_ALL, last_seen_ms, expiry_ms,
-                                            cluster_controller_id)
-            else:
-                status = await conn.execute(_TOUCH_SOME, last_seen_ms, expiry_ms,
-                                            cluster_controller_id, targets)
-            return _rows_affected(status)
-
-        return await self._transaction("touch", run)
+        return len(await self.touch_changes(cluster_controller_id, participant_ids,
+                                            last_seen_ms, expiry_ms))
 
     async def remove_stale(self, cluster_controller_id: str, max_last_seen_ms: int) -> int:
-        async def run(conn: asyncpg.Connection) -> int:
-            return _rows_affected(await conn.execute(_REMOVE_STALE, cluster_controller_id,
-                                                     max_last_seen_ms))
-
-        return await self._transaction("remove_stale", run)
+        return len(await self.remove_stale_changes(cluster_controller_id, max_last_seen_ms))
 
     async def purge_expired(self, now_ms: int) -> int:
-        async def run(conn: asyncpg.Connection) -> int:
-            return _rows_affected(await conn.execute(_PURGE_EXPIRED, now_ms))
-
-        return await self._transaction("purge_expired", run)
+        return len(await self.purge_expired_changes(now_ms) or ())
 
     async def count(self) -> int:
         async def run(conn: asyncpg.Connection) -> int:
             return int(await conn.fetchval("SELECT count(*) FROM discovery_entries"))
 
         return await self._transaction("count", run)
+
+    # -- the VersionedStore protocol: writes ---------------------------------------------------
+
+    async def _write(self, what: str,
+                     body: Callable[[asyncpg.Connection, int], Awaitable[tuple[T, list[Change]]]],
+                     *, purge_lock: bool = False) -> tuple[T, list[Change]]:
+        """``body(conn, version)`` in one transaction that takes the next version first (and
+        notifies the cluster of it); rolled back when ``body`` changed nothing, so that no
+        version is spent and nobody is notified. With ``purge_lock``, the transaction first
+        takes the cluster's purge lock, or, when another instance holds it, ends at once
+        answering (None, [])."""
+
+        async def run(conn: asyncpg.Connection) -> tuple[T, list[Change]]:
+            if purge_lock and not await conn.fetchval(_PURGE_LOCK, _PURGE_LOCK_KEY):
+                raise _Unchanged((None, []))
+            version = int(await conn.fetchval(_NEXT_VERSION_NOTIFY, self.channel))
+            result, changes = await body(conn, version)
+            if not changes:
+                raise _Unchanged((result, changes))
+            return result, changes
+
+        try:
+            return await self._transaction(what, run)
+        except _Unchanged as unchanged:
+            return unchanged.result  # type: ignore[return-value]
+
+    async def add_changes(self, entries: Sequence[StoredEntry]) -> list[Change]:
+        # one row per key (INSERT ... ON CONFLICT cannot change a row twice in one statement),
+        # in key order: the lock order of every statement
+        rows = rows_to_add(entries)
+        if not rows:
+            await self._transaction("add", self._nothing)
+            return []
+        # one array per column (not dataclasses.astuple: it deep-copies, 25 us a row)
+        columns: list[list[Any]] = [[getattr(e, name) for e in rows] for name in COLUMNS]
+        keys = [e.key for e in rows]
+        buckets = buckets_of(keys)
+
+        async def run(conn: asyncpg.Connection, version: int) -> tuple[None, list[Change]]:
+            await conn.execute(_UPSERT, *columns, buckets, hashes_of(keys, version), version)
+            await conn.execute(_UNBURY, columns[0], columns[1])
+            return None, entry_changes(version, rows)
+
+        return (await self._write(f"add of {len(rows)} rows", run))[1]
+
+    @staticmethod
+    async def _nothing(conn: asyncpg.Connection) -> None:
+        """An empty transaction: the store answers like for any other call (open, reachable)."""
+
+    async def remove_changes(self, participant_id: str, gbids: Sequence[str], now_ms: int
+                             ) -> tuple[RemoveOutcome, list[Change]]:
+        async def run(conn: asyncpg.Connection, version: int
+                      ) -> tuple[RemoveOutcome, list[Change]]:
+            # lock the participant's rows: a concurrent remove/touch/add of them waits, so the
+            # decision still holds when the rows are deleted
+            registered = [r[0] for r in await conn.fetch(_LOCK_PARTICIPANT, participant_id,
+                                                         now_ms)]
+            decision = decide_remove(registered, gbids)
+            if not decision.delete:
+                return decision.outcome, []
+            deleted = await conn.fetch(_REMOVE_GBIDS, participant_id, list(decision.delete),
+                                       version, self._clock_ms())
+            return decision.outcome, deletion_changes(version, map(tuple, deleted))
+
+        return await self._write("remove", run)
+
+    async def _delete(self, what: str, statement: str, *args: object) -> list[Change]:
+        async def run(conn: asyncpg.Connection, version: int) -> tuple[None, list[Change]]:
+            deleted = await conn.fetch(statement, *args, version, self._clock_ms())
+            return None, deletion_changes(version, map(tuple, deleted))
+
+        return (await self._write(what, run))[1]
+
+    async def remove_in_changes(self, participant_ids: Sequence[str], gbid: str
+                                ) -> list[Change]:
+        return await self._delete("remove_in", _REMOVE_IN, list(distinct(participant_ids)),
+                                  gbid)
+
+    async def touch_changes(self, cluster_controller_id: str,
+                            participant_ids: Sequence[str] | None, last_seen_ms: int,
+                            expiry_ms: int) -> list[Change]:
+        targets = None if participant_ids is None else list(distinct(participant_ids))
+
+        async def run(conn: asyncpg.Connection, version: int) -> tuple[None, list[Change]]:
+            if targets is None:
+                locked = await conn.fetch(_LOCK_TOUCH_ALL, cluster_controller_id)
+            else:
+                locked = await conn.fetch(_LOCK_TOUCH_SOME, cluster_controller_id, targets)
+            if not locked:
+                return None, []
+            keys = [(r[0], r[1]) for r in locked]
+            touched = await conn.fetch(_TOUCH, last_seen_ms, expiry_ms, version,
+                                       [k[0] for k in keys], [k[1] for k in keys],
+                                       hashes_of(keys, version))
+            return None, entry_changes(version, map(_entry, touched))
+
+        return (await self._write("touch", run))[1]
+
+    async def remove_stale_changes(self, cluster_controller_id: str, max_last_seen_ms: int
+                                   ) -> list[Change]:
+        return await self._delete("remove_stale", _REMOVE_STALE, cluster_controller_id,
+                                  max_last_seen_ms)
+
+    async def purge_expired_changes(self, now_ms: int) -> list[Change] | None:
+        async def run(conn: asyncpg.Connection, version: int) -> tuple[bool, list[Change]]:
+            deleted = await conn.fetch(_PURGE_EXPIRED, now_ms, version, self._clock_ms())
+            return True, deletion_changes(version, map(tuple, deleted))
+
+        ran, changes = await self._write("purge_expired", run, purge_lock=True)
+        return changes if ran else None
+
+    async def purge_tombstones(self, older_than_ms: int) -> int:
+        async def run(conn: asyncpg.Connection) -> int:
+            return int(await conn.fetchval(_PURGE_TOMBSTONES, older_than_ms))
+
+        return await self._transaction("purge_tombstones", run)
+
+    # -- the VersionedStore protocol: reads ----------------------------------------------------
+
+    async def current_version(self) -> int:
+        async def run(conn: asyncpg.Connection) -> int:
+            return int((await conn.fetchrow(META))[0])
+
+        return await self._transaction("current_version", run)
+
+    async def changes_since(self, version: int, limit: int = 10_000) -> ChangeBatch:
+        async def run(conn: asyncpg.Connection) -> ChangeBatch:
+            current, purged = await conn.fetchrow(META)
+            if version < purged:
+                raise TooFarBehind(f"changes after version {version} asked, but tombstones "
+                                   f"up to version {purged} are purged")
+            rows = [_row_change(r) for r in await conn.fetch(_ROWS_SINCE, version, limit + 1)]
+            gone = [_tombstone_change(r) for r in await conn.fetch(_TOMBSTONES_SINCE, version,
+                                                                   limit + 1)]
+            batch = changes_batch(rows, gone, limit, int(current))
+            if isinstance(batch, ChangeBatch):
+                return batch
+            group = sort_changes([*(_row_change(r) for r in await conn.fetch(_ROWS_AT, batch)),
+                                  *(_tombstone_change(r)
+                                    for r in await conn.fetch(_TOMBSTONES_AT, batch))])
+            return ChangeBatch(group, batch)
+
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        return await self._transaction("changes_since", run, snapshot=True)
+
+    async def load(self, batch_size: int = 10_000) -> AsyncIterator[LoadBatch | int]:
+        """One REPEATABLE READ transaction: the version, then every row through a cursor."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        pool = self._pool
+        if pool is None:
+            raise StoreError(f"the PostgreSQL store ({self._where()}) is not open",
+                             reason="not-open")
+        try:
+            conn = await pool.acquire(timeout=self.acquire_timeout)
+        except _DB_ERRORS as exc:
+            raise self._error("load", exc, 1) from exc
+        try:
+            transaction = conn.transaction(isolation="repeatable_read", readonly=True)
+            try:
+                await transaction.start()
+                version = int((await conn.fetchrow(META))[0])
+                cursor = await conn.cursor(_SELECT_VERSIONED)
+            except _DB_ERRORS as exc:
+                raise self._error("load", exc, 1, lost=conn.is_closed()) from exc
+            while True:
+                try:
+                    records = await cursor.fetch(batch_size)
+                except _DB_ERRORS as exc:
+                    raise self._error("load", exc, 1, lost=conn.is_closed()) from exc
+                if not records:
+                    break
+                yield LoadBatch([(_entry(r[:-1]), r[-1]) for r in records])
+            yield version
+        finally:
+            with contextlib.suppress(*_DB_ERRORS):
+                if not conn.is_closed() and conn.is_in_transaction():
+                    await conn.execute("ROLLBACK")
+            await self._release(pool, conn)
+
+    async def digests(self) -> dict[int, Digest]:
+        async def run(conn: asyncpg.Connection) -> dict[int, Digest]:
+            # sum(bigint) is numeric: asyncpg answers Decimal
+            return {int(bucket): Digest(int(count), int(versions), int(hashes))
+                    for bucket, count, versions, hashes in await conn.fetch(DIGESTS)}
+
+        return await self._transaction("digests", run)
+
+    async def rows_in_buckets(self, buckets: Sequence[int]) -> RepairRows:
+        asked = sorted(set(buckets))
+
+        async def run(conn: asyncpg.Connection) -> RepairRows:
+            current = int((await conn.fetchrow(META))[0])
+            records = await conn.fetch(_ROWS_IN_BUCKETS, asked) if asked else []
+            return RepairRows([(_entry(r[:-1]), r[-1]) for r in records], current)
+
+        return await self._transaction("rows_in_buckets", run, snapshot=True)
+
+    def notifier(self, **options: Any) -> PostgresNotifier:
+        """A notifier listening to this store's cluster (``options``: PostgresNotifier's)."""
+        return PostgresNotifier(self.dsn, cluster=self.cluster, **options)
+
+
+def _row_change(record: asyncpg.Record) -> Change:
+    entry = _entry(record[:-1])
+    return Change(int(record[-1]), entry.gbid, entry.participant_id, entry)
+
+
+def _tombstone_change(record: asyncpg.Record) -> Change:
+    return Change(int(record[2]), record[0], record[1], None)
+
+
+class PostgresNotifier:
+    """The wake-ups of a GCD cluster (:class:`gcd.changes.Notifier`): LISTEN on the cluster's
+    channel (:func:`channel_of`) on a dedicated connection.
+
+    Each notification's payload is the version a write committed: ``on_version(version)``. A
+    payload that is not a version is ignored and counted (``ignored``). When the connection is
+    lost (the server ended it, a restart, a network failure found by a ``SELECT 1`` every
+    ``ping_interval_s``), it is made again with backoff (``reconnect_min_s`` doubling up to
+    ``reconnect_max_s``), and once it listens again ``on_reconnected()`` tells that
+    notifications may have been missed meanwhile. A first connection that fails in ``start``
+    is retried the same way (``on_reconnected()`` when it succeeds). ``stop()`` ends it all.
+
+    Counters for an operator: ``received`` (versions delivered), ``ignored``, ``reconnects``;
+    ``listening`` tells whether the connection is up now."""
+
+    def __init__(self, dsn: str, *, cluster: str = "default", connect_timeout: float = 5.0,
+                 ping_interval_s: float = 5.0, reconnect_min_s: float = 0.05,
+                 reconnect_max_s: float = 5.0) -> None:
+        if not 0 < reconnect_min_s <= reconnect_max_s:
+            raise ValueError("0 < reconnect_min_s <= reconnect_max_s is required")
+        if ping_interval_s <= 0 or connect_timeout <= 0:
+            raise ValueError("ping_interval_s and connect_timeout must be positive")
+        self.dsn = dsn
+        self.channel = channel_of(cluster)
+        self.connect_timeout = connect_timeout
+        self.ping_interval_s = ping_interval_s
+        self.reconnect_min_s = reconnect_min_s
+        self.reconnect_max_s = reconnect_max_s
+        self.received = 0
+        self.ignored = 0
+        self.reconnects = 0
+        self._conn: asyncpg.Connection | None = None
+        self._lost = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._on_version: Callable[[int], None] = _ignore_version
+        self._on_reconnected: Callable[[], None] = _ignore
+
+    def __repr__(self) -> str:
+        return f"PostgresNotifier({self.channel!r})"
+
+    @property
+    def listening(self) -> bool:
+        conn = self._conn
+        return conn is not None and not conn.is_closed()
+
+    async def start(self, on_version: Callable[[int], None],
+                    on_reconnected: Callable[[], None]) -> None:
+        if self._task is not None:
+            raise RuntimeError(f"{self} is started already")
+        self._on_version, self._on_reconnected = on_version, on_reconnected
+        try:
+            await self._connect()
+            missed = False
+        except _DB_ERRORS as exc:
+            log.warning("%s: cannot listen (%s); trying again in the background", self,
+                        _describe(exc))
+            missed = True
+        self._task = asyncio.create_task(self._keep_listening(missed),
+                                         name=f"gcd-notifier-{self.channel}")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self._disconnect()
+
+    async def _connect(self) -> None:
+        conn = await asyncpg.connect(self.dsn, timeout=self.connect_timeout,
+                                     command_timeout=self.connect_timeout,
+                                     server_settings={"application_name": "joynr-gcd-listen"})
+        try:
+            self._lost.clear()
+            conn.add_termination_listener(self._terminated)
+            await conn.add_listener(self.channel, self._notified)
+        except BaseException:
+            conn.terminate()
+            raise
+        self._conn = conn
+
+    async def _disconnect(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None or conn.is_closed():
+            return
+        try:
+            await asyncio.wait_for(conn.close(), self.connect_timeout)
+        except _DB_ERRORS:
+            conn.terminate()
+        except BaseException:  # cancelled: do not leave the connection behind
+            conn.terminate()
+            raise
+
+    def _terminated(self, conn: asyncpg.Connection) -> None:
+        if conn is self._conn:
+            self._lost.set()
+
+    def _notified(self, conn: object, pid: int, channel: str, payload: object) -> None:
+        if not (isinstance(payload, str) and payload.isascii() and payload.isdigit()
+                and len(payload) <= 19):
+            self.ignored += 1
+            log.debug("%s: ignored a notification that is no version: %r", self, payload)
+            return
+        self.received += 1
+        try:
+            self._on_version(int(payload))
+        except Exception:
+            log.exception("%s: the handler of version %s failed", self, payload)
+
+    async def _keep_listening(self, missed: bool) -> None:
+        delay = self.reconnect_min_s
+        while True:
+            if self._conn is None:
+                try:
+                    await self._connect()
+                except _DB_ERRORS as exc:
+                    log.debug("%s: reconnecting failed (%s); next try in %.2f s", self,
+                              _describe(exc), delay)
+                    await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+                    delay = min(delay * 2, self.reconnect_max_s)
+                    continue
+                delay = self.reconnect_min_s
+                if missed:
+                    self.reconnects += 1
+                    log.info("%s: listening again; notifications may have been missed", self)
+                    try:
+                        self._on_reconnected()
+                    except Exception:
+                        log.exception("%s: the reconnection handler failed", self)
+            missed = True  # from now on, any loss may miss notifications
+            if not await self._alive():
+                log.warning("%s: the listening connection was lost; reconnecting", self)
+                await self._disconnect()
+
+    async def _alive(self) -> bool:
+        """Wait ``ping_interval_s`` (or until the connection is lost); whether it still works."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._lost.wait(), self.ping_interval_s)
+        conn = self._conn
+        if self._lost.is_set() or conn is None or conn.is_closed():
+            return False
+        try:
+            await asyncio.wait_for(conn.fetchval("SELECT 1"), self.connect_timeout)
+        except _DB_ERRORS:
+            return False
+        return True
+
+
+def _ignore_version(version: int) -> None:
+    """Before start()."""
+
+
+def _ignore() -> None:
+    """Before start()."""

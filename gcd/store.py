@@ -31,10 +31,17 @@ from typing import Literal, Protocol
 
 __all__ = [
     "COLUMNS",
+    "DIGESTS",
+    "ENTRIES_TABLE",
     "EXPIRED",
+    "FEED_TABLES",
+    "INDEXES",
     "LIVE",
+    "META",
+    "NEXT_VERSION",
     "SCHEMA",
     "STALE",
+    "VERSION_COLUMNS",
     "GcdStore",
     "RemoveOutcome",
     "StoreError",
@@ -103,8 +110,12 @@ COLUMNS = tuple(f.name for f in fields(StoredEntry))
 #: the column values of an entry, in COLUMNS order (dataclasses.astuple deep-copies: slow)
 row_values = operator.attrgetter(*COLUMNS)
 
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS discovery_entries (
+#: the columns a versioned store keeps beside an entry's (see :mod:`gcd.changes`): the version
+#: of the write that created or last changed the row, the key's bucket and the row's hash
+VERSION_COLUMNS = ("version", "bucket", "row_hash")
+
+#: the table of the rows, as a store of this version creates it
+ENTRIES_TABLE = """CREATE TABLE IF NOT EXISTS discovery_entries (
         gbid TEXT NOT NULL,
         participant_id TEXT NOT NULL,
         domain TEXT NOT NULL,
@@ -120,8 +131,35 @@ SCHEMA = (
         public_key_id TEXT NOT NULL,
         topic TEXT NOT NULL,
         cluster_controller_id TEXT NOT NULL,
+        version BIGINT NOT NULL,
+        bucket INTEGER NOT NULL,
+        row_hash BIGINT NOT NULL,
+        PRIMARY KEY (gbid, participant_id)
+    )"""
+
+#: the tables of the change feed: a deleted key's tombstone (its deletion's version, for
+#: ``deleted_ms`` plus the retention), and one row of store-wide state: the version counter
+#: (every write transaction takes the next one and holds this row's lock until it commits) and
+#: the highest version of a purged tombstone (a reader behind it is too far behind)
+FEED_TABLES = (
+    """CREATE TABLE IF NOT EXISTS discovery_tombstones (
+        gbid TEXT NOT NULL,
+        participant_id TEXT NOT NULL,
+        version BIGINT NOT NULL,
+        bucket INTEGER NOT NULL,
+        deleted_ms BIGINT NOT NULL,
         PRIMARY KEY (gbid, participant_id)
     )""",
+    """CREATE TABLE IF NOT EXISTS discovery_meta (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        version BIGINT NOT NULL,
+        purged_version BIGINT NOT NULL
+    )""",
+    "INSERT INTO discovery_meta (id, version, purged_version) VALUES (1, 0, 0) "
+    "ON CONFLICT (id) DO NOTHING",
+)
+
+INDEXES = (
     "CREATE INDEX IF NOT EXISTS discovery_entries_domain_interface "
     "ON discovery_entries (domain, interface_name)",
     # with the expiry, so that a participant lookup needs no statistics to pick its plan
@@ -130,7 +168,23 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS discovery_entries_cluster_controller "
     "ON discovery_entries (cluster_controller_id)",
     "CREATE INDEX IF NOT EXISTS discovery_entries_expiry ON discovery_entries (expiry_ms)",
+    "CREATE INDEX IF NOT EXISTS discovery_entries_version ON discovery_entries (version)",
+    "CREATE INDEX IF NOT EXISTS discovery_entries_bucket ON discovery_entries (bucket)",
+    "CREATE INDEX IF NOT EXISTS discovery_tombstones_version ON discovery_tombstones (version)",
 )
+
+#: the whole schema of a new database; a database of the previous version (discovery_entries
+#: without VERSION_COLUMNS, no feed tables) is migrated by the store when it opens it
+SCHEMA = (ENTRIES_TABLE, *FEED_TABLES, *INDEXES)
+
+#: takes the next version (the first statement of every write transaction): the meta row stays
+#: locked until the transaction ends, so the next writer gets its version after this commit
+NEXT_VERSION = "UPDATE discovery_meta SET version = version + 1 WHERE id = 1 RETURNING version"
+#: the store's version and the highest purged tombstone version
+META = "SELECT version, purged_version FROM discovery_meta WHERE id = 1"
+#: bucket, rows, sum of versions, sum of row hashes: every non-empty bucket's digest
+DIGESTS = ("SELECT bucket, count(*), sum(version), sum(row_hash) FROM discovery_entries "
+           "GROUP BY bucket")
 
 # The conditions on rows, as SQL over the schema's columns; each store fills in its own
 # placeholders (``str.format``), e.g. ``LIVE.format(now="?")`` or ``LIVE.format(now="$3")``.
