@@ -17,6 +17,7 @@ periodically. The embedded SQLite GCD has no peers and no notifier.
 from __future__ import annotations
 
 import dataclasses
+import re
 import ssl
 import uuid
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ log = get_logger(__name__)
 ENV_PREFIX = "JOYNR_GCD"
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = PROJECT_ROOT / "config" / "gcd.toml"
+#: what a cluster name may be (gcd.postgres_store.channel_of, without importing asyncpg)
+_CLUSTER_NAME = re.compile(r"[a-z0-9_]{1,40}")
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ class GcdSettings:
     max_learned_routes: int = 100_000
     #: the GCD cluster: the instances on one PostgreSQL database wake each other on the
     #: notification channel of this name (LISTEN/NOTIFY); one name per database
-    cluster_name: str = "joynr_gcd"
+    cluster_name: str = "default"
     #: whether this instance listens for the cluster's notifications (off: it learns the
     #: others' writes by the catch-up timer and the drift repair only)
     notifications: bool = True
@@ -113,10 +116,9 @@ class GcdSettings:
             raise ValueError("purge_interval_s must be > 0")
         if self.max_learned_routes < 1:
             raise ValueError(f"max_learned_routes must be >= 1, got {self.max_learned_routes}")
-        if not self.cluster_name or len(self.cluster_name.encode()) > 63 or any(
-                not (c.isalnum() or c in "_-.") for c in self.cluster_name):
-            raise ValueError("cluster_name must be 1 to 63 bytes of letters, digits, _ - or ., "
-                             f"got {self.cluster_name!r}")
+        if not _CLUSTER_NAME.fullmatch(self.cluster_name):
+            raise ValueError("cluster_name must be 1 to 40 of a-z, 0-9 and _ (the notification "
+                             f"channel is gcd_<cluster_name>), got {self.cluster_name!r}")
         self.sync_settings()  # the intervals and the retention: checked there
         self.mqtt_section()  # the broker URL and the MQTT version: checked there
 
@@ -163,7 +165,7 @@ def make_store(settings: GcdSettings) -> GcdStore:
     if settings.store == "postgres":
         from gcd.postgres_store import PostgresStore  # noqa: PLC0415 - asyncpg only if used
 
-        return PostgresStore(settings.postgres_dsn, channel=settings.cluster_name)
+        return PostgresStore(settings.postgres_dsn, cluster=settings.cluster_name)
     return SqliteStore(settings.sqlite_path)
 
 
@@ -173,7 +175,7 @@ def make_notifier(settings: GcdSettings) -> Notifier | None:
         return None
     from gcd.postgres_store import PostgresNotifier  # noqa: PLC0415 - asyncpg only if used
 
-    return PostgresNotifier(settings.postgres_dsn, channel=settings.cluster_name)
+    return PostgresNotifier(settings.postgres_dsn, cluster=settings.cluster_name)
 
 
 class GcdService:

@@ -36,6 +36,7 @@ Everything periodic runs in tasks of the instance's :class:`~runtime.tasks.TaskS
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -318,8 +319,7 @@ class Synchronizer:
     def on_version(self, version: int) -> None:
         """A notification: another instance committed ``version``."""
         self._notifications += 1
-        if version > self._newest_known:
-            self._newest_known = version
+        self._newest_known = max(self._newest_known, version)
         if version > self.index.watermark:
             self.wake()
 
@@ -412,12 +412,9 @@ class Synchronizer:
 
     def apply_own(self, changes: Sequence[Change]) -> int:
         """Apply what this instance's write committed (at once, without moving W)."""
-        applied = 0
+        applied = self.index.apply(changes)
         for change in changes:
-            if self.index.apply(change):
-                applied += 1
-            if change.version > self._newest_known:
-                self._newest_known = change.version
+            self._newest_known = max(self._newest_known, change.version)
         self._own_applied += applied
         return applied
 
@@ -439,10 +436,9 @@ class Synchronizer:
     # ------------------------------------------------------------------ drift repair
 
     async def _repair_round(self) -> None:
-        try:
+        # a failure is counted and logged by repair(); the next round tries again
+        with contextlib.suppress(StoreError):
             await self.repair()
-        except StoreError:
-            pass  # counted and logged by repair(); the next round tries again
 
     async def repair(self) -> int:
         """Compare digests, repair the differing buckets; how many keys the index changed."""
@@ -460,7 +456,7 @@ class Synchronizer:
                 for i in range(0, len(differing), _REPAIR_CHUNK):
                     chunk = differing[i:i + _REPAIR_CHUNK]
                     rows = await self.store.rows_in_buckets(chunk)
-                    repaired += index.repair(chunk, rows)
+                    repaired += index.repair(rows, chunk)
             except StoreError as exc:
                 self._repair_failures += 1
                 log.warning("%s: drift repair failed (%s): %s", self.name, exc.reason, exc)
@@ -506,7 +502,7 @@ class Synchronizer:
     def stats(self) -> SyncStats:
         index = self.index
         watermark = index.watermark
-        objects, references = index.shared_parameters()
+        figures = index.stats()
         return SyncStats(
             ready=self.ready, watermark=watermark,
             notifications_received=self._notifications, reconnects=self._reconnects,
@@ -519,8 +515,8 @@ class Synchronizer:
             reloads=self._reloads, repair_runs=self._repair_runs,
             repair_failures=self._repair_failures, buckets_repaired=self._buckets_repaired,
             keys_repaired=self._keys_repaired, index_rows=len(index),
-            store_rows=self._store_rows, shared_parameter_objects=objects,
-            shared_parameter_references=references, expired_purged=self._expired_purged,
+            store_rows=self._store_rows, shared_parameter_objects=figures.shared_params,
+            shared_parameter_references=figures.param_refs, expired_purged=self._expired_purged,
             tombstones_purged=self._tombstones_purged)
 
     def _log_stats(self) -> None:

@@ -119,17 +119,17 @@ class Instance:
     def __init__(self, dsn: str, name: str, *, own_gbid: str = "GBID1",
                  notifications: bool = True, settings: SyncSettings | None = None,
                  faults: dict[str, float] | None = None, seed: int = 0, held: bool = False,
-                 channel: str = "joynr_gcd") -> None:
+                 cluster: str = "default") -> None:
         self.name = name
         self.tasks = TaskSupervisor(name)
-        self.pg = PostgresStore(dsn, channel=channel, min_size=1, max_size=4)
+        self.pg = PostgresStore(dsn, cluster=cluster, min_size=1, max_size=4)
         self.held = HeldStore(cast(VersionedStore, self.pg)) if held else None
         store = cast(VersionedStore, self.held if self.held is not None else self.pg)
         self.store = store
         self.faulty: FaultyNotifier | None = None
         notifier: Notifier | None = None
         if notifications:
-            notifier = PostgresNotifier(dsn, channel=channel)
+            notifier = PostgresNotifier(dsn, cluster=cluster)
             if faults is not None:
                 self.faulty = FaultyNotifier(notifier, self.tasks, seed=seed, **faults)
                 notifier = self.faulty
