@@ -248,6 +248,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
     async def _find(self, domains: list[str], interface_name: str, modelled: bool
                     ) -> list[StoredEntry]:
         await self._ready("lookup", modelled=modelled)
+        await self.sync.notified_applied()
         try:
             return self.sync.find(domains, interface_name, self._clock_ms())
         except NotReady:  # stopped meanwhile
@@ -271,6 +272,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
     async def _find_participant(self, participant_id: str, modelled: bool
                                 ) -> list[StoredEntry]:
         await self._ready("lookup", modelled=modelled)
+        await self.sync.notified_applied()
         try:
             return self.sync.find_participant(participant_id, self._clock_ms())
         except NotReady:  # stopped meanwhile

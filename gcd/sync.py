@@ -54,6 +54,10 @@ log = get_logger(__name__)
 
 #: how many buckets one ``rows_in_buckets`` call of a repair asks for at most
 _REPAIR_CHUNK = 256
+#: how often a repair fetches rows again whose snapshot a catch-up overtook
+_REPAIR_ATTEMPTS = 3
+#: how long a lookup waits at most for the catch-up of a version it was notified of
+NOTIFIED_WAIT_S = 0.1
 
 
 class NotReady(Exception):
@@ -186,6 +190,8 @@ class Synchronizer:
         self._catch_up_failures = 0
         self._failing_since: float | None = None
         self._newest_known = 0
+        self._newest_notified = 0
+        self._notified_waiters: list[asyncio.Future[None]] = []
         self._lag_ms = 0.0
         self._last_ok: float | None = None
         self._reloads = 0
@@ -270,6 +276,7 @@ class Synchronizer:
                 await self.tasks.cancel(task)
         self._timers.clear()
         self._worker = None
+        self._release_waiters()
         rows = len(self.index)
         self.index = self._index_factory()
         log.info("%s: synchroniser stopped, index of %d rows dropped; %s", self.name, rows,
@@ -320,6 +327,7 @@ class Synchronizer:
         """A notification: another instance committed ``version``."""
         self._notifications += 1
         self._newest_known = max(self._newest_known, version)
+        self._newest_notified = max(self._newest_notified, version)
         if version > self.index.watermark:
             self.wake()
 
@@ -350,13 +358,32 @@ class Synchronizer:
             try:
                 await self._catch_up_now()
             except StoreError:
+                self._release_waiters()
                 # counted and logged in _catch_up_now; the timer (or the next notification)
                 # tries again. Wake-ups that came meanwhile are not lost (_wake).
                 if self._first_unserved_wake is None:
                     self._first_unserved_wake = served
             else:
+                self._release_waiters()
                 if served is not None:
                     self._lag_ms = (time.monotonic() - served) * 1000
+
+    def _release_waiters(self) -> None:
+        waiters, self._notified_waiters = self._notified_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def notified_applied(self, timeout_s: float = NOTIFIED_WAIT_S) -> None:
+        """Wait (at most ``timeout_s``) until a version this instance was notified of is
+        reflected in the index: the catch-up it woke is under way, and a lookup that arrives
+        after another instance's write was announced then sees that write. Returns at once
+        when nothing notified is pending (the common case), or when no worker runs."""
+        if self._newest_notified <= self.index.watermark or self._worker is None:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._notified_waiters.append(waiter)
+        await asyncio.wait({waiter}, timeout=timeout_s)
 
     async def settled(self, timeout_s: float | None = None) -> None:
         """Wait until the catch-up worker has nothing to do (tests; bounded by ``timeout_s``)."""
@@ -455,8 +482,7 @@ class Synchronizer:
                 repaired = 0
                 for i in range(0, len(differing), _REPAIR_CHUNK):
                     chunk = differing[i:i + _REPAIR_CHUNK]
-                    rows = await self.store.rows_in_buckets(chunk)
-                    repaired += index.repair(rows, chunk)
+                    repaired += await self._repair_buckets(index, chunk)
             except StoreError as exc:
                 self._repair_failures += 1
                 log.warning("%s: drift repair failed (%s): %s", self.name, exc.reason, exc)
@@ -471,6 +497,20 @@ class Synchronizer:
                 log.debug("%s: drift repair: %d bucket(s) differed (changes in flight), "
                           "nothing to repair", self.name, len(differing))
             return repaired
+
+    async def _repair_buckets(self, index: DirectoryIndex, buckets: list[int]) -> int:
+        """Repair ``buckets`` from the store's rows at a snapshot S, but only when S is not
+        older than the index's watermark W: the index has applied every change up to W and
+        forgets the versions of deletions once W passes them, so rows of an older snapshot
+        could bring back a key deleted between S and W. When a catch-up moved W past S while
+        the rows were fetched, they are fetched again (a few times; else the next round)."""
+        for _ in range(_REPAIR_ATTEMPTS):
+            rows = await self.store.rows_in_buckets(buckets)
+            if rows.snapshot >= index.watermark:
+                return index.repair(rows, buckets)
+            log.debug("%s: repair snapshot %d older than the watermark %d: fetching again",
+                      self.name, rows.snapshot, index.watermark)
+        return 0
 
     # ------------------------------------------------------------------ purges
 

@@ -4,8 +4,9 @@
   drops, duplicates, reorders or delays what it delivers - what a notification channel may do
   (spec/sync.md: notifications are wake-ups, never data).
 - :class:`HeldStore` wraps a real versioned store: every call goes to it, but a call named in
-  ``hold`` waits, after the store has answered (its snapshot taken), until the test releases
-  it - the "store snapshot held open while writes land" of the hazard tests.
+  ``hold`` waits, after the store has answered (its snapshot taken, or its write committed),
+  until the test releases it - the "store snapshot held open while writes land" of the
+  hazard tests, or a write whose answer is slow.
 - :class:`Instance`: one GCD instance without MQTT (a provider, its synchroniser, its own
   store connection pool and notifier) on a shared PostgreSQL database.
 """
@@ -94,7 +95,7 @@ class HeldStore:
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self.store, name)
-        if name not in ("changes_since", "rows_in_buckets", "digests"):
+        if name not in ("changes_since", "rows_in_buckets", "digests", "add_changes"):
             return attribute
 
         async def call(*args: Any, **kwargs: Any) -> Any:
