@@ -336,13 +336,17 @@ class PostgresStore:
                            "ADD COLUMN IF NOT EXISTS bucket INTEGER, "
                            "ADD COLUMN IF NOT EXISTS row_hash BIGINT")
         version = int(await conn.fetchval(NEXT_VERSION))
-        cursor = await conn.cursor("SELECT gbid, participant_id FROM discovery_entries")
+        # a cursor of its own, closed before the ALTER below (a portal would keep it in use)
+        await conn.execute("DECLARE discovery_migration NO SCROLL CURSOR FOR "
+                           "SELECT gbid, participant_id FROM discovery_entries")
         migrated = 0
-        while records := await cursor.fetch(MIGRATION_BATCH):
+        while records := await conn.fetch(
+                f"FETCH FORWARD {MIGRATION_BATCH} FROM discovery_migration"):
             keys = [(r[0], r[1]) for r in records]
             await conn.execute(_MIGRATE_ROWS, version, [k[0] for k in keys],
                                [k[1] for k in keys], buckets_of(keys), hashes_of(keys, version))
             migrated += len(keys)
+        await conn.execute("CLOSE discovery_migration")
         await conn.execute("ALTER TABLE discovery_entries ALTER COLUMN version SET NOT NULL, "
                            "ALTER COLUMN bucket SET NOT NULL, "
                            "ALTER COLUMN row_hash SET NOT NULL")

@@ -21,7 +21,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from gcd.postgres_store import PostgresStore
+from gcd.changes import Change, ChangeBatch
+from gcd.postgres_store import _PURGE_LOCK_KEY, PostgresNotifier, PostgresStore, channel_of
 from gcd.store import GcdStore, RemoveOutcome, StoredEntry, StoreError
 from tests.support.cluster import free_port
 from tests.support.gcd_stores import STORE_KINDS, fresh_postgres_dsn
@@ -33,11 +34,12 @@ NOW = 1_800_000_000_000
 LATER = NOW + 3_600_000
 
 
-def row(pid: str, gbid: str = "g1", *, cc: str = "cc-1", **changes: object) -> StoredEntry:
+def row(pid: str, gbid: str = "g1", *, cc: str = "cc-1", expiry: int = LATER,
+        **changes: object) -> StoredEntry:
     entry = StoredEntry(
         gbid=gbid, participant_id=pid, domain="vehicle", interface_name="test/Radio",
         major_version=1, minor_version=2, priority=5, scope="GLOBAL", supports_on_change=True,
-        custom_parameters="[]", last_seen_ms=NOW, expiry_ms=LATER, public_key_id="",
+        custom_parameters="[]", last_seen_ms=NOW, expiry_ms=expiry, public_key_id="",
         topic=f"joynr/cc/{cc}", cluster_controller_id=cc,
     )
     return dataclasses.replace(entry, **changes)  # type: ignore[arg-type]
@@ -446,3 +448,170 @@ async def test_a_statement_that_waits_too_long_is_reason_timeout(dsn: str) -> No
     finally:
         await blocker.close()
         await store.close()
+
+
+# -- versions, notifications, the purge lock (gcd.changes.VersionedStore) ----------------------
+
+
+async def wait_for_waiters(dsn: str, count: int, done: Callable[[], bool] = lambda: False,
+                           timeout_s: float = 10) -> None:
+    """Until ``count`` sessions of the database wait on a lock (or ``done()``)."""
+    conn = await asyncpg.connect(dsn, timeout=5)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not done() and await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()") < count:
+            assert time.monotonic() < deadline, f"{count} sessions never waited on a lock"
+            await asyncio.sleep(0.02)
+    finally:
+        await conn.close()
+
+
+async def test_sequence_gap_a_lower_version_cannot_commit_after_a_higher_one(
+        dsn: str, two_stores: tuple[PostgresStore, PostgresStore]) -> None:
+    """T1 (instance a) takes version 2 and then waits (on a row another session holds); T2
+    (instance b) writes another key meanwhile. T2 cannot take version 3 and commit it while
+    version 2 is still open - a reader would move its watermark past 2 and never see it - so
+    it waits; a reader in between sees neither; after both, a reader sees both, in order."""
+    a, b = two_stores
+    await a.add_changes([row("held")])                                      # version 1
+    blocker = await asyncpg.connect(dsn)
+    try:
+        holding = blocker.transaction()
+        await holding.start()
+        await blocker.execute("SELECT 1 FROM discovery_entries WHERE participant_id = 'held' "
+                              "FOR UPDATE")
+        t1 = asyncio.ensure_future(a.touch_changes("cc-1", ["held"], NOW + 1, LATER + 1))
+        await wait_for_waiters(dsn, 1, t1.done)
+        assert not t1.done()  # T1 took its version and waits for the row
+        t2 = asyncio.ensure_future(b.add_changes([row("late")]))
+        await wait_for_waiters(dsn, 2, t2.done)
+        assert not t2.done(), "T2 committed while T1 (a lower version) was still open"
+        assert await b.changes_since(1) == ChangeBatch([], 1)
+        assert await a.current_version() == 1
+        await holding.rollback()
+        first, second = await asyncio.wait_for(asyncio.gather(t1, t2), 10)
+    finally:
+        await blocker.close()
+    assert [(c.version, c.participant_id) for c in first] == [(2, "held")]
+    assert [(c.version, c.participant_id) for c in second] == [(3, "late")]
+    caught_up = await a.changes_since(1)
+    assert [(c.version, c.participant_id) for c in caught_up.changes] == [(2, "held"),
+                                                                         (3, "late")]
+    assert caught_up.up_to == 3
+
+
+async def test_a_notification_is_delivered_at_commit_and_never_for_a_rollback(dsn: str) -> None:
+    store = PostgresStore(dsn, cluster="north")
+    await store.open()
+    listener = await asyncpg.connect(dsn)
+    heard: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+    try:
+        await listener.add_listener(
+            "gcd_north", lambda _c, _pid, channel, payload: heard.put_nowait((channel, payload)))
+        added = await store.add_changes([row("p1"), row("p2")])
+        assert await asyncio.wait_for(heard.get(), 10) == ("gcd_north", str(added[0].version))
+        # nothing changed (rolled back), refused, failed: no notification for any of them
+        assert await store.remove_changes("p1", ["g1", "g9"], NOW) == (
+            RemoveOutcome.NOT_IN_ALL_SELECTED, [])
+        assert await store.touch_changes("cc-9", None, NOW, LATER) == []
+        with pytest.raises(StoreError):
+            await store.add_changes([row("p3"), row("p4", priority=2**63)])
+        removed = await store.remove_in_changes(["p1"], "g1")
+        # the next one heard is the remove's: notifications come in commit order
+        assert await asyncio.wait_for(heard.get(), 10) == ("gcd_north", str(removed[0].version))
+        assert removed[0].version == added[0].version + 1  # no version spent in between
+        assert heard.empty()
+    finally:
+        await listener.close()
+        await store.close()
+
+
+def test_the_channel_is_named_after_a_valid_cluster_name() -> None:
+    assert channel_of("default") == "gcd_default"
+    assert PostgresStore("postgresql://x/y", cluster="eu_1").channel == "gcd_eu_1"
+    for bad in ("", "EU", "a-b", "a b", 'x"; DROP TABLE', "x" * 41, "ü"):
+        with pytest.raises(ValueError, match="cluster name"):
+            channel_of(bad)
+        with pytest.raises(ValueError, match="cluster name"):
+            PostgresNotifier("postgresql://x/y", cluster=bad)
+
+
+async def test_the_expiry_purge_runs_on_one_instance_at_a_time(
+        dsn: str, two_stores: tuple[PostgresStore, PostgresStore]) -> None:
+    a, b = two_stores
+    await a.add_changes([row("old", expiry=NOW - 1), row("new")])           # version 1
+    other = await asyncpg.connect(dsn)
+    try:
+        # another instance purging: it holds the lock in its transaction
+        async with other.transaction():
+            assert await other.fetchval("SELECT pg_try_advisory_xact_lock($1)",
+                                        _PURGE_LOCK_KEY)
+            assert await a.purge_expired_changes(NOW) is None
+            assert await b.purge_expired_changes(NOW) is None
+            assert await a.purge_expired(NOW) == 0
+            assert await b.current_version() == 1  # no version spent
+        purged = await b.purge_expired_changes(NOW)
+        assert purged == [Change(2, "g1", "old", None)]
+        assert await a.purge_expired_changes(NOW) == []
+        # the purge left a tombstone: the others drop the row through catch-up
+        assert (await a.changes_since(1)).changes == purged
+    finally:
+        await other.close()
+
+
+async def test_the_notifier_hears_versions_ignores_garbage_and_catches_a_reconnect(
+        dsn: str) -> None:
+    store = PostgresStore(dsn, cluster="c1")
+    await store.open()
+    notifier = store.notifier(ping_interval_s=0.5)
+    versions: asyncio.Queue[int] = asyncio.Queue()
+    reconnected = asyncio.Event()
+    admin = await asyncpg.connect(dsn)
+    try:
+        await notifier.start(versions.put_nowait, reconnected.set)
+        assert notifier.listening
+        for payload in ("junk", "", "-1", "1.5", "9" * 30):
+            await admin.execute("SELECT pg_notify('gcd_c1', $1)", payload)
+        await admin.execute("SELECT pg_notify('gcd_other', '77')")  # another cluster
+        added = await store.add_changes([row("p1")])
+        assert await asyncio.wait_for(versions.get(), 10) == added[0].version
+        assert (notifier.received, notifier.ignored) == (1, 5)
+
+        ended = await admin.fetchval(
+            "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
+            "WHERE application_name = 'joynr-gcd-listen'")
+        assert ended == 1
+        await asyncio.wait_for(reconnected.wait(), 20)
+        assert notifier.reconnects == 1 and notifier.listening
+        touched = await store.touch_changes("cc-1", None, NOW + 1, LATER)
+        assert await asyncio.wait_for(versions.get(), 10) == touched[0].version
+    finally:
+        await notifier.stop()
+        await admin.close()
+        await store.close()
+    assert not notifier.listening
+
+
+async def test_a_notifier_started_without_a_server_listens_once_it_is_there() -> None:
+    async with PostgresServer() as pg:
+        dsn = await pg.create_database("gcd")
+        await pg.stop()
+        notifier = PostgresNotifier(dsn, reconnect_max_s=0.2, connect_timeout=1)
+        versions: asyncio.Queue[int] = asyncio.Queue()
+        reconnected = asyncio.Event()
+        await notifier.start(versions.put_nowait, reconnected.set)
+        try:
+            assert not notifier.listening
+            await pg.start()
+            await asyncio.wait_for(reconnected.wait(), 20)
+            store = PostgresStore(dsn)
+            await store.open()
+            try:
+                added = await store.add_changes([row("p1")])
+                assert await asyncio.wait_for(versions.get(), 10) == added[0].version
+            finally:
+                await store.close()
+        finally:
+            await notifier.stop()
