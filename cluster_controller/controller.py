@@ -118,7 +118,11 @@ class ClusterController:
         self.gcd = GcdService(GcdSettings(
             gbid=gbid, broker_url=url_text, valid_gbids=tuple(self.config.mqtt.backends),
             sqlite_path=Path(path), mqtt_version=self.config.mqtt.version,
-            client_id=f"gcd-{self.id}"), tasks=self.tasks, mqtt=self.config.mqtt,
+            client_id=f"gcd-{self.id}",
+            # it answers from its index like any GCD; alone on its SQLite file it has no
+            # peers to catch up with or drift from: no notifier, no catch-up, no repair
+            notifications=False, catch_up_interval_s=0, repair_interval_s=0),
+            tasks=self.tasks, mqtt=self.config.mqtt,
             tls_context=self.mqtt.tls_context)
         await self.gcd.start()
         # the CC's link to the GCD speaks only once the GCD is subscribed (a request

@@ -252,8 +252,8 @@ class Synchronizer:
         if s.repair_interval_s > 0:
             self._timers.append(tasks.spawn(
                 self._periodic(s.repair_interval_s, self._repair_round), name="gcd-repair"))
-        # tombstones: a few times per retention, at most every minute
-        purge_s = min(60.0, s.tombstone_retention_s / 4)
+        # tombstones: a few times per retention, at most every minute, at least every second
+        purge_s = min(60.0, max(1.0, s.tombstone_retention_s / 4))
         self._timers.append(tasks.spawn(
             self._periodic(purge_s, self._purge_tombstones_round), name="gcd-tombstone-purge"))
         if s.stats_interval_s > 0:
@@ -430,7 +430,10 @@ class Synchronizer:
             batch = await self.store.changes_since(index.watermark, limit)
             applied += index.apply_batch(batch)
             self._newest_known = max(self._newest_known, batch.up_to)
-            if len(batch.changes) < limit:
+            # complete when the store's version is beyond the last change (or there is none);
+            # a batch that ends at its last change's version may have been cut by the limit
+            # (never inside one version's group, so it can be much shorter than the limit)
+            if not batch.changes or batch.up_to > batch.changes[-1].version:
                 break
         self._applied += applied
         return applied

@@ -564,3 +564,100 @@ async def test_a_database_outage(tmp_path: Path, caplog: pytest.LogCaptureFixtur
 async def _failing(instance: Instance) -> bool:
     figures = instance.sync.stats()
     return figures.catch_up_failures >= 2 and (figures.last_catch_up_age_s or 0) > 0.1
+
+
+# ====================================================================== paging, reload, purges
+
+
+async def test_catch_up_pages_through_batches_cut_short_by_whole_versions(
+        cluster: Callable[..., Awaitable[Instance]]) -> None:
+    """Each write here changes two rows; with batches of 3 changes the store cuts every batch
+    before a version's group (2 changes, fewer than the limit): catch-up goes on anyway."""
+    a = await cluster("a")
+    b = await cluster("b", notifications=False, settings=SyncSettings(
+        catch_up_interval_s=0, repair_interval_s=0, stats_interval_s=0, batch_size=3))
+    for n in range(6):
+        await a.provider.add_in(entry(f"p{n}"), [G1, G2])
+    assert await b.sync.catch_up() == 12
+    assert await equals_store(b)
+
+
+async def test_an_instance_behind_the_tombstone_retention_reloads(
+        cluster: Callable[..., Awaitable[Instance]]) -> None:
+    a = await cluster("a", settings=SyncSettings(
+        catch_up_interval_s=0, repair_interval_s=0, stats_interval_s=0,
+        tombstone_retention_s=0.001))
+    b = await cluster("b", notifications=False)
+    await a.provider.add_in(entry("stays"), [G1])
+    await a.provider.add_in(entry("goes"), [G1])
+    await b.sync.catch_up()
+    await a.provider.remove_in("goes", [G1])
+    await eventually(lambda: _purged_tombstones(a), "a tombstone purged")
+    before = b.index
+    assert await _has(b, "goes")
+    await b.sync.catch_up()  # too far behind: reloads
+    assert b.index is not before and not await _has(b, "goes")
+    assert await equals_store(b)
+    assert b.sync.stats().reloads == 1
+
+
+async def _purged_tombstones(instance: Instance) -> bool:
+    return (await instance.sync.purge_tombstones() > 0
+            or instance.sync.stats().tombstones_purged > 0)  # or its timer did
+
+
+async def test_the_expiry_purge_runs_once_and_the_others_drop_the_rows_by_catch_up(
+        cluster: Callable[..., Awaitable[Instance]]) -> None:
+    instances = [await cluster(name) for name in ("a", "b", "c")]
+    a, _, c = instances
+    await a.provider.add_in(entry("short", expiry_ms=now_ms() + 100), [G1, G2])
+    await a.provider.add_in(entry("long"), [G1])
+    await eventually(lambda: _has(c, "short"), "c has it")
+    await eventually(lambda: _not_has(c, "short"), "expired: no longer found before any purge")
+    assert len(c.index) == 3  # hidden, not gone
+    purged = await asyncio.gather(*(i.provider.purge_expired() for i in instances))
+    assert sum(purged) == 2  # two rows, purged once (the others: nothing left, or locked out)
+    await eventually(lambda: all_equal_store(instances), "the others dropped them")
+    assert all(len(i.index) == 1 for i in instances)
+    for instance in instances:
+        refs_match_keys(instance)
+
+
+async def _not_has(instance: Instance, pid: str) -> bool:
+    return not await _has(instance, pid)
+
+
+async def test_the_embedded_gcd_answers_from_its_index(tmp_path: Path) -> None:
+    """The GCD embedded in a cluster controller (SQLite, no peers, no notifier) serves from its
+    index too: with its store closed, a global lookup is still answered."""
+    async with AsyncExitStack() as stack:
+        broker = await stack.enter_async_context(Mosquitto(tmp_path / "broker"))
+        cc = await stack.enter_async_context(ClusterController(mqtt_cc_config(
+            tmp_path / "cc", "cc-embedded", {"joynrdefaultgbid": broker.url},
+            embedded_gcd__enabled="true")))
+        assert cc.gcd is not None
+        await cc.gcd.mqtt.wait_connected(WAIT_S)
+        assert cc.gcd.sync.notifier is None and cc.gcd.sync.ready
+        pid = await cc.runtime.register_provider(
+            "embedded.domain", RadioProvider(), qos=ProviderQos(scope=ProviderScope.GLOBAL),
+            await_global_registration=True)
+        assert [e.participant_id for e in cc.gcd.sync.index.find_participant(pid, now_ms())] \
+            == [pid]
+        await cc.gcd.store.close()
+        found = await cc.discovery.lookup(["embedded.domain"], "test/Radio", DiscoveryQos(
+            discovery_scope=DiscoveryScope.GLOBAL_ONLY))
+        assert [e.participant_id for e in found] == [pid]
+        await cc.gcd.store.open()
+
+
+def test_the_cluster_settings_are_checked() -> None:
+    for bad, says in ((dict(cluster_name="Bad-Name"), "cluster_name"),
+                      (dict(cluster_name=""), "cluster_name"),
+                      (dict(catch_up_interval_s=-1), "catch_up_interval_s"),
+                      (dict(repair_interval_s=-0.5), "repair_interval_s"),
+                      (dict(tombstone_retention_s=0), "tombstone_retention_s"),
+                      (dict(sync_stats_interval_s=-1), "stats_interval_s")):
+        with pytest.raises(ValueError, match=says):
+            GcdSettings(**bad)  # type: ignore[arg-type]
+    assert GcdSettings(catch_up_interval_s=0, repair_interval_s=0).sync_settings() == \
+        SyncSettings(catch_up_interval_s=0, repair_interval_s=0)

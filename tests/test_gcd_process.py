@@ -31,7 +31,9 @@ async def test_the_gcd_process_starts_serves_and_stops_on_sigterm(tmp_path: Path
         proc = start(tmp_path, JOYNR_GCD__GCD__BROKER_URL=broker.url,
                      JOYNR_GCD__GCD__VALID_GBIDS="joynrdefaultgbid, other")
         try:
-            started = wait_for_line(proc, "GCD for joynrdefaultgbid started")[-1]
+            lines = wait_for_line(proc, "GCD for joynrdefaultgbid started")
+            started = lines[-1]
+            assert any("index ready" in line for line in lines[:-1])  # loaded before serving
             assert GCD_TOPIC in started and "sqlite store" in started
             assert "joynrdefaultgbid, other" in started
             wait_for_line(proc, "MQTT backend joynrdefaultgbid connected")
@@ -85,3 +87,41 @@ def test_an_unknown_environment_override_stops_the_gcd(tmp_path: Path) -> None:
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 2, out
     assert "bad configuration" in out and "JOYNR_GCD__GCD__BROKER" in out
+
+
+async def test_the_gcd_process_is_ready_only_after_loading_its_index(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """On PostgreSQL with rows already stored: the process loads them all, then says it is
+    ready (and only then subscribes to its broker)."""
+    from gcd.postgres_store import PostgresStore  # noqa: PLC0415
+    from gcd.store import StoredEntry  # noqa: PLC0415
+    from tests.support.gcd_stores import fresh_postgres_dsn  # noqa: PLC0415
+
+    dsn = await fresh_postgres_dsn(request.config)
+    store = PostgresStore(dsn)
+    await store.open()
+    try:
+        await store.add([StoredEntry("joynrdefaultgbid", f"p{n}", "d", "i", 1, 0, 0, "GLOBAL",
+                                     True, "[]", 0, 2**53, "", "joynr/cc/x", "x")
+                         for n in range(2500)])
+    finally:
+        await store.close()
+    async with Mosquitto(tmp_path / "broker") as broker:
+        proc = start(tmp_path, JOYNR_GCD__GCD__BROKER_URL=broker.url,
+                     JOYNR_GCD__GCD__STORE="postgres", JOYNR_GCD__GCD__POSTGRES_DSN=dsn)
+        try:
+            lines = wait_for_line(proc, "GCD for joynrdefaultgbid started")
+            loaded = [line for line in lines if "index ready" in line]
+            assert loaded and "2500 rows loaded" in loaded[0], lines
+            assert "2500 entries in the index" in lines[-1]
+            # loaded before it even connects to its broker (so it serves nothing before)
+            connected = wait_for_line(proc, "MQTT backend joynrdefaultgbid connected")
+            everything = lines + connected
+            first_connected = next(n for n, line in enumerate(everything)
+                                   if "MQTT backend joynrdefaultgbid connected" in line)
+            assert everything.index(loaded[0]) < first_connected
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, out
