@@ -93,8 +93,11 @@ FindCall = Callable[[str, str, int], Awaitable[object]]
 # The stores' own statements (gcd/sqlite_store.py, gcd/postgres_store.py), written out.
 
 _COLS = ", ".join(COLUMNS)
-SQLITE_UPSERT = (f"INSERT OR REPLACE INTO discovery_entries ({_COLS}) "
-                 f"VALUES ({', '.join('?' * len(COLUMNS))})")
+# The raw upserts write the version columns as constants (0): the bare statement, without the
+# store's version counter, tombstones and hashes (the stores compute those per write).
+_VERSIONED = "version, bucket, row_hash"
+SQLITE_UPSERT = (f"INSERT OR REPLACE INTO discovery_entries ({_COLS}, {_VERSIONED}) "
+                 f"VALUES ({', '.join('?' * len(COLUMNS))}, 0, 0, 0)")
 SQLITE_FIND = (f"SELECT {_COLS} FROM discovery_entries WHERE interface_name = ? AND domain IN "
                "(?) AND expiry_ms >= ? ORDER BY participant_id, gbid")
 SQLITE_FIND_PARTICIPANT = (f"SELECT {_COLS} FROM discovery_entries WHERE participant_id = ? "
@@ -105,11 +108,13 @@ _PG_TYPES = {"major_version": "integer", "minor_version": "integer", "priority":
 _PG_UPDATE = ("ON CONFLICT (gbid, participant_id) DO UPDATE SET "
               + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS
                           if c not in ("gbid", "participant_id")))
-PG_UPSERT = (f"INSERT INTO discovery_entries ({_COLS}) SELECT * FROM unnest("
+PG_UPSERT = (f"INSERT INTO discovery_entries ({_COLS}, {_VERSIONED}) SELECT *, 0, 0, 0 "
+             "FROM unnest("
              + ", ".join(f"${i}::{_PG_TYPES.get(c, 'text')}[]" for i, c in enumerate(COLUMNS, 1))
              + f") {_PG_UPDATE}")
-PG_UPSERT_ONE = (f"INSERT INTO discovery_entries ({_COLS}) VALUES "
-                 f"({', '.join(f'${i}' for i in range(1, len(COLUMNS) + 1))}) {_PG_UPDATE}")
+PG_UPSERT_ONE = (f"INSERT INTO discovery_entries ({_COLS}, {_VERSIONED}) VALUES "
+                 f"({', '.join(f'${i}' for i in range(1, len(COLUMNS) + 1))}, 0, 0, 0) "
+                 f"{_PG_UPDATE}")
 PG_FIND = (f"SELECT {_COLS} FROM discovery_entries WHERE interface_name = $1 AND "
            "domain = ANY($2::text[]) AND expiry_ms >= $3 "
            'ORDER BY participant_id COLLATE "C", gbid COLLATE "C"')

@@ -109,9 +109,6 @@ _UPSERT = (
 _MIGRATE_ROWS = ("UPDATE discovery_entries d SET version = $1, bucket = k.b, row_hash = k.h "
                  "FROM unnest($2::text[], $3::text[], $4::integer[], $5::bigint[]) "
                  "AS k(g, p, b, h) WHERE d.gbid = k.g AND d.participant_id = k.p")
-#: a (re-)added key has no tombstone
-_UNBURY = ("DELETE FROM discovery_tombstones t USING unnest($1::text[], $2::text[]) AS k(g, p) "
-           "WHERE t.gbid = k.g AND t.participant_id = k.p")
 _FIND = (f"{_SELECT} WHERE interface_name = $1 AND domain = ANY($2::text[]) "
          f"AND {LIVE.format(now='$3')} "
          'ORDER BY participant_id COLLATE "C", gbid COLLATE "C"')
@@ -123,6 +120,15 @@ _LOCK_PARTICIPANT = ("SELECT gbid FROM discovery_entries WHERE participant_id = 
 #: changed nothing is rolled back, and its notification with it)
 _NEXT_VERSION_NOTIFY = (f"WITH next AS ({NEXT_VERSION}) "
                         "SELECT version, pg_notify($1, version::text)::text FROM next")
+#: the same for an add, which also deletes the tombstones of the keys it (re-)adds: one round
+#: trip less. The tombstones are compared with the new version so that they are locked only
+#: after the meta row (the subquery runs first): every writer locks the meta row first
+_NEXT_VERSION_NOTIFY_UNBURY = (
+    f"WITH next AS ({NEXT_VERSION}), "
+    "unburied AS (DELETE FROM discovery_tombstones t "
+    "USING unnest($2::text[], $3::text[]) AS k(g, p) "
+    "WHERE t.gbid = k.g AND t.participant_id = k.p AND t.version < (SELECT version FROM next)) "
+    "SELECT version, pg_notify($1, version::text)::text FROM next")
 #: the purge of expired rows runs on one instance of the cluster at a time
 _PURGE_LOCK = "SELECT pg_try_advisory_xact_lock($1)"
 
@@ -154,8 +160,22 @@ _REMOVE_IN = _delete_to_tombstones("gbid = $2 AND participant_id = ANY($1::text[
 _REMOVE_STALE = _delete_to_tombstones(STALE.format(cc="$1", before="$2"),
                                       "$3::bigint", "$4::bigint")
 _PURGE_EXPIRED = _delete_to_tombstones(EXPIRED.format(now="$1"), "$2::bigint", "$3::bigint")
-_LOCK_TOUCH_ALL = _lock_keys("cluster_controller_id = $1")
-_LOCK_TOUCH_SOME = _lock_keys("cluster_controller_id = $1 AND participant_id = ANY($2::text[])")
+
+
+def _next_version_locking(where: str) -> str:
+    """The next version (and its notification, channel $1) and the keys of the rows matching
+    ``where``, locked in key order after the meta row, in one statement: (version, gbid,
+    participant_id) rows; one row with NULL keys when nothing matches."""
+    return (f"WITH next AS ({NEXT_VERSION}), locked AS ("
+            f"{_lock_keys(f'{where} AND (SELECT version FROM next) > 0')}) "
+            "SELECT next.version, pg_notify($1, next.version::text)::text, locked.gbid, "
+            "locked.participant_id FROM next LEFT JOIN locked ON true")
+
+
+#: the version and the rows a touch changes (the hashes of their new version: Python's)
+_VERSION_LOCK_TOUCH_ALL = _next_version_locking("cluster_controller_id = $2")
+_VERSION_LOCK_TOUCH_SOME = _next_version_locking(
+    "cluster_controller_id = $2 AND participant_id = ANY($3::text[])")
 #: the touched rows (locked before), each with its new row hash
 _TOUCH = ("UPDATE discovery_entries d SET last_seen_ms = $1, expiry_ms = $2, version = $3, "
           "row_hash = k.h FROM unnest($4::text[], $5::text[], $6::bigint[]) AS k(g, p, h) "
@@ -486,17 +506,24 @@ class PostgresStore:
 
     async def _write(self, what: str,
                      body: Callable[[asyncpg.Connection, int], Awaitable[tuple[T, list[Change]]]],
-                     *, purge_lock: bool = False) -> tuple[T, list[Change]]:
+                     *, purge_lock: bool = False, unbury: Sequence[tuple[str, str]] = ()
+                     ) -> tuple[T, list[Change]]:
         """``body(conn, version)`` in one transaction that takes the next version first (and
         notifies the cluster of it); rolled back when ``body`` changed nothing, so that no
         version is spent and nobody is notified. With ``purge_lock``, the transaction first
         takes the cluster's purge lock, or, when another instance holds it, ends at once
-        answering (None, [])."""
+        answering (None, []). The tombstones of the keys ``unbury`` are deleted with the
+        version taken (a (re-)added key has none)."""
 
         async def run(conn: asyncpg.Connection) -> tuple[T, list[Change]]:
             if purge_lock and not await conn.fetchval(_PURGE_LOCK, _PURGE_LOCK_KEY):
                 raise _Unchanged((None, []))
-            version = int(await conn.fetchval(_NEXT_VERSION_NOTIFY, self.channel))
+            if unbury:
+                version = int(await conn.fetchval(
+                    _NEXT_VERSION_NOTIFY_UNBURY, self.channel, [k[0] for k in unbury],
+                    [k[1] for k in unbury]))
+            else:
+                version = int(await conn.fetchval(_NEXT_VERSION_NOTIFY, self.channel))
             result, changes = await body(conn, version)
             if not changes:
                 raise _Unchanged((result, changes))
@@ -521,10 +548,9 @@ class PostgresStore:
 
         async def run(conn: asyncpg.Connection, version: int) -> tuple[None, list[Change]]:
             await conn.execute(_UPSERT, *columns, buckets, hashes_of(keys, version), version)
-            await conn.execute(_UNBURY, columns[0], columns[1])
             return None, entry_changes(version, rows)
 
-        return (await self._write(f"add of {len(rows)} rows", run))[1]
+        return (await self._write(f"add of {len(rows)} rows", run, unbury=keys))[1]
 
     @staticmethod
     async def _nothing(conn: asyncpg.Connection) -> None:
@@ -564,20 +590,27 @@ class PostgresStore:
                             expiry_ms: int) -> list[Change]:
         targets = None if participant_ids is None else list(distinct(participant_ids))
 
-        async def run(conn: asyncpg.Connection, version: int) -> tuple[None, list[Change]]:
+        async def run(conn: asyncpg.Connection) -> list[Change]:
+            # the version and the locked rows in one round trip
             if targets is None:
-                locked = await conn.fetch(_LOCK_TOUCH_ALL, cluster_controller_id)
+                locked = await conn.fetch(_VERSION_LOCK_TOUCH_ALL, self.channel,
+                                          cluster_controller_id)
             else:
-                locked = await conn.fetch(_LOCK_TOUCH_SOME, cluster_controller_id, targets)
-            if not locked:
-                return None, []
-            keys = [(r[0], r[1]) for r in locked]
+                locked = await conn.fetch(_VERSION_LOCK_TOUCH_SOME, self.channel,
+                                          cluster_controller_id, targets)
+            version = int(locked[0][0])
+            keys = [(r[2], r[3]) for r in locked if r[2] is not None]
+            if not keys:
+                raise _Unchanged([])
             touched = await conn.fetch(_TOUCH, last_seen_ms, expiry_ms, version,
                                        [k[0] for k in keys], [k[1] for k in keys],
                                        hashes_of(keys, version))
-            return None, entry_changes(version, map(_entry, touched))
+            return entry_changes(version, map(_entry, touched))
 
-        return (await self._write("touch", run))[1]
+        try:
+            return await self._transaction("touch", run)
+        except _Unchanged:
+            return []
 
     async def remove_stale_changes(self, cluster_controller_id: str, max_last_seen_ms: int
                                    ) -> list[Change]:

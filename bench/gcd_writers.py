@@ -1,0 +1,99 @@
+"""GCD store: write throughput of single-row writes, one writer beside many concurrent writers
+on one or several store instances (GCD instances) sharing one PostgreSQL database.
+
+Usage: PYTHONPATH=. .venv/bin/python bench/gcd_writers.py [--writes N] [--rounds R]
+
+Every write transaction of a versioned store takes the next version from one counter row and
+holds its lock until it commits, so writers are serialised on it; this measures what that
+costs. Only ``GcdStore.add`` and ``GcdStore.touch`` are used, so the same script measures a
+store without versions (run it with an older checkout on PYTHONPATH) for a before/after.
+
+For each configuration (writers, store instances) on a throwaway PostgreSQL server (durability
+off, tests/support/postgres.PostgresServer): N single-row adds of new participants spread over
+the writers (each writer a task, writers assigned to the instances round robin), then N touches
+of one participant's row each; writes/s, the best of R rounds (fresh database each round).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+
+import uvloop
+from _common import help_text, setup_logging
+
+from gcd.postgres_store import PostgresStore
+from gcd.store import StoredEntry
+from tests.support.postgres import PostgresServer
+
+NOW = 1_800_000_000_000
+CONFIGS = [(1, 1), (8, 1), (8, 3), (32, 3)]  # (writers, instances)
+
+
+def entry(i: int) -> StoredEntry:
+    return StoredEntry(
+        gbid="joynrdefaultgbid", participant_id=f"p-{i:08}", domain="vehicle",
+        interface_name="test/Radio", major_version=1, minor_version=0, priority=1,
+        scope="GLOBAL", supports_on_change=False, custom_parameters="[]", last_seen_ms=NOW,
+        expiry_ms=NOW + 3_600_000, public_key_id="", topic="joynr/cc/cc-1",
+        cluster_controller_id=f"cc-{i:08}")
+
+
+async def measure(pg: PostgresServer, name: str, writers: int, instances: int, writes: int
+                  ) -> tuple[float, float]:
+    dsn = await pg.create_database(name)
+    stores = [PostgresStore(dsn, max_size=max(1, writers // instances + 1))
+              for _ in range(instances)]
+    await asyncio.gather(*(s.open() for s in stores))
+    try:
+        async def adds(k: int) -> None:
+            store = stores[k % instances]
+            for i in range(k, writes, writers):
+                await store.add([entry(i)])
+
+        async def touches(k: int) -> None:
+            store = stores[k % instances]
+            for i in range(k, writes, writers):
+                await store.touch(f"cc-{i:08}", None, NOW + 1, NOW + 7_200_000)
+
+        rates = []
+        for work in (adds, touches):
+            began = time.perf_counter()
+            await asyncio.gather(*(work(k) for k in range(writers)))
+            rates.append(writes / (time.perf_counter() - began))
+        assert await stores[0].count() == writes
+        return rates[0], rates[1]
+    finally:
+        await asyncio.gather(*(s.close() for s in stores))
+
+
+async def run(args: argparse.Namespace) -> None:
+    async with PostgresServer() as pg:
+        print(f"single-row writes on PostgreSQL, {args.writes} adds then {args.writes} "
+              f"touches per configuration, best of {args.rounds} rounds")
+        print(f"  {'writers':>8} {'instances':>9} {'adds/s':>10} {'touches/s':>10}")
+        for writers, instances in CONFIGS:
+            best = (0.0, 0.0)
+            for r in range(args.rounds):
+                rates = await measure(pg, f"w{writers}_{instances}_{r}", writers, instances,
+                                      args.writes)
+                best = (max(best[0], rates[0]), max(best[1], rates[1]))
+            print(f"  {writers:>8} {instances:>9} {best[0]:>10,.0f} {best[1]:>10,.0f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=help_text(__doc__))
+    parser.add_argument("--writes", type=int, default=3_000, help="writes per configuration")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds (the best counts)")
+    args = parser.parse_args()
+    if args.writes < 1 or args.rounds < 1:
+        parser.error("--writes and --rounds must be positive")
+    setup_logging()
+    uvloop.run(run(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
