@@ -69,6 +69,8 @@ _INTERN_AT: Final = tuple(i for i, name in enumerate(HASHED_FIELDS) if name in I
 #: where the gbid goes among the values of a StoredEntry (the rest are HASHED_FIELDS)
 _ENTRY_ORDER: Final = tuple(-1 if name == "gbid" else HASHED_FIELDS.index(name)
                             for name in COLUMNS if name in HASHED_FIELDS or name == "gbid")
+#: the entry's fields are gbid then HASHED_FIELDS in order: an entry is StoredEntry(gbid, *values)
+_GBID_FIRST: Final = (-1, *range(len(HASHED_FIELDS))) == _ENTRY_ORDER
 
 
 def _encode(value: object) -> bytes:
@@ -89,11 +91,39 @@ def _encode(value: object) -> bytes:
     return tag + len(payload).to_bytes(4, "big") + payload
 
 
+#: fields whose values repeat across rows: their encodings are kept (per type, so that 1 and
+#: True never share one), up to _CACHE_LIMIT values per type before the cache starts over
+_CACHED_AT: Final = frozenset(i for i, name in enumerate(HASHED_FIELDS)
+                              if name in INTERNED_FIELDS
+                              or name in ("major_version", "minor_version", "priority"))
+_CACHE_LIMIT: Final = 65_536
+_str_cache: dict[str, bytes] = {}
+_int_cache: dict[int, bytes] = {}
+
+
 def canonical_bytes(values: Sequence[object]) -> bytes:
     """The canonical hash input of parameter values given in :data:`HASHED_FIELDS` order."""
     if len(values) != len(HASHED_FIELDS):
         raise ValueError(f"{len(HASHED_FIELDS)} parameter values expected, not {len(values)}")
-    return _HEADER + b"".join([_encode(v) for v in values])
+    parts = [_HEADER]
+    append = parts.append
+    cached_at, str_cache, int_cache = _CACHED_AT, _str_cache, _int_cache
+    for i, value in enumerate(values):
+        if i in cached_at:
+            kind = type(value)
+            cache: dict[Any, bytes] | None = (str_cache if kind is str else
+                                              int_cache if kind is int else None)
+            if cache is not None:
+                encoded = cache.get(value)
+                if encoded is None:
+                    encoded = _encode(value)
+                    if len(cache) >= _CACHE_LIMIT:
+                        cache.clear()
+                    cache[value] = encoded
+                append(encoded)
+                continue
+        append(_encode(value))
+    return b"".join(parts)
 
 
 def params_digest(entry: StoredEntry | SharedParams) -> bytes:
@@ -175,6 +205,8 @@ class SharedParams:
 
     def to_entry(self, gbid: str) -> StoredEntry:
         """The stored entry of these parameters in ``gbid``."""
+        if _GBID_FIRST:
+            return StoredEntry(gbid, *_values(self))
         values = _values(self)
         return StoredEntry(*[gbid if i < 0 else values[i]  # type: ignore[arg-type]
                              for i in _ENTRY_ORDER])
