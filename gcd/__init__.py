@@ -15,6 +15,12 @@ Modules, from what other programs see to how one instance runs:
   remove deletes or why it refuses, what a touch or a remove_in counts.
 - :mod:`gcd.sqlite_store` - the store in a SQLite file (one instance; the embedded default).
 - :mod:`gcd.postgres_store` - the store in PostgreSQL (shared by several instances).
+- :mod:`gcd.changes` - the vocabulary of a GCD cluster's synchronisation (pure): versions,
+  changes, buckets and digests, the VersionedStore and Notifier protocols.
+- :mod:`gcd.index` - DirectoryIndex, the in-memory copy of the whole store that answers the
+  lookups (pure); :mod:`gcd.params` - the shared, reference-counted entry parameters.
+- :mod:`gcd.sync` - Synchronizer: keeps one instance's index equal to the store (start-up
+  load, catch-up on notifications and a timer, drift repair, purges, outage, its figures).
 - :mod:`gcd.service` - one instance assembled: its configuration (GcdSettings, GcdConfig), the
   provider on its store, reachable over MQTT, its background tasks under one supervisor.
 - :mod:`gcd.__main__` - the process: command line, signals, exit status (``bin/gcd``).
