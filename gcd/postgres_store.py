@@ -672,6 +672,7 @@ class PostgresStore:
             conn = await pool.acquire(timeout=self.acquire_timeout)
         except _DB_ERRORS as exc:
             raise self._error("load", exc, 1) from exc
+        transaction: Any = None
         try:
             transaction = conn.transaction(isolation="repeatable_read", readonly=True)
             try:
@@ -691,8 +692,11 @@ class PostgresStore:
             yield version
         finally:
             with contextlib.suppress(*_DB_ERRORS):
-                if not conn.is_closed() and conn.is_in_transaction():
-                    await conn.execute("ROLLBACK")
+                if (transaction is not None and not conn.is_closed()
+                        and conn.is_in_transaction()):
+                    # the transaction's own rollback: after a bare ROLLBACK asyncpg still
+                    # holds it open, and the release logs an ERROR and rolls back again
+                    await transaction.rollback()
             await self._release(pool, conn)
 
     async def digests(self) -> dict[int, Digest]:
