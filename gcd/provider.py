@@ -250,7 +250,11 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         await self._ready("lookup", modelled=modelled)
         await self.sync.notified_applied()
         try:
-            return self.sync.find(domains, interface_name, self._clock_ms())
+            rows = self.sync.find(domains, interface_name, self._clock_ms())
+            if not rows:
+                await self.sync.catch_up_on_miss()
+                rows = self.sync.find(domains, interface_name, self._clock_ms())
+            return rows
         except NotReady:  # stopped meanwhile
             self._refuse("lookup", modelled)
 
@@ -274,7 +278,11 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         await self._ready("lookup", modelled=modelled)
         await self.sync.notified_applied()
         try:
-            return self.sync.find_participant(participant_id, self._clock_ms())
+            rows = self.sync.find_participant(participant_id, self._clock_ms())
+            if not rows:
+                await self.sync.catch_up_on_miss()
+                rows = self.sync.find_participant(participant_id, self._clock_ms())
+            return rows
         except NotReady:  # stopped meanwhile
             self._refuse("lookup", modelled)
 

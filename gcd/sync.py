@@ -56,8 +56,9 @@ log = get_logger(__name__)
 _REPAIR_CHUNK = 256
 #: how often a repair fetches rows again whose snapshot a catch-up overtook
 _REPAIR_ATTEMPTS = 3
-#: how long a lookup waits at most for the catch-up of a version it was notified of
-NOTIFIED_WAIT_S = 0.1
+#: how long a lookup waits at most for a catch-up (of a version it was notified of, or after
+#: a miss); a healthy catch-up takes about a millisecond
+FRESHNESS_WAIT_S = 0.5
 
 
 class NotReady(Exception):
@@ -172,6 +173,7 @@ class Synchronizer:
         self._started = False
         self._stopped = False
         self._start_lock = asyncio.Lock()
+        self._listening = False
         # the catch-up worker: woken by notifications, reconnects and the timer
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -191,7 +193,9 @@ class Synchronizer:
         self._failing_since: float | None = None
         self._newest_known = 0
         self._newest_notified = 0
-        self._notified_waiters: list[asyncio.Future[None]] = []
+        # lookups waiting for a catch-up that began after their wake-up: (wake count, future)
+        self._wakes = 0
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._lag_ms = 0.0
         self._last_ok: float | None = None
         self._reloads = 0
@@ -238,8 +242,6 @@ class Synchronizer:
                      time.monotonic() - began)
             self._start_timers()
 
-    _listening = False
-
     def _start_timers(self) -> None:
         tasks = self.tasks
         if tasks is None:
@@ -277,18 +279,22 @@ class Synchronizer:
         self._timers.clear()
         self._worker = None
         self._release_waiters()
+        figures = self.stats().line()
         rows = len(self.index)
-        self.index = self._index_factory()
+        self.index.clear()
         log.info("%s: synchroniser stopped, index of %d rows dropped; %s", self.name, rows,
-                 self.stats().line())
+                 figures)
 
-    @staticmethod
-    async def _periodic(interval_s: float, job: Callable[[], Any]) -> None:
+    async def _periodic(self, interval_s: float, job: Callable[[], Any]) -> None:
         while True:
             await asyncio.sleep(interval_s)
-            result = job()
-            if asyncio.iscoroutine(result):
-                await result
+            try:
+                result = job()
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception:
+                log.exception("%s: periodic %s failed; next round in %.1f s", self.name,
+                              getattr(job, "__name__", job), interval_s)
 
     # ------------------------------------------------------------------ load
 
@@ -344,6 +350,7 @@ class Synchronizer:
         """Ask for a catch-up (coalesced: at most one runs, one more after it)."""
         if self._first_unserved_wake is None:
             self._first_unserved_wake = time.monotonic()
+        self._wakes += 1
         self._idle.clear()
         self._wake.set()
 
@@ -355,35 +362,58 @@ class Synchronizer:
             self._wake.clear()
             served = self._first_unserved_wake
             self._first_unserved_wake = None
+            began = self._wakes  # every wake-up up to this one is served by this catch-up
             try:
                 await self._catch_up_now()
-            except StoreError:
-                self._release_waiters()
+            except Exception as exc:
+                if not isinstance(exc, StoreError):  # a defect: say so, keep the worker
+                    log.exception("%s: catch-up failed", self.name)
+                self._release_waiters(began)
                 # counted and logged in _catch_up_now; the timer (or the next notification)
                 # tries again. Wake-ups that came meanwhile are not lost (_wake).
                 if self._first_unserved_wake is None:
                     self._first_unserved_wake = served
             else:
-                self._release_waiters()
+                self._release_waiters(began)
                 if served is not None:
                     self._lag_ms = (time.monotonic() - served) * 1000
 
-    def _release_waiters(self) -> None:
-        waiters, self._notified_waiters = self._notified_waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+    def _release_waiters(self, served: int | None = None) -> None:
+        """Release the lookups whose wake-up the catch-up that ended has served (all: None)."""
+        keep = []
+        for wake, waiter in self._waiters:
+            if served is None or wake <= served:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                keep.append((wake, waiter))
+        self._waiters = keep
 
-    async def notified_applied(self, timeout_s: float = NOTIFIED_WAIT_S) -> None:
-        """Wait (at most ``timeout_s``) until a version this instance was notified of is
-        reflected in the index: the catch-up it woke is under way, and a lookup that arrives
-        after another instance's write was announced then sees that write. Returns at once
-        when nothing notified is pending (the common case), or when no worker runs."""
-        if self._newest_notified <= self.index.watermark or self._worker is None:
-            return
+    async def _fresh(self, timeout_s: float) -> None:
+        """Wait (at most ``timeout_s``) for a catch-up that begins after now and ends."""
         waiter = asyncio.get_running_loop().create_future()
-        self._notified_waiters.append(waiter)
+        self._waiters.append((self._wakes, waiter))
         await asyncio.wait({waiter}, timeout=timeout_s)
+
+    async def notified_applied(self, timeout_s: float = FRESHNESS_WAIT_S) -> None:
+        """Wait (at most ``timeout_s``) until a version this instance was notified of is
+        reflected in the index: a lookup that arrives after another instance's write was
+        announced sees that write. At once when nothing notified is pending (the common
+        case), when no catch-up worker runs, or while the store is failing."""
+        if (self._newest_notified <= self.index.watermark or self._worker is None
+                or self._failing_since is not None):
+            return
+        await self._fresh(timeout_s)
+
+    async def catch_up_on_miss(self, timeout_s: float = FRESHNESS_WAIT_S) -> None:
+        """A lookup found nothing: catch up (through the worker, coalesced with any other
+        wake-up) and wait at most ``timeout_s`` for it, so that an entry registered through
+        another instance just before is found even when its notification has not arrived
+        yet. At once when no worker runs or while the store is failing (the index answers)."""
+        if self._worker is None or self._failing_since is not None:
+            return
+        self.wake()
+        await self._fresh(timeout_s)
 
     async def settled(self, timeout_s: float | None = None) -> None:
         """Wait until the catch-up worker has nothing to do (tests; bounded by ``timeout_s``)."""

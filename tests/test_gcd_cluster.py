@@ -661,3 +661,18 @@ def test_the_cluster_settings_are_checked() -> None:
             GcdSettings(**bad)  # type: ignore[arg-type]
     assert GcdSettings(catch_up_interval_s=0, repair_interval_s=0).sync_settings() == \
         SyncSettings(catch_up_interval_s=0, repair_interval_s=0)
+
+
+async def test_a_lookup_that_finds_nothing_catches_up_once_before_it_answers(
+        cluster: Callable[..., Awaitable[Instance]]) -> None:
+    """Registered through one instance, found through another before any notification,
+    timer or repair told it (all off here): the miss catches up."""
+    a = await cluster("a")
+    b = await cluster("b", notifications=False)
+    await a.provider.add_in(entry("new"), [G1])
+    assert not await _has(b, "new")
+    found = await b.provider.lookup_participant_in("new", [G1])
+    assert found.participant_id == "new"
+    assert [e.participant_id for e in await b.provider.lookup(["d"], "test/I")] == ["new"]
+    with pytest.raises(ApplicationError):
+        await b.provider.lookup_participant_in("nobody", [G1])  # still a miss, answered
