@@ -28,8 +28,10 @@ mosquitto broker (tests/support/brokers.py, TCP_NODELAY) are started for the run
   reads) and the provider (``GcdProvider.lookup_in`` / ``lookup_participant_in``: GBID
   selection and GlobalDiscoveryEntry objects added), beside today's store lookup
   (``PostgresStore.find`` / ``find_participant``, the same service's store) and the raw
-  SELECT on a connection of our own. Then through MQTT: a CC-like raw client (aiomqtt with
-  the CC's connection options: MQTT 5, QoS 1, TCP_NODELAY) publishes joynr request frames of
+  SELECT on a connection of our own; and a miss (an unknown participantId: the provider
+  catches up with the store once before it answers). Then through MQTT: a CC-like raw
+  client (aiomqtt with the CC's connection options: MQTT 5, QoS 1, TCP_NODELAY) publishes
+  joynr request frames of
   ``lookup`` (by domain/interface with GBIDs, and by participantId with GBIDs) to the GCD
   topic with a replyTo address and waits for each reply (decoded: frame, Reply payload, its
   request id and error checked), C calls per path per round; beside a raw MQTT round trip
@@ -96,6 +98,7 @@ from gcd.store import COLUMNS, INDEXES
 from gcd.sync import Synchronizer, SyncSettings
 from runtime.addresses import MqttAddress
 from runtime.clock import now_ms
+from runtime.errors import ApplicationError
 from runtime.interface import interface_def
 from runtime.messages import Message, MessageType, decode_frame, encode_frame
 from runtime.payloads import Reply, Request, decode_payload
@@ -319,12 +322,20 @@ def in_process_paths(service: GcdService, raw: asyncpg.Connection, work: Workloa
     async def raw_participant() -> object:
         return await raw.fetch(PG_FIND_PARTICIPANT, pid(), now_ms())
 
+    async def provider_miss() -> object:
+        # an unknown participant: the provider catches up once before it answers "no entry"
+        try:
+            return await provider.lookup_participant_in(f"unknown-{rng.random()}", gbids)
+        except ApplicationError:
+            return None
+
     return {"index find": index_find, "provider lookup_in": provider_find,
             "store find": store_find, "raw SQL find": raw_find,
             "index find_participant": index_participant,
             "provider lookup_participant_in": provider_participant,
             "store find_participant": store_participant,
-            "raw SQL find_participant": raw_participant}
+            "raw SQL find_participant": raw_participant,
+            "provider lookup_participant_in miss": provider_miss}
 
 
 # ---------------------------------------------------------------------- lookups through MQTT
@@ -532,7 +543,8 @@ async def big_parts(pg: PostgresServer, broker: Mosquitto, args: argparse.Namesp
                               f"goal <= {GOAL_BYTES_PER_ENTRY:.0f} B: "
                               f"{verdict(per_row <= GOAL_BYTES_PER_ENTRY)}"))
         lines.append(f"  (index: {held / 2**20:,.0f} MiB in all; naive: asyncpg Records in a "
-                     f"dict by key, {naive / 2**20:,.0f} MiB, no lookup paths) largest sites:")
+                     f"dict by key, {naive / 2**20:,.0f} MiB, no lookup paths) largest sites "
+                     "(runners.py: objects made by asyncpg's C code, the strings kept):")
         lines += [f"    {site}" for site in sites]
     print(f"=== GCD at {work.entries:,} entries (PostgreSQL filled in {fill_s:.0f} s) ===")
     print("\n".join(lines), flush=True)
@@ -566,6 +578,10 @@ async def lookups_part(service: GcdService, broker: Mosquitto, dsn: str, work: W
         lines.append(f"  (today's PostgresStore.{kind}: p50 {store.p50_us:,.0f} us, p99 "
                      f"{store.p99_us:,.0f} us; the raw SELECT alone: p50 "
                      f"{raw_sql.p50_us:,.0f} us, p99 {raw_sql.p99_us:,.0f} us)")
+    miss = best["provider lookup_participant_in miss"]
+    lines.append(f"  (a miss, an unknown participantId: the provider catches up once before "
+                 f"answering NO_ENTRY_FOR_PARTICIPANT: p50 {miss.p50_us:,.0f} us, p99 "
+                 f"{miss.p99_us:,.0f} us)")
     print(f"--- lookups through MQTT ({args.mqtt_calls:,} calls per path per round) ...",
           flush=True)
     lines.append(header("raw MQTT"))
