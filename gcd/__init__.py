@@ -13,10 +13,13 @@ Modules, from what other programs see to how one instance runs:
   RemoveOutcome, the GcdStore protocol, the schema and the SQL conditions on rows.
 - :mod:`gcd.decisions` - what both stores decide, once (pure): the rows an add writes, what a
   remove deletes or why it refuses, what a touch or a remove_in counts.
+- :mod:`gcd.changes` - the vocabulary of a GCD cluster's synchronisation: versions, changes,
+  buckets and digests, the VersionedStore and Notifier protocols.
+- :mod:`gcd.feed` - the change feed's logic both versioned stores share (pure): bucket and
+  row hash columns, cutting ``changes_since`` into whole version groups.
 - :mod:`gcd.sqlite_store` - the store in a SQLite file (one instance; the embedded default).
-- :mod:`gcd.postgres_store` - the store in PostgreSQL (shared by several instances).
-- :mod:`gcd.changes` - the vocabulary of a GCD cluster's synchronisation (pure): versions,
-  changes, buckets and digests, the VersionedStore and Notifier protocols.
+- :mod:`gcd.postgres_store` - the store in PostgreSQL (shared by several instances), and its
+  PostgresNotifier (LISTEN on the cluster's channel).
 - :mod:`gcd.index` - DirectoryIndex, the in-memory copy of the whole store that answers the
   lookups (pure); :mod:`gcd.params` - the shared, reference-counted entry parameters.
 - :mod:`gcd.sync` - Synchronizer: keeps one instance's index equal to the store (start-up

@@ -19,6 +19,13 @@ The contract:
 - Text is compared and ordered by code point.
 - Lists given to a method may name a value twice: each distinct value counts once, and counts
   returned are of distinct rows.
+
+Both stores are versioned too (:class:`gcd.changes.VersionedStore`): each row carries the
+version of the write that last changed it, its key's bucket and its row hash
+(``VERSION_COLUMNS``); a deleted key leaves a tombstone; one meta row holds the version counter
+(``NEXT_VERSION``, the first statement of every write transaction) and the highest purged
+tombstone version. A database of the previous version (no version columns, no feed tables) is
+migrated when a store opens it.
 """
 
 from __future__ import annotations
