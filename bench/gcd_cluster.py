@@ -5,6 +5,7 @@ measured in the same run.
 Usage: .venv/bin/python bench/gcd_cluster.py [--entries N] [--only PARTS] [--lookups L]
            [--rounds R] [--mqtt-calls C] [--samples S] [--timer-samples T]
            [--catch-up-interval SECONDS] [--writes W] [--writers K] [--conv-entries M]
+           [--profile]
 
 A throwaway PostgreSQL server (tests/support/postgres.PostgresServer, durability off) and a
 mosquitto broker (tests/support/brokers.py, TCP_NODELAY) are started for the run. Parts
@@ -83,6 +84,7 @@ from _common import (
     cancel,
     help_text,
     mqtt_environment,
+    profiled,
     raw_mqtt_client,
     setup_logging,
 )
@@ -521,7 +523,9 @@ async def big_parts(pg: PostgresServer, broker: Mosquitto, args: argparse.Namesp
                          "per row over the start-up, allocator slack and the load's "
                          "garbage included)")
             if "lookups" in args.only:
-                lines += await lookups_part(service, broker, dsn, work, args)
+                part = lookups_part(service, broker, dsn, work, args)
+                lines += await (profiled(part, top=40, by_package=True) if args.profile
+                                else part)
         finally:
             await service.stop()
     if "memory" in args.only:
@@ -890,6 +894,8 @@ def main() -> int:
     parser.add_argument("--mqtt-calls", type=int, default=1_000,
                         help="MQTT round trips of each path per round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each (alternating)")
+    parser.add_argument("--profile", action="store_true",
+                        help="run the lookups part under cProfile (figures inflated)")
     parser.add_argument("--samples", type=int, default=200,
                         help="writes timed for convergence with notifications")
     parser.add_argument("--timer-samples", type=int, default=20,

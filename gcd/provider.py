@@ -44,9 +44,10 @@ first call.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import NoReturn, TypeVar, cast
+from typing import Final, NoReturn, TypeVar, cast
 
 from gcd.changes import Change, VersionedStore
 from gcd.interface import GlobalCapabilitiesDirectory
@@ -100,18 +101,33 @@ def _to_row(entry: GlobalDiscoveryEntry, gbid: str, topic: str) -> StoredEntry:
     )
 
 
+#: the wire type name of an MqttAddress (a looked-up entry's address is built as its wire form
+#: directly: the topic was checked when the entry was added)
+_MQTT_TYPE_NAME: Final = MqttAddress("", "t").to_dict()["_typeName"]
+_SCOPES: Final = {scope.value: scope for scope in ProviderScope}
+_NO_CUSTOM_PARAMETERS: Final = "[]"
+
+
+@functools.lru_cache(maxsize=1024)
+def _decoded_custom_parameters(stored: str) -> tuple[tuple[str, str], ...]:
+    """The (name, value) pairs of a stored custom parameter list (few distinct lists exist:
+    they are decoded once each)."""
+    return tuple((name, value) for name, value in json.loads(stored))
+
+
 def _from_row(row: StoredEntry) -> GlobalDiscoveryEntry:
+    stored = row.custom_parameters
+    scope = _SCOPES.get(row.scope)
     return GlobalDiscoveryEntry(
-        provider_version=Version(row.major_version, row.minor_version), domain=row.domain,
-        interface_name=row.interface_name, participant_id=row.participant_id,
-        qos=ProviderQos(
-            custom_parameters=[CustomParameter(n, v) for n, v in json.loads(
-                row.custom_parameters)],
-            priority=row.priority, scope=ProviderScope(row.scope),
-            supports_on_change_subscriptions=row.supports_on_change),
-        last_seen_date_ms=row.last_seen_ms, expiry_date_ms=row.expiry_ms,
-        public_key_id=row.public_key_id,
-        address=MqttAddress(row.gbid, row.topic).to_dict(),
+        Version(row.major_version, row.minor_version), row.domain, row.interface_name,
+        row.participant_id,
+        ProviderQos(
+            [] if stored == _NO_CUSTOM_PARAMETERS else
+            [CustomParameter(n, v) for n, v in _decoded_custom_parameters(stored)],
+            row.priority, scope if scope is not None else ProviderScope(row.scope),
+            row.supports_on_change),
+        row.last_seen_ms, row.expiry_ms, row.public_key_id,
+        {"_typeName": _MQTT_TYPE_NAME, "brokerUri": row.gbid, "topic": row.topic},
     )
 
 
@@ -230,6 +246,9 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
     def _select(self, rows: Sequence[StoredEntry], gbids: Sequence[str]) -> list[StoredEntry]:
         """One row per participant: the own GBID if listed and registered, else the first
         listed GBID it is registered in; participants in none of them are left out."""
+        if len(gbids) == 1:  # the common case: a key (gbid, participant) is one row
+            gbid = gbids[0]
+            return [row for row in rows if row.gbid == gbid]
         by_pid: dict[str, dict[str, StoredEntry]] = {}
         for row in rows:
             by_pid.setdefault(row.participant_id, {})[row.gbid] = row

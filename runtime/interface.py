@@ -87,17 +87,63 @@ def datatype_name(tp: Any) -> str:
 
 def to_wire(value: Any) -> Any:
     """A msgpack-friendly form of a typed value."""
-    if type(value) in PLAIN_TYPES or value is None:
+    kind = type(value)
+    if kind in PLAIN_TYPES or value is None:
         return value
-    if isinstance(value, enum.Enum):
-        return value.name
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_wire(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [to_wire(v) for v in value]
-    if isinstance(value, dict):
-        return {k: to_wire(v) for k, v in value.items()}
+    convert = _CONVERTERS.get(kind)
+    if convert is None:
+        convert = _converter_of(kind)
+    return convert(value)
+
+
+def _same(value: Any) -> Any:
     return value
+
+
+def _enum_name(value: Any) -> Any:
+    return value.name
+
+
+def _sequence(value: Any) -> Any:
+    return [v if type(v) in PLAIN_TYPES else to_wire(v) for v in value]
+
+
+def _mapping(value: Any) -> Any:
+    return {k: v if type(v) in PLAIN_TYPES else to_wire(v) for k, v in value.items()}
+
+
+def _dataclass_converter(names: tuple[str, ...]) -> Callable[[Any], Any]:
+    plain = PLAIN_TYPES
+
+    def convert(value: Any) -> Any:
+        out = {}
+        for name in names:
+            v = getattr(value, name)
+            out[name] = v if type(v) in plain else to_wire(v)
+        return out
+
+    return convert
+
+
+#: how to_wire converts a value of each type met so far (by type: the checks of the first
+#: value of a type hold for every value of it)
+_CONVERTERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def _converter_of(kind: type) -> Callable[[Any], Any]:
+    convert: Callable[[Any], Any]
+    if issubclass(kind, enum.Enum):
+        convert = _enum_name
+    elif dataclasses.is_dataclass(kind) and not issubclass(kind, type):
+        convert = _dataclass_converter(tuple(f.name for f in dataclasses.fields(kind)))
+    elif issubclass(kind, (list, tuple)):
+        convert = _sequence
+    elif issubclass(kind, dict):
+        convert = _mapping
+    else:
+        convert = _same
+    _CONVERTERS[kind] = convert
+    return convert
 
 
 @functools.cache
