@@ -33,7 +33,7 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 __all__ = [
     "PLAIN_TYPES",
@@ -113,16 +113,20 @@ def _mapping(value: Any) -> Any:
 
 
 def _dataclass_converter(names: tuple[str, ...]) -> Callable[[Any], Any]:
-    plain = PLAIN_TYPES
-
-    def convert(value: Any) -> Any:
-        out = {}
-        for name in names:
-            v = getattr(value, name)
-            out[name] = v if type(v) in plain else to_wire(v)
-        return out
-
-    return convert
+    """A function making the map of a dataclass with fields ``names``: spelled out field by
+    field (made once per dataclass; several times faster than a loop over the fields)."""
+    if not all(name.isidentifier() for name in names):  # (dataclass fields always are)
+        def convert(value: Any) -> Any:
+            return {name: to_wire(getattr(value, name)) for name in names}
+        return convert
+    lines = ["def convert(value):"]
+    lines += [f"    v{i} = value.{name}" for i, name in enumerate(names)]
+    lines.append("    return {" + ", ".join(
+        f"{name!r}: v{i} if type(v{i}) in plain else to_wire(v{i})"
+        for i, name in enumerate(names)) + "}")
+    namespace: dict[str, Any] = {"plain": PLAIN_TYPES, "to_wire": to_wire}
+    exec("\n".join(lines), namespace)  # the field names are identifiers (checked above)
+    return cast(Callable[[Any], Any], namespace["convert"])
 
 
 #: how to_wire converts a value of each type met so far (by type: the checks of the first
@@ -144,6 +148,13 @@ def _converter_of(kind: type) -> Callable[[Any], Any]:
         convert = _same
     _CONVERTERS[kind] = convert
     return convert
+
+
+def _all_of(values: list[Any], kind: type) -> bool:
+    for value in values:  # noqa: SIM110 - a plain loop is faster than all() over a generator
+        if type(value) is not kind:
+            return False
+    return True
 
 
 @functools.cache
@@ -175,6 +186,8 @@ def from_wire(value: Any, tp: Any, where: str = "value") -> Any:
         if not isinstance(value, list):
             raise ValueTypeError(f"{where}: expected a list, got {type(value).__name__}")
         (item,) = typing.get_args(tp)
+        if item in PLAIN_TYPES and _all_of(value, item):  # the common case, no labels made
+            return list(value)
         return [from_wire(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
