@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -144,6 +145,21 @@ class SyncStats:
                 f"store_rows={self.store_rows} shared_params={self.shared_parameter_objects}"
                 f"/{self.shared_parameter_references}refs expired_purged={self.expired_purged} "
                 f"tombstones_purged={self.tombstones_purged}")
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused for one batch of a load (synchronous: nothing else
+    runs meanwhile). A load makes objects that stay (rows, shared parameters, index slots);
+    collections triggered while they are made would traverse the growing index again and
+    again for nothing (about a fifth of the load's time at 500,000 rows)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class Synchronizer:
@@ -307,7 +323,8 @@ class Synchronizer:
             if isinstance(item, int):
                 snapshot = item
             else:
-                index.load(item.rows)
+                with _collector_paused():
+                    index.load(item.rows)
                 rows += len(item.rows)
                 await asyncio.sleep(0)  # let lookups of the current index through
         if snapshot is None:
