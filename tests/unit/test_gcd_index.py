@@ -386,6 +386,40 @@ def test_repair_takes_the_stores_rows_where_the_index_is_not_newer() -> None:
     check_refcounts(index)
 
 
+def test_a_late_change_older_than_a_complete_repair_of_its_bucket_is_ignored() -> None:
+    p_a, p_b = same_bucket_pids(2)
+    bucket = bucket_of("g1", p_a)
+    index = DirectoryIndex()
+    index.apply_batch(ChangeBatch([put(1, entry(p_a))], up_to=1))
+    # the store: p_a changed at 2, p_b added at 3 and deleted at 4; the index hears nothing
+    assert index.repair(RepairRows([(entry(p_a, priority=2), 2)], snapshot=4), [bucket]) == 1
+    # p_b's add arrives late (a batch fetched before the repair, a writer's slow apply)
+    assert index.apply([put(3, entry(p_b))]) == 0
+    assert index.apply_batch(ChangeBatch([put(2, entry(p_a, priority=2)), put(3, entry(p_b))],
+                                         up_to=3)) == 0
+    assert state(index) == {("g1", p_a): (entry(p_a, priority=2), 2)}
+    # a change after the repair's snapshot is taken
+    assert index.apply([put(5, entry(p_b))]) == 1
+    # a repair whose snapshot is behind the watermark adds no absent key (its absence may be
+    # newer) and sets no floor
+    index.apply_batch(ChangeBatch([gone(6, p_b)], up_to=6))
+    assert index.repair(RepairRows([(entry(p_a, priority=2), 2), (entry(p_b), 5)], snapshot=5),
+                        [bucket]) == 0
+    assert ("g1", p_b) not in state(index)
+
+
+def test_rows_a_repair_adds_during_a_load_are_swept_when_the_snapshot_lacks_them() -> None:
+    index = DirectoryIndex()
+    index.begin_load()  # before the store's snapshot (version 3) is taken
+    # a repair at snapshot 2 sees p1 (added at 2, deleted at 3 before the load's snapshot)
+    bucket = bucket_of("g1", "p1")
+    assert index.repair(RepairRows([(entry("p1"), 2)], snapshot=2), [bucket]) == 1
+    index.load([(entry("p2"), 1)])
+    assert index.finish_load(3) == 1
+    assert state(index) == {("g1", "p2"): (entry("p2"), 1)}
+    check_refcounts(index)
+
+
 def test_clear_drops_everything() -> None:
     index = DirectoryIndex()
     index.apply_batch(ChangeBatch([put(1, A1), gone(3, "p2")], up_to=2))
