@@ -266,6 +266,18 @@ def test_changes_applied_during_a_load_are_kept_or_swept_by_the_snapshot() -> No
     check_refcounts(index)
 
 
+def test_a_row_of_the_snapshot_deleted_and_caught_up_during_the_load_stays_deleted() -> None:
+    index = DirectoryIndex()
+    index.begin_load()  # the snapshot (version 4) has p1 at 3
+    index.load([(entry("p2"), 2)])
+    # meanwhile p1 is deleted at 5, and a catch-up moves the watermark past it
+    index.apply_batch(ChangeBatch([gone(5)], up_to=6))
+    index.load([(entry("p1"), 3)])
+    index.finish_load(4)
+    assert state(index) == {("g1", "p2"): (entry("p2"), 2)}
+    assert index.watermark == 6 and index.stats().tombstones == 0
+
+
 def test_a_reload_drops_rows_the_store_no_longer_has() -> None:
     index = DirectoryIndex()
     index.apply_batch(ChangeBatch([put(1, entry("p1")), put(2, entry("p2")),
