@@ -125,8 +125,13 @@ class DirectoryIndex:
         # (entries of keys re-added or deleted again since are skipped when they come up)
         self._tombstone_heap: list[tuple[int, str, str]] = []
         self._watermark = 0
+        # per bucket: the snapshot version of the last complete repair of the bucket (its keys
+        # reflect every change up to it), and the highest of them
+        self._floors = [0] * BUCKETS
+        self._floor_max = 0
         # between the first load() and finish_load(): rows that may have to go when the
-        # snapshot does not have them (held before the load, or applied while it ran)
+        # snapshot does not have them (held before the load, or added while it ran by a change
+        # or a repair)
         self._sweep: set[_Row] | None = None
         self._applied = 0
         self._ignored = 0
@@ -233,7 +238,9 @@ class DirectoryIndex:
         gbid, participant_id = change.gbid, change.participant_id
         if entry is not None and (entry.gbid != gbid or entry.participant_id != participant_id):
             raise ValueError(f"change of key {change.key!r} carries the row of {entry.key!r}")
-        if version <= self._watermark:
+        if version <= self._watermark or (
+                version <= self._floor_max
+                and version <= self._floors[bucket_of(gbid, participant_id)]):
             self._ignored += 1
             return False
         row = self._row(gbid, participant_id)
@@ -248,15 +255,18 @@ class DirectoryIndex:
         elif row is not None:
             self._replace(row, entry, version)
         else:
-            row = self._insert(entry, version)
-            if self._sweep is not None:
-                self._sweep.add(row)
+            self._insert(entry, version)
         return True
 
     def _advance(self, version: int) -> None:
         if version <= self._watermark:
             return
         self._watermark = version
+        if self._sweep is None:  # a load keeps its tombstones until it finishes (see load)
+            self._drop_tombstones()
+
+    def _drop_tombstones(self) -> None:
+        version = self._watermark
         heap, tombstones = self._tombstone_heap, self._tombstones
         while heap and heap[0][0] <= version:
             tombstone_version, gbid, participant_id = heapq.heappop(heap)
@@ -271,13 +281,22 @@ class DirectoryIndex:
 
     # -- start-up load -------------------------------------------------------------------------
 
-    def load(self, rows: LoadBatch | Iterable[tuple[StoredEntry, int]]) -> int:
-        """Load a batch of the store's rows at one snapshot (start-up, or a full reload of a
-        non-empty index); how many rows were taken (a key the index knows at the same or a
-        newer version keeps what it has). Lookups work throughout; call
-        :meth:`finish_load` with the snapshot's version after the last batch."""
+    def begin_load(self) -> None:
+        """Start a load (start-up, or a full reload of a non-empty index). Call it before the
+        store's snapshot is taken when changes may be applied while the load runs (the first
+        :meth:`load` calls it otherwise): from here until :meth:`finish_load` the index keeps
+        the versions of deleted keys even when the watermark passes them, so that a row of the
+        snapshot deleted meanwhile is not brought back."""
         if self._sweep is None:
-            self._begin_load()
+            self._sweep = {row for value in self._by_pid.values()
+                           for row in ((value,) if isinstance(value, _Row) else value)}
+
+    def load(self, rows: LoadBatch | Iterable[tuple[StoredEntry, int]]) -> int:
+        """Load a batch of the store's rows at one snapshot; how many rows were taken (a key
+        the index knows at the same or a newer version keeps what it has). Lookups work
+        throughout; call :meth:`finish_load` with the snapshot's version after the last
+        batch."""
+        self.begin_load()
         sweep = self._sweep
         assert sweep is not None
         taken = 0
@@ -292,20 +311,18 @@ class DirectoryIndex:
             tombstone = self._tombstones.get(entry.key)
             if tombstone is not None and version <= tombstone:
                 continue  # deleted after the snapshot
-            self._insert(entry, version)
+            if version <= self._floor_max and version <= self._floors[
+                    bucket_of(entry.gbid, entry.participant_id)]:
+                continue  # a repair since saw the key absent at a later version
+            sweep.discard(self._insert(entry, version))
             taken += 1
         return taken
-
-    def _begin_load(self) -> None:
-        self._sweep = {row for value in self._by_pid.values()
-                       for row in ((value,) if isinstance(value, _Row) else value)}
 
     def finish_load(self, snapshot_version: int) -> int:
         """End a load at the snapshot's version: rows the snapshot did not have (held before
         the load or applied while it ran, at a version up to the snapshot's) go, and the
         watermark moves to the snapshot's version. How many rows went."""
-        if self._sweep is None:
-            self._begin_load()
+        self.begin_load()
         sweep, self._sweep = self._sweep, None
         assert sweep is not None
         dropped = 0
@@ -314,7 +331,8 @@ class DirectoryIndex:
                 self._delete(row)
                 self._set_tombstone(row.gbid, row.params.participant_id, snapshot_version)
                 dropped += 1
-        self._advance(snapshot_version)
+        self._watermark = max(self._watermark, snapshot_version)
+        self._drop_tombstones()
         return dropped
 
     def clear(self) -> None:
@@ -338,8 +356,14 @@ class DirectoryIndex:
     def repair(self, store_rows: RepairRows, buckets: Iterable[int]) -> int:
         """Make ``buckets`` hold what the store held at ``store_rows.snapshot`` (S): a key
         whose index version (row or tombstone) is above S is left as it is; every other key
-        of these buckets takes the store's row, or goes when the store has none. How many
-        keys changed. (Store rows outside ``buckets`` are ignored.)"""
+        of these buckets takes the store's row, or goes when the store has none (an absent
+        key is only added when neither the watermark nor an earlier repair of its bucket is
+        above S: its absence may be newer). How many keys changed. (Store rows outside
+        ``buckets`` are ignored.)
+
+        Afterwards (when the watermark was not above S) a change at or below S to a key of
+        these buckets is ignored like one at or below the watermark: the repair reflected
+        it already, so a late delivery cannot bring back what the repair removed."""
         snapshot = store_rows.snapshot
         wanted = set(buckets)
         stored: dict[Key, tuple[StoredEntry, int]] = {}
@@ -361,11 +385,21 @@ class DirectoryIndex:
                     continue
                 self._replace(row, entry, version)
             else:
+                # absent: deleted at its tombstone's version, or (without one) at a version up
+                # to W; either may be newer than the snapshot
                 tombstone = self._tombstones.get(key)
-                if tombstone is not None and tombstone > snapshot:
+                if (self._watermark > snapshot or self._floors[bucket_of(*key)] > snapshot
+                        or (tombstone is not None and tombstone > snapshot)):
                     continue
                 self._insert(entry, version)
             repaired += 1
+        if self._watermark <= snapshot:
+            # nothing was skipped for want of knowledge: these buckets now reflect every
+            # change up to the snapshot, and a change at or below it is old news for them
+            floors = self._floors
+            for bucket in wanted:
+                floors[bucket] = max(floors[bucket], snapshot)
+            self._floor_max = max(self._floor_max, snapshot)
         self._repaired += repaired
         return repaired
 
@@ -409,6 +443,8 @@ class DirectoryIndex:
         self._bucket_hashes[bucket] += row_hash(gbid, participant_id, version)
         self._rows += 1
         self._tombstones.pop((gbid, participant_id), None)
+        if self._sweep is not None:  # a load runs: its snapshot decides (see finish_load)
+            self._sweep.add(row)
         return row
 
     def _replace(self, row: _Row, entry: StoredEntry, version: int) -> None:

@@ -112,6 +112,8 @@ AMBIGUOUS = [
     (entry(domain="a|b", interface_name="c"), entry(domain="a", interface_name="b|c")),
     (entry(domain="ab", interface_name="c"), entry(domain="a", interface_name="bc")),
     (entry(domain="a\0", interface_name="b"), entry(domain="a", interface_name="\0b")),
+    # a value ending in the next field's type tag (only the lengths tell them apart)
+    (entry(domain="as", interface_name="b"), entry(domain="a", interface_name="sb")),
     # a value that looks like the framing of the next field
     (entry(domain="a", interface_name="b"),
      entry(domain="as\x00\x00\x00\x01b", interface_name="")),
