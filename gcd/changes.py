@@ -54,6 +54,7 @@ __all__ = [
     "RepairRows",
     "TooFarBehind",
     "VersionedStore",
+    "bucket_and_row_hash",
     "bucket_of",
     "row_hash",
 ]
@@ -76,6 +77,13 @@ def bucket_of(gbid: str, participant_id: str) -> int:
 def row_hash(gbid: str, participant_id: str, version: int) -> int:
     """A 32-bit hash of one row's key and version, summed into its bucket's digest."""
     return zlib.crc32(version.to_bytes(8, "big"), zlib.crc32(_key_bytes(gbid, participant_id)))
+
+
+def bucket_and_row_hash(gbid: str, participant_id: str, version: int) -> tuple[int, int]:
+    """``(bucket_of(gbid, participant_id), row_hash(gbid, participant_id, version))``, the
+    key encoded and checksummed once."""
+    key_crc = zlib.crc32(_key_bytes(gbid, participant_id))
+    return key_crc % BUCKETS, zlib.crc32(version.to_bytes(8, "big"), key_crc)
 
 
 @dataclass(frozen=True, slots=True)

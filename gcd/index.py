@@ -39,6 +39,7 @@ from gcd.changes import (
     Digest,
     LoadBatch,
     RepairRows,
+    bucket_and_row_hash,
     bucket_of,
     row_hash,
 )
@@ -314,7 +315,7 @@ class DirectoryIndex:
             if version <= self._floor_max and version <= self._floors[
                     bucket_of(entry.gbid, entry.participant_id)]:
                 continue  # a repair since saw the key absent at a later version
-            sweep.discard(self._insert(entry, version))
+            self._insert(entry, version, swept=False)  # the snapshot has it
             taken += 1
         return taken
 
@@ -422,7 +423,7 @@ class DirectoryIndex:
                 return row
         return None
 
-    def _insert(self, entry: StoredEntry, version: int) -> _Row:
+    def _insert(self, entry: StoredEntry, version: int, *, swept: bool = True) -> _Row:
         gbid = sys.intern(entry.gbid)
         participant_id = entry.participant_id
         siblings = self._rows_of(participant_id)
@@ -436,15 +437,15 @@ class DirectoryIndex:
             self._by_pid[participant_id] = tuple(sorted((*siblings, row), key=_gbid_of))
         self._by_interface.setdefault((params.domain, params.interface_name), {})[row] = None
         self._by_cc.setdefault(params.cluster_controller_id, {})[row] = None
-        bucket = bucket_of(gbid, participant_id)
+        bucket, hashed = bucket_and_row_hash(gbid, participant_id, version)
         self._bucket_rows[bucket].append(row)
         self._bucket_count[bucket] += 1
         self._bucket_versions[bucket] += version
-        self._bucket_hashes[bucket] += row_hash(gbid, participant_id, version)
+        self._bucket_hashes[bucket] += hashed
         self._rows += 1
         self._tombstones.pop((gbid, participant_id), None)
-        if self._sweep is not None:  # a load runs: its snapshot decides (see finish_load)
-            self._sweep.add(row)
+        if swept and self._sweep is not None:  # a load runs: its snapshot decides (see
+            self._sweep.add(row)                # finish_load), unless the row comes from it
         return row
 
     def _replace(self, row: _Row, entry: StoredEntry, version: int) -> None:

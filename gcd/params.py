@@ -3,8 +3,16 @@
 Rows whose entry parameters are identical - every field of :class:`gcd.store.StoredEntry`
 except ``gbid`` (:data:`HASHED_FIELDS`) - share one immutable :class:`SharedParams` object in
 memory (seed 003: a participant registered in several GBIDs has one row per GBID with the same
-parameters). A :class:`ParamsTable` finds the object by its canonical content hash and counts
-the keys that use it; the last key to go frees it.
+parameters). A :class:`ParamsTable` finds the object by its content and counts the keys that
+use it; the last key to go frees it.
+
+Finding an object by content: the table is a dict keyed by the objects themselves, whose
+``hash()`` is Python's hash of the field values and whose equality is exact - every field
+equal *and of the same type* (:meth:`SharedParams.__eq__`), so ``1``, ``True`` and ``"1"``
+never meet in one object, and no two parameter sets are one key. That exact typed key is the
+identity used to intern; the canonical hash below is its portable, stable form (the same bytes
+in every process and version), computed only where it is asked for - never on a load, a change
+or a lookup (it was most of the cost of loading a row).
 
 The canonical hash (:func:`params_digest`) is SHA-256 over typed, length-prefixed fields in the
 fixed order of :data:`HASHED_FIELDS`: a header (``gcd.params/1`` and the number of fields), then
@@ -13,7 +21,7 @@ two's complement, ``b`` a bool as one byte, ``n`` None), a 4-byte big-endian len
 payload. No two different parameter sets give the same input (no ambiguous concatenation, and
 ``1``, ``True`` and ``"1"`` differ by their tags), and one parameter set always gives the same
 input. Two objects are the same parameters only when every field is equal with the same type
-(:meth:`SharedParams.__eq__`); the hash only finds the candidate.
+(:meth:`SharedParams.__eq__`); a hash only finds the candidate.
 
 Every field of StoredEntry is declared either hashed (:data:`HASHED_FIELDS`) or unhashed
 (:data:`UNHASHED_FIELDS`); a test fails when the entry grows a field that is in neither.
@@ -24,8 +32,8 @@ from __future__ import annotations
 import hashlib
 import operator
 import sys
-from collections.abc import Iterator, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Final, cast
 
 from gcd.store import COLUMNS, StoredEntry
 
@@ -135,9 +143,10 @@ class SharedParams:
     """The parameters of one or more rows (all fields but ``gbid``): immutable, shared.
 
     Equal (``==``) to another only when every field is equal and of the same type; its
-    ``hash()`` is the first 8 bytes of :func:`params_digest` (computed when asked: a
-    :class:`ParamsTable` asks when it takes or frees an object, never on lookups). Its
-    reference count belongs to the ParamsTable that made it."""
+    ``hash()`` is Python's hash of the field values (equal parameters, equal hashes; values
+    that Python hashes alike, such as ``1`` and ``True``, are told apart by ``==``). Its
+    canonical, portable hash is :func:`params_digest`. Its reference count belongs to the
+    ParamsTable that made it. Fields hold str, int, bool or None only (TypeError)."""
 
     __slots__ = (*HASHED_FIELDS, "_refs")
 
@@ -162,14 +171,10 @@ class SharedParams:
         if len(values) != len(HASHED_FIELDS):
             raise ValueError(f"{len(HASHED_FIELDS)} parameter values expected, "
                              f"not {len(values)}")
-        values = list(values)
-        for i in _INTERN_AT:
-            if type(values[i]) is str:
-                values[i] = sys.intern(values[i])
-        setter = object.__setattr__
-        for name, value in zip(HASHED_FIELDS, values, strict=True):
-            setter(self, name, value)
-        setter(self, "_refs", 0)
+        if not _VALUE_TYPES.issuperset(map(type, values)):
+            bad = next(v for v in values if type(v) not in _VALUE_TYPES)
+            raise TypeError(f"entry parameters hold str, int, bool or None, not {type(bad)!r}")
+        _fill(self, values)
 
     @classmethod
     def of(cls, entry: StoredEntry) -> SharedParams:
@@ -196,7 +201,7 @@ class SharedParams:
         return self is other or same_values(_values(self), _values(other))
 
     def __hash__(self) -> int:
-        return int.from_bytes(params_digest(self)[:8], "big", signed=True)
+        return hash(_values(self))
 
     @property
     def refs(self) -> int:
@@ -216,9 +221,35 @@ class SharedParams:
                f"{self.interface_name!r}, refs={self._refs})"
 
 
+_VALUE_TYPES: Final = frozenset({str, int, bool, type(None)})
+
+
+def _filler() -> Callable[[SharedParams, Sequence[Any]], None]:
+    """``_fill(params, values)``: set the slots of a new SharedParams (text fields of
+    INTERNED_FIELDS interned, the reference count 0), spelled out field by field through the
+    slots' descriptors (its ``__setattr__`` refuses; this is several times faster than a loop
+    of ``object.__setattr__``)."""
+    lines = ["def _fill(self, values):"]
+    for i, name in enumerate(HASHED_FIELDS):
+        value = f"values[{i}]"
+        if i in _INTERN_AT:
+            lines.append(f"    v = {value}")
+            value = "intern(v) if type(v) is str else v"
+        lines.append(f"    set_{name}(self, {value})")
+    lines.append("    set__refs(self, 0)")
+    namespace: dict[str, Any] = {f"set_{name}": getattr(SharedParams, name).__set__
+                                 for name in (*HASHED_FIELDS, "_refs")}
+    namespace["intern"] = sys.intern
+    exec("\n".join(lines), namespace)  # the names are the slots' (identifiers)
+    return cast(Callable[[SharedParams, Sequence[Any]], None], namespace["_fill"])
+
+
+_fill: Final = _filler()
+
+
 def same_values(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     """Equal field by field, and of the same types (``1``, ``True`` and ``1.0`` differ)."""
-    return a == b and all(type(x) is type(y) for x, y in zip(a, b, strict=True))
+    return a == b and list(map(type, a)) == list(map(type, b))
 
 
 class ParamsTable:

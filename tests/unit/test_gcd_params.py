@@ -240,3 +240,21 @@ def test_canonical_bytes_refuses_other_types_and_lengths() -> None:
         canonical_bytes(["a"])
     with pytest.raises(ValueError):
         ParamsTable().acquire(entry(), participant_id="someone else")
+    # the table holds only what the canonical hash can encode, though it does not compute it
+    for bad in (entry(priority=1.0), entry(domain=b"d"), entry(custom_parameters=[])):  # type: ignore[arg-type]
+        table = ParamsTable()
+        with pytest.raises(TypeError):
+            table.acquire(bad)
+        assert len(table) == 0 and table.total_refs == 0
+
+
+def test_values_python_hashes_alike_are_different_parameters_in_one_table() -> None:
+    # hash(1) == hash(True) == hash(1.0): the intern key tells them apart by type
+    table = ParamsTable()
+    one, true = entry(priority=1), entry(priority=True)
+    assert hash(SharedParams.of(one)) == hash(SharedParams.of(true))
+    a, b = table.acquire(one), table.acquire(true)
+    assert a is not b and len(table) == 2
+    assert table.find(entry(priority=1)) is a and table.find(entry(priority=True)) is b
+    table.release(a)
+    assert table.find(one) is None and table.find(true) is b
