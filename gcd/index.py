@@ -144,6 +144,17 @@ class DirectoryIndex:
              ) -> list[StoredEntry]:
         """Live rows (``expiry_ms >= now_ms``) of any GBID in one of ``domains`` with
         ``interface_name``, each once, ordered by participant_id, gbid (as GcdStore.find)."""
+        return [row.params.to_entry(row.gbid)
+                for row in self._live(domains, interface_name, now_ms)]
+
+    def find_shared(self, domains: Iterable[str], interface_name: str, now_ms: int
+                    ) -> list[tuple[str, SharedParams]]:
+        """The rows of :meth:`find` as (gbid, shared parameters), in its order: what a
+        lookup answers, without a StoredEntry made per row (the objects are the index's own:
+        immutable, never to be released by the caller)."""
+        return [(row.gbid, row.params) for row in self._live(domains, interface_name, now_ms)]
+
+    def _live(self, domains: Iterable[str], interface_name: str, now_ms: int) -> list[_Row]:
         found: list[_Row] = []
         groups = self._by_interface
         for domain in set(domains):
@@ -151,12 +162,18 @@ class DirectoryIndex:
             if group:
                 found.extend([row for row in group if row.params.expiry_ms >= now_ms])
         found.sort(key=_find_order)
-        return [row.params.to_entry(row.gbid) for row in found]
+        return found
 
     def find_participant(self, participant_id: str, now_ms: int) -> list[StoredEntry]:
         """Live rows of ``participant_id`` (one per GBID), ordered by gbid (as
         GcdStore.find_participant)."""
         return [row.params.to_entry(row.gbid) for row in self._rows_of(participant_id)
+                if row.params.expiry_ms >= now_ms]
+
+    def find_participant_shared(self, participant_id: str, now_ms: int
+                                ) -> list[tuple[str, SharedParams]]:
+        """The rows of :meth:`find_participant` as (gbid, shared parameters), in its order."""
+        return [(row.gbid, row.params) for row in self._rows_of(participant_id)
                 if row.params.expiry_ms >= now_ms]
 
     def gbids_of(self, participant_id: str, now_ms: int) -> list[str]:

@@ -51,6 +51,7 @@ from typing import Final, NoReturn, TypeVar, cast
 
 from gcd.changes import Change, VersionedStore
 from gcd.interface import GlobalCapabilitiesDirectory
+from gcd.params import SharedParams
 from gcd.store import GcdStore, RemoveOutcome, StoredEntry, StoreError
 from gcd.sync import NotReady, Synchronizer
 from runtime.addresses import AddressError, MqttAddress, address_from_dict
@@ -115,7 +116,13 @@ def _decoded_custom_parameters(stored: str) -> tuple[tuple[str, str], ...]:
     return tuple((name, value) for name, value in json.loads(stored))
 
 
-def _from_row(row: StoredEntry) -> GlobalDiscoveryEntry:
+#: a looked-up row: its GBID and the index's shared parameters (the fields of a StoredEntry
+#: but the gbid: gcd.params.HASHED_FIELDS)
+Found = tuple[str, SharedParams]
+
+
+def _from_row(found: Found) -> GlobalDiscoveryEntry:
+    gbid, row = found
     stored = row.custom_parameters
     scope = _SCOPES.get(row.scope)
     return GlobalDiscoveryEntry(
@@ -127,7 +134,7 @@ def _from_row(row: StoredEntry) -> GlobalDiscoveryEntry:
             row.priority, scope if scope is not None else ProviderScope(row.scope),
             row.supports_on_change),
         row.last_seen_ms, row.expiry_ms, row.public_key_id,
-        {"_typeName": _MQTT_TYPE_NAME, "brokerUri": row.gbid, "topic": row.topic},
+        {"_typeName": _MQTT_TYPE_NAME, "brokerUri": gbid, "topic": row.topic},
     )
 
 
@@ -243,15 +250,15 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
 
     # ------------------------------------------------------------------ lookup
 
-    def _select(self, rows: Sequence[StoredEntry], gbids: Sequence[str]) -> list[StoredEntry]:
+    def _select(self, rows: Sequence[Found], gbids: Sequence[str]) -> list[Found]:
         """One row per participant: the own GBID if listed and registered, else the first
         listed GBID it is registered in; participants in none of them are left out."""
         if len(gbids) == 1:  # the common case: a key (gbid, participant) is one row
-            gbid = gbids[0]
-            return [row for row in rows if row.gbid == gbid]
-        by_pid: dict[str, dict[str, StoredEntry]] = {}
+            only = gbids[0]
+            return [row for row in rows if row[0] == only]
+        by_pid: dict[str, dict[str, Found]] = {}
         for row in rows:
-            by_pid.setdefault(row.participant_id, {})[row.gbid] = row
+            by_pid.setdefault(row[1].participant_id, {})[row[0]] = row
         listed = list(gbids)
         if self.own_gbid in listed:
             listed.remove(self.own_gbid)
@@ -265,14 +272,14 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         return selected
 
     async def _find(self, domains: list[str], interface_name: str, modelled: bool
-                    ) -> list[StoredEntry]:
+                    ) -> list[Found]:
         await self._ready("lookup", modelled=modelled)
         await self.sync.notified_applied()
         try:
-            rows = self.sync.find(domains, interface_name, self._clock_ms())
+            rows = self.sync.find_shared(domains, interface_name, self._clock_ms())
             if not rows:
                 await self.sync.catch_up_on_miss()
-                rows = self.sync.find(domains, interface_name, self._clock_ms())
+                rows = self.sync.find_shared(domains, interface_name, self._clock_ms())
             return rows
         except NotReady:  # stopped meanwhile
             self._refuse("lookup", modelled)
@@ -293,14 +300,14 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         return [_from_row(r) for r in selected]
 
     async def _find_participant(self, participant_id: str, modelled: bool
-                                ) -> list[StoredEntry]:
+                                ) -> list[Found]:
         await self._ready("lookup", modelled=modelled)
         await self.sync.notified_applied()
         try:
-            rows = self.sync.find_participant(participant_id, self._clock_ms())
+            rows = self.sync.find_participant_shared(participant_id, self._clock_ms())
             if not rows:
                 await self.sync.catch_up_on_miss()
-                rows = self.sync.find_participant(participant_id, self._clock_ms())
+                rows = self.sync.find_participant_shared(participant_id, self._clock_ms())
             return rows
         except NotReady:  # stopped meanwhile
             self._refuse("lookup", modelled)

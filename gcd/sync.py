@@ -45,6 +45,7 @@ from typing import Any
 
 from gcd.changes import Change, Digest, Notifier, TooFarBehind, VersionedStore
 from gcd.index import DirectoryIndex
+from gcd.params import SharedParams
 from gcd.store import StoredEntry, StoreError
 from runtime.logs import get_logger
 from runtime.tasks import TaskSupervisor
@@ -505,6 +506,17 @@ class Synchronizer:
     def find_participant(self, participant_id: str, now_ms: int) -> list[StoredEntry]:
         self._check_ready()
         return self.index.find_participant(participant_id, now_ms)
+
+    def find_shared(self, domains: Sequence[str], interface_name: str, now_ms: int
+                    ) -> list[tuple[str, SharedParams]]:
+        """:meth:`find` as (gbid, shared parameters) pairs (DirectoryIndex.find_shared)."""
+        self._check_ready()
+        return self.index.find_shared(domains, interface_name, now_ms)
+
+    def find_participant_shared(self, participant_id: str, now_ms: int
+                                ) -> list[tuple[str, SharedParams]]:
+        self._check_ready()
+        return self.index.find_participant_shared(participant_id, now_ms)
 
     def _check_ready(self) -> None:
         if not self.ready:
