@@ -121,10 +121,14 @@ def _dataclass_converter(names: tuple[str, ...]) -> Callable[[Any], Any]:
         return convert
     lines = ["def convert(value):"]
     lines += [f"    v{i} = value.{name}" for i, name in enumerate(names)]
+    # a field's value: as it is when plain, else through the converter of its type (to_wire
+    # makes it when it is the first value of that type)
     lines.append("    return {" + ", ".join(
-        f"{name!r}: v{i} if type(v{i}) in plain else to_wire(v{i})"
+        f"{name!r}: v{i} if type(v{i}) in plain or v{i} is None "
+        f"else (converters.get(type(v{i})) or to_wire)(v{i})"
         for i, name in enumerate(names)) + "}")
-    namespace: dict[str, Any] = {"plain": PLAIN_TYPES, "to_wire": to_wire}
+    namespace: dict[str, Any] = {"plain": PLAIN_TYPES, "to_wire": to_wire,
+                                 "converters": _CONVERTERS}
     exec("\n".join(lines), namespace)  # the field names are identifiers (checked above)
     return cast(Callable[[Any], Any], namespace["convert"])
 
