@@ -31,7 +31,7 @@ Statistics (:meth:`~DirectoryIndex.stats`) are kept as the index changes: no cal
 Memory: one small slotted object per row (its gbid, version and shared parameters); per
 participant one dict slot (the row, or a tuple of its rows ordered by gbid); per (domain,
 interface) and per cluster controller a dict of rows (as an ordered set); per bucket a list of
-rows. No dict per row; repeated strings are interned (see bench/gcd_index_memory.py for the figures).
+rows. No dict per row; repeated strings are interned (figures: bench/gcd_index_memory.py).
 """
 
 from __future__ import annotations
