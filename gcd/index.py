@@ -13,15 +13,25 @@ order, expired rows hidden). It is kept in sync with the store by the rules of
   them.
 - :meth:`~DirectoryIndex.load` the store's rows at start-up (or on a full reload), then
   :meth:`~DirectoryIndex.finish_load` with the snapshot's version: W moves there, and rows the
-  index held that the snapshot no longer has (version <= snapshot, not loaded) go.
+  index held or gained meanwhile that the snapshot does not have (version <= snapshot) go.
+  While a load runs the index keeps its tombstones even when W passes them, so that a row of
+  the snapshot deleted meanwhile stays deleted; call :meth:`~DirectoryIndex.begin_load`
+  before the store's snapshot is taken when changes may be applied during the load.
 - :meth:`~DirectoryIndex.digests` per key bucket, kept on every change, and
-  :meth:`~DirectoryIndex.repair` of differing buckets from the store's rows at a snapshot,
-  never touching a key whose index version is above that snapshot.
+  :meth:`~DirectoryIndex.repair` of differing buckets from the store's rows at a snapshot S,
+  never touching a key whose index version is above S. A repair made while W <= S leaves its
+  buckets a floor S: a change at or below it to a key of those buckets is ignored like one at
+  or below W (the repair reflected it; so a late change cannot bring back what the repair
+  removed). This only ignores changes the index already reflects: the rule of
+  :mod:`gcd.changes` ("applied when above W and above what the index knows for the key")
+  with the repair's knowledge counted in.
+
+Statistics (:meth:`~DirectoryIndex.stats`) are kept as the index changes: no call counts rows.
 
 Memory: one small slotted object per row (its gbid, version and shared parameters); per
 participant one dict slot (the row, or a tuple of its rows ordered by gbid); per (domain,
-interface) and per cluster controller a set of rows; per bucket a list of rows. No dict per
-row; repeated strings are interned (see bench/gcd_index_memory.py for the figures).
+interface) and per cluster controller a dict of rows (as an ordered set); per bucket a list of
+rows. No dict per row; repeated strings are interned (figures: bench/gcd_index_memory.py).
 """
 
 from __future__ import annotations
