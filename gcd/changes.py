@@ -51,6 +51,7 @@ __all__ = [
     "Digest",
     "LoadBatch",
     "Notifier",
+    "PlainWrites",
     "RepairRows",
     "TooFarBehind",
     "VersionedStore",
@@ -209,3 +210,46 @@ class Notifier(Protocol):
         ...
 
     async def stop(self) -> None: ...
+
+
+class PlainWrites:
+    """The GcdStore write methods, answered from a versioned store's ``*_changes`` forms (the
+    outcome, or how many rows changed). Both stores inherit them."""
+
+    async def remove_changes(self, participant_id: str, gbids: Sequence[str], now_ms: int
+                             ) -> tuple[RemoveOutcome, list[Change]]:
+        raise NotImplementedError
+
+    async def remove_in_changes(self, participant_ids: Sequence[str], gbid: str
+                                ) -> list[Change]:
+        raise NotImplementedError
+
+    async def touch_changes(self, cluster_controller_id: str,
+                            participant_ids: Sequence[str] | None, last_seen_ms: int,
+                            expiry_ms: int) -> list[Change]:
+        raise NotImplementedError
+
+    async def remove_stale_changes(self, cluster_controller_id: str, max_last_seen_ms: int
+                                   ) -> list[Change]:
+        raise NotImplementedError
+
+    async def purge_expired_changes(self, now_ms: int) -> list[Change] | None:
+        raise NotImplementedError
+
+    async def remove(self, participant_id: str, gbids: Sequence[str], now_ms: int
+                     ) -> RemoveOutcome:
+        return (await self.remove_changes(participant_id, gbids, now_ms))[0]
+
+    async def remove_in(self, participant_ids: Sequence[str], gbid: str) -> int:
+        return len(await self.remove_in_changes(participant_ids, gbid))
+
+    async def touch(self, cluster_controller_id: str, participant_ids: Sequence[str] | None,
+                    last_seen_ms: int, expiry_ms: int) -> int:
+        return len(await self.touch_changes(cluster_controller_id, participant_ids,
+                                            last_seen_ms, expiry_ms))
+
+    async def remove_stale(self, cluster_controller_id: str, max_last_seen_ms: int) -> int:
+        return len(await self.remove_stale_changes(cluster_controller_id, max_last_seen_ms))
+
+    async def purge_expired(self, now_ms: int) -> int:
+        return len(await self.purge_expired_changes(now_ms) or ())

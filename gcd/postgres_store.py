@@ -33,7 +33,15 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from gcd.changes import Change, ChangeBatch, Digest, LoadBatch, RepairRows, TooFarBehind
+from gcd.changes import (
+    Change,
+    ChangeBatch,
+    Digest,
+    LoadBatch,
+    PlainWrites,
+    RepairRows,
+    TooFarBehind,
+)
 from gcd.decisions import decide_remove, distinct, rows_to_add
 from gcd.feed import (
     MIGRATION_BATCH,
@@ -268,7 +276,7 @@ def _describe(exc: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
-class PostgresStore:
+class PostgresStore(PlainWrites):
     """The GCD's store in the PostgreSQL database at ``dsn`` (a ``postgresql://`` URL).
 
     ``open()`` creates the pool (``min_size`` to ``max_size`` connections) and the schema.
@@ -477,24 +485,6 @@ class PostgresStore:
                                                         now_ms)]
 
         return await self._transaction("find_participant", run)
-
-    async def remove(self, participant_id: str, gbids: Sequence[str], now_ms: int
-                     ) -> RemoveOutcome:
-        return (await self.remove_changes(participant_id, gbids, now_ms))[0]
-
-    async def remove_in(self, participant_ids: Sequence[str], gbid: str) -> int:
-        return len(await self.remove_in_changes(participant_ids, gbid))
-
-    async def touch(self, cluster_controller_id: str, participant_ids: Sequence[str] | None,
-                    last_seen_ms: int, expiry_ms: int) -> int:
-        return len(await self.touch_changes(cluster_controller_id, participant_ids,
-                                            last_seen_ms, expiry_ms))
-
-    async def remove_stale(self, cluster_controller_id: str, max_last_seen_ms: int) -> int:
-        return len(await self.remove_stale_changes(cluster_controller_id, max_last_seen_ms))
-
-    async def purge_expired(self, now_ms: int) -> int:
-        return len(await self.purge_expired_changes(now_ms) or ())
 
     async def count(self) -> int:
         async def run(conn: asyncpg.Connection) -> int:

@@ -15,7 +15,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gcd.changes import Change, ChangeBatch, Digest, LoadBatch, RepairRows, TooFarBehind
+from gcd.changes import (
+    Change,
+    ChangeBatch,
+    Digest,
+    LoadBatch,
+    PlainWrites,
+    RepairRows,
+    TooFarBehind,
+)
 from gcd.decisions import decide_remove, distinct, rows_to_add
 from gcd.feed import (
     MIGRATION_BATCH,
@@ -114,7 +122,7 @@ class _Unchanged(Exception):
         self.result = result
 
 
-class SqliteStore:
+class SqliteStore(PlainWrites):
     """The GCD's store in a SQLite file (``":memory:"`` for a private in-memory one).
 
     One connection, used by one worker thread: operations run one after another, each in its
@@ -262,24 +270,6 @@ class SqliteStore:
                                                         (participant_id, now_ms))]
 
         return await self._transaction(run)
-
-    async def remove(self, participant_id: str, gbids: Sequence[str], now_ms: int
-                     ) -> RemoveOutcome:
-        return (await self.remove_changes(participant_id, gbids, now_ms))[0]
-
-    async def remove_in(self, participant_ids: Sequence[str], gbid: str) -> int:
-        return len(await self.remove_in_changes(participant_ids, gbid))
-
-    async def touch(self, cluster_controller_id: str, participant_ids: Sequence[str] | None,
-                    last_seen_ms: int, expiry_ms: int) -> int:
-        return len(await self.touch_changes(cluster_controller_id, participant_ids,
-                                            last_seen_ms, expiry_ms))
-
-    async def remove_stale(self, cluster_controller_id: str, max_last_seen_ms: int) -> int:
-        return len(await self.remove_stale_changes(cluster_controller_id, max_last_seen_ms))
-
-    async def purge_expired(self, now_ms: int) -> int:
-        return len(await self.purge_expired_changes(now_ms) or ())
 
     async def count(self) -> int:
         def run(conn: sqlite3.Connection) -> int:
