@@ -1,12 +1,14 @@
 # Sourced by bin/run and bin/test: make sure the machine has what the project needs.
 # - Python 3.11+ and a virtual environment at .venv with the project and its test extras
-# - Debian packages (mosquitto, postgresql), installed with apt-get when running as root
+# - Debian packages (mosquitto, postgresql, Java 17, JDBC drivers, chromium), installed with apt-get when running as root
 # Fails with a clear message when something cannot be provided.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
-DEBIAN_PACKAGES=(mosquitto openssl postgresql)
+# Java 17 and the JDBC drivers for the pipeline (Spark); chromium for the page tests
+DEBIAN_PACKAGES=(mosquitto openssl postgresql openjdk-17-jre-headless libpostgresql-jdbc-java
+    libxerial-sqlite-jdbc-java chromium chromium-driver)
 
 die() { echo "bootstrap: $*" >&2; exit 1; }
 say() { echo "bootstrap: $*" >&2; }
@@ -55,7 +57,7 @@ ensure_venv() {
     want="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         say "installing Python packages into $VENV"
-        "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT[test]" ||
+        "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT[test,pipeline]" ||
             die "pip install failed (see above)"
         echo "$want" >"$stamp"
     fi
