@@ -8,6 +8,11 @@ connection broke goes out again after the reconnect (QoS 1 is at least once; rec
 the duplicates by message id). The queue is bounded in messages and in bytes; queued messages
 that expire, or wait longer than ``max_queue_wait_ms`` whatever their expiry, are dropped,
 logged and counted.
+A message that finds the writer idle (connected, nothing queued, a publish slot free) is handed
+to the MQTT client at once, within ``send``; only the wait for its acknowledgement is a task.
+Incoming messages reach :meth:`MqttTransport.handle_incoming` from the client's read callback
+(transports.mqtt_client), without a task hop: a request handled here and its reply published
+cost no loop iteration besides the provider's own.
 
 Requests that leave this cluster controller carry its reply-to address (the global address:
 MqttAddress(default GBID, own topic)), whatever the local sender put there.
