@@ -8,6 +8,11 @@ connection broke goes out again after the reconnect (QoS 1 is at least once; rec
 the duplicates by message id). The queue is bounded in messages and in bytes; queued messages
 that expire, or wait longer than ``max_queue_wait_ms`` whatever their expiry, are dropped,
 logged and counted.
+A message that finds the writer idle (connected, nothing queued, a publish slot free) is handed
+to the MQTT client at once, within ``send``; only the wait for its acknowledgement is a task.
+Incoming messages reach :meth:`MqttTransport.handle_incoming` from the client's read callback
+(transports.mqtt_client), without a task hop: a request handled here and its reply published
+cost no loop iteration besides the provider's own.
 
 Requests that leave this cluster controller carry its reply-to address (the global address:
 MqttAddress(default GBID, own topic)), whatever the local sender put there.
@@ -30,13 +35,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import itertools
 import logging
 import random
 import ssl
+import types
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Coroutine, Generator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from runtime import rules
 from runtime.addresses import Address, MqttAddress
@@ -79,6 +87,25 @@ class _Outgoing:
     size: int = 0
 
 
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, None], awaited: Any) -> Generator[Any, Any, None]:
+    """Go on with ``coro``, started outside a task and now waiting for ``awaited``, in the
+    current task: what ``await coro`` would do had it not been started yet."""
+    while True:
+        try:
+            value = yield awaited
+        except BaseException as exc:
+            try:
+                awaited = coro.throw(exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                awaited = coro.send(value)
+            except StopIteration:
+                return
+
+
 class _Backend:
     """One broker connection and its outgoing queue."""
 
@@ -101,6 +128,14 @@ class _Backend:
         self.idle.set()
         self._wakeup: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
+        #: the writer's state while it runs: its session, free publish slots (of
+        #: max_inflight), what waits for a free slot, and the publishes in flight
+        self._session: MqttSession | None = None
+        self._free_slots = 0
+        #: counts the writers started: a publish of an earlier connection gives no slot back
+        self._writer_run = 0
+        self._slot_wait: asyncio.Future[None] | None = None
+        self._publishes: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ queue
 
@@ -110,9 +145,17 @@ class _Backend:
             return False
         if self.bytes + item.size > settings.max_queued_bytes_per_backend and self.pending:
             return False
-        self.queue.append(item)
         self.bytes += item.size
         self.idle.clear()
+        session = self._session
+        if (session is not None and self._wakeup is not None and not self.queue
+                and self._free_slots > 0):
+            # the writer waits for work and a slot is free: publish at once (what the writer
+            # would do one loop iteration later, from a task of its own one more later)
+            self._free_slots -= 1
+            self._dispatch(session, item)
+            return True
+        self.queue.append(item)
         self._wake()
         return True
 
@@ -204,10 +247,7 @@ class _Backend:
                  self.connections, own, len(self.topics), len(self.queue))
         writer = transport.tasks.spawn(self._write(session), name=f"mqtt-{self.gbid}-writer")
         try:
-            received = transport.handle_incoming
-            async for topic, payload in session.messages():
-                received(self, topic, payload)
-            raise MqttSessionError("the message stream ended")
+            await session.receive(functools.partial(transport.handle_incoming, self))
         finally:
             self.session = None
             self.connected.clear()
@@ -222,46 +262,69 @@ class _Backend:
             self.queue.extendleft(reversed(items))
 
     async def _write(self, session: MqttSession) -> None:
-        transport = self.transport
-        queue, inflight = self.queue, self.inflight
-        limit = transport.settings.max_inflight
-        slots = asyncio.Semaphore(limit)
         loop = asyncio.get_running_loop()
-        tasks: set[asyncio.Task[None]] = set()
+        self._writer_run += 1
+        self._free_slots = self.transport.settings.max_inflight
+        self._session = session
         try:
             while True:
                 queue = self.queue  # drop_expired() may have replaced it
                 while not queue:
                     self._wakeup = loop.create_future()
                     await self._wakeup
-                await slots.acquire()
+                    queue = self.queue
+                while self._free_slots <= 0:
+                    self._slot_wait = loop.create_future()
+                    await self._slot_wait
                 if not queue:
-                    slots.release()
                     continue
-                item = queue.popleft()
-                now = now_ms()
-                remaining_ms = item.message.expiry_date_ms - now
-                refusal = self._refusal(item, now)
-                if refusal is not None:
-                    slots.release()
-                    self.bytes -= item.size
-                    self._settled()
-                    transport.dropped_outgoing(self, item.message, refusal.reason,
-                                                f"{refusal.detail}; not published")
-                    continue
-                inflight[item.seq] = item
-                expiry_s = min(-(-remaining_ms // 1000), MAX_EXPIRY_INTERVAL_S)
-                task = loop.create_task(self._publish(session, item, expiry_s, slots))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
+                self._free_slots -= 1
+                self._dispatch(session, queue.popleft())
         finally:
             # publishes in flight end with the connection (what they carried is in flight and
             # goes out again after the reconnect)
-            for task in list(tasks):
+            self._session = None
+            self._wakeup = self._slot_wait = None
+            for task in list(self._publishes):
                 task.cancel()
 
-    async def _publish(self, session: MqttSession, item: _Outgoing, expiry_s: int,
-                       slots: asyncio.Semaphore) -> None:
+    def _dispatch(self, session: MqttSession, item: _Outgoing) -> None:
+        """Publish ``item`` (a slot taken for it): start the publish now, so that the MQTT
+        client writes it out before this returns, and leave the wait for the broker's
+        acknowledgement to a task."""
+        now = now_ms()
+        refusal = self._refusal(item, now)
+        if refusal is not None:
+            self._release_slot(self._writer_run)
+            self.bytes -= item.size
+            self._settled()
+            self.transport.dropped_outgoing(self, item.message, refusal.reason,
+                                            f"{refusal.detail}; not published")
+            return
+        self.inflight[item.seq] = item
+        remaining_ms = item.message.expiry_date_ms - now
+        expiry_s = min(-(-remaining_ms // 1000), MAX_EXPIRY_INTERVAL_S)
+        coro = self._publish(session, item, expiry_s, self._writer_run)
+        try:
+            awaited = coro.send(None)
+        except StopIteration:
+            return  # done already (QoS 0, or refused and dropped)
+        task = asyncio.get_running_loop().create_task(_resume(coro, awaited))
+        self._publishes.add(task)
+        task.add_done_callback(self._publishes.discard)
+
+    def _release_slot(self, run: int) -> None:
+        if run != self._writer_run:
+            return  # taken from an earlier connection's writer
+        self._free_slots += 1
+        wait = self._slot_wait
+        if wait is not None:
+            self._slot_wait = None
+            if not wait.done():
+                wait.set_result(None)
+
+    async def _publish(self, session: MqttSession, item: _Outgoing, expiry_s: int, run: int
+                       ) -> None:
         try:
             await session.publish(item.topic, encode_frame(item.message), item.qos, expiry_s)
         except MqttSessionError as exc:
@@ -277,7 +340,7 @@ class _Backend:
                                              f"the MQTT client refused it: {exc!r}")
             return
         finally:
-            slots.release()
+            self._release_slot(run)
         if self.inflight.pop(item.seq, None) is not None:
             self.bytes -= item.size
         self._settled()

@@ -1,7 +1,8 @@
 """The seam between the MQTT transport and an MQTT client library (aiomqtt today).
 
 The transport needs four things of a broker connection: publish (returning once the broker has
-the message: PUBACK for QoS 1), subscribe, unsubscribe, and a stream of incoming messages.
+the message: PUBACK for QoS 1), subscribe, unsubscribe, and the incoming messages, each handed
+to a handler as it arrives.
 :class:`MqttSession` states them; :func:`open_session` opens one with aiomqtt. Swapping the
 client library means writing one more implementation of this module's protocol, nothing else.
 
@@ -17,16 +18,19 @@ import contextlib
 import math
 import socket
 import ssl
-from collections.abc import AsyncIterator
-from typing import Protocol
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol, cast
 
 import aiomqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from runtime.logs import get_logger
 from transports.mqtt_settings import BrokerUrl, MqttSettings
 
 __all__ = ["PACKET_OVERHEAD_BYTES", "MqttSession", "MqttSessionError", "open_session"]
+
+log = get_logger(__name__)
 
 #: longest wait for the broker to close the connection after DISCONNECT
 DISCONNECT_TIMEOUT_S = 1.0
@@ -51,10 +55,35 @@ class MqttSession(Protocol):
 
     async def unsubscribe(self, topic: str) -> None: ...
 
-    def messages(self) -> AsyncIterator[tuple[str, bytes]]:
-        """(topic, payload) of every incoming message, until the connection breaks
-        (then MqttSessionError)."""
+    async def receive(self, handler: Callable[[str, bytes], None]) -> None:
+        """Call ``handler(topic, payload)`` for every incoming message, as it arrives (from
+        the client's read callback: it must not block, and what it raises is logged), until
+        the connection breaks (then MqttSessionError)."""
         ...
+
+
+class _Inbox(asyncio.Queue[aiomqtt.Message]):
+    """aiomqtt's queue of incoming messages, replaced (``queue_type``): while a handler is
+    set, a message goes to it at once instead. aiomqtt's message iterator starts a task and an
+    ``asyncio.wait`` per message, and the consumer is woken two loop iterations after the
+    message was read: a reply waited that long for every request."""
+
+    def __init__(self, maxsize: int = 0) -> None:
+        super().__init__(maxsize)
+        self.handler: Callable[[str, bytes], None] | None = None
+
+    def put_nowait(self, item: aiomqtt.Message) -> None:
+        handler = self.handler
+        if handler is None:
+            super().put_nowait(item)
+            return
+        payload = item.payload
+        try:
+            handler(item.topic.value, payload if isinstance(payload, bytes)
+                    else str(payload).encode())
+        except Exception:  # never into paho's read loop
+            log.exception("MQTT: the handler of an incoming message on %s failed",
+                          item.topic.value[:200])
 
 
 class _PackedOnce(Properties):
@@ -70,8 +99,9 @@ class _PackedOnce(Properties):
 
 
 class _AiomqttSession:
-    def __init__(self, client: aiomqtt.Client, version: str) -> None:
+    def __init__(self, client: aiomqtt.Client, version: str, inbox: _Inbox) -> None:
         self._client = client
+        self._inbox = inbox
         self._v5 = version == "5"
         # paho's Properties cost about as much as the rest of a publish; they are only read
         # after being made, so one per expiry interval serves every message
@@ -109,14 +139,24 @@ class _AiomqttSession:
         except aiomqtt.MqttError as exc:
             raise MqttSessionError(f"unsubscribe {topic}: {exc}") from exc
 
-    async def messages(self) -> AsyncIterator[tuple[str, bytes]]:
+    async def receive(self, handler: Callable[[str, bytes], None]) -> None:
+        inbox = self._inbox
+        # what arrived before a handler was set (between connecting and now), in order
+        while not inbox.empty():
+            message = inbox.get_nowait()
+            payload = message.payload
+            handler(message.topic.value, payload if isinstance(payload, bytes)
+                    else str(payload).encode())
+        inbox.handler = handler
         try:
-            async for message in self._client.messages:
-                payload = message.payload
-                yield message.topic.value, (payload if isinstance(payload, bytes)
-                                            else str(payload).encode())
+            # nothing is queued from now on: the iterator ends when the connection breaks
+            async for _ in self._client.messages:
+                pass
+            raise MqttSessionError("the message stream ended")
         except aiomqtt.MqttError as exc:
             raise MqttSessionError(str(exc)) from exc
+        finally:
+            inbox.handler = None
 
 
 @contextlib.asynccontextmanager
@@ -143,6 +183,12 @@ async def open_session(url: BrokerUrl, settings: MqttSettings, *, client_id: str
         kwargs["clean_session"] = not persistent
     if url.tls and tls_context is None:
         tls_context = ssl.create_default_context()
+    inboxes: list[_Inbox] = []
+
+    def inbox(maxsize: int = 0) -> _Inbox:
+        inboxes.append(_Inbox(maxsize))
+        return inboxes[-1]
+
     client = aiomqtt.Client(
         url.host,
         url.port,
@@ -158,6 +204,7 @@ async def open_session(url: BrokerUrl, settings: MqttSettings, *, client_id: str
         # ACKs each leg waits ~40 ms); the broker should set TCP_NODELAY too (mosquitto:
         # set_tcp_nodelay true)
         socket_options=((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),),
+        queue_type=cast("type[asyncio.Queue[aiomqtt.Message]]", inbox),
         **kwargs,  # type: ignore[arg-type]
     )
     # aiomqtt warns on every publish while more than this many wait for their PUBACK; with
@@ -168,7 +215,7 @@ async def open_session(url: BrokerUrl, settings: MqttSettings, *, client_id: str
     except aiomqtt.MqttError as exc:
         raise MqttSessionError(f"cannot connect to {url}: {exc}") from exc
     try:
-        yield _AiomqttSession(client, version)
+        yield _AiomqttSession(client, version, inboxes[0])
     finally:
         # a graceful DISCONNECT waits for the broker to close the socket, which a broker in
         # trouble (or amqtt in the middle of a handshake) may never do. The wait is bounded;
