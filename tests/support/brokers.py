@@ -124,6 +124,15 @@ class Mosquitto:
                 break
             await asyncio.sleep(0.02)
 
+    def snapshot_holds(self, needle: bytes) -> bool:
+        """Whether mosquitto's last saved snapshot (``mosquitto.db``, replaced whole on each
+        save) contains ``needle``: e.g. a queued message's payload. Its saves follow its
+        acknowledgements, so a test that crashes the broker on purpose waits for this first."""
+        try:
+            return needle in (self.directory / "mosquitto.db").read_bytes()
+        except FileNotFoundError:
+            return False
+
     async def kill(self) -> None:
         """SIGKILL: a crash (mosquitto saves nothing) and wait for the exit."""
         process, self.process = self.process, None
