@@ -81,8 +81,9 @@ class AuditSettings:
     #: records waiting in memory for the writer may hold this much; beyond it further records
     #: are dropped and counted (audit_records_dropped)
     max_pending_bytes: int = 16 * 1024 * 1024
-    #: gzip compression level, 1 (fastest) to 9 (smallest)
-    gzip_level: int = 6
+    #: gzip compression level, 1 (fastest: the default; the records compress well anyway) to
+    #: 9 (smallest)
+    gzip_level: int = 1
     #: seconds between two INFO lines of the log's counters (0: none; they are in the stop line
     #: anyway)
     stats_interval_s: float = 60.0
@@ -123,10 +124,11 @@ def peer_text(origin: Address | None) -> str:
     return repr(origin)
 
 
-# one waiting record: (ts, id, type, sender, recipient, hop, gbid, bytes, outcome, reason,
-# peer, queued_ms); hop is the next hop's Address (its kind and GBID are found by the writer)
-Pending = tuple[int, str, Any, str, str, Address | None, str | None, int, str, str | None,
-                str | None, int | None]
+# One waiting record, as cheap to make as can be (the writer thread builds the line): a
+# delivered message (time ns, id, type, sender, recipient, hop, bytes, queued_ms), or any
+# other decision, which adds (gbid, outcome, reason, peer). ``hop`` is the next hop's Address:
+# the writer finds its kind and GBID.
+Pending = tuple[Any, ...]
 
 _STOP: Final = object()
 
@@ -213,11 +215,11 @@ class AuditWriter:
     # ------------------------------------------------------------------ writing
 
     def write(self, lines: list[str]) -> None:
-        """Append ``lines`` (JSON lines without their newline) as gzip member(s); a member that
-        alone would exceed ``max_file_bytes`` is split."""
+        """Append ``lines`` (JSON lines, each ending in a newline) as gzip member(s); a member
+        that alone would exceed ``max_file_bytes`` is split."""
         if not lines:
             return
-        member = gzip.compress(("\n".join(lines) + "\n").encode("ascii"),
+        member = gzip.compress("".join(lines).encode("ascii"),
                                compresslevel=self.settings.gzip_level, mtime=0)
         if len(member) > self.settings.max_file_bytes and len(lines) > 1:
             half = len(lines) // 2
@@ -292,20 +294,42 @@ class AuditWriter:
         self.rotate()
 
 
-def encode(process_id: str, pending: list[Pending]) -> list[str]:
-    """The JSON lines of waiting records (runtime.records.audit_line)."""
-    kinds = records.address_kind
-    line = records.audit_line
-    out = []
-    for ts, ident, mtype, sender, recipient, hop, gbid, size, outcome, reason, peer, qms \
-            in pending:
-        kind = None if hop is None else kinds(hop)
-        out.append(line(ts=ts, proc=process_id, message_id=ident,
-                        message_type=str(mtype), sender=sender,
-                        recipient=recipient, hop=kind,
-                        gbid=hop.broker_uri if gbid is None and type(hop) is MqttAddress
-                        else gbid,
-                        size=size, outcome=outcome, reason=reason, peer=peer, queued_ms=qms))
+_json_str = records.json_string
+
+
+def encode(encoder: records.AuditLineEncoder, pending: list[Pending]) -> list[str]:
+    """The JSON lines of waiting records, each with its newline: the lines of
+    runtime.records.audit_line, built with the encoder's cached parts (the writer thread's
+    loop: every record passes here)."""
+    head, proc, middle_of, tail_of = encoder.head, encoder.proc, encoder.middle, encoder.tail
+    delivered_tail = tail_of(records.DELIVERED, None, None)
+    kinds = records.ADDRESS_KINDS
+    middles: dict[Any, str] = {}  # this batch's, keyed without the hop's kind (cheaper)
+    out: list[str] = []
+    append = out.append
+    for record in pending:
+        if len(record) == 8:  # delivered: the common case
+            ns, ident, mtype, sender, recipient, hop, size, queued_ms = record
+            hop_type = type(hop)
+            gbid = hop.broker_uri if hop_type is MqttAddress else None
+            key = (mtype, sender, recipient, hop_type, gbid)
+            middle = middles.get(key)
+            if middle is None:
+                middle = middles[key] = middle_of(key, kinds.get(hop_type)
+                                                  or records.address_kind(hop))
+            append(f"{head}{ns // 1_000_000}{proc}{_json_str(ident)}{middle}{size}"
+                   f"{delivered_tail}{queued_ms}}}\n")
+        else:
+            ns, ident, mtype, sender, recipient, hop, size, _, gbid, outcome, reason, peer = \
+                record
+            kind = None
+            if hop is not None:
+                kind = records.address_kind(hop)
+                if gbid is None and type(hop) is MqttAddress:
+                    gbid = hop.broker_uri
+            middle = middle_of((mtype, sender, recipient, kind, gbid), kind)
+            append(f"{head}{ns // 1_000_000}{proc}{_json_str(ident)}{middle}{size}"
+                   f"{tail_of(outcome, reason, peer)}null}}\n")
     return out
 
 
@@ -317,12 +341,15 @@ class AuditLog:
     """
 
     def __init__(self, settings: AuditSettings, directory: Path, process_id: str, *,
-                 clock_ms: Callable[[], int] = now_ms) -> None:
+                 clock_ns: Callable[[], int] = time.time_ns) -> None:
+        """``clock_ns``: epoch nanoseconds, the time of each record (``ts`` is in ms)."""
         self.settings = settings
         self.directory = directory
         self.process_id = process_id
-        self.clock_ms = clock_ms
-        self.writer = AuditWriter(directory, process_id, settings, clock_ms=clock_ms)
+        self.clock_ns = clock_ns
+        self.writer = AuditWriter(directory, process_id, settings,
+                                  clock_ms=lambda: clock_ns() // 1_000_000)
+        self.encoder = records.AuditLineEncoder(process_id)
         #: records taken (handed to the writer or waiting in the batch), and dropped because
         #: max_pending_bytes was used
         self.records_taken = 0
@@ -346,16 +373,16 @@ class AuditLog:
     def delivered(self, message: Message, hop: Address, queued_ms: int) -> None:
         """``message`` was handed to the transport of ``hop``, which accepted it, after
         ``queued_ms`` in a queue (0: at once)."""
+        # (the hot path: a tuple of references and two ints, nothing else)
         ident, sender, recipient = message.id, message.sender, message.recipient
         cost = RECORD_OVERHEAD_BYTES + len(ident) + len(sender) + len(recipient)
-        self._room -= cost
-        if self._room < 0 and not self._reclaim(cost):
+        self._room = room = self._room - cost
+        if room < 0 and not self._reclaim(cost):
             return
         raw = message.raw
         batch = self._batch
-        batch.append((self.clock_ms(), ident, message.type, sender, recipient, hop, None,
-                      len(message.body) if raw is None else len(raw), "delivered", None,
-                      None, queued_ms))
+        batch.append((self.clock_ns(), ident, message.type, sender, recipient, hop,
+                      len(message.body) if raw is None else len(raw), queued_ms))
         self._batch_bytes += cost
         if len(batch) >= self._batch_limit:
             self.flush()
@@ -377,20 +404,21 @@ class AuditLog:
         ident, sender, recipient = message.id, message.sender, message.recipient
         cost = (RECORD_OVERHEAD_BYTES + len(ident) + len(sender) + len(recipient)
                 + (len(peer) if peer is not None else 0))
-        self._room -= cost
-        if self._room < 0 and not self._reclaim(cost):
+        self._room = room = self._room - cost
+        if room < 0 and not self._reclaim(cost):
             return
         raw = message.raw
-        self._batch.append((self.clock_ms(), ident, message.type, sender, recipient, hop, gbid,
-                            len(message.body) if raw is None else len(raw), outcome, reason,
-                            peer, None))
+        self._batch.append((self.clock_ns(), ident, message.type, sender, recipient, hop,
+                            len(message.body) if raw is None else len(raw), None, gbid,
+                            outcome, reason, peer))
         self._batch_bytes += cost
         if len(self._batch) >= self._batch_limit:
             self.flush()
 
     def _reclaim(self, cost: int) -> bool:
-        """The room ran out: take back what the writer has freed since; if that is not
-        enough, drop the record (counted) and give its cost back."""
+        """The room ran out (``cost``: of the record that did not fit, already taken from
+        it): take back what the writer has freed since; True when the record fits now, else
+        it is dropped (counted) and its cost given back."""
         freed = self._freed
         self._room += freed - self._freed_seen
         self._freed_seen = freed
@@ -448,7 +476,7 @@ class AuditLog:
             self._freed += size
 
     def _write_batch(self, batch: list[Pending]) -> None:
-        self.writer.write(encode(self.process_id, batch))
+        self.writer.write(encode(self.encoder, batch))
 
     def _guarded(self, step: Callable[..., object], *args: Any) -> bool:
         try:
