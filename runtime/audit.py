@@ -239,7 +239,9 @@ class AuditWriter:
         self._make_room(len(member))
         if self._file is None:
             self._open()
-        self._file.write(member)
+        view = memoryview(member)
+        while view:  # (a raw file may take less than all in one write)
+            view = view[self._file.write(view):]
         self._size += len(member)
         self.records_written += count
 
@@ -247,7 +249,9 @@ class AuditWriter:
         self._path = self.directory / records.audit_file_name(self.process_id,
                                                               self.clock_ms(), self._seq)
         self._seq += 1
-        self._file = open(self._path.with_name(self._path.name + ".part"), "wb")  # noqa: SIM115
+        # unbuffered: each member reaches the file in one write (a batch at a time)
+        self._file = open(self._path.with_name(self._path.name + ".part"), "wb",  # noqa: SIM115
+                          buffering=0)
         self._size = 0
         self._opened_at = self.monotonic()
 
@@ -394,13 +398,13 @@ class AuditLog:
         defaults to where the message came from (:func:`peer_text`); a drop or refusal of a
         message from MQTT without an MQTT hop carries the GBID of its backend."""
         gbid = None
-        if outcome != records.QUEUED:
-            if outcome == records.REFUSED and peer is None:
+        if outcome == records.REFUSED:
+            if peer is None:
                 peer = peer_text(message.origin)
-            if type(hop) is not MqttAddress:
-                gbid = records.address_gbid(message.origin)
         else:
-            peer = None
+            peer = None  # (only a refusal names its peer)
+        if outcome != records.QUEUED and type(hop) is not MqttAddress:
+            gbid = records.address_gbid(message.origin)
         ident, sender, recipient = message.id, message.sender, message.recipient
         cost = (RECORD_OVERHEAD_BYTES + len(ident) + len(sender) + len(recipient)
                 + (len(peer) if peer is not None else 0))
