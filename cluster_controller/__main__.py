@@ -33,16 +33,18 @@ async def run(config: ClusterControllerConfig) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with ClusterController(config) as cc:
-        # SIGUSR1: a routing table snapshot (python -m cluster_controller snapshot sends it)
-        loop.add_signal_handler(signal.SIGUSR1, cc.snapshots.request)
-        pid_file = write_pid_file(config.cluster_controller.data_dir)
-        try:
+    cc = ClusterController(config)
+    # SIGUSR1: a routing table snapshot (python -m cluster_controller snapshot sends it, to
+    # the process named in the pid file); both in place before the start line is logged
+    loop.add_signal_handler(signal.SIGUSR1, cc.snapshots.request)
+    pid_file = write_pid_file(config.cluster_controller.data_dir)
+    try:
+        async with cc:
             await stop.wait()
             log.info("stop requested, shutting down")
-        finally:
-            loop.remove_signal_handler(signal.SIGUSR1)
-            remove_pid_file(pid_file)
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
+        remove_pid_file(pid_file)
 
 
 def main(argv: list[str] | None = None) -> int:
