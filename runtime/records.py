@@ -241,29 +241,46 @@ class AuditLineEncoder:
     lines as :func:`audit_line`. A line is ``head + ts + proc + id + middle + bytes + tail +
     queued_ms + "}"``, where the JSON of the fields that repeat from record to record
     (:meth:`middle`: type, sender, recipient, hop, GBID; :meth:`tail`: outcome, reason,
-    peer) is built once per distinct combination and kept (at most ``max_cached``
-    combinations; then it starts afresh)."""
+    peer) is built once per distinct combination and kept: at most ``max_cached``
+    combinations of each kind, holding at most ``max_cached_chars`` characters in all (the
+    strings come from the network); then it starts afresh."""
 
-    def __init__(self, proc: str, max_cached: int = 4096) -> None:
+    def __init__(self, proc: str, max_cached: int = 4096,
+                 max_cached_chars: int = 4 * 1024 * 1024) -> None:
         #: the constant parts: before ts, between ts and the message id
         self.head = f'{{"v":{AUDIT_SCHEMA_VERSION},"ts":'
         self.proc = f',"proc":{_json_str(proc)},"id":'
         self.max_cached = max_cached
+        self.max_cached_chars = max_cached_chars
+        self._chars = 0
         self._middle: dict[tuple[str, str, str, object, str | None], str] = {}
         self._tail: dict[tuple[str, str | None, str | None], str] = {}
+
+    @property
+    def cached(self) -> tuple[int, int]:
+        """The combinations and characters held in the caches."""
+        return len(self._middle) + len(self._tail), self._chars
+
+    def _room_for(self, cache: dict[Any, str], text: str) -> None:
+        """Forget the cached parts when ``cache`` is full or ``text`` would take the
+        characters held over the bound."""
+        self._chars += len(text)
+        if len(cache) >= self.max_cached or self._chars > self.max_cached_chars:
+            self._middle.clear()
+            self._tail.clear()
+            self._chars = len(text)
 
     def middle(self, key: tuple[str, str, str, object, str | None], hop: str | None) -> str:
         """``,"type":..,"sender":..,"recipient":..,"hop":..,"gbid":..,"bytes":`` for ``key``
         = (type, sender, recipient, anything that decides ``hop``, gbid)."""
         middle = self._middle.get(key)
         if middle is None:
-            if len(self._middle) >= self.max_cached:
-                self._middle.clear()
             message_type, sender, recipient, _, gbid = key
-            middle = self._middle[key] = (
-                f',"type":{_json_str(message_type)},"sender":{_json_str(sender)},'
-                f'"recipient":{_json_str(recipient)},"hop":{_json_opt(hop)},'
-                f'"gbid":{_json_opt(gbid)},"bytes":')
+            middle = (f',"type":{_json_str(message_type)},"sender":{_json_str(sender)},'
+                      f'"recipient":{_json_str(recipient)},"hop":{_json_opt(hop)},'
+                      f'"gbid":{_json_opt(gbid)},"bytes":')
+            self._room_for(self._middle, middle)
+            self._middle[key] = middle
         return middle
 
     def tail(self, outcome: str, reason: str | None, peer: str | None) -> str:
@@ -271,11 +288,10 @@ class AuditLineEncoder:
         key = (outcome, reason, peer)
         tail = self._tail.get(key)
         if tail is None:
-            if len(self._tail) >= self.max_cached:
-                self._tail.clear()
-            tail = self._tail[key] = (
-                f',"outcome":{_json_str(outcome)},"reason":{_json_opt(reason)},'
-                f'"peer":{_json_opt(None if peer is None else escape(peer))},"queued_ms":')
+            tail = (f',"outcome":{_json_str(outcome)},"reason":{_json_opt(reason)},'
+                    f'"peer":{_json_opt(None if peer is None else escape(peer))},"queued_ms":')
+            self._room_for(self._tail, tail)
+            self._tail[key] = tail
         return tail
 
     def line(self, ts: int, message_id: str, message_type: str, sender: str,  # noqa: PLR0917

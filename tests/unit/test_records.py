@@ -92,16 +92,27 @@ def test_audit_line_is_the_record_as_json_in_field_order(args):
     assert list(decoded) == DOC_AUDIT_KEYS
 
 
-@given(st.lists(audit_args(), min_size=1, max_size=20), st.integers(1, 3))
-def test_the_writers_encoder_makes_the_same_lines(many, max_cached):
+@given(st.lists(audit_args(), min_size=1, max_size=20), st.integers(1, 3),
+       st.integers(1, 400))
+def test_the_writers_encoder_makes_the_same_lines(many, max_cached, max_cached_chars):
     # a tiny cache: combinations are forgotten and built again as the encoder goes
-    encoder = records.AuditLineEncoder("proc-x", max_cached=max_cached)
+    encoder = records.AuditLineEncoder("proc-x", max_cached=max_cached,
+                                       max_cached_chars=max_cached_chars)
     for drawn in many:
         args = {**drawn, "proc": "proc-x"}
         positional = [args[k] for k in ("ts", "message_id", "message_type", "sender",
                                         "recipient", "hop", "gbid", "size", "outcome",
                                         "reason", "peer", "queued_ms")]
         assert encoder.line(*positional) == records.audit_line(**args)  # type: ignore[arg-type]
+
+
+def test_the_encoders_caches_are_bounded_whatever_the_network_sends():
+    encoder = records.AuditLineEncoder("p", max_cached=100, max_cached_chars=50_000)
+    for n in range(2_000):  # senders and peers of 500 characters, all different
+        encoder.line(n, f"m{n}", "o", f"{n:0>500}", "r", None, None, 1, "refused",
+                     "spoofed-sender", f"client {n:0>500}", None)
+        combinations, chars = encoder.cached
+        assert combinations <= 2 * 100 and chars <= 50_000
 
 
 def test_outcome_of_a_reason():
