@@ -123,6 +123,9 @@ class RoutingSnapshots:
         if self._writing is not None and not self._writing.done():
             self._again = True
             return
+        if self.tasks.closed:
+            log.info("routing snapshot not taken: the cluster controller is stopping")
+            return
         self._writing = self.tasks.spawn(self._write_all(), name="routing-snapshot-write")
 
     async def take(self) -> Path:

@@ -237,6 +237,15 @@ def test_settings_defaults_validation_and_environment():
             ClusterControllerConfig.load(None, env={f"JOYNR_CC__{key}": value})
 
 
+def test_a_gcd_has_the_same_audit_section():
+    from gcd.service import GcdConfig  # noqa: PLC0415
+
+    assert GcdConfig.load(env={}).audit == AuditSettings()  # config/gcd.toml: the defaults
+    on = GcdConfig.load(None, env={"JOYNR_GCD__AUDIT__ENABLED": "1",
+                                   "JOYNR_GCD__AUDIT__MAX_FILE_AGE_S": "10"})
+    assert on.audit.enabled and on.audit.max_file_age_s == 10.0
+
+
 async def test_records_are_taken_from_the_event_loop_while_the_thread_writes(tmp_path):
     """Many batches through the real thread, with the periodic hand-over of a supervisor."""
     from runtime.tasks import TaskSupervisor  # noqa: PLC0415

@@ -129,7 +129,8 @@ def process_env(tmp_path: Path) -> dict[str, str]:
             "JOYNR_CC__EMBEDDED_BROKER__ENABLED": "false",
             "JOYNR_CC__EMBEDDED_GCD__ENABLED": "false",
             "JOYNR_CC__MQTT__BACKENDS": "{}",
-            "JOYNR_CC__DISCOVERY__PROVISIONING_FILE": str(provisioning(tmp_path))}
+            "JOYNR_CC__DISCOVERY__PROVISIONING_FILE": str(provisioning(tmp_path)),
+            "JOYNR_CC__ROUTING_SNAPSHOTS__INTERVAL_S": "0.5"}
 
 
 def snapshot_command(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -178,8 +179,17 @@ async def test_the_snapshot_command_against_a_running_cluster_controller(tmp_pat
         later_pid = await rt.register_provider("snap.process.later", RadioProvider())
         again = await asyncio.to_thread(snapshot_command, env, "--pid", str(proc.pid))
         assert again.returncode == 0, again.stderr
-        later_rows = {row["participant_id"] for row in read_jsonl_gz(Path(again.stdout.strip()))}
+        later_path = Path(again.stdout.strip())
+        later_rows = {row["participant_id"]: row for row in read_jsonl_gz(later_path)}
         assert later_pid in later_rows and later_pid not in rows
+        # the periodic snapshots go on beside the ones on demand
+        taken = next(iter(later_rows.values()))["taken_ms"]
+
+        def periodic_after() -> bool:
+            return any(read_jsonl_gz(p)[0]["taken_ms"] > taken
+                       for p in later_path.parent.glob("routing-*.jsonl.gz"))
+
+        await eventually(periodic_after, WAIT_S, "a periodic snapshot")
         await rt.close()
 
         proc.send_signal(signal.SIGTERM)
