@@ -161,6 +161,21 @@ class Progress:
         self.count = 0
 
 
+#: the CC settings of the benchmarks' "audit on" runs (``--audit``): the audit log on, in the
+#: CC's temporary data directory, with the defaults of config/cluster-controller.toml
+AUDIT_ON: dict[str, str] = {"audit__enabled": "true", "audit__stats_interval_s": "0"}
+#: the goal of the issue: with the audit log on, at most 10 % slower
+AUDIT_GOAL = 0.9
+
+
+def audit_summary(off: float, on: float, stats: dict[str, int]) -> str:
+    """The lines that compare the best rates with the audit log off and on."""
+    ratio = on / off
+    return (f"audit log on                       {on:9,.0f} msg/s ({1e6 / on:6.1f} us/msg)\n"
+            f"ratio audit on/off {ratio:4.2f}   goal >= {AUDIT_GOAL}: "
+            f"{'met' if ratio >= AUDIT_GOAL else 'MISSED'}   (audit log: {stats})")
+
+
 async def send_windowed(send: Callable[[], Awaitable[object]], n: int, window: int,
                         progress: Progress) -> float:
     """Send ``n`` messages, never more than ``window`` ahead of the receiver (when that many
@@ -242,14 +257,17 @@ class ProjectSetup:
     provider: SinkProvider
     proxy: Proxy
 
-    def __init__(self, ttl_ms: int = 60_000) -> None:
+    def __init__(self, ttl_ms: int = 60_000, **cc_overrides: str) -> None:
+        """``cc_overrides``: settings of the CC(s), as for :func:`cc_config`."""
         self.ttl_ms = ttl_ms
+        self.cc_overrides = cc_overrides
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> ProjectSetup:
         stack = self._stack
         data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-cc-"))
-        self.cc = await stack.enter_async_context(ClusterController(cc_config(data_dir)))
+        self.cc = await stack.enter_async_context(ClusterController(cc_config(
+            data_dir, **self.cc_overrides)))
         url = self.cc.websocket_address.url
         self.a = await stack.enter_async_context(connect(url, client_id="bench-a"))
         self.b = await stack.enter_async_context(connect(url, client_id="bench-b"))
@@ -285,6 +303,18 @@ class ProjectSetup:
 
     def queued(self) -> int:
         return self.cc.router.queued() + self.a.router.queued() + self.b.router.queued()
+
+    def audit_stats(self) -> dict[str, int]:
+        """The audit log counters of the CC(s) (summed), empty when the audit log is off."""
+        total: dict[str, int] = defaultdict(int)
+        for cc in {id(c): c for c in self.ccs()}.values():
+            if cc.audit is not None:
+                for key, value in cc.audit.stats().items():
+                    total[key.removeprefix("audit_")] += value
+        return dict(total)
+
+    def ccs(self) -> list[ClusterController]:
+        return [self.cc]
 
     def _frame(self, message_type: MessageType, body: bytes) -> bytes:
         proxy = self.proxy
@@ -355,8 +385,8 @@ class MqttProjectSetup(ProjectSetup):
     cc1: ClusterController
     cc2: ClusterController
 
-    def __init__(self, broker_url: str, ttl_ms: int = 60_000) -> None:
-        super().__init__(ttl_ms)
+    def __init__(self, broker_url: str, ttl_ms: int = 60_000, **cc_overrides: str) -> None:
+        super().__init__(ttl_ms, **cc_overrides)
         self.broker_url = broker_url
 
     async def __aenter__(self) -> MqttProjectSetup:
@@ -367,7 +397,7 @@ class MqttProjectSetup(ProjectSetup):
         backends = f'{{{GBID} = "{self.broker_url}"}}'
         self.cc2 = await stack.enter_async_context(ClusterController(cc_config(
             str(data_dir / "cc2"), cluster_controller__id=f"bench-cc2-{suffix}",
-            mqtt__backends=backends)))
+            mqtt__backends=backends, **self.cc_overrides)))
         provisioning = write_provisioning(data_dir / "provisioning.toml", {
             "participant_id": provider_id, "domain": DOMAIN,
             "interface": interface_def(Sink).name,
@@ -376,7 +406,8 @@ class MqttProjectSetup(ProjectSetup):
         })
         self.cc1 = self.cc = await stack.enter_async_context(ClusterController(cc_config(
             str(data_dir / "cc1"), cluster_controller__id=f"bench-cc1-{suffix}",
-            mqtt__backends=backends, discovery__provisioning_file=str(provisioning))))
+            mqtt__backends=backends, discovery__provisioning_file=str(provisioning),
+            **self.cc_overrides)))
         for cc in (self.cc1, self.cc2):
             assert cc.mqtt is not None
             await cc.mqtt.wait_connected(10.0)
@@ -407,6 +438,9 @@ class MqttProjectSetup(ProjectSetup):
         total = sum(x.router.queued() for x in (self.cc1, self.cc2, self.a, self.b))
         return total + sum(cc.mqtt.pending() for cc in (self.cc1, self.cc2)
                            if cc.mqtt is not None)
+
+    def ccs(self) -> list[ClusterController]:
+        return [self.cc1, self.cc2]
 
     def mqtt_traffic(self) -> str:
         """What the CCs published to and received from the broker (since their start)."""

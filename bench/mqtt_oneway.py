@@ -1,7 +1,7 @@
 """One-way message rate between two cluster controllers linked by MQTT, beside raw MQTT clients.
 
 Usage: .venv/bin/python bench/mqtt_oneway.py [--messages N] [--rounds R] [--payload BYTES]
-                                              [--window W] [--profile] [--profile-raw]
+                                              [--window W] [--profile] [--profile-raw] [--audit]
 
 A mosquitto broker (/usr/sbin/mosquitto) is started on a free loopback port for the run.
 
@@ -44,6 +44,10 @@ aiomqtt logs a warning "There are N pending publish calls." for every publish ma
 than 10 publishes wait for their PUBACK (the CCs' clients and the raw clients in tasks do); the
 records are made as usual, but they are kept out of the output and only counted (printed at
 the end, per logger: ``mqtt`` is the CCs' clients, ``bench.*`` the raw ones).
+
+``--audit``: a second pair of CCs (with their runtimes), both writing the message audit log
+(``[audit]`` on, its defaults), runs in the same rounds through the same broker; printed: its
+rate and the ratio audit on / off (goal >= 0.9), with the audit logs' counters.
 """
 
 from __future__ import annotations
@@ -61,11 +65,13 @@ import aiomqtt
 import gmqtt
 import uvloop
 from _common import (
+    AUDIT_ON,
     HOST,
     Mosquitto,
     MqttProjectSetup,
     PendingCallsWarnings,
     Progress,
+    audit_summary,
     cancel,
     help_text,
     mqtt_environment,
@@ -179,14 +185,18 @@ Round = Callable[[int], Awaitable[float]]
 async def run(args: argparse.Namespace) -> int:
     data = "x" * args.payload
     args.warnings = PendingCallsWarnings().install()
-    async with (Mosquitto() as broker, MqttProjectSetup(broker.url) as setup):
+    async with (Mosquitto() as broker, MqttProjectSetup(broker.url) as setup,
+                contextlib.AsyncExitStack() as stack):
+        audited = (await stack.enter_async_context(MqttProjectSetup(broker.url, **AUDIT_ON))
+                   if args.audit else None)
         frame = setup.one_way_frame(data)
         async with RawAiomqtt(broker, frame) as raw, RawGmqtt(broker, frame) as other:
-            return await compare(args, data, setup, raw, other)
+            return await compare(args, data, setup, raw, other, audited=audited)
 
 
-async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
-                  raw: RawAiomqtt, other: RawGmqtt) -> int:
+async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,  # noqa: PLR0915
+                  raw: RawAiomqtt, other: RawGmqtt, *,
+                  audited: MqttProjectSetup | None = None) -> int:
     proxy, provider, frame = setup.proxy, setup.provider, raw.payload
     print(f"MQTT one-way: {args.messages:,} messages of a {args.payload} B payload (frame "
           f"{len(frame)} B), QoS 1, window {args.window:,}, best of {args.rounds} alternating "
@@ -211,6 +221,11 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
         tasks_name: (windowed(raw.publish_in_task, raw.progress, raw.settle), raw.progress),
         gmqtt_name: (windowed(other.publish, other.progress, other.settle), other.progress),
     }
+    audit_name = "project, audit log on"
+    if audited is not None:
+        audit_proxy = audited.proxy
+        paths[audit_name] = (windowed(lambda: audit_proxy.push(data), audited.provider.progress),
+                             audited.provider.progress)
     warm = min(args.messages, 1_000)
     best = dict.fromkeys(paths, 0.0)
     try:
@@ -223,9 +238,11 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
                 rate = args.messages / await one_round(args.messages)
                 best[name] = max(best[name], rate)
                 rates.append(rate)
+            audit_text = ("" if audited is None else f"   | audit on {rates[4]:7,.0f} "
+                          f"(on/off {rates[4] / rates[0]:4.2f})")
             print(f"  round {i}: msg/s project {rates[0]:7,.0f}   raw {rates[1]:7,.0f}   "
                   f"ratio {rates[0] / rates[1]:4.2f}   | raw in tasks {rates[2]:7,.0f}   "
-                  f"gmqtt {rates[3]:7,.0f}")
+                  f"gmqtt {rates[3]:7,.0f}{audit_text}")
     except TimeoutError:
         got = ", ".join(f"{name}: {progress.count:,}" for name, (_, progress) in paths.items())
         print(f"TIMEOUT: a round did not finish; received {got}")
@@ -235,6 +252,8 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
     ok = report_losses(setup, args.messages, provider.progress.count)
     print(f"MQTT traffic of the CCs: {setup.mqtt_traffic()}")
     print(args.warnings.summary())
+    if audited is not None:
+        ok = report_losses(audited, args.messages, audited.provider.progress.count) and ok
     for name, (_, progress) in list(paths.items())[1:]:
         if progress.count != args.messages:
             print(f"{name}: received {progress.count:,} of {args.messages:,} in its last round")
@@ -252,6 +271,8 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
     for name in (tasks_name, gmqtt_name):
         print(f"reference: project / {name}: {best[project_name] / best[name]:4.2f}   "
               f"({name} / {raw_name}: {best[name] / best[raw_name]:4.1f}x)")
+    if audited is not None:
+        print(audit_summary(best[project_name], best[audit_name], audited.audit_stats()))
     if args.profile:
         print("=== profile of one project round ===")
         await profiled(paths[project_name][0](args.messages), by_package=True)
@@ -270,6 +291,8 @@ def main() -> int:
                         help="most messages in flight (sent, not yet received)")
     parser.add_argument("--profile", action="store_true",
                         help="then run one project round under cProfile and print hotspots")
+    parser.add_argument("--audit", action="store_true",
+                        help="also measure two CCs that write the audit log (on/off ratio)")
     parser.add_argument("--profile-raw", action="store_true",
                         help="then run one round of raw aiomqtt publishes in tasks under "
                              "cProfile and print hotspots")

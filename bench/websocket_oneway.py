@@ -1,7 +1,7 @@
 """One-way message rate through the cluster controller, beside a raw websockets relay.
 
 Usage: .venv/bin/python bench/websocket_oneway.py [--messages N] [--rounds R] [--payload BYTES]
-                                                   [--window W] [--profile]
+                                                   [--window W] [--profile] [--audit]
 
 Project path: a cluster controller and two libjoynr runtimes in this process (each runtime on
 its own websocket connection to the CC); the provider of ``bench/Sink`` lives in runtime B, the
@@ -27,6 +27,11 @@ raw, project, raw, ...; the best round of each counts (this machine is noisy). P
 of both, the ratio and the goal (project rate >= 0.9 x raw rate). Lost or dropped
 messages are reported with the CC's and the runtimes' counters. ``--profile`` adds one project
 round under cProfile (not counted) and prints the top functions.
+
+``--audit``: a second project setup whose CC writes the message audit log (``[audit]`` on, its
+defaults) runs in the same rounds (project, project with audit, raw, ...); printed beside the
+others: its rate and the ratio audit on / off (goal >= 0.9), with the audit log's counters.
+``--profile`` then profiles a round of the audited setup.
 """
 
 from __future__ import annotations
@@ -38,9 +43,11 @@ import sys
 
 import uvloop
 from _common import (
+    AUDIT_ON,
     WS_OPTIONS,
     Progress,
     ProjectSetup,
+    audit_summary,
     cancel,
     environment,
     help_text,
@@ -122,53 +129,80 @@ def report_losses(setup: ProjectSetup, expected: int, received: int) -> bool:
 
 async def run(args: argparse.Namespace) -> int:
     data = "x" * args.payload
-    async with ProjectSetup() as setup, RawRelay() as relay:
-        frame = setup.one_way_frame(data)
-        proxy, provider, sender = setup.proxy, setup.provider, relay.sender
-        assert sender is not None
-        print(f"websocket one-way: {args.messages:,} messages of a {args.payload} B payload "
-              f"(frame {len(frame)} B), window {args.window:,}, best of {args.rounds} "
-              f"alternating rounds; {environment()}")
+    async with contextlib.AsyncExitStack() as stack:
+        setup = await stack.enter_async_context(ProjectSetup())
+        relay = await stack.enter_async_context(RawRelay())
+        audited = (await stack.enter_async_context(ProjectSetup(**AUDIT_ON)) if args.audit
+                   else None)
+        return await compare(args, data, setup, relay, audited)
 
-        async def project(n: int) -> float:
-            return await send_windowed(lambda: proxy.push(data), n, args.window,
-                                       provider.progress)
 
-        async def raw(n: int) -> float:
-            return await send_windowed(lambda: sender.send(frame), n, args.window,
-                                       relay.progress)
+async def compare(args: argparse.Namespace, data: str, setup: ProjectSetup, relay: RawRelay,
+                  audited: ProjectSetup | None) -> int:
+    frame = setup.one_way_frame(data)
+    proxy, provider, sender = setup.proxy, setup.provider, relay.sender
+    assert sender is not None
+    print(f"websocket one-way: {args.messages:,} messages of a {args.payload} B payload "
+          f"(frame {len(frame)} B), window {args.window:,}, best of {args.rounds} "
+          f"alternating rounds; {environment()}"
+          f"{'; with a second setup whose CC writes the audit log' if audited else ''}")
 
-        warm = min(args.messages, 2_000)
-        await project(warm)
-        await raw(warm)
-        best_project = best_raw = 0.0
-        try:
-            for i in range(1, args.rounds + 1):
+    async def project(n: int) -> float:
+        return await send_windowed(lambda: proxy.push(data), n, args.window,
+                                   provider.progress)
+
+    async def project_audited(n: int) -> float:
+        assert audited is not None
+        return await send_windowed(lambda: audited.proxy.push(data), n, args.window,
+                                   audited.provider.progress)
+
+    async def raw(n: int) -> float:
+        return await send_windowed(lambda: sender.send(frame), n, args.window,
+                                   relay.progress)
+
+    warm = min(args.messages, 2_000)
+    await project(warm)
+    if audited is not None:
+        await project_audited(warm)
+    await raw(warm)
+    best_project = best_raw = best_audited = 0.0
+    try:
+        for i in range(1, args.rounds + 1):
+            quiet_gc()
+            p = args.messages / await project(args.messages)
+            audit_text = ""
+            if audited is not None:
                 quiet_gc()
-                p = args.messages / await project(args.messages)
-                quiet_gc()
-                r = args.messages / await raw(args.messages)
-                best_project, best_raw = max(best_project, p), max(best_raw, r)
-                print(f"  round {i}: project {p:9,.0f} msg/s   raw {r:9,.0f} msg/s   "
-                      f"ratio {p / r:4.2f}")
-        except TimeoutError:
-            print(f"TIMEOUT: a round did not finish; provider got {provider.progress.count:,}, "
-                  f"raw receiver got {relay.progress.count:,}")
-            report_losses(setup, args.messages, provider.progress.count)
-            return 1
-        await asyncio.sleep(0.2)  # anything extra (duplicates) would arrive now
-        ok = report_losses(setup, args.messages, provider.progress.count)
+                a = args.messages / await project_audited(args.messages)
+                best_audited = max(best_audited, a)
+                audit_text = f"   audit on {a:9,.0f} msg/s (on/off {a / p:4.2f})"
+            quiet_gc()
+            r = args.messages / await raw(args.messages)
+            best_project, best_raw = max(best_project, p), max(best_raw, r)
+            print(f"  round {i}: project {p:9,.0f} msg/s   raw {r:9,.0f} msg/s   "
+                  f"ratio {p / r:4.2f}{audit_text}")
+    except TimeoutError:
+        print(f"TIMEOUT: a round did not finish; provider got {provider.progress.count:,}, "
+              f"raw receiver got {relay.progress.count:,}")
+        report_losses(setup, args.messages, provider.progress.count)
+        return 1
+    await asyncio.sleep(0.2)  # anything extra (duplicates) would arrive now
+    ok = report_losses(setup, args.messages, provider.progress.count)
 
-        ratio = best_project / best_raw
-        print(f"project (CC + 2 libjoynr runtimes) {best_project:9,.0f} msg/s "
-              f"({1e6 / best_project:6.1f} us/msg)")
-        print(f"raw websockets relay               {best_raw:9,.0f} msg/s "
-              f"({1e6 / best_raw:6.1f} us/msg)")
-        print(f"ratio project/raw {ratio:4.2f}   goal >= {GOAL}: "
-              f"{'met' if ratio >= GOAL else 'MISSED'}")
-        if args.profile:
-            await profiled(project(args.messages))
-        return 0 if ok else 1
+    ratio = best_project / best_raw
+    print(f"project (CC + 2 libjoynr runtimes) {best_project:9,.0f} msg/s "
+          f"({1e6 / best_project:6.1f} us/msg)")
+    print(f"raw websockets relay               {best_raw:9,.0f} msg/s "
+          f"({1e6 / best_raw:6.1f} us/msg)")
+    print(f"ratio project/raw {ratio:4.2f}   goal >= {GOAL}: "
+          f"{'met' if ratio >= GOAL else 'MISSED'}")
+    if audited is not None:
+        ok = report_losses(audited, args.messages, audited.provider.progress.count) and ok
+        print(audit_summary(best_project, best_audited, audited.audit_stats()))
+    if args.profile:
+        await profiled(project(args.messages) if audited is None
+                       else project_audited(args.messages))
+    return 0 if ok else 1
 
 
 def main() -> int:
@@ -180,6 +214,8 @@ def main() -> int:
                         help="most messages in flight (sent, not yet received)")
     parser.add_argument("--profile", action="store_true",
                         help="then run one project round under cProfile and print hotspots")
+    parser.add_argument("--audit", action="store_true",
+                        help="also measure a setup whose CC writes the audit log (on/off ratio)")
     args = parser.parse_args()
     if args.messages < 1 or args.rounds < 1 or args.payload < 0 or args.window < 2:
         parser.error("need --messages >= 1, --rounds >= 1, --payload >= 0, --window >= 2")

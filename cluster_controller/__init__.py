@@ -9,5 +9,7 @@ Modules, by job:
 - ``gcd_link``          the local directory's calls to the Global Capabilities Directory
 - ``local_system``      the same system services for the CC's own in-process runtime
 - ``provisioning``      provisioned global providers (file format and loading)
+- ``snapshots``         routing table snapshots, periodic and on SIGUSR1 (docs/records.md)
+- ``snapshot_command``  ``python -m cluster_controller snapshot``: one from a running CC
 - ``__main__``          the process (``python -m cluster_controller``, ``bin/cluster-controller``)
 """

@@ -1,4 +1,8 @@
-"""The cluster controller process: ``python -m cluster_controller --help``."""
+"""The cluster controller process: ``python -m cluster_controller --help``.
+
+``python -m cluster_controller snapshot --help``: the command that asks a running cluster
+controller for a routing table snapshot (cluster_controller.snapshot_command).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,11 @@ import uvloop
 
 from cluster_controller.config import DEFAULT_CONFIG, ENV_PREFIX, ClusterControllerConfig
 from cluster_controller.controller import ClusterController
+from cluster_controller.snapshot_command import (
+    remove_pid_file,
+    snapshot_main,
+    write_pid_file,
+)
 from runtime.config import ConfigError
 from runtime.logs import escape_handlers, get_logger
 
@@ -24,23 +33,37 @@ async def run(config: ClusterControllerConfig) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with ClusterController(config):
-        await stop.wait()
-        log.info("stop requested, shutting down")
+    cc = ClusterController(config)
+    # SIGUSR1: a routing table snapshot (python -m cluster_controller snapshot sends it, to
+    # the process named in the pid file); both in place before the start line is logged
+    loop.add_signal_handler(signal.SIGUSR1, cc.snapshots.request)
+    pid_file = write_pid_file(config.cluster_controller.data_dir)
+    try:
+        async with cc:
+            await stop.wait()
+            log.info("stop requested, shutting down")
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
+        remove_pid_file(pid_file)
 
 
 def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in[:1] == ["snapshot"]:
+        return snapshot_main(args_in[1:])
     parser = argparse.ArgumentParser(
         prog="cluster-controller",
         description="Runs a joynr cluster controller: the websocket server for libjoynr "
                     "runtimes, the MQTT backends, the local directory and, as configured, "
-                    "an embedded broker and GCD. Stops gracefully on SIGINT or SIGTERM.")
+                    "an embedded broker and GCD. Stops gracefully on SIGINT or SIGTERM; "
+                    "writes a routing table snapshot on SIGUSR1 (see the command "
+                    "'snapshot --help').")
     parser.add_argument(
         "--config", type=Path, default=DEFAULT_CONFIG,
         help=f"TOML configuration (default: {DEFAULT_CONFIG}); "
              f"{ENV_PREFIX}__<SECTION>__<KEY> variables override it",
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_in)
     try:
         config = ClusterControllerConfig.load(args.config)
     except ConfigError as exc:

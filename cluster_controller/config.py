@@ -8,6 +8,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cluster_controller.snapshots import RoutingSnapshotSettings
+from runtime.audit import AuditSettings
 from runtime.config import load_config
 from runtime.logs import get_logger
 from runtime.router import RouterSettings
@@ -109,6 +111,8 @@ class ClusterControllerConfig:
     embedded_gcd: EmbeddedGcdSection = field(default_factory=EmbeddedGcdSection)
     system: SystemSection = field(default_factory=SystemSection)
     logging: LoggingSection = field(default_factory=LoggingSection)
+    audit: AuditSettings = field(default_factory=AuditSettings)
+    routing_snapshots: RoutingSnapshotSettings = field(default_factory=RoutingSnapshotSettings)
 
     @classmethod
     def load(cls, path: Path | None = DEFAULT_CONFIG, env: dict[str, str] | None = None

@@ -13,6 +13,7 @@ from cluster_controller.local_discovery import LocalDiscovery
 from cluster_controller.local_system import LocalSystem
 from cluster_controller.provisioning import ProvisionedProvider, load_provisioning
 from cluster_controller.routing_provider import RoutingProvider
+from cluster_controller.snapshots import RoutingSnapshots
 from gcd.interface import (
     GCD_DOMAIN,
     GCD_INTERFACE,
@@ -22,6 +23,7 @@ from gcd.interface import (
 )
 from gcd.service import GcdService, GcdSettings
 from runtime.addresses import InProcessAddress, MqttAddress, WebSocketAddress
+from runtime.audit import AuditLog
 from runtime.clock import now_ms
 from runtime.config import ConfigError
 from runtime.discovery_types import (
@@ -66,6 +68,16 @@ class ClusterController:
         self.routing_table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[
             MqttAddress(gbid, self.own_topic) for gbid in config.mqtt.backends])
         self.router = MessageRouter(self.routing_table, config.router)
+        data_dir = config.cluster_controller.data_dir
+        #: the message audit log ([audit], off by default): one record per routing decision
+        self.audit_dir = config.audit.directory(data_dir / "audit")
+        self.audit = (AuditLog(config.audit, self.audit_dir, self.id)
+                      if config.audit.enabled else None)
+        self.router.audit = self.audit
+        #: routing table snapshots ([routing_snapshots]): on demand and periodically
+        self.snapshots = RoutingSnapshots(
+            self.routing_table, config.routing_snapshots.directory(data_dir), self.id,
+            config.routing_snapshots, self.tasks)
         #: the router's timers: queue sweep and retries, routing table purge
         self.housekeeping = RouterHousekeeping(
             self.router, self.tasks, purge_interval_s=config.routing.cleanup_interval_s
@@ -123,7 +135,11 @@ class ClusterController:
             # peers to catch up with or drift from: no notifier, no catch-up, no repair
             notifications=False, catch_up_interval_s=0, repair_interval_s=0),
             tasks=self.tasks, mqtt=self.config.mqtt,
-            tls_context=self.mqtt.tls_context)
+            tls_context=self.mqtt.tls_context,
+            # its routing decisions go to an audit log of its own (gcd-<instance>), beside
+            # the cluster controller's
+            audit=self.config.audit if self.config.audit.enabled else None,
+            audit_dir=self.audit_dir)
         await self.gcd.start()
         # the CC's link to the GCD speaks only once the GCD is subscribed (a request
         # published before would reach nobody); its calls wait for it too (_gcd_ready)
@@ -216,6 +232,9 @@ class ClusterController:
             log.info("installed %d provisioned global provider(s)", len(self.provisioned))
 
     async def start(self) -> None:
+        if self.audit is not None:
+            self.audit.start(self.tasks)
+        self.snapshots.start()
         if self.broker is not None:
             try:
                 await self.broker.start()
@@ -264,6 +283,8 @@ class ClusterController:
         steps.append(self.housekeeping.stop)
         if self.broker is not None:
             steps.append(self.broker.stop)
+        # after everything that routes: every record of the routing so far is written
+        steps += [self._stop_audit, self.snapshots.stop]
         steps.append(self.tasks.close)  # whatever is still running
         for step in steps:
             try:
@@ -278,6 +299,11 @@ class ClusterController:
         if self.mqtt is not None:
             log.info("MQTT: %d published, %d received; refusals and drops %s",
                      self.mqtt.published, self.mqtt.received, dict(self.mqtt.counters) or "none")
+
+    async def _stop_audit(self) -> None:
+        audit, self.router.audit = self.audit, None
+        if audit is not None:
+            await audit.close()
 
     async def _stop_gcd_link(self) -> None:
         task, self._touch_task = self._touch_task, None

@@ -48,7 +48,7 @@ async def run(config: GcdConfig) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with GcdService(config.gcd):
+    async with GcdService(config.gcd, audit=config.audit):
         await stop.wait()
         log.info("stop requested, shutting down")
 

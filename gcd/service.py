@@ -32,6 +32,7 @@ from gcd.sqlite_store import SqliteStore
 from gcd.store import GcdStore
 from gcd.sync import Synchronizer, SyncSettings
 from runtime.addresses import InProcessAddress, MqttAddress
+from runtime.audit import AuditLog, AuditSettings
 from runtime.config import load_config
 from runtime.discovery_types import DEFAULT_PROVIDER_EXPIRY_MS
 from runtime.housekeeping import RouterHousekeeping
@@ -147,10 +148,11 @@ class LoggingSection:
 
 @dataclass(frozen=True)
 class GcdConfig:
-    """The configuration of a GCD process: ``[gcd]`` and ``[logging]``."""
+    """The configuration of a GCD process: ``[gcd]``, ``[logging]`` and ``[audit]``."""
 
     gcd: GcdSettings = field(default_factory=GcdSettings)
     logging: LoggingSection = field(default_factory=LoggingSection)
+    audit: AuditSettings = field(default_factory=AuditSettings)
 
     @classmethod
     def load(cls, path: Path | None = DEFAULT_CONFIG, env: dict[str, str] | None = None
@@ -186,16 +188,25 @@ class GcdService:
     expired entries) then run in a child of it. Without it the instance has a supervisor of its
     own. Either way :meth:`stop` ends them all. ``mqtt`` and ``tls_context``: the MQTT
     settings and TLS context of the embedding process, whose connection options the instance
-    shares (see :meth:`GcdSettings.mqtt_section`)."""
+    shares (see :meth:`GcdSettings.mqtt_section`). ``audit``: write a message audit log
+    (process id ``gcd-<instance>``, the instance being its MQTT client id) to ``audit_dir``
+    (default: the settings' directory, else var/gcd/audit)."""
 
     def __init__(self, settings: GcdSettings, *, tasks: TaskSupervisor | None = None,
                  mqtt: MqttSettings | None = None,
-                 tls_context: ssl.SSLContext | None = None) -> None:
+                 tls_context: ssl.SSLContext | None = None,
+                 audit: AuditSettings | None = None, audit_dir: Path | None = None) -> None:
         self.settings = settings
         self.store = make_store(settings)
         self.address = MqttAddress(settings.gbid, GCD_TOPIC)
         self.table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[self.address])
         self.router = MessageRouter(self.table)
+        client_id = settings.client_id or f"gcd-{settings.gbid}-{uuid.uuid4().hex[:8]}"
+        #: the message audit log of this instance's routing (None: off)
+        self.audit = None if audit is None or not audit.enabled else AuditLog(
+            audit, audit_dir or audit.directory(Path("var/gcd/audit")),
+            client_id if client_id.startswith("gcd-") else f"gcd-{client_id}")
+        self.router.audit = self.audit
         group = settings.shared_subscription_group
         #: the owner of this instance's background tasks
         self.tasks = (tasks.child(f"GCD {settings.gbid}") if tasks is not None
@@ -205,7 +216,7 @@ class GcdService:
         self.mqtt = MqttTransport(
             self.router, settings.mqtt_section(mqtt), tls_context=tls_context,
             brokers={settings.gbid: parse_broker_url(settings.broker_url)}, own_topic=GCD_TOPIC,
-            client_id=settings.client_id or f"gcd-{settings.gbid}-{uuid.uuid4().hex[:8]}",
+            client_id=client_id,
             subscription=f"$share/{group}/{GCD_TOPIC}/#" if group else None,
             tasks=self.tasks,
             routing=RoutingSettings(max_learned_routes=settings.max_learned_routes),
@@ -230,6 +241,8 @@ class GcdService:
             await self.sync.stop()
             await self.store.close()
             raise
+        if self.audit is not None:
+            self.audit.start(self.tasks)
         self.housekeeping.start()
         self.provider.start_purging(self.tasks, self.settings.purge_interval_s)
         await self.mqtt.start(wait_s)
@@ -248,7 +261,7 @@ class GcdService:
     async def stop(self) -> None:
         # every task ends (purge included) before the store closes under it
         for step in (self.mqtt.stop, self.runtime.end_calls, self.housekeeping.stop,
-                     self.sync.stop, self.tasks.close, self.store.close):
+                     self._stop_audit, self.sync.stop, self.tasks.close, self.store.close):
             try:
                 await step()
             except Exception:
@@ -256,6 +269,11 @@ class GcdService:
                               step.__qualname__)
         log.info("GCD for %s stopped: %d request(s) received; refusals %s", self.settings.gbid,
                  self.mqtt.received, dict(self.mqtt.counters) or "none")
+
+    async def _stop_audit(self) -> None:
+        audit, self.router.audit = self.audit, None
+        if audit is not None:
+            await audit.close()
 
     async def __aenter__(self) -> GcdService:
         await self.start()

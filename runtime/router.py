@@ -19,6 +19,12 @@ Counters (``router.counters``) count every message dropped and why (``dropped-<r
 drop is logged with the message id, rate-limited per reason and origin (``router.warnings``, one
 per process, used by the transports and providers on this router as well; ``sweep()`` writes
 its summaries, see :mod:`runtime.logs`).
+
+The audit hook: ``router.audit`` (None by default) is told of every routing decision — a
+message handed to a transport that accepted it (with the time it spent queued), queued, dropped
+or refused with its reason — by the router here and by the transports for what they refuse on
+admission (:class:`RoutingAudit`, implemented by :class:`runtime.audit.AuditLog`; records in
+docs/records.md). Without it the cost is one attribute test per decision.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from runtime.logs import RepeatedWarnings, get_logger, peer_of
 from runtime.messages import REQUEST_TYPES, Message, MessageType, held_bytes
 from runtime.multicast import MulticastReceivers, to_mqtt_topic
 from runtime.payloads import PayloadError, make_error_answer
+from runtime.records import QUEUED, outcome_of
 from runtime.routing import (
     DEFAULT_MAX_LEARNED_ROUTES,
     NO_EXPIRY_MS,
@@ -44,7 +51,7 @@ from runtime.routing import (
 )
 from runtime.rules import check_expiry, check_forward
 
-__all__ = ["GlobalMulticast", "MessageRouter", "RouterSettings", "Transport"]
+__all__ = ["GlobalMulticast", "MessageRouter", "RouterSettings", "RoutingAudit", "Transport"]
 
 log = get_logger(__name__)
 
@@ -60,6 +67,21 @@ class GlobalMulticast(Protocol):
     def subscribe_multicast(self, gbid: str, topic: str) -> None: ...
 
     def unsubscribe_multicast(self, gbid: str, topic: str) -> None: ...
+
+
+class RoutingAudit(Protocol):
+    """Told of each routing decision (runtime.audit.AuditLog). Must not block or raise: it is
+    called on the routing path."""
+
+    def delivered(self, message: Message, hop: Address, queued_ms: int) -> None:
+        """``message`` was accepted by the transport of ``hop`` after ``queued_ms`` in a queue."""
+        ...
+
+    def decided(self, message: Message, outcome: str, hop: Address | None = None,
+                reason: str | None = None, peer: str | None = None) -> None:
+        """``message`` was queued (``hop``: whose transport refused it; None: no route yet),
+        dropped or refused (``outcome``, runtime.records) for ``reason``."""
+        ...
 
 
 class Transport(Protocol):
@@ -161,6 +183,8 @@ class MessageRouter:
         #: their summaries
         self.warnings = RepeatedWarnings()
         self.routed = 0  # messages handed to route(), for statistics
+        #: told of every routing decision when set (the audit log; see the module docstring)
+        self.audit: RoutingAudit | None = None
         self._transports: dict[type[Address], Transport] = {}
         # keyed by recipient, or by (next hop, multicast id) for a refused multicast hop
         self._pending: dict[str | tuple[Address, str], _Pending] = {}
@@ -318,18 +342,24 @@ class MessageRouter:
     def _send(self, address: Address, message: Message) -> bool:
         refusal = check_forward(message.origin, address, self.parent)
         if refusal is not None:
-            self._refused(message, refusal)
+            self._refused(message, refusal, hop=address)
             return False
         transport = self._transports.get(type(address))
         if transport is None:
             self._drop(message, "no-transport", f"no transport for {type(address).__name__}",
-                       answer=True)
+                       answer=True, hop=address)
             return False
         if transport.send(address, message):
+            audit = self.audit
+            if audit is not None:
+                requeued = self._requeued
+                audit.delivered(message, address, 0 if requeued is None
+                                or requeued.message is not message
+                                else max(0, self.clock_ms() - requeued.queued_at_ms))
             return True
         self.counters["send-refused"] += 1
         hop = address if message.type is _MULTICAST else None
-        return self._enqueue(message, f"transport refused it for {address!r}", hop)
+        return self._enqueue(message, f"transport refused it for {address!r}", hop, address)
 
     def _route_multicast(self, message: Message) -> bool:
         refusal = rules.check_multicast_sender(message)
@@ -353,7 +383,11 @@ class MessageRouter:
 
     # ------------------------------------------------------------------ queues
 
-    def _enqueue(self, message: Message, why: str, hop: Address | None = None) -> bool:
+    def _enqueue(self, message: Message, why: str, hop: Address | None = None,
+                 refused_by: Address | None = None) -> bool:
+        """Queue ``message`` (``why``: for the log); ``hop``: the one next hop of a multicast
+        that it waits for; ``refused_by``: the next hop whose transport refused it (None: no
+        route)."""
         key = message.recipient if hop is None else (hop, message.recipient)
         pending = self._pending.get(key)
         requeued = self._requeued
@@ -372,7 +406,7 @@ class MessageRouter:
                                          else rules.Queued(by_origin[0], by_origin[1])),
             self._queue_limits, why=why)
         if refusal is not None:
-            self._refused(message, refusal)
+            self._refused(message, refusal, hop=refused_by)
             return False
         if pending is None:
             pending = self._pending[key] = _Pending(hop)
@@ -387,6 +421,10 @@ class MessageRouter:
                 by_origin[0] += 1
                 by_origin[1] += size
         self.counters["queued"] += 1
+        audit = self.audit
+        if audit is not None and (requeued is None or requeued.message is not message):
+            # (a message queued again after a retry was recorded when it was first queued)
+            audit.decided(message, QUEUED, refused_by)
         log.debug("queued %s: %s", message.describe(), why)
         return True
 
@@ -454,7 +492,7 @@ class MessageRouter:
                 if refusal is not None:
                     self._dequeued(waiting)
                     pending.bytes -= waiting.size
-                    self._refused(waiting.message, refusal)
+                    self._refused(waiting.message, refusal, hop=pending.hop)
                 else:
                     fresh.append(waiting)
             if not fresh:
@@ -477,12 +515,19 @@ class MessageRouter:
 
     # ------------------------------------------------------------------ drops
 
-    def _refused(self, message: Message, refusal: rules.Refusal, context: str = "") -> None:
+    def _refused(self, message: Message, refusal: rules.Refusal, context: str = "", *,
+                 hop: Address | None = None) -> None:
         detail = f"{refusal.detail}, {context}" if context else refusal.detail
-        self._drop(message, refusal.reason, detail, answer=refusal.answer)
+        self._drop(message, refusal.reason, detail, answer=refusal.answer, hop=hop)
 
-    def _drop(self, message: Message, reason: str, detail: str, *, answer: bool = False) -> None:
+    def _drop(self, message: Message, reason: str, detail: str, *, answer: bool = False,
+              hop: Address | None = None) -> None:
+        """Count, log, record and (``answer``) answer a message not routed for ``reason``;
+        ``hop``: the next hop it was meant for, if one was chosen."""
         self.counters[f"dropped-{reason}"] += 1
+        audit = self.audit
+        if audit is not None:
+            audit.decided(message, outcome_of(reason), hop, reason)
         self.warnings.warning(log, reason, peer_of(message.origin), "dropped %s: %s",
                               message.describe(), detail)
         if answer and message.type in REQUEST_TYPES:

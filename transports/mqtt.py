@@ -46,7 +46,7 @@ from collections.abc import Coroutine, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runtime import rules
+from runtime import records, rules
 from runtime.addresses import Address, MqttAddress
 from runtime.clock import now_ms
 from runtime.logs import get_logger
@@ -494,6 +494,10 @@ class MqttTransport:
             if not backend.put(self._outgoing(message, message.recipient)):
                 self.dropped_outgoing(backend, message, "queue-full",
                                        "the backend's queue is full")
+            else:
+                audit = self.router.audit
+                if audit is not None:
+                    audit.delivered(message, backend.origin, 0)  # (its kind and GBID)
 
     def subscribe_multicast(self, gbid: str, topic: str) -> None:
         backend = self._backends.get(gbid)
@@ -515,17 +519,26 @@ class MqttTransport:
 
     def dropped_outgoing(self, backend: _Backend, message: Message, reason: str,
                           detail: str) -> None:
+        """A message accepted for ``backend`` is dropped (counted, logged, audited)."""
         self.counters[f"dropped-{reason}"] += 1
+        audit = self.router.audit
+        if audit is not None:
+            audit.decided(message, records.outcome_of(reason), backend.origin, reason)
         self.router.warnings.warning(log, reason, f"backend {backend.gbid}",
                                      "MQTT backend %s: dropped %s: %s", backend.gbid,
                                      message.describe(), detail)
 
     # ------------------------------------------------------------------ incoming
 
-    def _refuse(self, reason: str, detail: str, peer: str = "MQTT") -> None:
-        """Count and log a refusal; the log line is rate-limited per reason and ``peer`` (the
-        backend it came from: the peer MQTT lets one know)."""
+    def _refuse(self, reason: str, detail: str, peer: str = "MQTT",
+                message: Message | None = None) -> None:
+        """Count and log a refusal (and audit it: ``message``, one that decoded); the log line
+        is rate-limited per reason and ``peer`` (the backend it came from: the peer MQTT lets
+        one know)."""
         self.counters[reason] += 1
+        audit = self.router.audit
+        if audit is not None and message is not None:
+            audit.decided(message, records.outcome_of(reason), None, reason, peer)
         self.router.warnings.warning(log, reason, peer, "MQTT: refused (%s): %s", reason,
                                      detail)
 
@@ -551,6 +564,9 @@ class MqttTransport:
         if message.id in seen:
             self.counters["duplicate"] += 1
             log.debug("MQTT %s: duplicate %s dropped", where, message.describe())
+            audit = self.router.audit
+            if audit is not None:
+                audit.decided(message, records.DROPPED, None, "duplicate")
             return
         now = now_ms()
         refusal = rules.admit_from_backend(message, self.router.table.get(message.recipient),
@@ -561,7 +577,7 @@ class MqttTransport:
                 message, self.router.table.get(rules.multicast_provider(message.recipient)))
         if refusal is not None:  # (and nothing is learned from it)
             self._refuse(refusal.reason, f"{where}: {message.describe()}: {refusal.detail}",
-                         peer)
+                         peer, message)
             return
         if not self._learn_reply_to(backend, message, now, where):
             return
@@ -584,7 +600,7 @@ class MqttTransport:
                        route, max_learned=self.routing.max_learned_routes), route))
         if isinstance(outcome, rules.Refusal):
             self._refuse(outcome.reason, f"{where}: {message.describe()}: {outcome.detail}",
-                         f"backend {backend.gbid}")
+                         f"backend {backend.gbid}", message)
             return False
         if outcome is not None:
             # the sender's id has a local or sticky route, which wins; answers go there

@@ -40,6 +40,7 @@ from websockets.http11 import Request, Response
 from runtime.addresses import Address, WebSocketAddress, WebSocketClientAddress
 from runtime.logs import get_logger
 from runtime.messages import FrameError, Message, decode_frame
+from runtime.records import outcome_of
 from runtime.router import MessageRouter
 from runtime.rules import admit_from_client
 from runtime.tasks import TaskSupervisor
@@ -286,6 +287,10 @@ class WebSocketServerTransport:
         max_bytes = self.settings.max_frame_bytes
         address = client.address
         ws = client.ws
+        # the peer of this connection's refusals in the audit log: the id it claimed and the
+        # host it connected from
+        host = peer[0] if isinstance(peer, tuple) and peer else peer
+        audit_peer = f"client {address.id} from {host}"
 
         def on_frame(frame: bytes | str) -> None:
             if self._clients.get(address.id) is not client:
@@ -299,6 +304,10 @@ class WebSocketServerTransport:
             if refusal is not None:
                 self._refuse(refusal.reason, f"client {address.id}: {message.describe()}: "
                              f"{refusal.detail}", peer, address.id)
+                audit = router.audit
+                if audit is not None:
+                    audit.decided(message, outcome_of(refusal.reason), None, refusal.reason,
+                                  audit_peer)
                 return
             router.route(message)
 
