@@ -1,7 +1,7 @@
 """Routing table snapshots: the cluster controller's routing table written to a file.
 
 Schema and file name: :mod:`runtime.records` and docs/records.md (snapshot schema version 1):
-``<dir>/routing-<cluster controller id>-<UTC yyyymmddTHHMMSSZ>.jsonl.gz``, one JSON line per
+``<dir>/routing-<cluster controller id>-<UTC yyyymmddTHHMMSSZ>-<ms>.jsonl.gz``, one JSON line per
 routing entry, written to ``.part`` and renamed when complete.
 
 A snapshot is taken on demand (:meth:`RoutingSnapshots.request`: the process calls it on
@@ -10,7 +10,6 @@ periodically. The table is copied on the event loop (a list of its entries, whic
 immutable), and rendered, compressed and written in a thread. A request while a snapshot is
 being written is served by one more snapshot once it is done (requests are never lost, and
 never pile up). At most ``max_files`` snapshots of this process are kept: the oldest go.
-Two snapshots within one second have the same name: the later replaces the earlier.
 """
 
 from __future__ import annotations

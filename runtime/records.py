@@ -175,8 +175,10 @@ def audit_file_name(process_id: str, opened_ms: int, seq: int) -> str:
 
 
 def snapshot_file_name(process_id: str, taken_ms: int) -> str:
-    """``routing-<process_id>-<UTC yyyymmddTHHMMSSZ>.jsonl.gz``."""
-    return f"routing-{file_process_id(process_id)}-{utc_stamp(taken_ms)}.jsonl.gz"
+    """``routing-<process_id>-<UTC yyyymmddTHHMMSSZ>-<milliseconds:03d>.jsonl.gz`` (two
+    snapshots within one second keep apart; the names sort by time)."""
+    return (f"routing-{file_process_id(process_id)}-{utc_stamp(taken_ms)}-"
+            f"{taken_ms % 1000:03d}.jsonl.gz")
 
 
 # ---------------------------------------------------------------------- audit records

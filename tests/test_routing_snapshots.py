@@ -96,7 +96,7 @@ async def test_take_writes_one_snapshot_now(tmp_path: Path) -> None:
     async with ClusterController(cc_config(tmp_path)) as cc:  # periodic snapshots off
         path = await cc.snapshots.take()
         assert path.parent == tmp_path / "routing-snapshots"  # the default directory
-        assert re.fullmatch(rf"routing-{cc.id}-\d{{8}}T\d{{6}}Z\.jsonl\.gz", path.name)
+        assert re.fullmatch(rf"routing-{cc.id}-\d{{8}}T\d{{6}}Z-\d{{3}}\.jsonl\.gz", path.name)
         rows = read_jsonl_gz(path)
         assert sorted(rows, key=lambda row: row["participant_id"]) == expected(
             rows[0]["taken_ms"], cc.id, list(cc.routing_table.items()))

@@ -150,7 +150,9 @@ def test_file_names():
             == "audit-gcd-g_1___x-20231114T221320Z-123456.jsonl.gz")
     assert records.file_process_id("a.B_c-9") == "a.B_c-9"
     assert (records.snapshot_file_name("cc/1", 1_700_000_000_000)
-            == "routing-cc_1-20231114T221320Z.jsonl.gz")
+            == "routing-cc_1-20231114T221320Z-000.jsonl.gz")
+    assert (records.snapshot_file_name("cc/1", 1_700_000_000_042)
+            == "routing-cc_1-20231114T221320Z-042.jsonl.gz")
 
 
 def test_snapshot_records_of_each_address_kind():
