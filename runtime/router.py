@@ -15,10 +15,14 @@ multicast); the router acts on the outcome.
 A libjoynr runtime's router has a ``parent``: the cluster controller's WebSocketAddress, the
 next hop of every participant without an entry of its own.
 
-Counters (``router.counters``) count every message dropped and why (``dropped-<reason>``); each
-drop is logged with the message id, rate-limited per reason and origin (``router.warnings``, one
-per process, used by the transports and providers on this router as well; ``sweep()`` writes
-its summaries, see :mod:`runtime.logs`).
+Counters (``router.counters``) count every message dropped and why (``dropped-<reason>``);
+``routed_by_type`` counts the messages handed to ``route`` per type, and ``outcomes`` what
+became of them per outcome and type: ``forwarded`` (a transport took it; a multicast once per
+next hop), ``queued`` (it waits; when it goes out later it is routed, and counted, again) and
+``dropped`` (when routed, or later from a queue: expired, waited too long). Each drop is logged
+with the message id, rate-limited per reason and origin (``router.warnings``, one per process,
+used by the transports and providers on this router as well; ``sweep()`` writes its
+summaries, see :mod:`runtime.logs`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from runtime import rules
 from runtime.addresses import Address
 from runtime.clock import now_ms
 from runtime.errors import JoynrError, MessageNotSentError
-from runtime.logs import RepeatedWarnings, get_logger, peer_of
+from runtime.logs import RepeatedWarnings, get_logger, message_fields, peer_of
 from runtime.messages import REQUEST_TYPES, Message, MessageType, held_bytes
 from runtime.multicast import MulticastReceivers, to_mqtt_topic
 from runtime.payloads import PayloadError, make_error_answer
@@ -44,12 +48,15 @@ from runtime.routing import (
 )
 from runtime.rules import check_expiry, check_forward
 
-__all__ = ["GlobalMulticast", "MessageRouter", "RouterSettings", "Transport"]
+__all__ = ["OUTCOMES", "GlobalMulticast", "MessageRouter", "RouterSettings", "Transport"]
 
 log = get_logger(__name__)
 
 # enum members as module constants for the per-message paths (cheaper to look up in 3.11)
 _MULTICAST = MessageType.MULTICAST
+
+#: what becomes of a routed message (``MessageRouter.outcomes``)
+OUTCOMES = ("forwarded", "queued", "dropped")
 
 
 class GlobalMulticast(Protocol):
@@ -160,7 +167,11 @@ class MessageRouter:
         #: the rate limit of this process's repeated warnings (runtime.logs); the sweep writes
         #: their summaries
         self.warnings = RepeatedWarnings()
-        self.routed = 0  # messages handed to route(), for statistics
+        # per type (every key present: an increment is one dict lookup), for statistics
+        self.routed_by_type: dict[MessageType, int] = dict.fromkeys(MessageType, 0)
+        self.outcomes: dict[str, dict[MessageType, int]] = {
+            outcome: dict.fromkeys(MessageType, 0) for outcome in OUTCOMES}
+        self._forwarded = self.outcomes["forwarded"]
         self._transports: dict[type[Address], Transport] = {}
         # keyed by recipient, or by (next hop, multicast id) for a refused multicast hop
         self._pending: dict[str | tuple[Address, str], _Pending] = {}
@@ -178,6 +189,11 @@ class MessageRouter:
         self.clock_ms = clock_ms
         self._retry_initial_ms = round(self.settings.retry_initial_s * 1000)
         self._retry_max_ms = round(self.settings.retry_max_s * 1000)
+
+    @property
+    def routed(self) -> int:
+        """Messages handed to route() so far (a queued one again when it goes out)."""
+        return sum(self.routed_by_type.values())
 
     # ------------------------------------------------------------------ set-up
 
@@ -302,7 +318,7 @@ class MessageRouter:
 
         True when it went out or waits in a queue; False when it was dropped (logged, counted,
         and for requests answered with a message-not-sent error where the rules say so)."""
-        self.routed += 1
+        self.routed_by_type[message.type] += 1
         refusal = check_expiry(message.expiry_date_ms, self.clock_ms())
         if refusal is not None:
             self._refused(message, refusal, "before it could be routed")
@@ -326,6 +342,7 @@ class MessageRouter:
                        answer=True)
             return False
         if transport.send(address, message):
+            self._forwarded[message.type] += 1
             return True
         self.counters["send-refused"] += 1
         hop = address if message.type is _MULTICAST else None
@@ -387,6 +404,7 @@ class MessageRouter:
                 by_origin[0] += 1
                 by_origin[1] += size
         self.counters["queued"] += 1
+        self.outcomes["queued"][message.type] += 1
         log.debug("queued %s: %s", message.describe(), why)
         return True
 
@@ -483,8 +501,9 @@ class MessageRouter:
 
     def _drop(self, message: Message, reason: str, detail: str, *, answer: bool = False) -> None:
         self.counters[f"dropped-{reason}"] += 1
+        self.outcomes["dropped"][message.type] += 1
         self.warnings.warning(log, reason, peer_of(message.origin), "dropped %s: %s",
-                              message.describe(), detail)
+                              message.describe(), detail, extra=message_fields(message))
         if answer and message.type in REQUEST_TYPES:
             self._answer_not_sent(message, MessageNotSentError(
                 f"message {message.id} to {message.recipient} not sent: {detail}"

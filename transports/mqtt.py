@@ -34,6 +34,7 @@ import itertools
 import logging
 import random
 import ssl
+import time
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from runtime import rules
 from runtime.addresses import Address, MqttAddress
 from runtime.clock import now_ms
-from runtime.logs import get_logger
+from runtime.logs import get_logger, message_fields
 from runtime.messages import (
     Effort,
     FrameError,
@@ -51,6 +52,7 @@ from runtime.messages import (
     encode_frame,
     held_bytes,
 )
+from runtime.metrics import LatencyHistogram
 from runtime.router import MessageRouter
 from runtime.routing import RoutingSettings
 from runtime.tasks import TaskSupervisor
@@ -95,7 +97,14 @@ class _Backend:
         self.topics: Counter[str] = Counter()  # multicast topics -> receivers needing them
         self.session: MqttSession | None = None
         self.connected = asyncio.Event()
+        #: connections established (the first one and every reconnect), attempts that failed
         self.connections = 0
+        self.connect_failures = 0
+        #: messages the broker acknowledged (QoS 1; QoS 0: handed over), messages received
+        self.published = 0
+        self.received = 0
+        #: from the hand-over to the client until the broker's acknowledgement (QoS 1)
+        self.publish_latency = LatencyHistogram()
         #: set while nothing waits to be published or acknowledged (see MqttTransport.stop)
         self.idle = asyncio.Event()
         self.idle.set()
@@ -177,6 +186,7 @@ class _Backend:
             except asyncio.CancelledError:
                 raise
             except (MqttSessionError, OSError) as exc:
+                self.connect_failures += 1
                 # a new kind of trouble is a warning; the same again while retrying is not
                 text = str(exc)
                 level = logging.WARNING if text != last_error else logging.INFO
@@ -184,6 +194,7 @@ class _Backend:
                 log.log(level, "MQTT backend %s (%s): %s; %d message(s) wait; retrying in "
                         "%.2f s", self.gbid, self.url, exc, self.pending, delay)
             except Exception:
+                self.connect_failures += 1
                 log.exception("MQTT backend %s (%s) failed; retrying in %.2f s", self.gbid,
                               self.url, delay)
             self.drop_expired()
@@ -262,6 +273,7 @@ class _Backend:
 
     async def _publish(self, session: MqttSession, item: _Outgoing, expiry_s: int,
                        slots: asyncio.Semaphore) -> None:
+        started = time.perf_counter()
         try:
             await session.publish(item.topic, encode_frame(item.message), item.qos, expiry_s)
         except MqttSessionError as exc:
@@ -278,9 +290,11 @@ class _Backend:
             return
         finally:
             slots.release()
+        self.publish_latency.observe(time.perf_counter() - started)
         if self.inflight.pop(item.seq, None) is not None:
             self.bytes -= item.size
         self._settled()
+        self.published += 1
         self.transport.published += 1
 
     # ------------------------------------------------------------------ subscriptions
@@ -375,6 +389,13 @@ class MqttTransport:
             raise ConnectionError(f"MQTT backend(s) not connected within {timeout_s} s: "
                                   f"{', '.join(down)}") from None
 
+    @property
+    def backends(self) -> list[_Backend]:
+        """Every backend, the default one first (for the metrics and the status page: read
+        ``gbid``, ``url``, ``connected``, ``connections``, ``connect_failures``, ``queue``,
+        ``inflight``, ``bytes``, ``published``, ``received``, ``publish_latency``)."""
+        return list(self._backends.values())
+
     def connected(self, gbid: str) -> bool:
         backend = self._backends.get(gbid)
         return backend is not None and backend.connected.is_set()
@@ -455,20 +476,23 @@ class MqttTransport:
         self.counters[f"dropped-{reason}"] += 1
         self.router.warnings.warning(log, reason, f"backend {backend.gbid}",
                                      "MQTT backend %s: dropped %s: %s", backend.gbid,
-                                     message.describe(), detail)
+                                     message.describe(), detail, extra=message_fields(message))
 
     # ------------------------------------------------------------------ incoming
 
-    def _refuse(self, reason: str, detail: str, peer: str = "MQTT") -> None:
+    def _refuse(self, reason: str, detail: str, peer: str = "MQTT",
+                message: Message | None = None) -> None:
         """Count and log a refusal; the log line is rate-limited per reason and ``peer`` (the
         backend it came from: the peer MQTT lets one know)."""
         self.counters[reason] += 1
         self.router.warnings.warning(log, reason, peer, "MQTT: refused (%s): %s", reason,
-                                     detail)
+                                     detail, extra=None if message is None
+                                     else message_fields(message))
 
     def handle_incoming(self, backend: _Backend, topic: str, payload: bytes) -> None:
         """A message from ``backend``'s broker: decode, check, learn, route (or refuse)."""
         self.received += 1
+        backend.received += 1
         where = f"backend {backend.gbid}, topic {topic[:200]}"
         peer = f"backend {backend.gbid}"
         try:
@@ -498,7 +522,7 @@ class MqttTransport:
                 message, self.router.table.get(rules.multicast_provider(message.recipient)))
         if refusal is not None:  # (and nothing is learned from it)
             self._refuse(refusal.reason, f"{where}: {message.describe()}: {refusal.detail}",
-                         peer)
+                         peer, message)
             return
         if not self._learn_reply_to(backend, message, now, where):
             return
@@ -521,7 +545,7 @@ class MqttTransport:
                        route, max_learned=self.routing.max_learned_routes), route))
         if isinstance(outcome, rules.Refusal):
             self._refuse(outcome.reason, f"{where}: {message.describe()}: {outcome.detail}",
-                         f"backend {backend.gbid}")
+                         f"backend {backend.gbid}", message)
             return False
         if outcome is not None:
             # the sender's id has a local or sticky route, which wins; answers go there
