@@ -224,6 +224,8 @@ def cc_config(data_dir: str, **overrides: str) -> ClusterControllerConfig:
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": data_dir,
         "JOYNR_CC__LOGGING__LEVEL": "WARNING",
         "JOYNR_CC__DISCOVERY__GCD": "false",
+        "JOYNR_CC__ADMIN__ENABLED": "false",  # (--metrics runs a CC with it on)
+        "JOYNR_CC__ADMIN__PORT": "0",
     }
     env.update({f"JOYNR_CC__{key.upper()}": value for key, value in overrides.items()})
     return ClusterControllerConfig.load(None, env=env)

@@ -100,6 +100,8 @@ class _Backend:
         #: connections established (the first one and every reconnect), attempts that failed
         self.connections = 0
         self.connect_failures = 0
+        #: why the last attempt failed or the last connection broke ("" before any failure)
+        self.last_error = ""
         #: messages the broker acknowledged (QoS 1; QoS 0: handed over), messages received
         self.published = 0
         self.received = 0
@@ -188,13 +190,14 @@ class _Backend:
             except (MqttSessionError, OSError) as exc:
                 self.connect_failures += 1
                 # a new kind of trouble is a warning; the same again while retrying is not
-                text = str(exc)
+                text = self.last_error = str(exc)
                 level = logging.WARNING if text != last_error else logging.INFO
                 last_error = text
                 log.log(level, "MQTT backend %s (%s): %s; %d message(s) wait; retrying in "
                         "%.2f s", self.gbid, self.url, exc, self.pending, delay)
-            except Exception:
+            except Exception as exc:
                 self.connect_failures += 1
+                self.last_error = repr(exc)
                 log.exception("MQTT backend %s (%s) failed; retrying in %.2f s", self.gbid,
                               self.url, delay)
             self.drop_expired()

@@ -152,6 +152,10 @@ class WebSocketServerTransport:
         task.add_done_callback(self._handlers.discard)
 
     @property
+    def listening(self) -> bool:
+        return self._server is not None
+
+    @property
     def address(self) -> WebSocketAddress:
         """Where libjoynr runtimes connect (the real port when 0 was configured)."""
         s = self.settings
