@@ -49,7 +49,8 @@ ul.checks li { margin: 0.15rem 0; word-break: break-word; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: 0.2rem 0.6rem 0.2rem 0; border-bottom: 1px solid var(--line);
          vertical-align: top; word-break: break-word; }
-th { font-weight: 600; color: var(--muted); }
+th { font-weight: 600; color: var(--muted); word-break: normal; }
+th.num { text-align: right; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.yes, span.yes { color: var(--ok); font-weight: 600; }
 td.no, span.no { color: var(--bad); font-weight: 600; }
@@ -100,7 +101,10 @@ _SCRIPT: Final = """
   }
   function table(section) {
     const t = el("table"), head = el("tr"), body = el("tbody");
-    for (const name of section.columns) head.appendChild(el("th", "", name));
+    const first = section.rows.length ? section.rows[0] : [];
+    section.columns.forEach((name, i) => {
+      head.appendChild(el("th", typeof first[i] === "number" ? "num" : "", name));
+    });
     const thead = el("thead");
     thead.appendChild(head);
     t.appendChild(thead);

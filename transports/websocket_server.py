@@ -59,6 +59,14 @@ POLICY_VIOLATION = 1008
 MESSAGE_TOO_BIG = 1009
 
 
+def _host_port(peer: object) -> str:
+    """``host:port`` (``[host]:port`` for IPv6) of a socket's peer address."""
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = str(peer[0])
+        return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
+    return str(peer)
+
+
 def _close_reason(text: str) -> str:
     """A close reason that fits a control frame (123 bytes of UTF-8)."""
     return text.encode()[:120].decode(errors="ignore")
@@ -190,8 +198,9 @@ class WebSocketServerTransport:
         return list(self._clients)
 
     def client_summaries(self) -> list[ClientSummary]:
-        return [ClientSummary(c.address, str(c.ws.remote_address), c.since, c.outbox.pending,
-                              c.outbox.pending_bytes) for c in self._clients.values()]
+        return [ClientSummary(c.address, _host_port(c.ws.remote_address), c.since,
+                              c.outbox.pending, c.outbox.pending_bytes)
+                for c in self._clients.values()]
 
     def pending_to(self, client_id: str) -> int:
         """Messages waiting to be written to one connected client (0 if it is not connected)."""
