@@ -26,7 +26,10 @@ wait until at most W/2 are in flight), so that no queue overflows. Rounds altern
 raw, project, raw, ...; the best round of each counts (this machine is noisy). Printed: msgs/s
 of both, the ratio and the goal (project rate >= 0.9 x raw rate). Lost or dropped
 messages are reported with the CC's and the runtimes' counters. ``--profile`` adds one project
-round under cProfile (not counted) and prints the top functions.
+round under cProfile (not counted) and prints the top functions. ``--metrics`` adds a third
+path to every round: the same project path through a second CC whose admin endpoint is on and
+scraped while the round runs (bench/_common.py Scraper), and prints its rate beside the CC's
+without (goal: >= 0.95 of it).
 """
 
 from __future__ import annotations
@@ -41,9 +44,11 @@ from _common import (
     WS_OPTIONS,
     Progress,
     ProjectSetup,
+    Scraper,
     cancel,
     environment,
     help_text,
+    metered,
     profiled,
     quiet_gc,
     send_windowed,
@@ -55,6 +60,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 GOAL = 0.9
+METRICS_GOAL = 0.95
 SENDER, RECEIVER = b"sender", b"receiver"
 
 
@@ -122,7 +128,8 @@ def report_losses(setup: ProjectSetup, expected: int, received: int) -> bool:
 
 async def run(args: argparse.Namespace) -> int:
     data = "x" * args.payload
-    async with ProjectSetup() as setup, RawRelay() as relay:
+    async with ProjectSetup() as setup, RawRelay() as relay, \
+            metered(args.metrics) as with_admin:
         frame = setup.one_way_frame(data)
         proxy, provider, sender = setup.proxy, setup.provider, relay.sender
         assert sender is not None
@@ -138,10 +145,20 @@ async def run(args: argparse.Namespace) -> int:
             return await send_windowed(lambda: sender.send(frame), n, args.window,
                                        relay.progress)
 
+        scraper = Scraper(with_admin.admin_urls()) if with_admin is not None else None
+
+        async def scraped(n: int) -> float:  # the project path, metrics on and scraped
+            assert scraper is not None
+            async with scraper:
+                return await send_windowed(lambda: with_admin.proxy.push(data), n,
+                                           args.window, with_admin.provider.progress)
+
         warm = min(args.messages, 2_000)
         await project(warm)
         await raw(warm)
-        best_project = best_raw = 0.0
+        if with_admin is not None:
+            await scraped(warm)
+        best_project = best_raw = best_metrics = 0.0
         try:
             for i in range(1, args.rounds + 1):
                 quiet_gc()
@@ -149,8 +166,14 @@ async def run(args: argparse.Namespace) -> int:
                 quiet_gc()
                 r = args.messages / await raw(args.messages)
                 best_project, best_raw = max(best_project, p), max(best_raw, r)
+                metrics = ""
+                if with_admin is not None:
+                    quiet_gc()
+                    m = args.messages / await scraped(args.messages)
+                    best_metrics = max(best_metrics, m)
+                    metrics = f"   | metrics on {m:9,.0f} msg/s ({m / p:4.2f})"
                 print(f"  round {i}: project {p:9,.0f} msg/s   raw {r:9,.0f} msg/s   "
-                      f"ratio {p / r:4.2f}")
+                      f"ratio {p / r:4.2f}{metrics}")
         except TimeoutError:
             print(f"TIMEOUT: a round did not finish; provider got {provider.progress.count:,}, "
                   f"raw receiver got {relay.progress.count:,}")
@@ -166,6 +189,13 @@ async def run(args: argparse.Namespace) -> int:
               f"({1e6 / best_raw:6.1f} us/msg)")
         print(f"ratio project/raw {ratio:4.2f}   goal >= {GOAL}: "
               f"{'met' if ratio >= GOAL else 'MISSED'}")
+        if with_admin is not None:
+            share = best_metrics / best_project
+            assert scraper is not None
+            print(f"project, metrics on and scraped {best_metrics:9,.0f} msg/s; ratio to metrics "
+                  f"off {share:4.2f}   goal >= {METRICS_GOAL}: "
+                  f"{'met' if share >= METRICS_GOAL else 'MISSED'} ({scraper.scrapes} scrapes, "
+                  f"{scraper.bytes:,} B)")
         if args.profile:
             await profiled(project(args.messages))
         return 0 if ok else 1
@@ -180,6 +210,9 @@ def main() -> int:
                         help="most messages in flight (sent, not yet received)")
     parser.add_argument("--profile", action="store_true",
                         help="then run one project round under cProfile and print hotspots")
+    parser.add_argument("--metrics", action="store_true",
+                        help="also run every round through a CC with its admin endpoint on, "
+                             "scraped every second, and compare")
     args = parser.parse_args()
     if args.messages < 1 or args.rounds < 1 or args.payload < 0 or args.window < 2:
         parser.error("need --messages >= 1, --rounds >= 1, --payload >= 0, --window >= 2")
