@@ -44,6 +44,10 @@ aiomqtt logs a warning "There are N pending publish calls." for every publish ma
 than 10 publishes wait for their PUBACK (the CCs' clients and the raw clients in tasks do); the
 records are made as usual, but they are kept out of the output and only counted (printed at
 the end, per logger: ``mqtt`` is the CCs' clients, ``bench.*`` the raw ones).
+
+``--metrics`` adds one more path: the project path through a second pair of CCs whose admin
+endpoints are on and scraped while its rounds run (bench/_common.py Scraper), and prints its
+rate beside the pair's without (goal: >= 0.95 of it).
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
-from typing import Any
+from typing import Any, cast
 
 import aiomqtt
 import gmqtt
@@ -66,8 +70,10 @@ from _common import (
     MqttProjectSetup,
     PendingCallsWarnings,
     Progress,
+    Scraper,
     cancel,
     help_text,
+    metered,
     mqtt_environment,
     profiled,
     quiet_gc,
@@ -79,6 +85,7 @@ from gmqtt.mqtt.constants import MQTTv50
 from websocket_oneway import report_losses
 
 GOAL = 0.7
+METRICS_GOAL = 0.95
 
 
 class RawAiomqtt:
@@ -179,14 +186,50 @@ Round = Callable[[int], Awaitable[float]]
 async def run(args: argparse.Namespace) -> int:
     data = "x" * args.payload
     args.warnings = PendingCallsWarnings().install()
-    async with (Mosquitto() as broker, MqttProjectSetup(broker.url) as setup):
+    async with (Mosquitto() as broker, MqttProjectSetup(broker.url) as setup,
+                metered(args.metrics, MqttProjectSetup, broker.url) as with_admin):
         frame = setup.one_way_frame(data)
         async with RawAiomqtt(broker, frame) as raw, RawGmqtt(broker, frame) as other:
-            return await compare(args, data, setup, raw, other)
+            return await compare(args, data, setup, raw, other, with_admin=with_admin)
+
+
+METRICS_NAME = "project, metrics on and scraped"
+
+
+class ScrapedRound:
+    """A round of the project path through CCs whose admin endpoints are scraped meanwhile."""
+
+    def __init__(self, setup: MqttProjectSetup, data: str, window: int) -> None:
+        self.setup, self.data, self.window = setup, data, window
+        self.scraper = Scraper(setup.admin_urls())
+
+    async def __call__(self, n: int) -> float:
+        async with self.scraper:
+            return await send_windowed(lambda: self.setup.proxy.push(self.data), n, self.window,
+                                       self.setup.provider.progress)
+
+
+def metered_paths(setup: MqttProjectSetup | None, data: str, window: int
+                  ) -> dict[str, tuple[Round, Progress]]:
+    if setup is None:
+        return {}
+    return {METRICS_NAME: (ScrapedRound(setup, data, window), setup.provider.progress)}
+
+
+def report_metered(best: dict[str, float], paths: dict[str, tuple[Round, Progress]],
+                   project_name: str) -> None:
+    if METRICS_NAME not in paths:
+        return
+    scraper = cast(ScrapedRound, paths[METRICS_NAME][0]).scraper
+    share = best[METRICS_NAME] / best[project_name]
+    print(f"ratio {METRICS_NAME} / metrics off: {share:4.2f}   goal >= {METRICS_GOAL}: "
+          f"{'met' if share >= METRICS_GOAL else 'MISSED'} ({scraper.scrapes} scrapes, "
+          f"{scraper.bytes:,} B)")
 
 
 async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
-                  raw: RawAiomqtt, other: RawGmqtt) -> int:
+                  raw: RawAiomqtt, other: RawGmqtt, *,
+                  with_admin: MqttProjectSetup | None = None) -> int:
     proxy, provider, frame = setup.proxy, setup.provider, raw.payload
     print(f"MQTT one-way: {args.messages:,} messages of a {args.payload} B payload (frame "
           f"{len(frame)} B), QoS 1, window {args.window:,}, best of {args.rounds} alternating "
@@ -211,6 +254,7 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
         tasks_name: (windowed(raw.publish_in_task, raw.progress, raw.settle), raw.progress),
         gmqtt_name: (windowed(other.publish, other.progress, other.settle), other.progress),
     }
+    paths.update(metered_paths(with_admin, data, args.window))
     warm = min(args.messages, 1_000)
     best = dict.fromkeys(paths, 0.0)
     try:
@@ -223,9 +267,10 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
                 rate = args.messages / await one_round(args.messages)
                 best[name] = max(best[name], rate)
                 rates.append(rate)
+            metrics = f"   | metrics on {rates[4]:7,.0f}" if len(rates) > 4 else ""
             print(f"  round {i}: msg/s project {rates[0]:7,.0f}   raw {rates[1]:7,.0f}   "
                   f"ratio {rates[0] / rates[1]:4.2f}   | raw in tasks {rates[2]:7,.0f}   "
-                  f"gmqtt {rates[3]:7,.0f}")
+                  f"gmqtt {rates[3]:7,.0f}{metrics}")
     except TimeoutError:
         got = ", ".join(f"{name}: {progress.count:,}" for name, (_, progress) in paths.items())
         print(f"TIMEOUT: a round did not finish; received {got}")
@@ -252,6 +297,7 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
     for name in (tasks_name, gmqtt_name):
         print(f"reference: project / {name}: {best[project_name] / best[name]:4.2f}   "
               f"({name} / {raw_name}: {best[name] / best[raw_name]:4.1f}x)")
+    report_metered(best, paths, project_name)
     if args.profile:
         print("=== profile of one project round ===")
         await profiled(paths[project_name][0](args.messages), by_package=True)
@@ -270,6 +316,9 @@ def main() -> int:
                         help="most messages in flight (sent, not yet received)")
     parser.add_argument("--profile", action="store_true",
                         help="then run one project round under cProfile and print hotspots")
+    parser.add_argument("--metrics", action="store_true",
+                        help="also run every round through CCs with their admin endpoints on, "
+                             "scraped every second, and compare")
     parser.add_argument("--profile-raw", action="store_true",
                         help="then run one round of raw aiomqtt publishes in tasks under "
                              "cProfile and print hotspots")
