@@ -9,5 +9,6 @@ Modules, by job:
 - ``gcd_link``          the local directory's calls to the Global Capabilities Directory
 - ``local_system``      the same system services for the CC's own in-process runtime
 - ``provisioning``      provisioned global providers (file format and loading)
+- ``operability``       its admin endpoint: metrics, health checks, the status page
 - ``__main__``          the process (``python -m cluster_controller``, ``bin/cluster-controller``)
 """
