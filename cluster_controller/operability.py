@@ -88,7 +88,9 @@ class ClusterControllerOps:
         self.started_s = time.time()
         self._started_monotonic = time.monotonic()
         self.server: AdminServer | None = None
-        self.gcd_probe = Probe("the GCD", self._probe_gcd, timeout_s=settings.probe_timeout_s,
+        # (the link's call ends first, with its own outcome in the link's figures)
+        self.gcd_probe = Probe("the GCD", self._probe_gcd,
+                               timeout_s=settings.probe_timeout_s + 1.0,
                                max_age_s=settings.probe_max_age_s)
         self.store_probe: Probe | None = None  # of an embedded GCD, once it exists
         self._registry = make_registry(Exporter(self._metrics))
@@ -102,7 +104,7 @@ class ClusterControllerOps:
             return
         self.server = AdminServer(self.settings, admin_routes(self),
                                   warnings=self.cc.router.warnings,
-                                  name=f"admin endpoint of cluster controller {self.cc.id}")
+                                  name=f"admin endpoint of {self.cc.id}")
         await self.server.start()
 
     async def stop(self) -> None:
@@ -185,6 +187,11 @@ class ClusterControllerOps:
         link = self.cc.gcd_link
         if link is None:
             return Check("GCD", False, "the link to the GCD is not started yet")
+        mqtt = self.cc.mqtt
+        if mqtt is not None and not mqtt.backends[0].connected.is_set():
+            # a probe would only wait in the backend's queue and expire there
+            return Check("GCD", False, "cannot be asked: the default MQTT backend is not "
+                         "connected")
         # the link's own calls count as probes: the newer of the two answers
         state = link.state
         last_call = state.last_call_s

@@ -234,7 +234,7 @@ class GcdOps:
         gbid = self.service.settings.gbid
         self.server = AdminServer(self.settings, admin_routes(self),
                                   warnings=self.service.router.warnings,
-                                  name=f"admin endpoint of the GCD for {gbid}")
+                                  name=f"admin endpoint of GCD {gbid}")
         await self.server.start()
 
     async def stop(self) -> None:
