@@ -229,6 +229,13 @@ class ClusterController:
             a = self.config.admin
             raise OSError(f"cannot listen for the admin endpoint on {a.host}:{a.port}: "
                           f"{exc.strerror or exc}; {_another_port('admin')}") from None
+        try:
+            await self._start_parts()
+        except BaseException:
+            await self.ops.stop()  # (a process ends here; a test goes on without its port)
+            raise
+
+    async def _start_parts(self) -> None:
         if self.broker is not None:
             try:
                 await self.broker.start()

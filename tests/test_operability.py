@@ -554,7 +554,7 @@ async def test_the_admin_endpoint_refuses_hostile_requests_counts_each_and_goes_
     are closed without a count; the endpoint goes on answering."""
     cc = cc_process(tmp_path, JOYNR_CC__EMBEDDED_BROKER__ENABLED="false",
                     JOYNR_CC__EMBEDDED_GCD__ENABLED="false", JOYNR_CC__MQTT__BACKENDS="{}",
-                    JOYNR_CC__ADMIN__REQUEST_TIMEOUT_S="1.0",
+                    JOYNR_CC__ADMIN__REQUEST_TIMEOUT_S="2.0",
                     JOYNR_CC__ADMIN__MAX_CONNECTIONS="3")
     try:
         admin = await cc.admin_url()
@@ -580,7 +580,11 @@ async def test_the_admin_endpoint_refuses_hostile_requests_counts_each_and_goes_
         assert await asyncio.wait_for(reader.read(-1), 5) == b""
         writer.close()
         expected["too-many-connections"] = 1
-        for _, idle_writer in idle:
+        for idle_reader, idle_writer in idle:  # served now, then closed: their slots free
+            idle_writer.write(b"GET /health/live HTTP/1.1\r\n" + HEAD_OK
+                              + b"Connection: close\r\n\r\n")
+            assert status_line(await asyncio.wait_for(idle_reader.read(-1), 5)) == (
+                "HTTP/1.1 200 OK")
             idle_writer.close()
 
         # keep-alive and pipelining, HEAD, the loopback names: all answered
@@ -687,3 +691,19 @@ async def test_gcd_process_readiness_follows_its_postgres_store(tmp_path: Path) 
 async def _not_ready(admin_url: str) -> Answer | None:
     answer = await health(admin_url, "ready")
     return answer if answer.status == 503 else None
+
+
+async def test_an_admin_port_in_use_stops_the_process_with_the_setting_to_change(
+        tmp_path: Path) -> None:
+    import socket  # noqa: PLC0415
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cc = cc_process(tmp_path, JOYNR_CC__ADMIN__PORT=str(port))
+        gcd = gcd_process(tmp_path, "mqtt://127.0.0.1:1", JOYNR_GCD__ADMIN__PORT=str(port))
+        codes = await cc.exited(), await gcd.exited()
+    assert codes == (1, 1), cc.output() + gcd.output()
+    assert f"cannot listen for the admin endpoint on 127.0.0.1:{port}" in cc.output()
+    assert "JOYNR_CC__ADMIN__PORT" in cc.output() and "JOYNR_GCD__ADMIN__PORT" in gcd.output()

@@ -88,6 +88,14 @@ class ProgramProcess:
         found = await self.wait_for(r"admin endpoint .* listening on (http://\S+) ")
         return found.group(1)
 
+    async def exited(self, timeout_s: float = WAIT_S) -> int:
+        """The exit status of a process that ends by itself (killed after ``timeout_s``)."""
+        try:
+            await asyncio.to_thread(self.proc.wait, timeout_s)
+        finally:
+            self.stop()
+        return self.proc.returncode
+
     def stop(self, timeout_s: float = 30.0) -> int:
         """SIGTERM, then the exit status (killed if it does not end in time)."""
         if self.proc.poll() is None:
