@@ -320,6 +320,7 @@ async def test_readiness_of_cc_and_gcd_processes_follows_broker_and_gcd_and_metr
             assert after_cc["joynr_cc_mqtt_connections_total", {"gbid": GBID}] == 1
             assert after_cc["joynr_cc_mqtt_reconnects_total", {"gbid": GBID}] == 0
             assert after_cc["joynr_cc_mqtt_connect_failures_total", {"gbid": GBID}] >= 1
+            await asyncio.to_thread(_gcd_page_shows_the_add, gcd_admin)
 
             # the broker goes away: disconnected, not ready; back: one reconnect
             await broker.stop()
@@ -347,6 +348,20 @@ async def test_readiness_of_cc_and_gcd_processes_follows_broker_and_gcd_and_metr
     finally:
         codes = await cc.astop(), await gcd.astop()
     assert codes == (0, 0), cc.output()[-3000:] + gcd.output()[-3000:]
+
+
+def _gcd_page_shows_the_add(admin_url: str) -> None:
+    """The GCD's status page in Chromium: its title, ready, the add_in request counted."""
+    with headless_chromium() as driver:
+        driver.get(f"{admin_url}/status")
+        assert driver.title == f"GCD for {GBID}"
+        deadline = time.monotonic() + 20
+        while "add_in" not in _text(driver, "section-gcd-requests"):
+            assert time.monotonic() < deadline, _text(driver, "sections")
+            time.sleep(0.1)
+        assert _text(driver, "ready") == "ready"
+        ARTIFACTS.mkdir(exist_ok=True)
+        driver.save_screenshot(str(ARTIFACTS / "status-page-gcd.png"))
 
 
 async def _is_ready(admin_url: str) -> bool:
