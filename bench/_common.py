@@ -16,7 +16,9 @@ bench/mqtt_oneway.py, bench/mqtt_rpc.py).
 - :class:`PendingCallsWarnings`: counts aiomqtt's "pending publish calls" warnings and keeps
   them out of the output;
 - :func:`profiled`: cProfile around a coroutine, for ``--profile`` (optionally with the time
-  charged per owner: the project's code, aiomqtt + paho, websockets, asyncio, ...).
+  charged per owner: the project's code, aiomqtt + paho, websockets, asyncio, ...);
+- :data:`METRICS_ON` and :class:`Scraper`: a CC with its admin endpoint on, scraped as a
+  Prometheus and an open status page would while a round runs (``--metrics``).
 
 Nothing here changes the project: it is only driven through its public API.
 """
@@ -38,7 +40,7 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -239,6 +241,8 @@ def cc_config(data_dir: str, **overrides: str) -> ClusterControllerConfig:
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": data_dir,
         "JOYNR_CC__LOGGING__LEVEL": "WARNING",
         "JOYNR_CC__DISCOVERY__GCD": "false",
+        "JOYNR_CC__ADMIN__ENABLED": "false",  # (--metrics runs a CC with it on)
+        "JOYNR_CC__ADMIN__PORT": "0",
     }
     env.update({f"JOYNR_CC__{key.upper()}": value for key, value in overrides.items()})
     return ClusterControllerConfig.load(None, env=env)
@@ -262,6 +266,10 @@ class ProjectSetup:
         self.ttl_ms = ttl_ms
         self.cc_overrides = cc_overrides
         self._stack = AsyncExitStack()
+
+    def admin_urls(self) -> list[str]:
+        """The admin endpoints of the CCs (those that have one on)."""
+        return [cc.ops.server.url for cc in (self.cc,) if cc.ops.server is not None]
 
     async def __aenter__(self) -> ProjectSetup:
         stack = self._stack
@@ -389,6 +397,9 @@ class MqttProjectSetup(ProjectSetup):
         super().__init__(ttl_ms, **cc_overrides)
         self.broker_url = broker_url
 
+    def admin_urls(self) -> list[str]:
+        return [cc.ops.server.url for cc in (self.cc1, self.cc2) if cc.ops.server is not None]
+
     async def __aenter__(self) -> MqttProjectSetup:
         stack = self._stack
         data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-cc-")))
@@ -482,6 +493,79 @@ async def start_raw_server(handler: Callable[[ServerConnection], Awaitable[None]
     server = await serve(handler, HOST, 0, **WS_OPTIONS)
     port = next(iter(server.sockets)).getsockname()[1]
     return server, f"ws://{HOST}:{port}/"
+
+
+# ---------------------------------------------------------------------- metrics on
+
+#: the configuration of a CC with its admin endpoint on (any free port)
+METRICS_ON = {"admin__enabled": "true", "admin__port": "0"}
+
+
+@contextlib.asynccontextmanager
+async def metered(enabled: bool, setup: type[ProjectSetup] = ProjectSetup, *args: Any
+                  ) -> AsyncIterator[Any]:
+    """``setup(*args)`` with its CCs' admin endpoints on (METRICS_ON) when ``enabled``, else
+    None (``--metrics`` of the benchmarks)."""
+    if not enabled:
+        yield None
+        return
+    async with setup(*args, **METRICS_ON) as project:
+        yield project
+
+
+class Scraper:
+    """While ``async with scraper:`` is open, GET ``/metrics`` of every admin endpoint once a
+    second and ``/status.json`` every other time: what a Prometheus and an open status page
+    ask of a CC. The second counts only while open: a round shorter than the interval gets a
+    share of the scrapes, not one each (the schedule goes on at the next round). In this
+    process and event loop, like the CCs (what a scrape costs the CC is on its loop anyway)."""
+
+    def __init__(self, urls: list[str], interval_s: float = 1.0) -> None:
+        self.urls = urls
+        self.interval_s = interval_s
+        self.scrapes = 0
+        self.bytes = 0
+        self._left_s = 0.0  # of the interval, until the next scrape (the first: at once)
+        self._tick = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Scraper:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            await cancel(self._task)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            try:
+                await asyncio.sleep(self._left_s)
+            except asyncio.CancelledError:
+                self._left_s = max(0.0, self._left_s - (loop.time() - started))
+                raise
+            self._left_s = self.interval_s
+            for url in self.urls:
+                await self._get(url, "/metrics")
+                if self._tick % 2 == 0:
+                    await self._get(url, "/status.json")
+            self._tick += 1
+
+    async def _get(self, url: str, path: str) -> None:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+                         .encode())
+            answer = await reader.read(-1)
+        finally:
+            writer.close()
+        if not answer.startswith(b"HTTP/1.1 200 "):
+            raise RuntimeError(f"{url}{path}: {answer[:100]!r}")
+        self.scrapes += 1
+        self.bytes += len(answer)
 
 
 # ---------------------------------------------------------------------- profiling

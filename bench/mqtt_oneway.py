@@ -85,6 +85,7 @@ from gmqtt.mqtt.constants import MQTTv50
 from websocket_oneway import report_losses
 
 GOAL = 0.7
+METRICS_GOAL = 0.95
 
 
 class RawAiomqtt:

@@ -11,5 +11,6 @@ Modules, by job:
 - ``provisioning``      provisioned global providers (file format and loading)
 - ``snapshots``         routing table snapshots, periodic and on SIGUSR1 (docs/records.md)
 - ``snapshot_command``  ``python -m cluster_controller snapshot``: one from a running CC
+- ``operability``       its admin endpoint: metrics, health checks, the status page
 - ``__main__``          the process (``python -m cluster_controller``, ``bin/cluster-controller``)
 """

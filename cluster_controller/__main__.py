@@ -23,7 +23,7 @@ from cluster_controller.snapshot_command import (
     write_pid_file,
 )
 from runtime.config import ConfigError
-from runtime.logs import escape_handlers, get_logger
+from runtime.logs import get_logger, setup_process_logging
 
 log = get_logger("cluster_controller")  # not "__main__" under python -m
 
@@ -69,12 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"cluster-controller: bad configuration: {exc}\n")
         return 2
-    logging.basicConfig(
-        level=config.logging.level,
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    escape_handlers(logging.getLogger().handlers)  # the libraries' lines too
+    setup_process_logging(config.logging.level, config.logging.format)  # (escaped lines)
     if config.logging.level != "DEBUG":
         # the embedded broker's libraries narrate every state change and client at INFO
         for name in ("amqtt", "transitions", "websockets.server"):

@@ -8,10 +8,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from admin.settings import AdminSettings
 from cluster_controller.snapshots import RoutingSnapshotSettings
 from runtime.audit import AuditSettings
 from runtime.config import load_config
-from runtime.logs import get_logger
+from runtime.logs import LOG_FORMATS, get_logger
 from runtime.router import RouterSettings
 from runtime.routing import RoutingSettings
 from runtime.system_interfaces import (
@@ -92,11 +93,16 @@ class SystemSection:
 class LoggingSection:
     #: DEBUG, INFO, WARNING or ERROR
     level: str = "INFO"
+    #: "text" (one line of text per record) or "json" (one JSON object per line)
+    format: str = "text"
 
     def __post_init__(self) -> None:
         if self.level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ValueError(f"level must be DEBUG, INFO, WARNING or ERROR, not {self.level!r}")
         object.__setattr__(self, "level", self.level.upper())  # frozen: normalised once
+        if self.format not in LOG_FORMATS:
+            raise ValueError(f"format must be one of {', '.join(LOG_FORMATS)}, not "
+                             f"{self.format!r}")
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,7 @@ class ClusterControllerConfig:
     discovery: DiscoverySection = field(default_factory=DiscoverySection)
     embedded_gcd: EmbeddedGcdSection = field(default_factory=EmbeddedGcdSection)
     system: SystemSection = field(default_factory=SystemSection)
+    admin: AdminSettings = field(default_factory=AdminSettings)
     logging: LoggingSection = field(default_factory=LoggingSection)
     audit: AuditSettings = field(default_factory=AuditSettings)
     routing_snapshots: RoutingSnapshotSettings = field(default_factory=RoutingSnapshotSettings)

@@ -11,6 +11,7 @@ from cluster_controller.config import ClusterControllerConfig, cluster_controlle
 from cluster_controller.gcd_link import GlobalLink
 from cluster_controller.local_discovery import LocalDiscovery
 from cluster_controller.local_system import LocalSystem
+from cluster_controller.operability import ClusterControllerOps
 from cluster_controller.provisioning import ProvisionedProvider, load_provisioning
 from cluster_controller.routing_provider import RoutingProvider
 from cluster_controller.snapshots import RoutingSnapshots
@@ -116,6 +117,12 @@ class ClusterController:
                                               self.routing_provider)
         self.runtime.register_system_provider(config.system.discovery_participant_id,
                                               self.discovery)
+        #: whether the local directory uses a GCD (and the CC's readiness asks for it)
+        self.uses_gcd = config.discovery.gcd and bool(config.mqtt.backends)
+        #: set when stop() begins (readiness says so)
+        self.stopping = False
+        #: the admin endpoint: metrics, health, status page ([admin])
+        self.ops = ClusterControllerOps(self, config.admin)
 
     @property
     def websocket_address(self) -> WebSocketAddress:
@@ -232,6 +239,19 @@ class ClusterController:
             log.info("installed %d provisioned global provider(s)", len(self.provisioned))
 
     async def start(self) -> None:
+        try:  # first: liveness and readiness answer while the rest starts
+            await self.ops.start()
+        except OSError as exc:
+            a = self.config.admin
+            raise OSError(f"cannot listen for the admin endpoint on {a.host}:{a.port}: "
+                          f"{exc.strerror or exc}; {_another_port('admin')}") from None
+        try:
+            await self._start_parts()
+        except BaseException:
+            await self.ops.stop()  # (a process ends here; a test goes on without its port)
+            raise
+
+    async def _start_parts(self) -> None:
         if self.audit is not None:
             self.audit.start(self.tasks)
         self.snapshots.start()
@@ -241,7 +261,7 @@ class ClusterController:
             except OSError as exc:
                 raise OSError(f"{exc}; {_another_port('embedded_broker')}") from None
         self.housekeeping.start()
-        use_gcd = self.config.discovery.gcd and bool(self.config.mqtt.backends)
+        use_gcd = self.uses_gcd
         if use_gcd:
             self._provision_gcd()
         self._install_provisioned()
@@ -263,18 +283,23 @@ class ClusterController:
             backends = ", ".join(f"{gbid}={self._backend_urls[gbid]}"
                                  for gbid in self.mqtt.gbids)
             mqtt = f"MQTT backends {backends}, global address {self.global_address!r}"
+        admin = ("admin endpoint off" if self.ops.server is None
+                 else f"admin endpoint {self.ops.server.url}")
         log.info(
-            "cluster controller %s started: libjoynr runtimes connect to %s; %s; routing "
+            "cluster controller %s started: libjoynr runtimes connect to %s; %s; %s; routing "
             "cleanup every %.0f s",
             self.id,
             self.websocket.address.url,
             mqtt,
+            admin,
             self.config.routing.cleanup_interval_s,
         )
 
     async def stop(self) -> None:
         """Stop accepting, close the client connections, stop the background jobs. A step
-        that fails is logged and the next one runs all the same."""
+        that fails is logged and the next one runs all the same. The admin endpoint answers
+        until the end (readiness: shutting down)."""
+        self.stopping = True
         steps = [self.websocket.stop, self._stop_gcd_link, self.runtime.close]
         if self.gcd is not None:
             steps.append(self.gcd.stop)
@@ -286,6 +311,7 @@ class ClusterController:
         # after everything that routes: every record of the routing so far is written
         steps += [self._stop_audit, self.snapshots.stop]
         steps.append(self.tasks.close)  # whatever is still running
+        steps.append(self.ops.stop)
         for step in steps:
             try:
                 await step()

@@ -26,5 +26,7 @@ Modules, from what other programs see to how one instance runs:
   load, catch-up on notifications and a timer, drift repair, purges, outage, its figures).
 - :mod:`gcd.service` - one instance assembled: its configuration (GcdSettings, GcdConfig), the
   provider on its store, reachable over MQTT, its background tasks under one supervisor.
+- :mod:`gcd.operability` - an instance on the admin endpoint (package ``admin``): its
+  metrics, health checks and status page, also shown by a cluster controller embedding it.
 - :mod:`gcd.__main__` - the process: command line, signals, exit status (``bin/gcd``).
 """

@@ -15,10 +15,11 @@ import signal
 import sys
 from pathlib import Path
 
+from gcd.operability import GcdOps
 from gcd.service import DEFAULT_CONFIG, ENV_PREFIX, GcdConfig, GcdService
 from gcd.store import StoreError
 from runtime.config import ConfigError
-from runtime.logs import escape_handlers, get_logger
+from runtime.logs import get_logger, setup_process_logging
 
 log = get_logger("gcd")
 
@@ -43,14 +44,27 @@ def _epilog() -> str:
 
 
 async def run(config: GcdConfig) -> None:
-    """Run an instance until SIGINT or SIGTERM."""
+    """Run an instance until SIGINT or SIGTERM; its admin endpoint from before the index is
+    loaded (readiness says so) until it has stopped."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with GcdService(config.gcd, audit=config.audit):
-        await stop.wait()
-        log.info("stop requested, shutting down")
+    service = GcdService(config.gcd, audit=config.audit)
+    ops = GcdOps(service, config.admin)
+    try:
+        await ops.start()
+    except OSError as exc:
+        a = config.admin
+        raise OSError(f"cannot listen for the admin endpoint on {a.host}:{a.port}: "
+                      f"{exc.strerror or exc}; choose another port with [admin] port or "
+                      f"{ENV_PREFIX}__ADMIN__PORT (0: any free port)") from None
+    try:
+        async with service:
+            await stop.wait()
+            log.info("stop requested, shutting down")
+    finally:
+        await ops.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,10 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"gcd: bad configuration: {exc}\n")
         return 2
-    logging.basicConfig(level=config.logging.level.upper(),
-                        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-                        stream=sys.stderr)
-    escape_handlers(logging.getLogger().handlers)  # the libraries' lines too
+    setup_process_logging(config.logging.level, config.logging.format)  # (escaped lines)
     # while PostgreSQL is down, asyncpg's pool logs a traceback per reconnect attempt; the
     # store's own error lines say it once per failed operation
     logging.getLogger("asyncpg.pool").setLevel(logging.ERROR)

@@ -39,6 +39,11 @@ provider given a synchroniser (the service, which starts serving only once it is
 refuses with INTERNAL_ERROR or a provider runtime error ("not loaded yet"); a provider that
 made its own (no ``sync`` given: one instance without peers, e.g. in tests) loads it on its
 first call.
+
+Figures for the admin endpoint: :attr:`GcdProvider.requests` counts the calls per method (the
+Python name of the overload, e.g. ``lookup_participant_in``) and outcome (``ok``, the modelled
+error's name, ``provider-error``, ``failed``), :attr:`GcdProvider.request_latency` their
+durations per method, :attr:`GcdProvider.store_latency` those of the store writes per operation.
 """
 
 from __future__ import annotations
@@ -46,8 +51,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Final, NoReturn, TypeVar, cast
+from typing import Any, Final, NoReturn, TypeVar, cast
 
 from gcd.changes import Change, VersionedStore
 from gcd.interface import GlobalCapabilitiesDirectory
@@ -68,6 +75,7 @@ from runtime.discovery_types import (
 )
 from runtime.errors import ApplicationError, ProviderRuntimeError
 from runtime.logs import get_logger
+from runtime.metrics import LatencyHistograms
 from runtime.providers import Provider
 from runtime.tasks import TaskSupervisor
 
@@ -76,6 +84,35 @@ __all__ = ["GcdProvider", "cluster_controller_id_of"]
 log = get_logger(__name__)
 
 T = TypeVar("T")
+
+
+def _served(method: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """A method of the interface, counted per outcome and timed (GcdProvider.requests)."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    async def serve(self: GcdProvider, *args: Any) -> T:
+        started = time.perf_counter()
+        outcome = "failed"
+        try:
+            result = await method(self, *args)
+            outcome = "ok"
+            return result
+        except ApplicationError as exc:
+            outcome = exc.error if exc.error in _ERROR_NAMES else "failed"
+            raise
+        except ProviderRuntimeError:
+            outcome = "provider-error"
+            raise
+        finally:
+            self.requests[name, outcome] += 1
+            self.request_latency.observe(name, time.perf_counter() - started)
+
+    return serve
+
+
+#: the outcomes a request can have besides ok (bounded: never a text from a peer)
+_ERROR_NAMES: Final = frozenset(code.name for code in DiscoveryErrorCode)
 
 
 def cluster_controller_id_of(topic: str) -> str:
@@ -161,6 +198,10 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         self.valid_gbids = frozenset(valid_gbids)
         self.default_expiry_ms = default_expiry_ms
         self._clock_ms = clock_ms
+        #: requests per (method, outcome), their latency per method, store writes' latency
+        self.requests: Counter[tuple[str, str]] = Counter()
+        self.request_latency = LatencyHistograms()
+        self.store_latency = LatencyHistograms()
 
     # ------------------------------------------------------------------ checks
 
@@ -190,6 +231,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
                      ) -> T:
         """Run a store call; a storage failure becomes INTERNAL_ERROR (modelled), or a provider
         runtime error saying so."""
+        started = time.perf_counter()
         try:
             return await call()
         except StoreError as exc:
@@ -198,6 +240,8 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
                 _fail(DiscoveryErrorCode.INTERNAL_ERROR, f"{what}: storage failure")
             raise ProviderRuntimeError(f"{what}: internal error of the directory (storage "
                                        "failure)") from None
+        finally:
+            self.store_latency.observe(what, time.perf_counter() - started)
 
     async def _ready(self, what: str, *, modelled: bool) -> None:
         """The index is loaded (a provider's own synchroniser is loaded now), or the call is
@@ -235,14 +279,18 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         await self._write("add", lambda: self.store.add_changes(rows), modelled=modelled)
         for entry in entries:
             log.info("GCD %s: added %s (%s, %s) in %s", self.own_gbid, entry.participant_id,
-                     entry.domain, entry.interface_name, ", ".join(gbids))
+                     entry.domain, entry.interface_name, ", ".join(gbids),
+                     extra={"participantId": entry.participant_id})
 
+    @_served
     async def add(self, global_discovery_entry: GlobalDiscoveryEntry) -> None:
         await self._add([global_discovery_entry], [self.own_gbid], modelled=False)
 
+    @_served
     async def add_entries(self, global_discovery_entries: list[GlobalDiscoveryEntry]) -> None:
         await self._add(global_discovery_entries, [self.own_gbid], modelled=False)
 
+    @_served
     async def add_in(self, global_discovery_entry: GlobalDiscoveryEntry, gbids: list[str]
                      ) -> None:
         self._check_gbids(gbids)
@@ -284,11 +332,13 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         except NotReady:  # stopped meanwhile
             self._refuse("lookup", modelled)
 
+    @_served
     async def lookup(self, domains: list[str], interface_name: str
                      ) -> list[GlobalDiscoveryEntry]:
         rows = await self._find(domains, interface_name, False)
         return [_from_row(r) for r in self._select(rows, [self.own_gbid])]
 
+    @_served
     async def lookup_in(self, domains: list[str], interface_name: str, gbids: list[str]
                         ) -> list[GlobalDiscoveryEntry]:
         self._check_gbids(gbids)
@@ -312,6 +362,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         except NotReady:  # stopped meanwhile
             self._refuse("lookup", modelled)
 
+    @_served
     async def lookup_participant(self, participant_id: str) -> GlobalDiscoveryEntry:
         rows = self._select(await self._find_participant(participant_id, False),
                             [self.own_gbid])
@@ -320,6 +371,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
                                        f"{self.own_gbid}")
         return _from_row(rows[0])
 
+    @_served
     async def lookup_participant_in(self, participant_id: str, gbids: list[str]
                                     ) -> GlobalDiscoveryEntry:
         self._check_gbids(gbids)
@@ -334,16 +386,22 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
 
     # ------------------------------------------------------------------ remove
 
+    @_served
     async def remove(self, participant_id: str) -> None:
-        await self.remove_participants([participant_id])
+        await self._remove_participants([participant_id])
 
+    @_served
     async def remove_participants(self, participant_ids: list[str]) -> None:
+        await self._remove_participants(participant_ids)
+
+    async def _remove_participants(self, participant_ids: list[str]) -> None:
         removed = await self._write(
             "remove", lambda: self.store.remove_in_changes(participant_ids, self.own_gbid),
             modelled=False)
         log.info("GCD %s: removed %s row(s) of %d participant(s)", self.own_gbid, len(removed),
                  len(participant_ids))
 
+    @_served
     async def remove_in(self, participant_id: str, gbids: list[str]) -> None:
         self._check_gbids(gbids)
         await self._ready("remove", modelled=True)
@@ -357,7 +415,8 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         if outcome is RemoveOutcome.NOT_IN_ALL_SELECTED:
             _fail(DiscoveryErrorCode.NO_ENTRY_FOR_SELECTED_BACKENDS,
                   f"{participant_id} is not registered in every one of {gbids}")
-        log.info("GCD %s: removed %s from %s", self.own_gbid, participant_id, ", ".join(gbids))
+        log.info("GCD %s: removed %s from %s", self.own_gbid, participant_id, ", ".join(gbids),
+                 extra={"participantId": participant_id})
 
     # ------------------------------------------------------------------ freshness
 
@@ -371,13 +430,16 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         log.debug("GCD %s: touched %s row(s) of %s", self.own_gbid, len(touched),
                   cluster_controller_id)
 
+    @_served
     async def touch(self, cluster_controller_id: str) -> None:
         await self._touch(cluster_controller_id, None)
 
+    @_served
     async def touch_participants(self, cluster_controller_id: str, participant_ids: list[str]
                                  ) -> None:
         await self._touch(cluster_controller_id, participant_ids)
 
+    @_served
     async def remove_stale(self, cluster_controller_id: str, max_last_seen_date_ms: int
                            ) -> None:
         removed = await self._write(

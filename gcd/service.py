@@ -25,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import cast
 
+from admin.settings import AdminSettings
 from gcd.changes import Notifier, VersionedStore
 from gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC
 from gcd.provider import GcdProvider
@@ -37,7 +38,7 @@ from runtime.config import load_config
 from runtime.discovery_types import DEFAULT_PROVIDER_EXPIRY_MS
 from runtime.housekeeping import RouterHousekeeping
 from runtime.joynr_runtime import JoynrRuntime
-from runtime.logs import get_logger
+from runtime.logs import LOG_FORMATS, get_logger
 from runtime.router import MessageRouter
 from runtime.routing import RoutingSettings, RoutingTable, RuntimeKind
 from runtime.tasks import TaskSupervisor
@@ -45,8 +46,8 @@ from transports.inprocess import InProcessTransport
 from transports.mqtt import MqttTransport
 from transports.mqtt_settings import MqttSettings, parse_broker_url
 
-__all__ = ["DEFAULT_CONFIG", "ENV_PREFIX", "GcdConfig", "GcdService", "GcdSettings",
-           "make_store"]
+__all__ = ["DEFAULT_CONFIG", "ENV_PREFIX", "GcdAdminSettings", "GcdConfig", "GcdService",
+           "GcdSettings", "make_store"]
 
 log = get_logger(__name__)
 
@@ -144,13 +145,29 @@ class GcdSettings:
 class LoggingSection:
     #: DEBUG, INFO, WARNING or ERROR
     level: str = "INFO"
+    #: "text" (one line of text per record) or "json" (one JSON object per line)
+    format: str = "text"
+
+    def __post_init__(self) -> None:
+        if self.format not in LOG_FORMATS:
+            raise ValueError(f"format must be one of {', '.join(LOG_FORMATS)}, not "
+                             f"{self.format!r}")
+
+
+@dataclass(frozen=True)
+class GcdAdminSettings(AdminSettings):
+    """``[admin]`` of the GCD process: the cluster controller's section, on port 4281."""
+
+    port: int = 4281
 
 
 @dataclass(frozen=True)
 class GcdConfig:
-    """The configuration of a GCD process: ``[gcd]``, ``[logging]`` and ``[audit]``."""
+    """The configuration of a GCD process: ``[gcd]``, ``[admin]``, ``[logging]`` and
+    ``[audit]``."""
 
     gcd: GcdSettings = field(default_factory=GcdSettings)
+    admin: GcdAdminSettings = field(default_factory=GcdAdminSettings)
     logging: LoggingSection = field(default_factory=LoggingSection)
     audit: AuditSettings = field(default_factory=AuditSettings)
 

@@ -36,29 +36,49 @@ keys (256), each key's strings cut to :data:`MAX_KEY_CHARS` characters (a few hu
 per key, well under 1 MB in all); once they are taken, the lines of every further key are
 folded into one overflow key (reason ``*``, peer "other peers"). The bookkeeping is pure
 (:class:`RepeatLimiter`, times given), and tested as data.
+
+**Recent lines.** What a :class:`RepeatedWarnings` writes (the first line of a key in full, and
+the summaries) is also kept in :attr:`RepeatedWarnings.recent`, a :class:`RecentLines` ring
+bounded in lines and bytes, escaped like the log line; the admin endpoint's status page shows
+it ("recent refusals"). It holds only what was logged: it is rate-limited like the log.
+
+**JSON lines.** :class:`JsonFormatter` writes a record as one JSON object a line (time, level,
+logger, message, and the fields :data:`LOG_FIELDS` a log call gave with ``extra=``, e.g. the
+message id and sender of a dropped message); :func:`setup_process_logging` is what the
+programs call to log in the ``text`` or the ``json`` format.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
 
 __all__ = [
     "DEFAULT_INTERVAL_S",
     "DEFAULT_MAX_KEYS",
+    "LOG_FIELDS",
     "MAX_KEY_CHARS",
     "OVERFLOW_KEY",
     "EscapeFilter",
+    "JsonFormatter",
+    "RecentLine",
+    "RecentLines",
     "RepeatLimiter",
     "RepeatedWarnings",
     "Summary",
     "escape",
     "escape_handlers",
     "get_logger",
+    "message_fields",
     "peer_of",
+    "setup_process_logging",
 ]
 
 #: how long a key's later lines are only counted after its first one
@@ -206,30 +226,108 @@ class RepeatLimiter:
         return summaries
 
 
+# ---------------------------------------------------------------------- recent lines
+
+#: lines kept by a RecentLines ring, and the bytes (UTF-8) they may hold together
+DEFAULT_RECENT_LINES = 100
+DEFAULT_RECENT_BYTES = 64 * 1024
+#: each line's text is cut to this many characters
+MAX_RECENT_CHARS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class RecentLine:
+    """One line a :class:`RepeatedWarnings` wrote: when (epoch seconds), its level name, its
+    logger, the rate-limiting key's reason and peer, and its text (escaped, cut)."""
+
+    time_s: float
+    level: str
+    logger: str
+    reason: str
+    peer: str
+    text: str
+
+    @property
+    def size(self) -> int:
+        return sum(len(part.encode()) for part in
+                   (self.level, self.logger, self.reason, self.peer, self.text)) + 64
+
+
+class RecentLines:
+    """The newest lines, at most ``max_lines`` and ``max_bytes`` (the oldest make room)."""
+
+    def __init__(self, max_lines: int = DEFAULT_RECENT_LINES,
+                 max_bytes: int = DEFAULT_RECENT_BYTES) -> None:
+        if max_lines < 0 or max_bytes < 0:
+            raise ValueError("max_lines and max_bytes must be >= 0")
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+        self._lines: deque[RecentLine] = deque()
+        self._bytes = 0
+        #: lines added so far (kept or not)
+        self.added = 0
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def add(self, level: int, logger: str, reason: str, peer: str, text: str, *,
+            time_s: float | None = None) -> None:
+        self.added += 1
+        line = RecentLine(time.time() if time_s is None else time_s, logging.getLevelName(level),
+                          escape(logger[:MAX_KEY_CHARS]), escape(reason[:MAX_KEY_CHARS]),
+                          escape(peer[:MAX_KEY_CHARS]), escape(text[:MAX_RECENT_CHARS]))
+        size = line.size
+        lines = self._lines
+        lines.append(line)
+        self._bytes += size
+        while lines and (len(lines) > self.max_lines or self._bytes > self.max_bytes):
+            self._bytes -= lines.popleft().size
+
+    def newest_first(self) -> Iterator[RecentLine]:
+        return reversed(list(self._lines))
+
+
+# ---------------------------------------------------------------------- the rate limit
+
+
 class RepeatedWarnings:
     """Rate-limited log lines of one process (see the module docstring); ``clock``: monotonic
-    seconds."""
+    seconds. What it writes is kept in :attr:`recent` too."""
 
     def __init__(self, *, interval_s: float = DEFAULT_INTERVAL_S,
                  max_keys: int = DEFAULT_MAX_KEYS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 recent: RecentLines | None = None) -> None:
         self.limiter = RepeatLimiter(interval_s, max_keys)
         self.clock = clock
         self._loggers: dict[str, logging.Logger] = {}
         #: lines left out so far (every one of them is in a summary, or will be)
         self.suppressed = 0
+        #: the newest lines written (first lines and summaries), for the status page
+        self.recent = RecentLines() if recent is None else recent
 
     def warning(self, logger: logging.Logger, reason: str, peer: str, msg: str, *args: object,
-                level: int = logging.WARNING, exc_info: bool = False) -> bool:
+                level: int = logging.WARNING, exc_info: bool = False,
+                extra: Mapping[str, object] | None = None) -> bool:
         """Log ``msg % args`` on ``logger`` unless a line of (``logger``, ``reason``,
-        ``peer``) was logged within the interval; True when it was logged."""
+        ``peer``) was logged within the interval; True when it was logged. ``extra``: fields
+        of the record (:data:`LOG_FIELDS`, e.g. :func:`message_fields`)."""
         if not logger.isEnabledFor(level):
             return False
         full, summaries = self.limiter.event((logger.name, reason, peer), self.clock(), level)
         self._write(summaries)
         if full:
             self._loggers.setdefault(logger.name, logger)
-            logger.log(level, msg, *args, exc_info=exc_info, stacklevel=2)
+            logger.log(level, msg, *args, exc_info=exc_info, stacklevel=2, extra=extra)
+            try:
+                text = msg % args if args else msg
+            except (TypeError, ValueError):  # the handler reports a bad format string
+                text = msg
+            self.recent.add(level, logger.name, reason, peer, text)
         else:
             self.suppressed += 1
         return full
@@ -246,6 +344,74 @@ class RepeatedWarnings:
         for summary in summaries:
             name, reason, peer = summary.key
             logger = self._loggers.get(name) or get_logger(name if name != "*" else __name__)
-            logger.log(summary.tag or logging.WARNING,
+            level = summary.tag or logging.WARNING
+            logger.log(level,
                        "%d more %r from %s in the last %.0f s (repeats are counted, not logged)",
                        summary.count, reason, peer, summary.seconds)
+            self.recent.add(level, name, reason, peer,
+                            f"{summary.count} more {reason!r} from {peer} in the last "
+                            f"{summary.seconds:.0f} s")
+
+
+# ---------------------------------------------------------------------- JSON lines
+
+#: the record attributes a JSON line carries when a log call gave them (``extra=``):
+#: the message a line is about (id, sender, recipient), a participant, a websocket client
+LOG_FIELDS: tuple[str, ...] = ("messageId", "sender", "recipient", "participantId", "clientId")
+
+
+class _Described(Protocol):
+    id: str
+    sender: str
+    recipient: str
+
+
+def message_fields(message: _Described) -> dict[str, object]:
+    """The ``extra=`` fields of a log line about one message."""
+    return {"messageId": message.id, "sender": message.sender, "recipient": message.recipient}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: ``time`` (UTC, ISO 8601, milliseconds), ``level``, ``logger``,
+    ``message``, the :data:`LOG_FIELDS` the record has, and ``exception`` (the formatted
+    traceback) when there is one. Non-ASCII characters are escaped (``\\uXXXX``): whatever a
+    peer put into a field, the line stays one line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, object] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(
+                timespec="milliseconds").replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        fields = record.__dict__
+        for name in LOG_FIELDS:
+            value = fields.get(name)
+            if value is not None:
+                line[name] = value if isinstance(value, str | int | float | bool) else str(value)
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            line["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(line, ensure_ascii=True, default=str)
+
+
+#: the text format of the programs' log lines
+TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+LOG_FORMATS = ("text", "json")
+
+
+def setup_process_logging(level: str, log_format: str = "text") -> logging.Handler:
+    """A program's logging (never called by library code): one handler on the root logger,
+    writing to stderr in ``log_format`` (``text`` or ``json``), with the escaping filter (the
+    libraries' lines too)."""
+    if log_format not in LOG_FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, not "
+                         f"{log_format!r}")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json"
+                         else logging.Formatter(TEXT_FORMAT))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
+    escape_handlers(logging.getLogger().handlers)
+    return handler

@@ -15,10 +15,14 @@ multicast); the router acts on the outcome.
 A libjoynr runtime's router has a ``parent``: the cluster controller's WebSocketAddress, the
 next hop of every participant without an entry of its own.
 
-Counters (``router.counters``) count every message dropped and why (``dropped-<reason>``); each
-drop is logged with the message id, rate-limited per reason and origin (``router.warnings``, one
-per process, used by the transports and providers on this router as well; ``sweep()`` writes
-its summaries, see :mod:`runtime.logs`).
+Counters (``router.counters``) count every message dropped and why (``dropped-<reason>``);
+``routed_by_type`` counts the messages handed to ``route`` per type, and ``outcomes`` what
+became of them per outcome and type: ``forwarded`` (a transport took it; a multicast once per
+next hop), ``queued`` (it waits; when it goes out later it is routed, and counted, again) and
+``dropped`` (when routed, or later from a queue: expired, waited too long). Each drop is logged
+with the message id, rate-limited per reason and origin (``router.warnings``, one per process,
+used by the transports and providers on this router as well; ``sweep()`` writes its
+summaries, see :mod:`runtime.logs`).
 
 The audit hook: ``router.audit`` (None by default) is told of every routing decision — a
 message handed to a transport that accepted it (with the time it spent queued), queued, dropped
@@ -38,7 +42,7 @@ from runtime import rules
 from runtime.addresses import Address
 from runtime.clock import now_ms
 from runtime.errors import JoynrError, MessageNotSentError
-from runtime.logs import RepeatedWarnings, get_logger, peer_of
+from runtime.logs import RepeatedWarnings, get_logger, message_fields, peer_of
 from runtime.messages import REQUEST_TYPES, Message, MessageType, held_bytes
 from runtime.multicast import MulticastReceivers, to_mqtt_topic
 from runtime.payloads import PayloadError, make_error_answer
@@ -51,12 +55,16 @@ from runtime.routing import (
 )
 from runtime.rules import check_expiry, check_forward
 
-__all__ = ["GlobalMulticast", "MessageRouter", "RouterSettings", "RoutingAudit", "Transport"]
+__all__ = ["OUTCOMES", "GlobalMulticast", "MessageRouter", "RouterSettings", "RoutingAudit",
+           "Transport"]
 
 log = get_logger(__name__)
 
 # enum members as module constants for the per-message paths (cheaper to look up in 3.11)
 _MULTICAST = MessageType.MULTICAST
+
+#: what becomes of a routed message (``MessageRouter.outcomes``)
+OUTCOMES = ("forwarded", "queued", "dropped")
 
 
 class GlobalMulticast(Protocol):
@@ -182,7 +190,11 @@ class MessageRouter:
         #: the rate limit of this process's repeated warnings (runtime.logs); the sweep writes
         #: their summaries
         self.warnings = RepeatedWarnings()
-        self.routed = 0  # messages handed to route(), for statistics
+        # per type (every key present: an increment is one dict lookup), for statistics
+        self.routed_by_type: dict[MessageType, int] = dict.fromkeys(MessageType, 0)
+        self.outcomes: dict[str, dict[MessageType, int]] = {
+            outcome: dict.fromkeys(MessageType, 0) for outcome in OUTCOMES}
+        self._forwarded = self.outcomes["forwarded"]
         #: told of every routing decision when set (the audit log; see the module docstring)
         self.audit: RoutingAudit | None = None
         self._transports: dict[type[Address], Transport] = {}
@@ -202,6 +214,11 @@ class MessageRouter:
         self.clock_ms = clock_ms
         self._retry_initial_ms = round(self.settings.retry_initial_s * 1000)
         self._retry_max_ms = round(self.settings.retry_max_s * 1000)
+
+    @property
+    def routed(self) -> int:
+        """Messages handed to route() so far (a queued one again when it goes out)."""
+        return sum(self.routed_by_type.values())
 
     # ------------------------------------------------------------------ set-up
 
@@ -326,7 +343,7 @@ class MessageRouter:
 
         True when it went out or waits in a queue; False when it was dropped (logged, counted,
         and for requests answered with a message-not-sent error where the rules say so)."""
-        self.routed += 1
+        self.routed_by_type[message.type] += 1
         refusal = check_expiry(message.expiry_date_ms, self.clock_ms())
         if refusal is not None:
             self._refused(message, refusal, "before it could be routed")
@@ -350,6 +367,7 @@ class MessageRouter:
                        answer=True, hop=address)
             return False
         if transport.send(address, message):
+            self._forwarded[message.type] += 1
             audit = self.audit
             if audit is not None:
                 requeued = self._requeued
@@ -421,6 +439,7 @@ class MessageRouter:
                 by_origin[0] += 1
                 by_origin[1] += size
         self.counters["queued"] += 1
+        self.outcomes["queued"][message.type] += 1
         audit = self.audit
         if audit is not None and (requeued is None or requeued.message is not message):
             # (a message queued again after a retry was recorded when it was first queued)
@@ -525,11 +544,12 @@ class MessageRouter:
         """Count, log, record and (``answer``) answer a message not routed for ``reason``;
         ``hop``: the next hop it was meant for, if one was chosen."""
         self.counters[f"dropped-{reason}"] += 1
+        self.outcomes["dropped"][message.type] += 1
         audit = self.audit
         if audit is not None:
             audit.decided(message, outcome_of(reason), hop, reason)
         self.warnings.warning(log, reason, peer_of(message.origin), "dropped %s: %s",
-                              message.describe(), detail)
+                              message.describe(), detail, extra=message_fields(message))
         if answer and message.type in REQUEST_TYPES:
             self._answer_not_sent(message, MessageNotSentError(
                 f"message {message.id} to {message.recipient} not sent: {detail}"

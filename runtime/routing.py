@@ -170,6 +170,7 @@ class RoutingTable:
         "_own",
         "_ranks",
         "_stale_refs",
+        "_sticky",
         "kind",
     )
 
@@ -204,6 +205,8 @@ class RoutingTable:
         # another expiry by now is stale and skipped (the heap is rebuilt when mostly stale)
         self._learned: dict[str, None] = {}
         self._learned_heap: list[tuple[int, str]] = []
+        # sticky entries are never removed and never lose stickiness: a count that only grows
+        self._sticky = 0
 
     # ------------------------------------------------------------------ queries
 
@@ -230,6 +233,18 @@ class RoutingTable:
     @property
     def learned_count(self) -> int:
         return len(self._learned)
+
+    @property
+    def sticky_count(self) -> int:
+        return self._sticky
+
+    def count_by_address_type(self) -> dict[str, int]:
+        """Entries per address type name (costs one step per distinct address)."""
+        counts: dict[str, int] = {}
+        for address, ids in self._by_address.items():
+            name = type(address).__name__
+            counts[name] = counts.get(name, 0) + len(ids)
+        return counts
 
     def participants_at(self, address: Address) -> set[str]:
         """The participantIds whose entry points at ``address`` (a copy)."""
@@ -310,6 +325,7 @@ class RoutingTable:
                     bucket.append(participant_id)
             if learned:
                 self._learn(participant_id, expiry_date_ms)
+            self._sticky += is_sticky
             return _CREATED
 
         old_address, old_visible, old_expiry, old_sticky = old
@@ -481,6 +497,8 @@ class RoutingTable:
     def _reindex_expiry(
         self, pid: str, old_expiry: int, old_sticky: bool, new_expiry: int, new_sticky: bool
     ) -> None:
+        # every entry that becomes sticky after it was made passes here (merge or replace)
+        self._sticky += new_sticky and not old_sticky
         old_key = self._bucket_key(old_expiry, old_sticky)
         new_key = self._bucket_key(new_expiry, new_sticky)
         if old_key == new_key:

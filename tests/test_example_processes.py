@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, *args], cwd=ROOT, text=True,
-                            env={**os.environ, **(env or {})},
+                            env={**os.environ, "JOYNR_CC__ADMIN__PORT": "0", **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 

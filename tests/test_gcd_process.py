@@ -22,7 +22,8 @@ pytestmark = pytest.mark.network
 def start(tmp_path: Path, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "gcd"], cwd=ROOT, text=True,
-        env={**os.environ, "JOYNR_GCD__GCD__SQLITE_PATH": str(tmp_path / "gcd.sqlite"), **env},
+        env={**os.environ, "JOYNR_GCD__GCD__SQLITE_PATH": str(tmp_path / "gcd.sqlite"),
+             "JOYNR_GCD__ADMIN__PORT": "0", **env},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 

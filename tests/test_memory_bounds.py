@@ -55,6 +55,7 @@ class CcProcess:
             cwd=ROOT,
             env={**os.environ, "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path),
                  "JOYNR_CC__WEBSOCKET__PORT": "0", "JOYNR_CC__EMBEDDED_BROKER__PORT": "0",
+                 "JOYNR_CC__ADMIN__PORT": "0",
                  **env},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         lines = wait_for_line(self.proc, "started: libjoynr runtimes connect to")

@@ -90,6 +90,7 @@ async def start_cc(stack: AsyncExitStack, data_dir: Path, **env: str) -> Cluster
     config = ClusterControllerConfig.load(None, env={
         "JOYNR_CC__WEBSOCKET__HOST": "127.0.0.1",
         "JOYNR_CC__WEBSOCKET__PORT": "0",
+        "JOYNR_CC__ADMIN__PORT": "0",
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(data_dir),
         "JOYNR_CC__WEBSOCKET__INIT_TIMEOUT_S": "0.5",
         **env,

@@ -40,6 +40,7 @@ import itertools
 import logging
 import random
 import ssl
+import time
 import types
 from collections import Counter, deque
 from collections.abc import Coroutine, Generator, Mapping
@@ -49,7 +50,7 @@ from typing import Any
 from runtime import records, rules
 from runtime.addresses import Address, MqttAddress
 from runtime.clock import now_ms
-from runtime.logs import get_logger
+from runtime.logs import get_logger, message_fields
 from runtime.messages import (
     Effort,
     FrameError,
@@ -59,6 +60,7 @@ from runtime.messages import (
     encode_frame,
     held_bytes,
 )
+from runtime.metrics import LatencyHistogram
 from runtime.router import MessageRouter
 from runtime.routing import RoutingSettings
 from runtime.tasks import TaskSupervisor
@@ -122,7 +124,16 @@ class _Backend:
         self.topics: Counter[str] = Counter()  # multicast topics -> receivers needing them
         self.session: MqttSession | None = None
         self.connected = asyncio.Event()
+        #: connections established (the first one and every reconnect), attempts that failed
         self.connections = 0
+        self.connect_failures = 0
+        #: why the last attempt failed or the last connection broke ("" before any failure)
+        self.last_error = ""
+        #: messages the broker acknowledged (QoS 1; QoS 0: handed over), messages received
+        self.published = 0
+        self.received = 0
+        #: from the hand-over to the client until the broker's acknowledgement (QoS 1)
+        self.publish_latency = LatencyHistogram()
         #: set while nothing waits to be published or acknowledged (see MqttTransport.stop)
         self.idle = asyncio.Event()
         self.idle.set()
@@ -220,13 +231,16 @@ class _Backend:
             except asyncio.CancelledError:
                 raise
             except (MqttSessionError, OSError) as exc:
+                self.connect_failures += 1
                 # a new kind of trouble is a warning; the same again while retrying is not
-                text = str(exc)
+                text = self.last_error = str(exc)
                 level = logging.WARNING if text != last_error else logging.INFO
                 last_error = text
                 log.log(level, "MQTT backend %s (%s): %s; %d message(s) wait; retrying in "
                         "%.2f s", self.gbid, self.url, exc, self.pending, delay)
-            except Exception:
+            except Exception as exc:
+                self.connect_failures += 1
+                self.last_error = repr(exc)
                 log.exception("MQTT backend %s (%s) failed; retrying in %.2f s", self.gbid,
                               self.url, delay)
             self.drop_expired()
@@ -325,6 +339,7 @@ class _Backend:
 
     async def _publish(self, session: MqttSession, item: _Outgoing, expiry_s: int, run: int
                        ) -> None:
+        started = time.perf_counter()
         try:
             await session.publish(item.topic, encode_frame(item.message), item.qos, expiry_s)
         except MqttSessionError as exc:
@@ -341,9 +356,11 @@ class _Backend:
             return
         finally:
             self._release_slot(run)
+        self.publish_latency.observe(time.perf_counter() - started)
         if self.inflight.pop(item.seq, None) is not None:
             self.bytes -= item.size
         self._settled()
+        self.published += 1
         self.transport.published += 1
 
     # ------------------------------------------------------------------ subscriptions
@@ -438,6 +455,13 @@ class MqttTransport:
             raise ConnectionError(f"MQTT backend(s) not connected within {timeout_s} s: "
                                   f"{', '.join(down)}") from None
 
+    @property
+    def backends(self) -> list[_Backend]:
+        """Every backend, the default one first (for the metrics and the status page: read
+        ``gbid``, ``url``, ``connected``, ``connections``, ``connect_failures``, ``queue``,
+        ``inflight``, ``bytes``, ``published``, ``received``, ``publish_latency``)."""
+        return list(self._backends.values())
+
     def connected(self, gbid: str) -> bool:
         backend = self._backends.get(gbid)
         return backend is not None and backend.connected.is_set()
@@ -526,7 +550,7 @@ class MqttTransport:
             audit.decided(message, records.outcome_of(reason), backend.origin, reason)
         self.router.warnings.warning(log, reason, f"backend {backend.gbid}",
                                      "MQTT backend %s: dropped %s: %s", backend.gbid,
-                                     message.describe(), detail)
+                                     message.describe(), detail, extra=message_fields(message))
 
     # ------------------------------------------------------------------ incoming
 
@@ -540,11 +564,13 @@ class MqttTransport:
         if audit is not None and message is not None:
             audit.decided(message, records.outcome_of(reason), None, reason, peer)
         self.router.warnings.warning(log, reason, peer, "MQTT: refused (%s): %s", reason,
-                                     detail)
+                                     detail, extra=None if message is None
+                                     else message_fields(message))
 
     def handle_incoming(self, backend: _Backend, topic: str, payload: bytes) -> None:
         """A message from ``backend``'s broker: decode, check, learn, route (or refuse)."""
         self.received += 1
+        backend.received += 1
         where = f"backend {backend.gbid}, topic {topic[:200]}"
         peer = f"backend {backend.gbid}"
         try:

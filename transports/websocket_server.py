@@ -31,14 +31,16 @@ asyncio layer (transports.websocket_connection).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from runtime.addresses import Address, WebSocketAddress, WebSocketClientAddress
-from runtime.logs import get_logger
+from runtime.logs import get_logger, message_fields
 from runtime.messages import FrameError, Message, decode_frame
 from runtime.records import outcome_of
 from runtime.router import MessageRouter
@@ -48,7 +50,7 @@ from transports.websocket_common import Outbox, decode_init
 from transports.websocket_connection import ServerSideConnection
 from transports.websocket_settings import WebSocketServerSettings, server_ssl_context
 
-__all__ = ["WebSocketServerSettings", "WebSocketServerTransport"]
+__all__ = ["ClientSummary", "WebSocketServerSettings", "WebSocketServerTransport"]
 
 log = get_logger(__name__)
 
@@ -58,19 +60,40 @@ POLICY_VIOLATION = 1008
 MESSAGE_TOO_BIG = 1009
 
 
+def _host_port(peer: object) -> str:
+    """``host:port`` (``[host]:port`` for IPv6) of a socket's peer address."""
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = str(peer[0])
+        return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
+    return str(peer)
+
+
 def _close_reason(text: str) -> str:
     """A close reason that fits a control frame (123 bytes of UTF-8)."""
     return text.encode()[:120].decode(errors="ignore")
 
 
 class _Client:
-    __slots__ = ("address", "outbox", "ws")
+    __slots__ = ("address", "outbox", "since", "ws")
 
     def __init__(self, ws: ServerSideConnection, address: WebSocketClientAddress,
                  outbox: Outbox) -> None:
         self.ws = ws
         self.address = address
         self.outbox = outbox
+        self.since = time.time()
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSummary:
+    """One connected client, for the status page: its address, where it connects from, since
+    when (epoch seconds), and what waits to be written to it."""
+
+    address: WebSocketClientAddress
+    peer: str
+    since_s: float
+    pending: int
+    pending_bytes: int
 
 
 class WebSocketServerTransport:
@@ -138,6 +161,10 @@ class WebSocketServerTransport:
         task.add_done_callback(self._handlers.discard)
 
     @property
+    def listening(self) -> bool:
+        return self._server is not None
+
+    @property
     def address(self) -> WebSocketAddress:
         """Where libjoynr runtimes connect (the real port when 0 was configured)."""
         s = self.settings
@@ -171,6 +198,11 @@ class WebSocketServerTransport:
     def clients(self) -> list[str]:
         return list(self._clients)
 
+    def client_summaries(self) -> list[ClientSummary]:
+        return [ClientSummary(c.address, _host_port(c.ws.remote_address), c.since,
+                              c.outbox.pending, c.outbox.pending_bytes)
+                for c in self._clients.values()]
+
     def pending_to(self, client_id: str) -> int:
         """Messages waiting to be written to one connected client (0 if it is not connected)."""
         client = self._clients.get(client_id)
@@ -190,13 +222,17 @@ class WebSocketServerTransport:
 
     # ------------------------------------------------------------------ connections
 
-    def _refuse(self, reason: str, detail: str, peer: object, client: str | None = None
-                ) -> None:
+    def _refuse(self, reason: str, detail: str, peer: object, client: str | None = None,
+                message: Message | None = None) -> None:
         """Count and log a refusal; the log line is rate-limited per reason and peer: the
         client once it is known (its id), else the connection (see runtime.logs)."""
         self.counters[reason] += 1
         key = f"client {client}" if client is not None else str(peer)
-        self.router.warnings.warning(log, reason, key, "websocket %s: refused: %s", peer, detail)
+        extra: dict[str, object] = {} if message is None else message_fields(message)
+        if client is not None:
+            extra["clientId"] = client
+        self.router.warnings.warning(log, reason, key, "websocket %s: refused: %s", peer, detail,
+                                     extra=extra)
 
     async def _handle(self, ws: ServerSideConnection) -> None:
         peer = ws.remote_address
@@ -222,7 +258,8 @@ class WebSocketServerTransport:
                                              self.settings.max_queued_bytes_per_connection))
         self._clients[client_id] = client
         self._claimed.discard(client_id)
-        log.info("websocket client %s connected from %s", client_id, peer)
+        log.info("websocket client %s connected from %s", client_id, peer,
+                 extra={"clientId": client_id})
         try:
             await self._receive(client, peer)
         finally:
@@ -303,7 +340,7 @@ class WebSocketServerTransport:
             refusal = admit_from_client(message, table.get(message.sender), address)
             if refusal is not None:
                 self._refuse(refusal.reason, f"client {address.id}: {message.describe()}: "
-                             f"{refusal.detail}", peer, address.id)
+                             f"{refusal.detail}", peer, address.id, message)
                 audit = router.audit
                 if audit is not None:
                     audit.decided(message, outcome_of(refusal.reason), None, refusal.reason,
@@ -330,7 +367,8 @@ class WebSocketServerTransport:
         removed = self.router.remove_routes_at(client.address)
         leftover = client.outbox.close()
         log.info("websocket client %s disconnected: %d route(s) removed, %d unsent message(s) "
-                 "queued again", client.address.id, len(removed), len(leftover))
+                 "queued again", client.address.id, len(removed), len(leftover),
+                 extra={"clientId": client.address.id})
         if self.on_client_gone is not None and removed:
             try:
                 self.on_client_gone(client.address, removed)

@@ -18,6 +18,7 @@ def cc_config(data_dir: Path, **overrides: Any) -> ClusterControllerConfig:
         "JOYNR_CC__WEBSOCKET__PORT": "0",
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(data_dir),
         "JOYNR_CC__ROUTER__SWEEP_INTERVAL_S": "0.05",
+        "JOYNR_CC__ADMIN__PORT": "0",  # several CCs at once: any free port each
     }
     env.update({f"JOYNR_CC__{key.upper()}": str(value) for key, value in overrides.items()})
     return ClusterControllerConfig.load(None, env=env)
