@@ -29,7 +29,9 @@ from libjoynr import (
 )
 from libjoynr import connect as joynr_connect
 from runtime.addresses import MqttAddress, WebSocketClientAddress
+from runtime.clock import now_ms
 from tests.support.brokers import Mosquitto
+from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import WAIT_S, mqtt_cc_config
 from tests.support.postgres import PostgresServer
 from tests.support.radio import Country, Radio, RadioProvider, Station
@@ -215,6 +217,11 @@ async def test_a_dead_database_is_an_internal_error_and_the_service_recovers(
     pid = await world.rt_one.register_provider(world.domain, RadioProvider(), qos=GLOBAL,
                                                await_global_registration=True)
     qos = DiscoveryQos(discovery_scope=DiscoveryScope.GLOBAL_ONLY)
+    # the registration went through one GCD instance; the other learns of it from the
+    # store's notification: the database goes down only after that
+    await eventually(lambda: all(gcd.sync.find_participant(pid, now_ms())
+                                 for gcd in world.gcds.values()), WAIT_S,
+                     "the registration in every GCD instance's index")
     await world.postgres.stop()
     try:
         # lookups are answered from the GCD instance's index while the database is down
