@@ -592,7 +592,11 @@ async def test_the_admin_endpoint_refuses_hostile_requests_counts_each_and_goes_
         idle = [await asyncio.open_connection(*_host_port(admin)) for _ in range(3)]
         reader, writer = await asyncio.open_connection(*_host_port(admin))
         writer.write(b"GET /health/live HTTP/1.1\r\n" + HEAD_OK + b"\r\n")
-        assert await asyncio.wait_for(reader.read(-1), 5) == b""
+        try:
+            closed = await asyncio.wait_for(reader.read(-1), 5)
+        except ConnectionResetError:  # closed with the request unread: the kernel resets
+            closed = b""
+        assert closed == b""
         writer.close()
         expected["too-many-connections"] = 1
         for idle_reader, idle_writer in idle:  # served now, then closed: their slots free
