@@ -143,7 +143,7 @@ def _config(args: argparse.Namespace) -> PipelineConfig:
 def run(args: argparse.Namespace, config: PipelineConfig) -> int:
     """Run one command with its own Spark session."""
     from pipeline import commands  # noqa: PLC0415 - imports pyspark
-    from pipeline.readers import directory_source  # noqa: PLC0415
+    from pipeline.readers import InputError, directory_source  # noqa: PLC0415
     from pipeline.session import spark_session  # noqa: PLC0415
 
     inputs = config.inputs
@@ -159,6 +159,10 @@ def run(args: argparse.Namespace, config: PipelineConfig) -> int:
         source = directory_source(inputs.sqlite, inputs.postgres)  # checked before Spark starts
     if job == "ingest" and not (inputs.audit_dir or inputs.snapshot_dir):
         raise ConfigError("nothing to ingest: give --audit DIR and/or --snapshots DIR")
+    for given, what in ((inputs.audit_dir, "audit"), (inputs.snapshot_dir, "snapshot")):
+        if given and job in ("ingest", "report") and not Path(given).is_dir():
+            raise InputError(f"the {what} directory {given} does not exist"
+                             if not Path(given).exists() else f"{given} is not a directory")
     plan_dir = None
     with spark_session(config.spark, max_line_bytes=inputs.max_line_bytes) as (spark, progress):
         state = commands.Run(spark, progress, config, out, now_ms)

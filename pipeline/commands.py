@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.config import PipelineConfig
@@ -286,8 +286,3 @@ def housekeeping(run: Run, entries: DataFrame, source: DirectorySource) -> Path:
     log.info("housekeeping: %d removeStale and %d remove call(s) planned (%s)", stale_count,
              remove_count, out / "plan.txt")
     return out
-
-
-def rows_of(frame: DataFrame) -> list[Row]:
-    """Rows of a small frame (tests and the report)."""
-    return frame.collect()
