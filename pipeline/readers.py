@@ -139,8 +139,9 @@ class _DataAfterStream(Exception):
 class _Decoding:
     """The decoded pieces of a gzip file, each at most ``max_piece`` bytes (so a small file
     that decompresses to gigabytes is harmless); concatenated members are one stream, as gzip
-    reads them, and zero padding after the end is allowed. After the pieces, ``complete``
-    says whether the stream ended properly. A corrupt stream raises zlib.error."""
+    and Spark read them. Anything else after the end of the stream (even zero padding, which
+    Spark's reader fails on) raises _DataAfterStream, a corrupt stream zlib.error. After the
+    pieces, ``complete`` says whether the stream ended properly."""
 
     def __init__(self, stream: BinaryIO, first: bytes, max_piece: int) -> None:
         self.stream = stream
@@ -156,19 +157,15 @@ class _Decoding:
                 if decoder.eof:
                     if len(data) < len(_GZIP_MAGIC):
                         break  # a next header may be cut by the read: join the next read
-                    if data.startswith(_GZIP_MAGIC):
-                        decoder = zlib.decompressobj(zlib.MAX_WBITS | 16)
-                    elif data.strip(b"\0"):
+                    if not data.startswith(_GZIP_MAGIC):
                         raise _DataAfterStream
-                    else:
-                        data = b""
-                        break
+                    decoder = zlib.decompressobj(zlib.MAX_WBITS | 16)
                 piece = decoder.decompress(data, self.max_piece)
                 data = decoder.unused_data if decoder.eof else decoder.unconsumed_tail
                 if piece:
                     yield piece
             more = self.stream.read(_READ_BYTES)
-            if not more and data and decoder.eof and data.strip(b"\0"):
+            if not more and data:  # a byte after the end that starts nothing
                 raise _DataAfterStream
             data = data + more if more else b""
         self.complete = decoder.eof
@@ -294,7 +291,10 @@ def read_lines(spark: SparkSession, whole: Sequence[RecordFile],
     lines of truncated files decoded in Python."""
     frames = []
     if whole:
-        frames.append(spark.read.text([Path(f.path).as_uri() for f in whole]).select(
+        # lines end at "\n" only, as the check counts them (Hadoop's default also ends them
+        # at "\r")
+        frames.append(spark.read.option("lineSep", "\n").text(
+            [Path(f.path).as_uri() for f in whole]).select(
             F.col("_metadata.file_name").alias("file"), "value"))
     if truncated:
         groups = _balanced(truncated, spark.sparkContext.defaultParallelism)

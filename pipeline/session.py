@@ -50,8 +50,12 @@ def build_session(settings: SparkSettings, *, max_line_bytes: int) -> SparkSessi
             "libpostgresql-jdbc-java libxerial-sqlite-jdbc-java; bin/pipeline installs them "
             "when run as root)")
     driver_host = settings.driver_host or ("127.0.0.1" if local else "")
+    if local:  # the driver's JVM binds to loopback only (and does not warn about the host)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = f"-Dlog4j2.configurationFile={(PACKAGE_DIR / 'log4j2.properties').as_uri()}"
     builder = (SparkSession.builder.master(settings.master).appName(settings.app_name)
                .config("spark.driver.memory", settings.driver_memory)
+               .config("spark.driver.extraJavaOptions", log4j)
                .config("spark.jars", ",".join(settings.jars))
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))

@@ -86,7 +86,9 @@ def stale_over_time(controllers: DataFrame, bin_ms: int) -> DataFrame:
                .groupBy((F.floor(F.col("stale_since_ms") / bin_ms) * bin_ms)
                         .cast("long").alias("bin_start_ms"))
                .agg(F.count(F.lit(1)).alias("went_stale")))
-    cumulative = Window.orderBy("bin_start_ms").rowsBetween(Window.unboundedPreceding, 0)
+    # one partition on purpose: a row per time bin, few
+    cumulative = (Window.partitionBy(F.lit(0)).orderBy("bin_start_ms")
+                  .rowsBetween(Window.unboundedPreceding, 0))
     return (per_bin.withColumn("stale", F.sum("went_stale").over(cumulative))
             .orderBy("bin_start_ms"))
 
