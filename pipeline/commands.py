@@ -101,14 +101,16 @@ def ingest(run: Run, audit_dir: str, snapshot_dir: str) -> list[dict[str, Any]]:
         checks = check_files(run.spark, every_file, max_line).collect()
     checked = {(row["source"], row["file"]): row for row in checks}
     run.out.mkdir(parents=True, exist_ok=True)
+    writes = []
     for spec, files in specs:
         whole = [f for f in files if checked[(f.source, f.name)]["gzip"] == "ok"]
         cut = [f for f in files if checked[(f.source, f.name)]["gzip"] == "truncated"
                and checked[(f.source, f.name)]["lines"] > 0]
         records, rejects = TABLES[spec.source]
-        with run.progress.step(f"ingest: reading {len(whole) + len(cut)} {spec.source} file(s)"):
-            lines = read_lines(run.spark, whole, cut, max_line)
-            write_split(ingest_job.classify(lines, spec), run.out, records, rejects)
+        classified = ingest_job.classify(read_lines(run.spark, whole, cut, max_line), spec)
+        writes.append(lambda c=classified, r=records, j=rejects: write_split(c, run.out, r, j))
+    with run.progress.step(f"ingest: reading {len(every_file)} file(s)"):
+        run.progress.together(*writes)
     counts = None
     for spec, _ in specs:
         records, rejects = TABLES[spec.source]
@@ -169,18 +171,22 @@ def directory(run: Run, entries: DataFrame) -> dict[str, Any]:
         write_table(directory_job.cluster_controllers(entries, params), out,
                     "cluster_controllers")
     controllers = run.spark.read.parquet(str(out / "cluster_controllers"))
-    with run.progress.step("directory: registrations, expired, diverging, shared"):
-        write_table(directory_job.registrations(entries, params), out, "registrations")
-        write_table(directory_job.expired_entries(entries, params), out, "expired")
-        write_table(directory_job.diverging_registrations(entries), out, "diverging")
-        write_table(directory_job.shared_participants(entries), out, "shared_participants")
     first = controllers.agg(F.min("stale_since_ms")).first()
     width = _bin_ms(first[0] if first else None, params.now_ms,
                     run.config.report.max_chart_bins)
-    with run.progress.step("directory: summary"):
-        write_table(directory_job.stale_over_time(controllers, width)
-                    .withColumn("bin_ms", F.lit(width)), out, "stale_over_time")
-        write_table(directory_job.summary(entries, controllers, params), out, "summary")
+    with run.progress.step("directory: registrations, expired, diverging, shared, summary"):
+        run.progress.together(
+            lambda: write_table(directory_job.registrations(entries, params), out,
+                                "registrations"),
+            lambda: write_table(directory_job.expired_entries(entries, params), out, "expired"),
+            lambda: write_table(directory_job.diverging_registrations(entries), out,
+                                "diverging"),
+            lambda: write_table(directory_job.shared_participants(entries), out,
+                                "shared_participants"),
+            lambda: write_table(directory_job.stale_over_time(controllers, width)
+                                .withColumn("bin_ms", F.lit(width)), out, "stale_over_time"),
+            lambda: write_table(directory_job.summary(entries, controllers, params), out,
+                                "summary"))
     summary = _small(run.spark.read.parquet(str(out / "summary")))[0]
     log.info("directory: %(entries)d entries (%(live)d live, %(expired)d expired), "
              "%(cluster_controllers)d cluster controllers, %(stale_cluster_controllers)d stale",
@@ -195,17 +201,20 @@ def traffic(run: Run, entries: DataFrame) -> dict[str, Any]:
     """The traffic tables from the ingested audit records; returns the summary row."""
     audit = read_table(run.spark, run.out, "audit", made_by="ingest --audit DIR")
     out = run.out / "traffic"
-    with run.progress.step("traffic: per interface, GBID, hour, outcome"):
-        per_outcome = traffic_job.outcomes(
-            traffic_job.attributed(audit, traffic_job.interfaces(entries)))
-        write_table(per_outcome, out, "outcomes")
+    with run.progress.step("traffic: per interface, GBID, hour, outcome; senders; refusals"):
+        run.progress.together(
+            lambda: write_table(traffic_job.outcomes(
+                traffic_job.attributed(audit, traffic_job.interfaces(entries))), out,
+                "outcomes"),
+            lambda: write_table(traffic_job.top_senders(audit, run.config.jobs.top_n), out,
+                                "top_senders"),
+            lambda: write_table(traffic_job.refusals(audit), out, "refusals"))
     per_outcome = run.spark.read.parquet(str(out / "outcomes"))
-    with run.progress.step("traffic: hourly, drops, senders, refusals"):
-        write_table(traffic_job.hourly(per_outcome), out, "hourly")
-        write_table(traffic_job.drops(per_outcome), out, "drops")
-        write_table(traffic_job.top_senders(audit, run.config.jobs.top_n), out, "top_senders")
-        write_table(traffic_job.refusals(audit), out, "refusals")
-        write_table(traffic_job.summary(per_outcome), out, "summary")
+    with run.progress.step("traffic: hourly, drops, summary"):
+        run.progress.together(
+            lambda: write_table(traffic_job.hourly(per_outcome), out, "hourly"),
+            lambda: write_table(traffic_job.drops(per_outcome), out, "drops"),
+            lambda: write_table(traffic_job.summary(per_outcome), out, "summary"))
     summary = _small(run.spark.read.parquet(str(out / "summary")))[0]
     log.info("traffic: %(records)d record(s), %(messages)d message(s): %(delivered)d delivered, "
              "%(dropped)d dropped, %(refused)d refused; %(unattributed)d to providers not in "
@@ -252,10 +261,12 @@ def housekeeping(run: Run, entries: DataFrame, source: DirectorySource) -> Path:
         removes = housekeeping_job.remove_actions(entries, stale, params)
         write_table(removes, out, "removes")
         removes = run.spark.read.parquet(str(out / "removes"))
-        write_jsonl(stale_actions.unionByName(removes, allowMissingColumns=True), out /
-                    "plan.jsonl")
-        write_table(housekeeping_job.planned_entries(entries, stale_actions, removes), out,
-                    "planned_entries")
+        run.progress.together(
+            lambda: write_jsonl(stale_actions.unionByName(removes, allowMissingColumns=True),
+                                out / "plan.jsonl"),
+            lambda: write_table(housekeeping_job.planned_entries(entries, stale_actions,
+                                                                 removes), out,
+                                "planned_entries"))
     counts = _small(run.spark.read.parquet(str(out / "planned_entries"))
                     .groupBy("action", "gbid").count())
     stale_count = stale.count()

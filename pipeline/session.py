@@ -15,7 +15,8 @@ import tempfile
 import threading
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -124,6 +125,22 @@ class Progress:
             self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
             self.current = ""
         log.info("%s: done in %.1f s", name, time.monotonic() - started)
+
+    def together(self, *actions: Callable[[], object]) -> None:
+        """Run independent Spark actions (writes of tables) at once, each from a thread of
+        its own: Spark schedules their jobs side by side, so the fixed cost of a small job
+        (scheduling, committing its files) overlaps instead of adding up. The first failure
+        is raised once all have ended."""
+        description = self.current
+
+        def run(action: Callable[[], object]) -> object:
+            self.spark.sparkContext.setJobDescription(description)  # per thread
+            return action()
+
+        with ThreadPoolExecutor(max_workers=len(actions), thread_name_prefix="spark-job") as pool:
+            futures = [pool.submit(run, action) for action in actions]
+        for future in futures:
+            future.result()
 
     def start(self) -> None:
         if self.interval_s > 0:
