@@ -150,8 +150,12 @@ def run(args: argparse.Namespace, config: PipelineConfig) -> int:
     out = Path(inputs.out).resolve()
     now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
     job = args.job
-    if job == "housekeeping" and args.apply and args.plan:
-        return _apply(Path(args.plan), config)
+    if job == "housekeeping" and args.apply:
+        from pipeline.apply import targets_of  # noqa: PLC0415
+
+        targets_of(config.apply.cc, config.apply.default_gbid)  # checked before Spark starts
+        if args.plan:
+            return _apply(Path(args.plan), config)
     if job == "housekeeping" and args.plan:
         raise ConfigError("--plan DIR is for --apply (a plan written before)")
     source = None

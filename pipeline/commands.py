@@ -122,6 +122,9 @@ def ingest(run: Run, audit_dir: str, snapshot_dir: str) -> list[dict[str, Any]]:
     assert counts is not None
     with run.progress.step("ingest: file status"):
         status = ingest_job.file_status(run.spark.createDataFrame(checks, INGEST_FILES), counts)
+        kept = _other_sources(run, {spec.source for spec, _ in specs})
+        if kept is not None:
+            status = status.unionByName(kept).orderBy("source", "file")
         write_table(status.coalesce(1), run.out, "ingest_files")
     table = run.spark.read.parquet(str(run.out / "ingest_files"))
     totals = _small(table.groupBy("source", "status").agg(
@@ -138,6 +141,18 @@ def ingest(run: Run, audit_dir: str, snapshot_dir: str) -> list[dict[str, Any]]:
         log.warning("ingest: %d more file(s) with problems (table ingest_files)",
                     len(problems) - 20)
     return problems
+
+
+def _other_sources(run: Run, sources: set[str]) -> DataFrame | None:
+    """The status rows of the sources this ingest did not read (their tables stay as they
+    were): one row per file, so they are taken through the driver (Spark cannot overwrite a
+    table it is reading)."""
+    path = run.out / "ingest_files"
+    if not path.exists():
+        return None
+    previous = run.spark.read.parquet(str(path))
+    rows = previous.where(~F.col("source").isin(*sources)).collect()
+    return run.spark.createDataFrame(rows, previous.schema) if rows else None
 
 
 # ---------------------------------------------------------------------- the directory
@@ -174,19 +189,22 @@ def directory(run: Run, entries: DataFrame) -> dict[str, Any]:
     first = controllers.agg(F.min("stale_since_ms")).first()
     width = _bin_ms(first[0] if first else None, params.now_ms,
                     run.config.report.max_chart_bins)
+    multi_row = directory_job.multi_row_participants(entries).persist()  # small: reused
     with run.progress.step("directory: registrations, expired, diverging, shared, summary"):
+        multi_row.count()  # made once, before the two writes that read it start side by side
         run.progress.together(
             lambda: write_table(directory_job.registrations(entries, params), out,
                                 "registrations"),
             lambda: write_table(directory_job.expired_entries(entries, params), out, "expired"),
-            lambda: write_table(directory_job.diverging_registrations(entries), out,
+            lambda: write_table(directory_job.diverging_registrations(multi_row), out,
                                 "diverging"),
-            lambda: write_table(directory_job.shared_participants(entries), out,
+            lambda: write_table(directory_job.shared_participants(multi_row), out,
                                 "shared_participants"),
             lambda: write_table(directory_job.stale_over_time(controllers, width)
                                 .withColumn("bin_ms", F.lit(width)), out, "stale_over_time"),
             lambda: write_table(directory_job.summary(entries, controllers, params), out,
                                 "summary"))
+    multi_row.unpersist()
     summary = _small(run.spark.read.parquet(str(out / "summary")))[0]
     log.info("directory: %(entries)d entries (%(live)d live, %(expired)d expired), "
              "%(cluster_controllers)d cluster controllers, %(stale_cluster_controllers)d stale",

@@ -20,6 +20,7 @@ __all__ = [
     "cluster_controllers",
     "diverging_registrations",
     "expired_entries",
+    "multi_row_participants",
     "registrations",
     "shared_participants",
     "stale_over_time",
@@ -93,31 +94,38 @@ def stale_over_time(controllers: DataFrame, bin_ms: int) -> DataFrame:
             .orderBy("bin_start_ms"))
 
 
-def diverging_registrations(directory: DataFrame) -> DataFrame:
-    """Participants registered in several GBIDs whose rows disagree: the GBIDs and the names of
-    the fields that differ (:data:`COMPARED_FIELDS`)."""
+def multi_row_participants(directory: DataFrame) -> DataFrame:
+    """Participants with several rows (so in several GBIDs: one row per (gbid, participant)):
+    their GBIDs, cluster controllers, and the names of the fields their rows disagree on
+    (:data:`COMPARED_FIELDS`). One aggregation for :func:`diverging_registrations` and
+    :func:`shared_participants`, which only select from it."""
     # min != max per field: plain aggregates (a distinct count per field would copy every row
     # once per field)
     differs = [(F.min(name) != F.max(name)).alias(name) for name in COMPARED_FIELDS]
     fields = F.filter(F.array(*(F.when(F.col(name), F.lit(name)) for name in COMPARED_FIELDS)),
                       lambda name: name.isNotNull())
     return (directory.groupBy("participant_id")
-            .agg(F.count(F.lit(1)).alias("rows"), F.array_sort(F.collect_set("gbid"))
-                 .alias("gbids"), *differs)
-            .where(F.col("rows") > 1)  # one row per (gbid, participant): several GBIDs
-            .select("participant_id", "gbids", fields.alias("fields"))
-            .where(F.size("fields") > 0)
-            .orderBy("participant_id"))
+            .agg(F.count(F.lit(1)).alias("rows"),
+                 F.array_sort(F.collect_set("gbid")).alias("gbids"),
+                 F.array_sort(F.collect_set("cluster_controller_id"))
+                 .alias("cluster_controller_ids"), *differs)
+            .where(F.col("rows") > 1)
+            .select("participant_id", "gbids", "cluster_controller_ids",
+                    fields.alias("fields")))
 
 
-def shared_participants(directory: DataFrame) -> DataFrame:
+def diverging_registrations(multi_row: DataFrame) -> DataFrame:
+    """Participants registered in several GBIDs whose rows disagree: the GBIDs and the names of
+    the fields that differ (``multi_row`` from :func:`multi_row_participants`)."""
+    return (multi_row.where(F.size("fields") > 0)
+            .select("participant_id", "gbids", "fields").orderBy("participant_id"))
+
+
+def shared_participants(multi_row: DataFrame) -> DataFrame:
     """Fixed participantIds registered by several cluster controllers (in different GBIDs:
     within one, a later registration replaces the earlier one)."""
-    return (directory.groupBy("participant_id")
-            .agg(F.array_sort(F.collect_set("cluster_controller_id"))
-                 .alias("cluster_controller_ids"),
-                 F.array_sort(F.collect_set("gbid")).alias("gbids"))
-            .where(F.size("cluster_controller_ids") > 1)
+    return (multi_row.where(F.size("cluster_controller_ids") > 1)
+            .select("participant_id", "cluster_controller_ids", "gbids")
             .orderBy("participant_id"))
 
 

@@ -170,3 +170,30 @@ def test_check_file_counts_lines_across_reads(tmp_path: Path) -> None:
     assert path.stat().st_size > 2 << 20
     check = check_file(str(path), 100)
     assert (check.gzip, check.lines, check.too_long) == ("ok", 300_001, 0)
+
+
+def test_an_empty_directory_gives_empty_tables(make_run: Any, tmp_path: Path) -> None:
+    """No audit file (the audit log is off): empty tables, readable by the next job."""
+    (tmp_path / "audit").mkdir()
+    run = make_run()
+    assert commands.ingest(run, str(tmp_path / "audit"), "") == []
+    assert run.spark.read.parquet(str(run.out / "audit")).count() == 0
+    assert run.spark.read.parquet(str(run.out / "ingest_files")).count() == 0
+    entries = run.spark.createDataFrame([], "participant_id string, domain string, "
+                                            "interface_name string")
+    summary = commands.traffic(run, entries)
+    assert (summary["records"], summary["messages"]) == (0, 0)
+
+
+def test_ingesting_one_source_keeps_the_status_of_the_other(
+        make_run: Any, bad_audit_dir: Path, tmp_path: Path) -> None:
+    snapshots = tmp_path / "snapshots"
+    snapshots.mkdir()
+    (snapshots / fleet.snapshot_name("cc-a", fleet.SNAP_A)).write_bytes(
+        fleet.jsonl_gz(fleet.SNAPSHOTS_CC_A))
+    run = make_run()
+    commands.ingest(run, str(bad_audit_dir), "")
+    commands.ingest(run, "", str(snapshots))
+    files = run.spark.read.parquet(str(run.out / "ingest_files")).collect()
+    assert sorted(r["source"] for r in files) == ["audit"] * len(EXPECTED) + ["snapshot"]
+    assert run.spark.read.parquet(str(run.out / "audit")).count() == 15  # untouched

@@ -101,11 +101,12 @@ def test_directory_tables_on_a_small_directory(spark: SparkSession) -> None:
                                                24 * HOUR))
     assert [(r["bin_start_ms"], r["went_stale"], r["stale"]) for r in over_time] == [
         (NOW - 3 * 24 * HOUR, 1, 1), (NOW - 24 * HOUR, 1, 2)]
-    assert rows(directory.diverging_registrations(frame)) == [
+    multi_row = directory.multi_row_participants(frame)
+    assert rows(directory.diverging_registrations(multi_row)) == [
         {"participant_id": "p1", "gbids": ["g1", "g2"], "fields": ["priority"]},
         {"participant_id": "p3", "gbids": ["g1", "g2"],
          "fields": ["topic", "cluster_controller_id"]}]
-    assert rows(directory.shared_participants(frame)) == [
+    assert rows(directory.shared_participants(multi_row)) == [
         {"participant_id": "p3", "cluster_controller_ids": ["cc3", "cc4"],
          "gbids": ["g1", "g2"]}]
     registrations = rows(directory.registrations(frame, params))
@@ -275,7 +276,7 @@ def test_jobs_use_no_python_udf(spark: SparkSession) -> None:
     lines = spark.createDataFrame([("f", "{}")], "file string, value string")
     params = directory.DirectoryParams(NOW, HOUR)
     for frame in (traffic.hourly(per_outcome), ingest.classify(lines, AUDIT),
-                  directory.diverging_registrations(entries),
+                  directory.diverging_registrations(directory.multi_row_participants(entries)),
                   directory.cluster_controllers(entries, params)):
         plan = frame._jdf.queryExecution().executedPlan().toString()
         assert "EvalPython" not in plan, plan
