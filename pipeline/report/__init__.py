@@ -18,6 +18,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipeline import commands
+from pipeline.jobs import traffic as traffic_job
 from pipeline.readers import DirectorySource
 from pipeline.report.page import Chart, Section, Table, render
 from pipeline.schemas import REJECT_KINDS
@@ -147,7 +148,8 @@ def _traffic_sections(run: commands.Run, summary: dict[str, Any] | None) -> list
                 Section("security", "Refusals", text=[note])]
     settings = run.config.report
     hourly = _read(run, "traffic/hourly")
-    label = F.concat_ws("/", "domain", "interface_name")
+    label = F.when(F.col("domain") == traffic_job.UNKNOWN, F.lit(traffic_job.UNKNOWN)).otherwise(
+        F.concat_ws("/", "domain", "interface_name"))
     top = _top(hourly, label, "messages", settings.chart_series)
     # epoch ms computed by Spark: Python's datetimes would be in the local time zone
     span = hourly.agg(F.unix_millis(F.min("hour")), F.unix_millis(F.max("hour"))).first()
