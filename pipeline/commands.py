@@ -134,7 +134,8 @@ def ingest(run: Run, audit_dir: str, snapshot_dir: str) -> list[dict[str, Any]]:
                  total["files"], total["records"] or 0)
     problems = _small(table.where(F.col("status") != "ok"))
     for problem in problems[:20]:
-        log.warning("ingest: %s %s: %s (%s)%s", problem["source"], problem["file"],
+        # a badly named file's name is shown escaped (it may hold control characters)
+        log.warning("ingest: %s %r: %s (%s)%s", problem["source"], problem["file"],
                     problem["status"], problem["gzip"],
                     f": {problem['detail']}" if problem["detail"] else "")
     if len(problems) > 20:
