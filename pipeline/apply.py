@@ -1,0 +1,212 @@
+"""Carrying out a housekeeping plan (``plan.jsonl``, :mod:`pipeline.jobs.housekeeping`) through
+the GCD's own joynr interface, never by deleting rows behind its back.
+
+The pipeline is an application here: it connects to cluster controllers with the public
+libjoynr API and calls the GCD (interface GlobalCapabilitiesDirectory 0.3, gcd/interface.py)
+through a proxy. A cluster controller routes its GCD calls to the GCD instance of its default
+backend; every instance shares the store, but some calls act on the instance's own GBID.
+
+- ``removeStale(cc, before_ms)`` deletes that controller's rows in every GBID, so it goes
+  through any one cluster controller (the one of [apply] default_gbid, else the first given).
+- ``remove`` of an expired row of GBID G goes through the cluster controller given for G
+  (``--cc G=ws://...``), whose GCD instance acts on G: first ``lookup`` (the instance's own
+  GBID, live rows only): an answer means the row is live again (touched or registered anew
+  since the plan), and it is left alone (``skipped-live``); otherwise ``remove`` (the form
+  that acts on the instance's own GBID, expired or not) deletes it. A GBID with no cluster
+  controller given is ``skipped-no-cc``.
+
+Each call's outcome is a line of ``apply-result.jsonl`` beside the plan, with a summary at the
+end. The plan is read line by line and at most [apply] concurrency calls are in flight, so a
+plan of any size takes bounded memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+from gcd.interface import GCD_DOMAIN, GCD_PARTICIPANT_ID, GlobalCapabilitiesDirectory
+from libjoynr import (
+    Arbitration,
+    DiscoveryQos,
+    LibjoynrRuntime,
+    ProviderRuntimeError,
+    Proxy,
+    connect,
+)
+from pipeline.config import ApplySettings, ConfigError
+from pipeline.readers import InputError
+
+__all__ = ["ApplyResult", "apply_plan", "targets_of"]
+
+log = logging.getLogger(__name__)
+
+DONE = "done"
+SKIPPED_LIVE = "skipped-live"
+SKIPPED_NO_CC = "skipped-no-cc"
+FAILED = "failed"
+BAD_LINE = "bad-line"
+
+
+def targets_of(specs: tuple[str, ...], default_gbid: str) -> dict[str, str]:
+    """GBID -> cluster controller URL from ``[GBID=]URL`` items (no GBID: ``default_gbid``)."""
+    if not specs:
+        raise ConfigError("--apply needs a cluster controller to reach the GCD through: "
+                          "--cc [GBID=]ws://host:port/")
+    targets: dict[str, str] = {}
+    for spec in specs:
+        gbid, _, url = spec.rpartition("=") if "=" in spec.split("://", 1)[0] else ("", "", spec)
+        gbid = gbid or default_gbid
+        if urlsplit(url).scheme not in ("ws", "wss"):
+            raise ConfigError(f"--cc {spec!r}: not a websocket URL ws://host:port/")
+        if gbid in targets:
+            raise ConfigError(f"--cc: two cluster controllers for GBID {gbid!r}")
+        targets[gbid] = url
+    return targets
+
+
+@dataclass
+class ApplyResult:
+    """What --apply did: calls by action and outcome."""
+
+    outcomes: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    @property
+    def complete(self) -> bool:
+        """Every call of the plan was made (or rightly left alone: a live row)."""
+        return not any(outcome in (FAILED, SKIPPED_NO_CC, BAD_LINE)
+                       for _, outcome in self.outcomes)
+
+    def count(self, action: str, outcome: str) -> int:
+        return self.outcomes[(action, outcome)]
+
+
+class _Gcds:
+    """A GCD proxy per cluster controller URL, connected on first use."""
+
+    def __init__(self, stack: AsyncExitStack, settings: ApplySettings) -> None:
+        self.stack = stack
+        self.settings = settings
+        self._proxies: dict[str, asyncio.Task[Proxy]] = {}
+
+    async def _connect(self, url: str) -> Proxy:
+        timeout_ms = int(self.settings.call_timeout_s * 1000)
+        runtime: LibjoynrRuntime = await connect(url, timeout_s=self.settings.call_timeout_s)
+        self.stack.push_async_callback(runtime.close)
+        proxy = await runtime.build_proxy(
+            GlobalCapabilitiesDirectory, GCD_DOMAIN,
+            arbitration=Arbitration.fixed(GCD_PARTICIPANT_ID),
+            discovery_qos=DiscoveryQos(discovery_timeout_ms=timeout_ms), ttl_ms=timeout_ms)
+        log.info("apply: connected to the GCD through %s", url)
+        return proxy
+
+    async def proxy(self, url: str) -> Proxy:
+        if url not in self._proxies:
+            self._proxies[url] = asyncio.ensure_future(self._connect(url))
+        return await self._proxies[url]
+
+
+async def _actions(plan: Path) -> AsyncIterator[tuple[int, dict[str, Any] | None]]:
+    with plan.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                action = json.loads(line)
+            except ValueError:
+                action = None
+            yield number, action if isinstance(action, dict) else None
+
+
+async def _carry_out(action: dict[str, Any], gcds: _Gcds, targets: dict[str, str],
+                     stale_url: str) -> tuple[str, str | None]:
+    name = action.get("action")
+    if name == "removeStale":
+        cc, before = action.get("cluster_controller_id"), action.get("before_ms")
+        if not isinstance(cc, str) or not isinstance(before, int):
+            return BAD_LINE, "removeStale without cluster_controller_id or before_ms"
+        gcd: Any = await gcds.proxy(stale_url)
+        await gcd.remove_stale(cc, before)
+        return DONE, None
+    if name == "remove":
+        gbid, pid = action.get("gbid"), action.get("participant_id")
+        if not isinstance(gbid, str) or not isinstance(pid, str):
+            return BAD_LINE, "remove without gbid or participant_id"
+        url = targets.get(gbid)
+        if url is None:
+            return SKIPPED_NO_CC, f"no cluster controller given for GBID {gbid} (--cc {gbid}=URL)"
+        gcd = await gcds.proxy(url)
+        try:
+            await gcd.lookup_participant(pid)
+        except ProviderRuntimeError:
+            pass  # no live row in that GBID: the planned (expired) one goes
+        else:
+            return SKIPPED_LIVE, "live again since the plan was made"
+        await gcd.remove_participants([pid])
+        return DONE, None
+    return BAD_LINE, f"unknown action {name!r}"
+
+
+async def apply_plan(plan_dir: Path, targets: dict[str, str], settings: ApplySettings
+                     ) -> ApplyResult:
+    """Carry out ``plan_dir/plan.jsonl`` (see the module docstring)."""
+    plan = plan_dir / "plan.jsonl"
+    if not plan.is_file():
+        raise InputError(f"no housekeeping plan at {plan} (made by `bin/pipeline housekeeping`)")
+    stale_url = targets.get(settings.default_gbid) or next(iter(targets.values()))
+    result = ApplyResult()
+    queue: asyncio.Queue[tuple[int, dict[str, Any] | None] | None] = asyncio.Queue(
+        maxsize=2 * settings.concurrency)
+    started = time.monotonic()
+    last_log = started
+    async with AsyncExitStack() as stack:
+        gcds = _Gcds(stack, settings)
+        out: TextIO = stack.enter_context((plan_dir / "apply-result.jsonl").open(
+            "w", encoding="utf-8"))
+
+        async def worker() -> None:
+            nonlocal last_log
+            while (item := await queue.get()) is not None:
+                number, action = item
+                error: str | None
+                if action is None:
+                    outcome, error = BAD_LINE, "not a JSON object"
+                else:
+                    try:
+                        outcome, error = await _carry_out(action, gcds, targets, stale_url)
+                    except Exception as exc:  # any failure (joynr, connection) is this call's
+                        outcome, error = FAILED, f"{type(exc).__name__}: {exc}"
+                name = str(action.get("action")) if action else "?"
+                result.outcomes[(name, outcome)] += 1
+                out.write(json.dumps({"line": number, **(action or {}), "outcome": outcome,
+                                      **({"error": error} if error else {})}) + "\n")
+                if outcome in (FAILED, BAD_LINE, SKIPPED_NO_CC):
+                    log.warning("apply: plan line %d: %s %s", number, outcome, error)
+                now = time.monotonic()
+                if now - last_log > 10:
+                    last_log = now
+                    log.info("apply: %d call(s) carried out so far",
+                             sum(result.outcomes.values()))
+
+        workers = [asyncio.create_task(worker()) for _ in range(max(1, settings.concurrency))]
+        try:
+            async for item in _actions(plan):
+                await queue.put(item)
+        finally:
+            for _ in workers:
+                await queue.put(None)
+            await asyncio.gather(*workers)
+    for (action, outcome), count in sorted(result.outcomes.items()):
+        log.info("apply: %s %s: %d", action, outcome, count)
+    log.info("apply: %s in %.1f s (%s)", "complete" if result.complete else "INCOMPLETE",
+             time.monotonic() - started, plan_dir / "apply-result.jsonl")
+    return result

@@ -1,0 +1,136 @@
+"""The traffic job: where messages go, what they cost, what gets dropped and who is refused
+(pure: DataFrames in and out).
+
+Input: audit records (docs/records.md v1, as ingested: :data:`pipeline.schemas.AUDIT_V1`
+fields) and the directory. An audit header names no interface, so each record is attributed
+to the provider it concerns, looked up in the directory by participantId: the recipient of
+requests, one-way messages and subscription requests or stops; the sender of replies,
+subscription replies, publications and multicasts. A provider not in the directory is
+attributed to :data:`UNKNOWN`.
+
+A **message** is a record of a final outcome (delivered, dropped or refused): a message that
+waited in a queue has a ``queued`` record first and is counted once, by its final one.
+Times are grouped by UTC hour. ``gbid`` is the backend of an MQTT hop (null for local hops).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+__all__ = [
+    "PROVIDER_SENDS",
+    "UNKNOWN",
+    "attributed",
+    "drops",
+    "hourly",
+    "interfaces",
+    "outcomes",
+    "refusals",
+    "summary",
+    "top_senders",
+]
+
+#: the wire names of the message types a provider sends (docs/wire.md): reply, subscription
+#: reply, publication, multicast; every other type goes to a provider
+PROVIDER_SENDS = ("rp", "srp", "p", "m")
+#: domain and interface of a provider that is not in the directory
+UNKNOWN = "(not in directory)"
+
+
+
+def _final() -> Column:
+    return F.col("outcome") != "queued"
+
+
+def interfaces(directory: DataFrame) -> DataFrame:
+    """participant_id -> (domain, interface_name): one row per participant (registered in
+    several GBIDs with diverging values: the least of them; the directory job reports those)."""
+    return (directory.groupBy("participant_id")
+            .agg(F.min(F.struct("domain", "interface_name")).alias("i"))
+            .select("participant_id", "i.domain", "i.interface_name"))
+
+
+def attributed(audit: DataFrame, provider_interfaces: DataFrame) -> DataFrame:
+    """The audit records with the provider's ``domain`` and ``interface_name`` and the UTC
+    ``hour`` of the decision."""
+    provider = F.when(F.col("type").isin(*PROVIDER_SENDS), F.col("sender")).otherwise(
+        F.col("recipient"))
+    known = provider_interfaces.withColumnRenamed("participant_id", "provider")
+    return (audit.withColumn("provider", provider)
+            .join(known, "provider", "left")
+            .select(F.coalesce("domain", F.lit(UNKNOWN)).alias("domain"),
+                    F.coalesce("interface_name", F.lit(UNKNOWN)).alias("interface_name"),
+                    "gbid",
+                    F.date_trunc("hour", F.timestamp_millis("ts")).alias("hour"),
+                    "outcome", "reason", "bytes", "queued_ms"))
+
+
+def outcomes(records: DataFrame) -> DataFrame:
+    """Per (domain, interface, GBID, hour, outcome, reason): records, bytes, and for delivered
+    ones the p50 and p99 of the time queued. The one aggregation over the records: the other
+    tables are drawn from it."""
+    queued = F.when(F.col("outcome") == "delivered", F.col("queued_ms"))
+    return (records.groupBy("domain", "interface_name", "gbid", "hour", "outcome", "reason")
+            .agg(F.count(F.lit(1)).alias("records"),
+                 F.sum("bytes").alias("bytes"),
+                 F.percentile_approx(queued, [0.5, 0.99]).alias("queued_ms")))
+
+
+def _records(outcome: str) -> Column:
+    return F.sum(F.when(F.col("outcome") == outcome, F.col("records")).otherwise(0))
+
+
+def hourly(per_outcome: DataFrame) -> DataFrame:
+    """Per (domain, interface, GBID, hour): messages (final outcomes), delivered, queued,
+    dropped, refused, bytes delivered, p50 and p99 ms queued of the delivered ones."""
+    delivered = F.col("outcome") == "delivered"
+    return (per_outcome.groupBy("domain", "interface_name", "gbid", "hour")
+            .agg(F.sum(F.when(_final(), F.col("records")).otherwise(0)).alias("messages"),
+                 _records("delivered").alias("delivered"),
+                 _records("queued").alias("queued"),
+                 _records("dropped").alias("dropped"),
+                 _records("refused").alias("refused"),
+                 F.sum(F.when(delivered, F.col("bytes")).otherwise(0)).alias("bytes"),
+                 # delivered records have no reason: one group per hour holds them all
+                 F.max(F.when(delivered, F.col("queued_ms")[0])).alias("queued_p50_ms"),
+                 F.max(F.when(delivered, F.col("queued_ms")[1])).alias("queued_p99_ms"))
+            .orderBy("hour", "domain", "interface_name", "gbid"))
+
+
+def drops(per_outcome: DataFrame) -> DataFrame:
+    """Dropped and refused messages per (domain, interface, GBID, hour, outcome, reason)."""
+    return (per_outcome.where(F.col("outcome").isin("dropped", "refused"))
+            .select("domain", "interface_name", "gbid", "hour", "outcome", "reason",
+                    F.col("records").alias("messages"))
+            .orderBy("hour", "domain", "interface_name", "gbid", "outcome", "reason"))
+
+
+def top_senders(audit: DataFrame, n: int) -> DataFrame:
+    """The ``n`` participants that sent the most messages (ties: by participantId)."""
+    return (audit.where(_final()).groupBy("sender")
+            .agg(F.count(F.lit(1)).alias("messages"), F.sum("bytes").alias("bytes"))
+            .orderBy(F.desc("messages"), "sender").limit(n))
+
+
+def refusals(audit: DataFrame) -> DataFrame:
+    """The security view: refused messages per reason and peer, with the first and last time
+    (epoch ms)."""
+    return (audit.where(F.col("outcome") == "refused").groupBy("reason", "peer")
+            .agg(F.count(F.lit(1)).alias("messages"),
+                 F.min("ts").alias("first_ms"), F.max("ts").alias("last_ms"))
+            .orderBy(F.desc("messages"), "reason", "peer"))
+
+
+def summary(per_outcome: DataFrame) -> DataFrame:
+    """One row: records, messages, each outcome, bytes delivered, messages of providers not in
+    the directory."""
+    return per_outcome.agg(
+        F.coalesce(F.sum("records"), F.lit(0)).alias("records"),
+        F.coalesce(F.sum(F.when(_final(), F.col("records"))), F.lit(0)).alias("messages"),
+        *(F.coalesce(_records(o), F.lit(0)).alias(o)
+          for o in ("delivered", "queued", "dropped", "refused")),
+        F.coalesce(F.sum(F.when(F.col("outcome") == "delivered", F.col("bytes"))), F.lit(0))
+        .alias("bytes"),
+        F.coalesce(F.sum(F.when(_final() & (F.col("domain") == UNKNOWN), F.col("records"))),
+                   F.lit(0)).alias("unattributed"))

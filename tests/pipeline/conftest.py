@@ -1,0 +1,81 @@
+"""Fixtures of the pipeline tests: ONE SparkSession for all of them (local[2]), the fleet's
+inputs (tests/pipeline/fleet.py), and a run of the commands on them."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from gcd.sqlite_store import SqliteStore
+from pipeline.commands import Run
+from pipeline.config import InputSettings, JobSettings, PipelineConfig, SparkSettings
+from pipeline.session import Progress, build_session
+from tests.pipeline import fleet
+
+#: small, so that the too-long tests need no megabyte lines (the session's line reader and the
+#: file check use the same bound)
+MAX_LINE_BYTES = 4096
+
+TEST_SPARK = SparkSettings(master="local[2]", shuffle_partitions=4, jdbc_partitions=3,
+                           progress_interval_s=0)
+
+
+def pipeline_config(out: Path) -> PipelineConfig:
+    return dataclasses.replace(
+        PipelineConfig(), spark=TEST_SPARK,
+        inputs=InputSettings(out=str(out), max_line_bytes=MAX_LINE_BYTES),
+        jobs=JobSettings(stale_after_h=fleet.STALE_AFTER_H, top_n=20))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """The one SparkSession of the pipeline tests (started once: about 7 s)."""
+    session = build_session(TEST_SPARK, max_line_bytes=MAX_LINE_BYTES)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def make_run(spark: SparkSession, tmp_path: Path) -> Callable[..., Run]:
+    """A Run of the commands on the shared session: output under tmp_path/out, at fleet.NOW."""
+
+    def make(out: Path | None = None, now_ms: int = fleet.NOW) -> Run:
+        target = out or tmp_path / "out"
+        return Run(spark, Progress(spark, 0), pipeline_config(target), target, now_ms)
+
+    return make
+
+
+@dataclasses.dataclass(frozen=True)
+class FleetInputs:
+    sqlite: Path
+    audit_dir: Path
+    snapshot_dir: Path
+
+
+@pytest.fixture(scope="session")
+def fleet_inputs(tmp_path_factory: pytest.TempPathFactory) -> FleetInputs:
+    """THE place the fleet's inputs are made (see tests/pipeline/fleet.py): its directory in a
+    GCD SQLite store (through the store's API), its audit and snapshot files.
+
+    LEAD: to take the audit and snapshot files from a real cluster controller (``audit``
+    branch), replace ``fleet.write_fleet_files`` here; the tests read only these paths."""
+    base = tmp_path_factory.mktemp("fleet")
+    sqlite = base / "gcd.sqlite"
+
+    async def fill() -> None:
+        store = SqliteStore(sqlite)
+        await store.open()
+        try:
+            await fleet.fill_store(store)
+        finally:
+            await store.close()
+
+    asyncio.run(fill())
+    fleet.write_fleet_files(base / "audit", base / "snapshots")
+    return FleetInputs(sqlite, base / "audit", base / "snapshots")
