@@ -40,6 +40,7 @@ __all__ = [
     "Connect",
     "Decoder",
     "Disconnect",
+    "Oversized",
     "Packet",
     "Pingreq",
     "Pingresp",
@@ -253,8 +254,20 @@ class Disconnect:
     type: int = DISCONNECT
 
 
-Packet = (Connect | Connack | Publish | Puback | Subscribe | Suback | Unsubscribe | Unsuback
-          | Pingreq | Pingresp | Disconnect)
+@dataclass(slots=True)
+class Oversized:
+    """An MQTT 3.1.1 PUBLISH larger than the maximum packet size: skipped, never buffered
+    (only its topic and packet id were read, to acknowledge it)."""
+
+    topic: str
+    qos: int
+    packet_id: int
+    size: int
+    type: int = 0
+
+
+Packet = (Oversized | Connect | Connack | Publish | Puback | Subscribe | Suback | Unsubscribe
+          | Unsuback | Pingreq | Pingresp | Disconnect)
 
 
 # ---------------------------------------------------------------------- encoding
@@ -410,6 +423,31 @@ _SERVER_ACCEPTS: Final = frozenset({CONNECT, PUBLISH, PUBACK, SUBSCRIBE, UNSUBSC
                                     DISCONNECT})
 _FLAGS: Final = {CONNECT: 0, CONNACK: 0, PUBACK: 0, SUBSCRIBE: 2, SUBACK: 0, UNSUBSCRIBE: 2,
                  UNSUBACK: 0, PINGREQ: 0, PINGRESP: 0, DISCONNECT: 0}
+
+
+def _remaining_length(view: bytes | bytearray, pos: int, size: int) -> tuple[int, int]:
+    """(fixed header length, remaining length) of the packet at ``pos``; remaining length
+    -1 while the header is incomplete."""
+    length = view[pos + 1]
+    if not length & 0x80:
+        return 2, length
+    length &= 0x7F
+    header, shift = 2, 7
+    while True:
+        if pos + header >= size:
+            return header, -1
+        byte = view[pos + header]
+        header += 1
+        length |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            if byte == 0:
+                raise _violation("bad-remaining-length", "the remaining length is not in "
+                                 "the shortest form")
+            return header, length
+        shift += 7
+        if header == 5:
+            raise _violation("bad-remaining-length", "the remaining length is longer than "
+                             "four bytes")
 
 
 def _check_codes(name: str, codes: list[int], allowed: frozenset[int]) -> None:
@@ -572,6 +610,8 @@ class Decoder:
         self._accepts = _CLIENT_ACCEPTS if role == "client" else _SERVER_ACCEPTS
         self._buffer = bytearray()
         self._broken: ProtocolViolation | None = None
+        #: bytes of an oversized PUBLISH still to drop
+        self._skip = 0
         #: the QoS the client subscribed with at most: a PUBLISH above it is a violation
         self.max_qos = 2 if role == "server" else 1
 
@@ -582,6 +622,11 @@ class Decoder:
     def feed(self, data: bytes) -> list[Packet]:
         if self._broken is not None:
             raise self._broken
+        if self._skip:  # the rest of an oversized PUBLISH: dropped unread
+            if len(data) <= self._skip:
+                self._skip -= len(data)
+                return []
+            data, self._skip = data[self._skip:], 0
         buffer = self._buffer
         if buffer:
             buffer += data
@@ -593,35 +638,27 @@ class Decoder:
         try:
             while size - pos >= 2:
                 first = view[pos]
-                # the remaining length, one to four bytes
-                length = view[pos + 1]
-                header = 2
-                if length & 0x80:
-                    length &= 0x7F
-                    shift = 7
-                    while True:
-                        if pos + header >= size:
-                            length = -1  # the header is not complete yet
-                            break
-                        byte = view[pos + header]
-                        header += 1
-                        length |= (byte & 0x7F) << shift
-                        if not byte & 0x80:
-                            if byte == 0:
-                                raise _violation("bad-remaining-length", "the remaining "
-                                                 "length is not in the shortest form")
-                            break
-                        shift += 7
-                        if header == 5:
-                            raise _violation("bad-remaining-length", "the remaining length "
-                                             "is longer than four bytes")
-                    if length < 0:
-                        break
+                header, length = _remaining_length(view, pos, size)
+                if length < 0:
+                    break  # the header is not complete yet
                 total = header + length
                 if total > self.max_packet_size:
-                    raise _violation("packet-too-large", f"a packet of {total} bytes "
-                                     f"announced: at most {self.max_packet_size}",
-                                     PACKET_TOO_LARGE)
+                    if self.version == V5 or self.role != "client" or first >> 4 != PUBLISH:
+                        raise _violation("packet-too-large", f"a packet of {total} bytes "
+                                         f"announced: at most {self.max_packet_size}",
+                                         PACKET_TOO_LARGE)
+                    # MQTT 3.1.1 cannot tell the server the limit: such a PUBLISH is no
+                    # violation, it is skipped (its body never buffered) and acknowledged
+                    oversized = self._oversized(view, pos, header, size, total)
+                    if oversized is None:
+                        break  # its topic and packet id have not all arrived yet
+                    packets.append(oversized)
+                    if size - pos < total:
+                        self._skip = total - (size - pos)
+                        pos = size
+                    else:
+                        pos += total
+                    continue
                 if size - pos < total:
                     break
                 packets.append(self._packet(first, view, pos + header, pos + total))
@@ -635,6 +672,27 @@ class Decoder:
         elif pos < size:
             buffer += view[pos:]
         return packets
+
+    def _oversized(self, data: bytes | bytearray, pos: int, header: int, size: int,
+                   total: int) -> Oversized | None:
+        qos = (data[pos] >> 1) & 0x03
+        if qos > self.max_qos:
+            raise _violation("bad-qos", f"PUBLISH: QoS {qos}, above the QoS subscribed with",
+                             QOS_NOT_SUPPORTED)
+        start = pos + header
+        if size - start < 2:
+            return None
+        tlen = (data[start] << 8) | data[start + 1]
+        need = 2 + tlen + (2 if qos else 0)
+        if need > total - header:
+            raise _violation("truncated", "PUBLISH: the topic runs past the end of the packet")
+        if size - start < need:
+            return None
+        topic = bytes(data[start + 2:start + 2 + tlen]).decode(errors="replace")
+        pid = (data[start + need - 2] << 8) | data[start + need - 1] if qos else 0
+        if qos and pid == 0:
+            raise _violation("bad-packet-id", "PUBLISH: packet id 0", PROTOCOL_ERROR)
+        return Oversized(topic, qos, pid, total)
 
     def _packet(self, first: int, data: bytes | bytearray, start: int, end: int) -> Packet:
         ptype = first >> 4
