@@ -275,8 +275,13 @@ MALFORMED = {
 def test_malformed_packets_are_refused_with_their_reason(name):
     data, reason = MALFORMED[name]
     assert refused(data) == reason
-    # and the same bytes behind a good packet, and split into single bytes
-    assert refused(CONNACK_OK + data) == reason
+    # behind a good packet: that one is returned, the violation is kept and raised next
+    decoder = Decoder("client", V5, 1 << 20)
+    assert decoder.feed(CONNACK_OK + data) == [Connack()]
+    assert decoder.violation is not None and decoder.violation.reason == reason
+    with pytest.raises(ProtocolViolation):
+        decoder.feed(CONNACK_OK)
+    # split into single bytes
     decoder = Decoder("client", V5, 1 << 20)
     with pytest.raises(ProtocolViolation) as info:
         for i in range(len(data)):

@@ -148,6 +148,9 @@ class MqttClientProtocol(asyncio.Protocol):
                     return
             if self.closed.done():
                 return
+        violation = self.decoder.violation
+        if violation is not None:  # after the good packets before it
+            self._violation(violation)
 
     # ------------------------------------------------------------------ incoming
 

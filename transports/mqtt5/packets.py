@@ -616,6 +616,12 @@ class Decoder:
         self.max_qos = 2 if role == "server" else 1
 
     @property
+    def violation(self) -> ProtocolViolation | None:
+        """The violation that spent this decoder (after a feed that returned the packets
+        before it), else None."""
+        return self._broken
+
+    @property
     def buffered(self) -> int:
         return len(self._buffer)
 
@@ -666,7 +672,11 @@ class Decoder:
         except ProtocolViolation as exc:
             self._broken = exc
             self._buffer = bytearray()
-            raise
+            if not packets:
+                raise
+            # the packets before it are good: they are returned, the violation is raised by
+            # the next call (see :attr:`violation`)
+            return packets
         if buffer:
             del buffer[:pos]
         elif pos < size:
