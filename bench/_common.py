@@ -355,9 +355,11 @@ class MqttProjectSetup(ProjectSetup):
     cc1: ClusterController
     cc2: ClusterController
 
-    def __init__(self, broker_url: str, ttl_ms: int = 60_000) -> None:
+    def __init__(self, broker_url: str, ttl_ms: int = 60_000, mqtt_client: str = "native"
+                 ) -> None:
         super().__init__(ttl_ms)
         self.broker_url = broker_url
+        self.mqtt_client = mqtt_client
 
     async def __aenter__(self) -> MqttProjectSetup:
         stack = self._stack
@@ -367,7 +369,7 @@ class MqttProjectSetup(ProjectSetup):
         backends = f'{{{GBID} = "{self.broker_url}"}}'
         self.cc2 = await stack.enter_async_context(ClusterController(cc_config(
             str(data_dir / "cc2"), cluster_controller__id=f"bench-cc2-{suffix}",
-            mqtt__backends=backends)))
+            mqtt__backends=backends, mqtt__client=self.mqtt_client)))
         provisioning = write_provisioning(data_dir / "provisioning.toml", {
             "participant_id": provider_id, "domain": DOMAIN,
             "interface": interface_def(Sink).name,
@@ -376,7 +378,8 @@ class MqttProjectSetup(ProjectSetup):
         })
         self.cc1 = self.cc = await stack.enter_async_context(ClusterController(cc_config(
             str(data_dir / "cc1"), cluster_controller__id=f"bench-cc1-{suffix}",
-            mqtt__backends=backends, discovery__provisioning_file=str(provisioning))))
+            mqtt__backends=backends, discovery__provisioning_file=str(provisioning),
+            mqtt__client=self.mqtt_client)))
         for cc in (self.cc1, self.cc2):
             assert cc.mqtt is not None
             await cc.mqtt.wait_connected(10.0)
