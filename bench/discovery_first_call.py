@@ -2,7 +2,8 @@
 raw gmqtt request/reply round trip through the same broker (and raw aiomqtt for reference).
 
 Usage: .venv/bin/python bench/discovery_first_call.py [--iterations N] [--raw-per-iteration R]
-                                   [--payload BYTES] [--raw-payload BYTES] [--profile]
+                                   [--payload BYTES] [--raw-payload BYTES]
+                                   [--client native|aiomqtt] [--profile]
 
 Set-up, all in this process and uvloop event loop: one mosquitto broker
 (tests/support/brokers.Mosquitto, no persistence, TCP_NODELAY) on a free loopback port; a GCD
@@ -103,13 +104,13 @@ class World:
     provider_id: str
 
 
-async def start_world(stack: AsyncExitStack) -> World:
+async def start_world(stack: AsyncExitStack, client: str = "native") -> World:
     directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-disc-")))
     broker = await stack.enter_async_context(
         Mosquitto(directory / "mosquitto", persistence=False))
     gcd = await stack.enter_async_context(GcdService(GcdSettings(
         gbid=GBID, broker_url=broker.url, sqlite_path=directory / "gcd" / "gcd.sqlite",
-        client_id="bench-gcd")))
+        client_id="bench-gcd", mqtt_client=client)))
     await gcd.mqtt.wait_connected(WAIT_S)
     suffix = uuid.uuid4().hex[:8]
     backends = f'{{{GBID} = "{broker.url}"}}'
@@ -117,7 +118,7 @@ async def start_world(stack: AsyncExitStack) -> World:
     for name in ("cc1", "cc2"):
         cc = await stack.enter_async_context(ClusterController(cc_config(
             str(directory / name), cluster_controller__id=f"bench-{name}-{suffix}",
-            mqtt__backends=backends, discovery__gcd="true")))
+            mqtt__backends=backends, discovery__gcd="true", mqtt__client=client)))
         assert cc.mqtt is not None
         await cc.mqtt.wait_connected(WAIT_S)
         ccs.append(cc)
@@ -239,7 +240,7 @@ def report(samples: Samples) -> None:
 async def run(args: argparse.Namespace) -> int:
     warnings = PendingCallsWarnings().install()
     async with AsyncExitStack() as stack:
-        world = await start_world(stack)
+        world = await start_world(stack, args.client)
         raw = (await stack.enter_async_context(RawGmqttPingPong(world.broker,
                                                                 b"r" * args.raw_payload)),
                await stack.enter_async_context(RawPingPong(world.broker,
@@ -247,7 +248,8 @@ async def run(args: argparse.Namespace) -> int:
                                                            nodelay=True)))
         print(f"discovery + first call: build_proxy on CC2's runtime, the provider on CC1's "
               f"(GLOBAL), a GCD with a SQLite store, one mosquitto; payload {args.payload} B, "
-              f"raw payload {args.raw_payload} B; {mqtt_environment()}")
+              f"raw payload {args.raw_payload} B; MQTT client of the CCs and the GCD: "
+              f"{args.client}; {mqtt_environment()}")
         gcd_before = world.gcd.mqtt.received
         lookups_before = world.cc2.discovery.gcd_calls["lookup"]
         try:
@@ -297,6 +299,8 @@ def main() -> int:
     parser.add_argument("--payload", type=int, default=200, help="echo string length")
     parser.add_argument("--raw-payload", type=int, default=512,
                         help="raw ping-pong payload bytes (about a GCD lookup reply)")
+    parser.add_argument("--client", choices=("native", "aiomqtt"), default="native",
+                        help="the MQTT client of the CCs and the GCD")
     parser.add_argument("--profile", action="store_true",
                         help=f"then run {PROFILED} iterations under cProfile and print hotspots")
     args = parser.parse_args()
