@@ -393,9 +393,11 @@ class MqttProjectSetup(ProjectSetup):
     cc1: ClusterController
     cc2: ClusterController
 
-    def __init__(self, broker_url: str, ttl_ms: int = 60_000, **cc_overrides: str) -> None:
+    def __init__(self, broker_url: str, ttl_ms: int = 60_000, mqtt_client: str = "native",
+                 **cc_overrides: str) -> None:
         super().__init__(ttl_ms, **cc_overrides)
         self.broker_url = broker_url
+        self.mqtt_client = mqtt_client
 
     def admin_urls(self) -> list[str]:
         return [cc.ops.server.url for cc in (self.cc1, self.cc2) if cc.ops.server is not None]
@@ -408,7 +410,7 @@ class MqttProjectSetup(ProjectSetup):
         backends = f'{{{GBID} = "{self.broker_url}"}}'
         self.cc2 = await stack.enter_async_context(ClusterController(cc_config(
             str(data_dir / "cc2"), cluster_controller__id=f"bench-cc2-{suffix}",
-            mqtt__backends=backends, **self.cc_overrides)))
+            mqtt__backends=backends, mqtt__client=self.mqtt_client, **self.cc_overrides)))
         provisioning = write_provisioning(data_dir / "provisioning.toml", {
             "participant_id": provider_id, "domain": DOMAIN,
             "interface": interface_def(Sink).name,
@@ -418,7 +420,7 @@ class MqttProjectSetup(ProjectSetup):
         self.cc1 = self.cc = await stack.enter_async_context(ClusterController(cc_config(
             str(data_dir / "cc1"), cluster_controller__id=f"bench-cc1-{suffix}",
             mqtt__backends=backends, discovery__provisioning_file=str(provisioning),
-            **self.cc_overrides)))
+            mqtt__client=self.mqtt_client, **self.cc_overrides)))
         for cc in (self.cc1, self.cc2):
             assert cc.mqtt is not None
             await cc.mqtt.wait_connected(10.0)

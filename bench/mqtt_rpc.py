@@ -1,7 +1,8 @@
-"""Request/reply round-trip latency between two cluster controllers linked by MQTT, beside a raw
-aiomqtt ping-pong through the same broker.
+"""Request/reply round-trip latency between two cluster controllers linked by MQTT, beside raw
+gmqtt and aiomqtt ping-pongs through the same broker.
 
-Usage: .venv/bin/python bench/mqtt_rpc.py [--calls N] [--rounds R] [--payload BYTES] [--profile]
+Usage: .venv/bin/python bench/mqtt_rpc.py [--calls N] [--rounds R] [--payload BYTES]
+                                           [--client native|aiomqtt] [--profile]
 
 A mosquitto broker (/usr/sbin/mosquitto) is started on a free loopback port for the run.
 
@@ -21,7 +22,13 @@ subscribed to ``b/#``, waits for it (four MQTT legs, no websocket). The payload 
 request frame of the same echo call (same byte size). The clients have the project's
 connection options (MQTT 5, at most 100 QoS 1 messages unacknowledged), and:
 
-- raw aiomqtt ping-pong, TCP_NODELAY (the baseline): the client sockets have TCP_NODELAY set
+- raw gmqtt ping-pong (the baseline of issue 14's goal: project p50 <= 1.3 x its p50): the
+  same with gmqtt clients (asyncio's sockets: TCP_NODELAY); A's ``publish()`` returns at once,
+  B's on_message publishes the echo, A's on_message completes the call;
+- raw composed (reference, like with like): the project's hops done raw: runtime A (websockets
+  client) -> a bare websockets relay -> gmqtt -> broker -> gmqtt -> a bare websockets relay
+  -> runtime B echoes, and back: four MQTT legs and four websocket hops;
+- raw aiomqtt ping-pong, TCP_NODELAY: the client sockets have TCP_NODELAY set
   (``socket_options`` of aiomqtt.Client), as asyncio sets it on its own TCP connections;
 - raw aiomqtt ping-pong, default sockets (reference): aiomqtt's defaults, as the CCs' MQTT
   clients have them: paho-mqtt opens its socket itself and leaves Nagle's algorithm on, so a
@@ -33,7 +40,7 @@ broker-to-client leg of a request/reply can wait for a delayed ACK too, whatever
 
 Rounds alternate project, raw, reference, project, ...; each figure printed (p50, p99, mean in
 microseconds; round trips per second) is the best of the R rounds for that figure (this
-machine is noisy), with the ratios project/raw. No goal is set for this one. When 20 probe
+machine is noisy), with the ratios project/raw and the goal. When 20 probe
 calls show round trips so slow that N calls of a path would take more than --max-round-s,
 every path makes fewer calls per round (printed). Dropped messages are reported with the
 counters of both CCs (router, websocket, MQTT) and both runtimes. ``--profile`` adds one
@@ -50,10 +57,15 @@ import socket
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
+from importlib.metadata import version
+from typing import Any
 
 import aiomqtt
+import gmqtt
 import uvloop
 from _common import (
+    HOST,
+    WS_OPTIONS,
     Mosquitto,
     MqttProjectSetup,
     PendingCallsWarnings,
@@ -64,10 +76,69 @@ from _common import (
     quiet_gc,
     raw_mqtt_client,
     setup_logging,
+    start_raw_server,
 )
+from gmqtt.mqtt.constants import MQTTv50
 from websocket_rpc import Stats, report, timed_calls
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as ws_connect
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
 
 NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
+#: project p50 / raw gmqtt ping-pong p50 at most this (issue 14)
+GOAL = 1.3
+
+
+class RawGmqttPingPong:
+    """The same ping-pong with gmqtt clients (the fastest Python MQTT client here): A
+    publishes to topic a (``publish()`` returns at once), B's on_message publishes the payload
+    to topic b, A's on_message completes the call."""
+
+    def __init__(self, broker: Mosquitto, payload: bytes) -> None:
+        self.broker = broker
+        self.payload = payload
+        prefix = f"bench/raw/gmqtt-rpc-{uuid.uuid4().hex[:8]}"
+        self.topic_a, self.topic_b = f"{prefix}/a", f"{prefix}/b"
+        suffix = uuid.uuid4().hex[:8]
+        self.a = gmqtt.Client(f"bench-gmqtt-ping-{suffix}")
+        self.b = gmqtt.Client(f"bench-gmqtt-pong-{suffix}")
+        self._reply: asyncio.Future[bytes] | None = None
+
+    def _echo(self, client: gmqtt.Client, topic: str, payload: bytes, qos: int,
+              properties: dict[str, Any]) -> int:
+        self.b.publish(self.topic_b, payload, qos=1)
+        return 0
+
+    def _replied(self, client: gmqtt.Client, topic: str, payload: bytes, qos: int,
+                 properties: dict[str, Any]) -> int:
+        reply, self._reply = self._reply, None
+        if reply is not None and not reply.done():
+            reply.set_result(payload)
+        return 0
+
+    async def __aenter__(self) -> RawGmqttPingPong:
+        for client, topic, handler in ((self.b, self.topic_a, self._echo),
+                                       (self.a, self.topic_b, self._replied)):
+            subscribed = asyncio.Event()
+            client.on_message = handler
+            client.on_subscribe = lambda *_, done=subscribed: done.set()
+            await client.connect(HOST, self.broker.port, keepalive=30, version=MQTTv50)
+            client.subscribe(f"{topic}/#", qos=1)
+            async with asyncio.timeout(10.0):
+                await subscribed.wait()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for client in (self.a, self.b):
+            with contextlib.suppress(Exception):
+                await client.disconnect()
+
+    async def call(self) -> None:
+        reply = self._reply = asyncio.get_running_loop().create_future()
+        self.a.publish(self.topic_a, self.payload, qos=1)
+        if await reply != self.payload:
+            raise AssertionError("the raw echo returned something else")
 
 
 class RawPingPong:
@@ -120,16 +191,94 @@ class RawPingPong:
             raise AssertionError("the raw echo returned something else")
 
 
+class RawComposedPingPong:
+    """The project's hops done raw (reference, like with like): runtime A (websockets client)
+    -> relay 1 (a bare websockets server in CC1's place) -> gmqtt -> broker -> gmqtt (CC2's
+    place) -> relay 2 -> runtime B (websockets client) echoes -> relay 2 -> gmqtt -> broker ->
+    gmqtt -> relay 1 -> A: four MQTT legs and four websocket hops, as the project's call."""
+
+    def __init__(self, broker: Mosquitto, payload: bytes) -> None:
+        self.broker = broker
+        self.payload = payload
+        prefix = f"bench/raw/composed-rpc-{uuid.uuid4().hex[:8]}"
+        self.topic_a, self.topic_b = f"{prefix}/a", f"{prefix}/b"
+        suffix = uuid.uuid4().hex[:8]
+        self.mqtt_1 = gmqtt.Client(f"bench-composed-1-{suffix}")
+        self.mqtt_2 = gmqtt.Client(f"bench-composed-2-{suffix}")
+        self._to_a: asyncio.Queue[bytes] = asyncio.Queue()
+        self._to_b: asyncio.Queue[bytes] = asyncio.Queue()
+        self._stack = contextlib.AsyncExitStack()
+        self.a: ClientConnection | None = None
+
+    async def _relay(self, ws: ServerConnection, client: gmqtt.Client, topic: str,
+                     queue: asyncio.Queue[bytes]) -> None:
+        async def forward() -> None:  # broker -> this relay's runtime
+            while True:
+                await ws.send(await queue.get())
+        task = asyncio.get_running_loop().create_task(forward())
+        try:
+            with contextlib.suppress(ConnectionClosed):
+                async for frame in ws:  # this relay's runtime -> broker
+                    client.publish(topic, frame, qos=1)
+        finally:
+            task.cancel()
+
+    async def _echo(self, ws: ClientConnection) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            async for frame in ws:
+                await ws.send(frame)
+
+    async def __aenter__(self) -> RawComposedPingPong:
+        stack = self._stack
+        urls = []
+        for client, topic, queue in ((self.mqtt_1, self.topic_a, self._to_a),
+                                     (self.mqtt_2, self.topic_b, self._to_b)):
+            server, url = await start_raw_server(
+                lambda ws, c=client, t=topic, q=queue: self._relay(ws, c, t, q))
+            stack.push_async_callback(server.wait_closed)
+            stack.callback(server.close)
+            urls.append(url)
+        for client, topic, queue in ((self.mqtt_1, self.topic_b, self._to_a),
+                                     (self.mqtt_2, self.topic_a, self._to_b)):
+            subscribed = asyncio.Event()
+            client.on_message = lambda _c, _t, payload, _q, _p, q=queue: q.put_nowait(payload)
+            client.on_subscribe = lambda *_, done=subscribed: done.set()
+            await client.connect(HOST, self.broker.port, keepalive=30, version=MQTTv50)
+            client.subscribe(f"{topic}/#", qos=1)
+            async with asyncio.timeout(10.0):
+                await subscribed.wait()
+        b = await stack.enter_async_context(ws_connect(urls[1], **WS_OPTIONS))
+        stack.push_async_callback(cancel, asyncio.get_running_loop().create_task(self._echo(b)))
+        self.a = await stack.enter_async_context(ws_connect(urls[0], **WS_OPTIONS))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+        for client in (self.mqtt_1, self.mqtt_2):
+            with contextlib.suppress(Exception):
+                await client.disconnect()
+
+    async def call(self) -> None:
+        assert self.a is not None
+        await self.a.send(self.payload)
+        if await self.a.recv() != self.payload:
+            raise AssertionError("the raw echo returned something else")
+
+
 async def run(args: argparse.Namespace) -> int:
     data = "x" * args.payload
     warnings = PendingCallsWarnings().install()
-    async with (Mosquitto() as broker, MqttProjectSetup(broker.url) as setup):
+    async with (Mosquitto() as broker,
+                MqttProjectSetup(broker.url, mqtt_client=args.client) as setup):
         frame = setup.request_frame(data)
-        async with (RawPingPong(broker, frame, nodelay=True) as raw,
+        async with (RawGmqttPingPong(broker, frame) as fastest,
+                    RawComposedPingPong(broker, frame) as composed,
+                    RawPingPong(broker, frame, nodelay=True) as raw,
                     RawPingPong(broker, frame, nodelay=False) as nagle):
             print(f"MQTT request/reply: sequential calls of a {args.payload} B payload (request "
                   f"frame {len(frame)} B), QoS 1, best of {args.rounds} alternating rounds; "
-                  f"{mqtt_environment()}")
+                  f"the CCs' MQTT client: {args.client}; {mqtt_environment()}, "
+                  f"gmqtt {version('gmqtt')}")
             proxy = setup.proxy
             if await proxy.echo(data) != data:
                 print("ERROR: echo() returned something else")
@@ -140,6 +289,9 @@ async def run(args: argparse.Namespace) -> int:
 
             paths = {
                 "project (2 CCs + 2 runtimes, 4 MQTT legs + 4 websocket hops)": project_call,
+                "raw gmqtt ping-pong (4 MQTT legs)": fastest.call,
+                "raw composed: websockets relays + gmqtt (4 MQTT legs + 4 websocket hops)":
+                    composed.call,
                 "raw aiomqtt ping-pong, TCP_NODELAY (4 MQTT legs)": raw.call,
                 "raw aiomqtt ping-pong, default sockets (4 MQTT legs)": nagle.call,
             }
@@ -150,6 +302,11 @@ async def run(args: argparse.Namespace) -> int:
                 print(f"TIMEOUT: a round did not finish; counters: {setup.counters() or 'none'}")
                 return 1
             report(best)
+            project_stats, gmqtt_stats, composed_stats = list(best.values())[:3]
+            ratio = project_stats.p50_us / gmqtt_stats.p50_us
+            print(f"p50 project / raw gmqtt ping-pong: {ratio:4.2f}x   goal <= {GOAL}x: "
+                  f"{'met' if ratio <= GOAL else 'MISSED'}   (project / raw composed, like "
+                  f"with like: {project_stats.p50_us / composed_stats.p50_us:4.2f}x)")
             dropped = setup.dropped()
             counters = setup.counters()
             print(f"dropped: {dropped:,}, still queued {setup.queued():,}"
@@ -194,7 +351,8 @@ async def measure(paths: dict[str, Callable[[], Awaitable[None]]], calls: int, r
             stats = await timed_calls(call, calls)
             best[name] = stats.best(best.get(name))
             figures.append(f"{stats.p50_us:7.1f}/{stats.p99_us:7.1f}")
-        print(f"  round {i}: p50/p99 us (project, raw, raw default sockets)  "
+        print(f"  round {i}: p50/p99 us (project, gmqtt, composed, aiomqtt, aiomqtt default "
+              "sockets)  "
               + "   ".join(figures))
     return best
 
@@ -207,6 +365,8 @@ def main() -> int:
     parser.add_argument("--payload", type=int, default=200, help="payload string length")
     parser.add_argument("--max-round-s", type=float, default=12.0,
                         help="fewer calls per round when a round of a path would take longer")
+    parser.add_argument("--client", choices=("native", "aiomqtt"), default="native",
+                        help="the CCs' MQTT client ([mqtt] client)")
     parser.add_argument("--profile", action="store_true",
                         help="then run one project round under cProfile and print hotspots")
     args = parser.parse_args()

@@ -81,6 +81,9 @@ class GcdSettings:
     purge_interval_s: float = 60.0
     #: MQTT protocol version for the broker ("5" or "3.1.1"), unless its URL says
     mqtt_version: str = "5"
+    #: the MQTT client: "native" (the project's own) or "aiomqtt" (a GCD embedded in a
+    #: cluster controller uses the controller's [mqtt] client instead)
+    mqtt_client: str = "native"
     #: MQTT client id of this instance; empty: gcd-<gbid>-<random>
     client_id: str = ""
     #: replyTo routes learned from requests kept at most (one per asking cluster controller
@@ -136,7 +139,7 @@ class GcdSettings:
         controller's ``[mqtt]`` section, for a GCD embedded in it: keep-alive, limits, TLS CA
         file), with this instance's one backend, its MQTT version, and no session kept by the
         broker (another instance may serve the backend meanwhile)."""
-        return dataclasses.replace(base or MqttSettings(),
+        return dataclasses.replace(base or MqttSettings(client=self.mqtt_client),
                                    backends={self.gbid: self.broker_url},
                                    version=self.mqtt_version, session_expiry_s=0)
 

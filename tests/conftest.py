@@ -57,3 +57,4 @@ async def runtimes(cc) -> AsyncIterator[Callable[..., Awaitable[LibjoynrRuntime]
 
 
 from tests.support.gcd_stores import store  # noqa: E402, F401 - the fixture, suite-wide
+from tests.support.mqtt_clients import mqtt_client  # noqa: E402, F401 - the fixture

@@ -30,13 +30,14 @@ from libjoynr import (
 from libjoynr import connect as joynr_connect
 from runtime.addresses import MqttAddress, WebSocketClientAddress
 from runtime.clock import now_ms
+from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import WAIT_S, mqtt_cc_config
 from tests.support.postgres import PostgresServer
 from tests.support.radio import Country, Radio, RadioProvider, Station
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.usefixtures("mqtt_client")]
 
 G1, G2 = "gbid-1", "gbid-2"
 
@@ -79,7 +80,7 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
         for gbid in (G1, G2):
             gcds[gbid] = await stack.enter_async_context(GcdService(GcdSettings(
                 gbid=gbid, broker_url=brokers[gbid].url, valid_gbids=[G1, G2],
-                store="postgres", postgres_dsn=dsn)))
+                store="postgres", postgres_dsn=dsn, mqtt_client=mqtt_clients.current())))
             await gcds[gbid].mqtt.wait_connected(WAIT_S)
         w = World(tmp_path, stack, brokers, postgres, dsn, gcds, None, None, None, None,  # type: ignore[arg-type]
                   f"e2e.{uuid.uuid4().hex[:8]}")
@@ -250,7 +251,8 @@ async def test_instances_of_one_backend_share_its_requests(tmp_path: Path) -> No
         for n in range(2):
             service = await stack.enter_async_context(GcdService(GcdSettings(
                 gbid=G1, broker_url=broker.url, store="postgres", postgres_dsn=dsn,
-                shared_subscription_group="gcd", client_id=f"gcd-{n}")))
+                shared_subscription_group="gcd", client_id=f"gcd-{n}",
+                mqtt_client=mqtt_clients.current())))
             await service.mqtt.wait_connected(WAIT_S)
             instances.append(service)
         cc = await stack.enter_async_context(ClusterController(mqtt_cc_config(

@@ -36,6 +36,7 @@ from runtime.clock import now_ms
 from runtime.discovery_types import GlobalDiscoveryEntry, Version
 from runtime.discovery_types import ProviderQos as GcdQos
 from runtime.errors import ApplicationError
+from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
 from tests.support.gcd_stores import fresh_postgres_dsn
 from tests.support.mqtt_cluster import WAIT_S, mqtt_cc_config
@@ -136,6 +137,7 @@ def same_bucket_pid(pid: str, gbid: str = G1) -> str:
 # ====================================================================== through MQTT, with CCs
 
 
+@pytest.mark.usefixtures("mqtt_client")
 async def test_a_write_on_any_instance_is_visible_in_the_lookups_of_all_through_mqtt(
         tmp_path: Path, dsn: str) -> None:
     """Three GCD instances (two in backend 1 sharing its requests, one in backend 2), two
@@ -147,7 +149,8 @@ async def test_a_write_on_any_instance_is_visible_in_the_lookups_of_all_through_
             service = await stack.enter_async_context(GcdService(GcdSettings(
                 gbid=gbid, broker_url=brokers[gbid].url, valid_gbids=[G1, G2],
                 store="postgres", postgres_dsn=dsn, shared_subscription_group="gcd",
-                client_id=f"gcd-{n}", catch_up_interval_s=60, repair_interval_s=60)))
+                client_id=f"gcd-{n}", catch_up_interval_s=60, repair_interval_s=60,
+                mqtt_client=mqtt_clients.current())))
             await service.mqtt.wait_connected(WAIT_S)
             gcds.append(service)
         one = await stack.enter_async_context(ClusterController(mqtt_cc_config(
@@ -627,6 +630,7 @@ async def _not_has(instance: Instance, pid: str) -> bool:
     return not await _has(instance, pid)
 
 
+@pytest.mark.usefixtures("mqtt_client")
 async def test_the_embedded_gcd_answers_from_its_index(tmp_path: Path) -> None:
     """The GCD embedded in a cluster controller (SQLite, no peers, no notifier) serves from its
     index too: with its store closed, a global lookup is still answered."""

@@ -26,10 +26,11 @@ from runtime.errors import ApplicationError, ProviderRuntimeError
 from runtime.messages import Message, MessageType, encode_frame
 from runtime.payloads import Request
 from runtime.tasks import TaskSupervisor
+from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
 from tests.support.mqtt_cluster import mqtt_cc_config, write_provisioning
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.usefixtures("mqtt_client")]
 
 GBID = "joynrdefaultgbid"
 
@@ -52,7 +53,7 @@ async def gcd_proxy(tmp_path: Path) -> AsyncIterator[tuple[Any, GcdService]]:
         broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
         service = await stack.enter_async_context(GcdService(GcdSettings(
             gbid=GBID, broker_url=broker.url, valid_gbids=[GBID, "other"],
-            sqlite_path=tmp_path / "gcd.sqlite")))
+            sqlite_path=tmp_path / "gcd.sqlite", mqtt_client=mqtt_clients.current())))
         await service.mqtt.wait_connected(10)
         cc = await stack.enter_async_context(ClusterController(mqtt_cc_config(
             tmp_path / "cc", "cc-gcd-test", {GBID: broker.url},
@@ -104,7 +105,8 @@ async def test_the_services_tasks_belong_to_the_supervisor_it_is_given(tmp_path:
     process_tasks = TaskSupervisor("process")
     async with Mosquitto(tmp_path / "mosquitto") as broker:
         service = GcdService(GcdSettings(gbid=GBID, broker_url=broker.url,
-                                         sqlite_path=tmp_path / "gcd.sqlite"),
+                                         sqlite_path=tmp_path / "gcd.sqlite",
+                                         mqtt_client=mqtt_clients.current()),
                              tasks=process_tasks)
         await service.start(wait_s=10)
         try:
@@ -125,7 +127,7 @@ async def test_the_gcds_learned_routes_are_bounded_by_its_setting(tmp_path: Path
         broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
         service = await stack.enter_async_context(GcdService(GcdSettings(
             gbid=GBID, broker_url=broker.url, sqlite_path=tmp_path / "gcd.sqlite",
-            max_learned_routes=20)))
+            max_learned_routes=20, mqtt_client=mqtt_clients.current())))
         await service.mqtt.wait_connected(10)
         client = await stack.enter_async_context(aiomqtt.Client(
             "127.0.0.1", broker.port, identifier="many-ccs",

@@ -25,7 +25,7 @@ from tests.support.radio import Country, FavoriteError, RadioProvider, Station
 from tests.support.tls import self_signed_certificate
 from transports.mqtt_broker import EmbeddedBroker, EmbeddedBrokerSettings
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.usefixtures("mqtt_client")]
 
 
 @pytest.fixture(params=["mosquitto", "amqtt"])

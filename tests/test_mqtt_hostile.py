@@ -64,7 +64,7 @@ from tests.support.mqtt_cluster import GBID, MqttPair, start_pair
 from tests.support.radio import Country, Radio, Station
 from transports.mqtt import MqttTransport
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.usefixtures("mqtt_client")]
 
 WAIT_S = 5.0
 MQTT_LOG = "transports.mqtt"

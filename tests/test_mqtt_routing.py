@@ -30,7 +30,7 @@ from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, start_pair
 from tests.support.radio import Country, Radio, Station
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.usefixtures("mqtt_client")]
 
 GRACE_MS = 2_000
 

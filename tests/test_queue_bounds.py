@@ -172,6 +172,7 @@ async def test_fragments_are_bounded_in_count(cc: ClusterController, fragments: 
 # ====================================================================== 7: learned routes
 
 
+@pytest.mark.usefixtures("mqtt_client")
 async def test_learned_routes_are_bounded(tmp_path: Path, stack: AsyncExitStack) -> None:
     """1,000 requests with distinct senders over MQTT: at most max_learned_routes (100)
     learned routes stay, the ones that expire last; provisioned and local routes stay."""
@@ -210,6 +211,7 @@ async def test_learned_routes_are_bounded(tmp_path: Path, stack: AsyncExitStack)
 # ====================================================================== 8: both brokers
 
 
+@pytest.mark.usefixtures("mqtt_client")
 @pytest.mark.parametrize("broker_kind", ["embedded", "mosquitto"])
 async def test_the_packet_limit_holds_on_both_brokers(tmp_path: Path, stack: AsyncExitStack,
                                                       broker_kind: str) -> None:

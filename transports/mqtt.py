@@ -9,7 +9,8 @@ the duplicates by message id). The queue is bounded in messages and in bytes; qu
 that expire, or wait longer than ``max_queue_wait_ms`` whatever their expiry, are dropped,
 logged and counted.
 A message that finds the writer idle (connected, nothing queued, a publish slot free) is handed
-to the MQTT client at once, within ``send``; only the wait for its acknowledgement is a task.
+to the MQTT client at once, within ``send``; its acknowledgement comes back as a callback
+(no task per message).
 Incoming messages reach :meth:`MqttTransport.handle_incoming` from the client's read callback
 (transports.mqtt_client), without a task hop: a request handled here and its reply published
 cost no loop iteration besides the provider's own.
@@ -41,11 +42,9 @@ import logging
 import random
 import ssl
 import time
-import types
 from collections import Counter, deque
-from collections.abc import Coroutine, Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from runtime import records, rules
 from runtime.addresses import Address, MqttAddress
@@ -64,7 +63,13 @@ from runtime.metrics import LatencyHistogram
 from runtime.router import MessageRouter
 from runtime.routing import RoutingSettings
 from runtime.tasks import TaskSupervisor
-from transports.mqtt_client import MqttSession, MqttSessionError, open_session
+from transports.mqtt5.client import reason_name
+from transports.mqtt_client import (
+    PUBACK_ACCEPTED,
+    MqttSession,
+    MqttSessionError,
+    open_session,
+)
 from transports.mqtt_settings import BrokerUrl, MqttSettings
 
 __all__ = ["MqttTransport"]
@@ -73,6 +78,12 @@ log = get_logger(__name__)
 
 _MULTICAST = MessageType.MULTICAST
 
+
+#: names of PUBACK reason codes, for counters
+PUBACK_NAMES = {0x10: "no-matching-subscribers", 0x80: "unspecified-error",
+                0x83: "implementation-specific-error", 0x87: "not-authorized",
+                0x90: "topic-name-invalid", 0x91: "packet-identifier-in-use",
+                0x97: "quota-exceeded", 0x99: "payload-format-invalid"}
 
 #: the largest MQTT 5 message expiry interval (a four-byte integer)
 MAX_EXPIRY_INTERVAL_S = 2**32 - 1
@@ -87,25 +98,6 @@ class _Outgoing:
     #: when it was queued (epoch ms) and the bytes it holds (runtime.messages.held_bytes)
     queued_at_ms: int = 0
     size: int = 0
-
-
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, None], awaited: Any) -> Generator[Any, Any, None]:
-    """Go on with ``coro``, started outside a task and now waiting for ``awaited``, in the
-    current task: what ``await coro`` would do had it not been started yet."""
-    while True:
-        try:
-            value = yield awaited
-        except BaseException as exc:
-            try:
-                awaited = coro.throw(exc)
-            except StopIteration:
-                return
-        else:
-            try:
-                awaited = coro.send(value)
-            except StopIteration:
-                return
 
 
 class _Backend:
@@ -146,7 +138,7 @@ class _Backend:
         #: counts the writers started: a publish of an earlier connection gives no slot back
         self._writer_run = 0
         self._slot_wait: asyncio.Future[None] | None = None
-        self._publishes: set[asyncio.Task[None]] = set()
+        self._publishes: set[asyncio.Future[int]] = set()
 
     # ------------------------------------------------------------------ queue
 
@@ -225,7 +217,8 @@ class _Backend:
         while True:
             try:
                 async with open_session(self.url, s, client_id=f"{transport.client_id}-{self.gbid}",
-                                        tls_context=transport.tls_context) as session:
+                                        tls_context=transport.tls_context,
+                                        on_refusal=self._refused) as session:
                     delay, last_error = s.reconnect_initial_s, ""
                     await self._serve(session)
             except asyncio.CancelledError:
@@ -299,13 +292,12 @@ class _Backend:
             # goes out again after the reconnect)
             self._session = None
             self._wakeup = self._slot_wait = None
-            for task in list(self._publishes):
-                task.cancel()
+            for publish in list(self._publishes):
+                publish.cancel()
 
     def _dispatch(self, session: MqttSession, item: _Outgoing) -> None:
-        """Publish ``item`` (a slot taken for it): start the publish now, so that the MQTT
-        client writes it out before this returns, and leave the wait for the broker's
-        acknowledgement to a task."""
+        """Publish ``item`` (a slot taken for it): the MQTT client writes it out before this
+        returns; its acknowledgement comes to :meth:`_acknowledged`."""
         now = now_ms()
         refusal = self._refusal(item, now)
         if refusal is not None:
@@ -318,14 +310,15 @@ class _Backend:
         self.inflight[item.seq] = item
         remaining_ms = item.message.expiry_date_ms - now
         expiry_s = min(-(-remaining_ms // 1000), MAX_EXPIRY_INTERVAL_S)
-        coro = self._publish(session, item, expiry_s, self._writer_run)
-        try:
-            awaited = coro.send(None)
-        except StopIteration:
-            return  # done already (QoS 0, or refused and dropped)
-        task = asyncio.get_running_loop().create_task(_resume(coro, awaited))
-        self._publishes.add(task)
-        task.add_done_callback(self._publishes.discard)
+        started = time.perf_counter()
+        publish = session.start_publish(item.topic, encode_frame(item.message), item.qos,
+                                        expiry_s)
+        run = self._writer_run
+        if publish.done():
+            self._acknowledged(item, run, started, publish)
+            return
+        self._publishes.add(publish)
+        publish.add_done_callback(functools.partial(self._acknowledged, item, run, started))
 
     def _release_slot(self, run: int) -> None:
         if run != self._writer_run:
@@ -337,31 +330,56 @@ class _Backend:
             if not wait.done():
                 wait.set_result(None)
 
-    async def _publish(self, session: MqttSession, item: _Outgoing, expiry_s: int, run: int
-                       ) -> None:
-        started = time.perf_counter()
-        try:
-            await session.publish(item.topic, encode_frame(item.message), item.qos, expiry_s)
-        except MqttSessionError as exc:
-            # stays in flight: the connection is breaking and _requeue_inflight() sends it again
-            log.debug("publish of %s on %s not acknowledged: %s", item.message.id, self.gbid,
-                      exc)
-            return
-        except Exception as exc:  # this message cannot be published at all: not again either
-            if self.inflight.pop(item.seq, None) is not None:
-                self.bytes -= item.size
-            self._settled()
+    def _acknowledged(self, item: _Outgoing, run: int, started: float,
+                      publish: asyncio.Future[int]) -> None:
+        """A publish ended (``started``: its perf_counter time): acknowledged (with a reason
+        code), or the connection broke (the message stays in flight and goes out again after
+        the reconnect), or it cannot be published at all (dropped)."""
+        self._publishes.discard(publish)
+        self._release_slot(run)
+        if publish.cancelled():
+            return  # the writer ended with its connection: still in flight
+        exc = publish.exception()
+        if exc is not None:
+            if isinstance(exc, MqttSessionError):
+                log.debug("publish of %s on %s not acknowledged: %s", item.message.id,
+                          self.gbid, exc)
+                return
+            self._forget(item)
             self.transport.dropped_outgoing(self, item.message, "unpublishable",
                                              f"the MQTT client refused it: {exc!r}")
             return
-        finally:
-            self._release_slot(run)
+        code = publish.result()
         self.publish_latency.observe(time.perf_counter() - started)
+        self._forget(item)
+        if code in PUBACK_ACCEPTED:
+            if code:  # 0x10: accepted, but nobody subscribes to the topic now (e.g. a
+                # multicast without receivers; not published again: it would be again)
+                self.transport.puback_codes[PUBACK_NAMES.get(code, hex(code))] += 1
+                log.debug("MQTT backend %s: %s published to no subscriber", self.gbid,
+                          item.message.describe())
+            self.published += 1
+            self.transport.published += 1
+            return
+        self.transport.puback_codes[PUBACK_NAMES.get(code, hex(code))] += 1
+        # the broker refused it (not authorized, quota exceeded, topic invalid, ...): publishing
+        # the same message again would be refused again
+        self.transport.dropped_outgoing(
+            self, item.message, "broker-refused",
+            f"the broker refused it: PUBACK reason code 0x{code:02x} ({reason_name(code)})")
+
+    def _forget(self, item: _Outgoing) -> None:
         if self.inflight.pop(item.seq, None) is not None:
             self.bytes -= item.size
         self._settled()
-        self.published += 1
-        self.transport.published += 1
+
+    def _refused(self, reason: str, detail: str) -> None:
+        """What the MQTT client refused from this backend's broker (a protocol violation:
+        the connection ends and is made again; an oversized packet)."""
+        self.transport.counters[f"mqtt-{reason}"] += 1
+        self.transport.router.warnings.warning(log, f"mqtt-{reason}", f"backend {self.gbid}",
+                                               "MQTT backend %s (%s): refused (%s): %s",
+                                               self.gbid, self.url, reason, detail)
 
     # ------------------------------------------------------------------ subscriptions
 
@@ -417,6 +435,10 @@ class MqttTransport:
         self.routing = routing or RoutingSettings()
         self.tasks = tasks.child("mqtt")
         self.counters: Counter[str] = Counter()
+        #: PUBACK reason codes other than success, by name (the native client reports them;
+        #: aiomqtt does not): "no-matching-subscribers" is accepted by the broker, the
+        #: failures are dropped and counted as dropped-broker-refused as well
+        self.puback_codes: Counter[str] = Counter()
         self.published = 0
         self.received = 0
         self._backends = {gbid: _Backend(self, gbid, url) for gbid, url in brokers.items()}

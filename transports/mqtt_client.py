@@ -1,14 +1,19 @@
-"""The seam between the MQTT transport and an MQTT client library (aiomqtt today).
+"""The seam between the MQTT transport and an MQTT client.
 
 The transport needs four things of a broker connection: publish (returning once the broker has
-the message: PUBACK for QoS 1), subscribe, unsubscribe, and the incoming messages, each handed
-to a handler as it arrives.
-:class:`MqttSession` states them; :func:`open_session` opens one with aiomqtt. Swapping the
-client library means writing one more implementation of this module's protocol, nothing else.
+the message: PUBACK for QoS 1, with its reason code), subscribe, unsubscribe, and the incoming
+messages, each handed to a handler as it arrives. :class:`MqttSession` states them;
+:func:`open_session` opens one with the client that ``[mqtt] client`` names:
 
-Only public APIs of aiomqtt and paho are used. A connection is configured by the MQTT settings
-section (:class:`transports.mqtt_settings.MqttSettings`) plus what follows from the process
-(client id, TLS context).
+- ``"native"`` (default): the project's own client (transports.mqtt5: a sans-I/O protocol core
+  under a thin asyncio protocol). PUBACK reason codes reach the transport; a broker's protocol
+  violation is reported through ``on_refusal`` and ends the connection.
+- ``"aiomqtt"``: aiomqtt over paho-mqtt (only their public APIs). Its PUBACK reason codes are
+  not available (reported as 0), and it checks no packet beyond what paho does.
+
+A connection is configured by the MQTT settings section
+(:class:`transports.mqtt_settings.MqttSettings`) plus what follows from the process (client
+id, TLS context).
 """
 
 from __future__ import annotations
@@ -18,14 +23,17 @@ import contextlib
 import math
 import socket
 import ssl
-from collections.abc import AsyncIterator, Callable
-from typing import Protocol, cast
+import types
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator
+from typing import Any, Protocol, cast
 
 import aiomqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from runtime.logs import get_logger
+from transports.mqtt5 import client as native
+from transports.mqtt5 import packets
 from transports.mqtt_settings import BrokerUrl, MqttSettings
 
 __all__ = ["PACKET_OVERHEAD_BYTES", "MqttSession", "MqttSessionError", "open_session"]
@@ -39,16 +47,29 @@ DISCONNECT_TIMEOUT_S = 1.0
 PACKET_OVERHEAD_BYTES = 1024 + 4096
 
 
-class MqttSessionError(Exception):
-    """The broker connection failed or broke (the message says how)."""
+#: The broker connection failed or broke (the message says how). (The native client's own
+#: exception, so that it needs no translation on the hot path.)
+MqttSessionError = native.ConnectionBroken
+
+#: PUBACK reason codes (MQTT 5) that are no failure: success, no matching subscribers
+PUBACK_ACCEPTED = frozenset({0x00, 0x10})
 
 
 class MqttSession(Protocol):
     """One connection to one broker."""
 
-    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> None:
-        """Return when the broker has the message (QoS 1: PUBACK); MqttSessionError when the
-        connection broke first. ``expiry_s``: MQTT 5 message expiry interval (ignored by 3.1.1)."""
+    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> int:
+        """Return when the broker has the message (QoS 1: PUBACK) with the PUBACK's reason
+        code (0 where the client cannot tell); MqttSessionError when the connection broke
+        first, another exception when the message cannot be published at all (e.g. larger
+        than the broker takes). ``expiry_s``: MQTT 5 message expiry interval (ignored by
+        3.1.1)."""
+        ...
+
+    def start_publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None
+                      ) -> asyncio.Future[int]:
+        """:meth:`publish` started now (the packet is on its way to the socket before this
+        returns), its outcome in the future."""
         ...
 
     async def subscribe(self, topic: str, qos: int) -> None: ...
@@ -98,6 +119,25 @@ class _PackedOnce(Properties):
         return packed
 
 
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, int], awaited: Any) -> Generator[Any, Any, int]:
+    """Go on with ``coro``, started outside a task and now waiting for ``awaited``, in the
+    current task: what ``await coro`` would do had it not been started yet."""
+    while True:
+        try:
+            value = yield awaited
+        except BaseException as exc:
+            try:
+                awaited = coro.throw(exc)
+            except StopIteration as stop:
+                return cast(int, stop.value)
+        else:
+            try:
+                awaited = coro.send(value)
+            except StopIteration as stop:
+                return cast(int, stop.value)
+
+
 class _AiomqttSession:
     def __init__(self, client: aiomqtt.Client, version: str, inbox: _Inbox) -> None:
         self._client = client
@@ -117,7 +157,7 @@ class _AiomqttSession:
             self._expiry_properties[expiry_s] = properties
         return properties
 
-    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> None:
+    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> int:
         properties = None
         if self._v5 and expiry_s is not None:
             properties = self._properties(expiry_s)
@@ -126,6 +166,25 @@ class _AiomqttSession:
                                        timeout=math.inf)
         except aiomqtt.MqttError as exc:
             raise MqttSessionError(str(exc)) from exc
+        return 0  # (aiomqtt does not pass the PUBACK's reason code on)
+
+    def start_publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None
+                      ) -> asyncio.Future[int]:
+        # the coroutine runs up to its first wait here (paho writes the packet), the rest in
+        # a task: what the writer would otherwise do one loop iteration later
+        loop = asyncio.get_running_loop()
+        coro = self.publish(topic, payload, qos, expiry_s)
+        try:
+            awaited = coro.send(None)
+        except StopIteration as stop:
+            future: asyncio.Future[int] = loop.create_future()
+            future.set_result(stop.value)
+            return future
+        except Exception as exc:
+            future = loop.create_future()
+            future.set_exception(exc)
+            return future
+        return loop.create_task(_resume(coro, awaited))
 
     async def subscribe(self, topic: str, qos: int) -> None:
         try:
@@ -159,11 +218,112 @@ class _AiomqttSession:
             inbox.handler = None
 
 
+class _NativeSession:
+    """The project's own client (transports.mqtt5.client) behind the seam."""
+
+    def __init__(self, protocol: native.MqttClientProtocol) -> None:
+        self._protocol = protocol
+        self.start_publish = protocol.start_publish
+
+    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> int:
+        return await self._protocol.start_publish(topic, payload, qos, expiry_s)
+
+    async def subscribe(self, topic: str, qos: int) -> None:
+        suback = await self._protocol.request(
+            lambda pid: packets.Subscribe(pid, [(topic, qos)]))
+        code = suback.reason_codes[0]
+        if code >= 0x80:
+            raise MqttSessionError(f"subscribe {topic}: refused by the broker: reason code "
+                                   f"0x{code:02x} ({native.reason_name(code)})")
+
+    async def unsubscribe(self, topic: str) -> None:
+        unsuback = await self._protocol.request(
+            lambda pid: packets.Unsubscribe(pid, [topic]))
+        codes = unsuback.reason_codes
+        if codes and codes[0] >= 0x80:
+            raise MqttSessionError(f"unsubscribe {topic}: refused by the broker: reason code "
+                                   f"0x{codes[0]:02x} ({native.reason_name(codes[0])})")
+
+    async def receive(self, handler: Callable[[str, bytes], None]) -> None:
+        protocol = self._protocol
+        early, protocol.early = protocol.early, []
+        for topic, payload in early:  # what arrived before a handler was set, in order
+            handler(topic, payload)
+        protocol.handler = handler
+        try:
+            reason = await asyncio.shield(protocol.closed)
+        finally:
+            protocol.handler = None
+        raise MqttSessionError(reason)
+
+
 @contextlib.asynccontextmanager
 async def open_session(url: BrokerUrl, settings: MqttSettings, *, client_id: str,
-                       tls_context: ssl.SSLContext | None = None
+                       tls_context: ssl.SSLContext | None = None,
+                       on_refusal: Callable[[str, str], None] | None = None
                        ) -> AsyncIterator[MqttSession]:
-    """Connect to the broker at ``url`` as ``client_id``; MqttSessionError when that fails."""
+    """Connect to the broker at ``url`` as ``client_id``; MqttSessionError when that fails.
+    ``on_refusal(reason, detail)``: what the client refused from the broker (the native
+    client: protocol violations, oversized packets), to count and log; logged here if None."""
+    if url.tls and tls_context is None:
+        tls_context = ssl.create_default_context()
+    if settings.client == "aiomqtt":
+        async with _open_aiomqtt(url, settings, client_id, tls_context) as session:
+            yield session
+        return
+    version = packets.V5 if (url.version or settings.version) == "5" else packets.V311
+    persistent = settings.session_expiry_s > 0
+    properties: packets.Properties = {}
+    if version == packets.V5:
+        if persistent:
+            properties[packets.SESSION_EXPIRY] = settings.session_expiry_s
+        # the broker does not send bigger packets (see _open_aiomqtt)
+        properties[packets.MAXIMUM_PACKET_SIZE] = (settings.max_message_bytes
+                                                   + PACKET_OVERHEAD_BYTES)
+    connect = packets.Connect(
+        client_id, clean_start=not persistent, keepalive=settings.keepalive_s,
+        username=url.username,
+        password=url.password.encode() if url.password is not None else None,
+        properties=properties, version=version)
+    try:
+        protocol, connack = await native.connect(
+            url.host, url.port, connect, timeout_s=settings.connect_timeout_s,
+            max_packet_size=settings.max_message_bytes + PACKET_OVERHEAD_BYTES,
+            ssl_context=tls_context if url.tls else None, on_refusal=on_refusal,
+            peer=str(url))
+    except TimeoutError:
+        raise MqttSessionError(f"cannot connect to {url}: no answer within "
+                               f"{settings.connect_timeout_s:g} s") from None
+    except (OSError, native.ConnectionBroken) as exc:
+        raise MqttSessionError(f"cannot connect to {url}: {exc}") from exc
+    try:
+        _accept_connack(url, protocol, connack, settings)
+        yield _NativeSession(protocol)
+    finally:
+        await protocol.disconnect()
+
+
+def _accept_connack(url: BrokerUrl, protocol: native.MqttClientProtocol,
+                    connack: packets.Connack, settings: MqttSettings) -> None:
+    """Check the broker's CONNACK and take on the limits it sets."""
+    code = connack.reason_code
+    if code:
+        name = (native.CONNACK_REASONS if protocol.version == packets.V5
+                else native.CONNACK_REASONS_311).get(code, "unknown")
+        raise MqttSessionError(f"cannot connect to {url}: the broker refused: reason code "
+                               f"0x{code:02x} ({name})")
+    props = connack.properties
+    if props.get(packets.MAXIMUM_QOS, 1) < 1:
+        raise MqttSessionError(f"cannot connect to {url}: the broker takes QoS 0 only")
+    protocol.session.receive_maximum = props.get(packets.RECEIVE_MAXIMUM, 65_535)
+    protocol.server_max_packet = props.get(packets.MAXIMUM_PACKET_SIZE,
+                                           protocol.server_max_packet)
+    protocol.start_keepalive(props.get(packets.SERVER_KEEP_ALIVE, settings.keepalive_s))
+
+
+@contextlib.asynccontextmanager
+async def _open_aiomqtt(url: BrokerUrl, settings: MqttSettings, client_id: str,
+                        tls_context: ssl.SSLContext | None) -> AsyncIterator[MqttSession]:
     version = url.version or settings.version
     persistent = settings.session_expiry_s > 0
     kwargs: dict[str, object] = {}
@@ -181,8 +341,6 @@ async def open_session(url: BrokerUrl, settings: MqttSettings, *, client_id: str
     else:
         protocol = aiomqtt.ProtocolVersion.V311
         kwargs["clean_session"] = not persistent
-    if url.tls and tls_context is None:
-        tls_context = ssl.create_default_context()
     inboxes: list[_Inbox] = []
 
     def inbox(maxsize: int = 0) -> _Inbox:

@@ -17,6 +17,8 @@ __all__ = ["EMBEDDED", "BrokerUrl", "MqttSettings", "parse_broker_url"]
 EMBEDDED = "embedded"
 
 VERSIONS = ("5", "3.1.1")
+#: the MQTT client implementations (transports.mqtt_client): the project's own, or aiomqtt
+CLIENTS = ("native", "aiomqtt")
 
 _SCHEMES = {"mqtt": False, "tcp": False, "mqtts": True, "ssl": True}
 _VERSIONS = {"5": "5", "5.0": "5", "3.1.1": "3.1.1", "311": "3.1.1", "4": "3.1.1"}
@@ -103,6 +105,8 @@ class MqttSettings:
     reconnect_max_s: float = 5.0
     #: ids of received messages remembered to drop QoS 1 redeliveries
     duplicate_window: int = 100_000
+    #: the MQTT client: "native" (the project's own, transports.mqtt5) or "aiomqtt"
+    client: str = "native"
 
     def __post_init__(self) -> None:
         for gbid, url in self.backends.items():
@@ -117,6 +121,9 @@ class MqttSettings:
                      "max_message_bytes", "duplicate_window"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if self.client not in CLIENTS:
+            raise ValueError(f"client must be one of {', '.join(CLIENTS)}, not "
+                             f"{self.client!r}")
         if self.session_expiry_s < 0:
             raise ValueError("session_expiry_s must be >= 0")
         if not self.connect_timeout_s > 0:

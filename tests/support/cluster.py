@@ -11,6 +11,9 @@ from typing import Any
 from cluster_controller.config import ClusterControllerConfig
 from cluster_controller.controller import ClusterController
 
+#: the [mqtt] client of the CCs made here (tests.support.mqtt_clients); None: the default
+MQTT_CLIENT: str | None = None
+
 
 def cc_config(data_dir: Path, **overrides: Any) -> ClusterControllerConfig:
     """A CC configuration on a free port; overrides like websocket__port=1234."""
@@ -20,6 +23,8 @@ def cc_config(data_dir: Path, **overrides: Any) -> ClusterControllerConfig:
         "JOYNR_CC__ROUTER__SWEEP_INTERVAL_S": "0.05",
         "JOYNR_CC__ADMIN__PORT": "0",  # several CCs at once: any free port each
     }
+    if MQTT_CLIENT is not None:
+        env["JOYNR_CC__MQTT__CLIENT"] = MQTT_CLIENT
     env.update({f"JOYNR_CC__{key.upper()}": str(value) for key, value in overrides.items()})
     return ClusterControllerConfig.load(None, env=env)
 
