@@ -17,7 +17,9 @@ bench/mqtt_oneway.py, bench/mqtt_rpc.py).
   them out of the output;
 - :func:`profiled`: cProfile around a coroutine, for ``--profile`` (optionally with the time
   charged per owner: the project's code, aiomqtt + paho, websockets, asyncio, ...);
-- :data:`METRICS_ON` and :class:`Scraper`: a CC with its admin endpoint on, scraped as a
+- :data:`AUDIT_ON` and :func:`audit_summary`: a CC writing the audit log (``--audit``);
+- :data:`METRICS_ON`, :func:`metered`, :class:`Scraper`, :func:`scraped` and
+  :func:`metrics_summary`: a CC with its admin endpoint on, scraped as a
   Prometheus and an open status page would while a round runs (``--metrics``).
 
 Nothing here changes the project: it is only driven through its public API.
@@ -40,7 +42,7 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -503,16 +505,38 @@ async def start_raw_server(handler: Callable[[ServerConnection], Awaitable[None]
 METRICS_ON = {"admin__enabled": "true", "admin__port": "0"}
 
 
+#: the goal of the issue: with the admin endpoint on and scraped, at most 5 % slower
+METRICS_GOAL = 0.95
+
+
 @contextlib.asynccontextmanager
-async def metered(enabled: bool, setup: type[ProjectSetup] = ProjectSetup, *args: Any
-                  ) -> AsyncIterator[Any]:
-    """``setup(*args)`` with its CCs' admin endpoints on (METRICS_ON) when ``enabled``, else
-    None (``--metrics`` of the benchmarks)."""
+async def metered(enabled: bool, setup: type[ProjectSetup] = ProjectSetup, *args: Any,
+                  **kwargs: Any) -> AsyncIterator[Any]:
+    """``setup(*args, **kwargs)`` with its CCs' admin endpoints on (METRICS_ON) when
+    ``enabled``, else None (``--metrics`` of the benchmarks)."""
     if not enabled:
         yield None
         return
-    async with setup(*args, **METRICS_ON) as project:
+    async with setup(*args, **kwargs, **METRICS_ON) as project:
         yield project
+
+
+def metrics_summary(off: float, on: float, scraper: Scraper) -> str:
+    """The lines that compare the best rates with the admin endpoint off and on (scraped)."""
+    ratio = on / off
+    return (f"metrics on and scraped             {on:9,.0f} msg/s ({1e6 / on:6.1f} us/msg)\n"
+            f"ratio metrics on/off {ratio:4.2f}   goal >= {METRICS_GOAL}: "
+            f"{'met' if ratio >= METRICS_GOAL else 'MISSED'}   ({scraper.scrapes} scrapes, "
+            f"{scraper.bytes:,} B)")
+
+
+def scraped(scraper: Scraper, one_round: Callable[[int], Awaitable[float]]
+            ) -> Callable[[int], Awaitable[float]]:
+    """``one_round`` with ``scraper`` scraping while it runs (the ``--metrics`` path)."""
+    async def wrapped(n: int) -> float:
+        async with scraper:
+            return await one_round(n)
+    return wrapped
 
 
 class Scraper:
@@ -573,7 +597,7 @@ class Scraper:
 # ---------------------------------------------------------------------- profiling
 
 
-async def profiled(coro: Coroutine[Any, Any, T], top: int = 25, by_package: bool = False
+async def profiled(coro: Awaitable[T], top: int = 25, by_package: bool = False
                    ) -> T:
     """Run ``coro`` under cProfile (the whole event loop: every task of this process) and
     print the ``top`` functions by own time and by cumulative time; with ``by_package``, first

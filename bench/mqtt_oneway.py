@@ -2,7 +2,8 @@
 
 Usage: .venv/bin/python bench/mqtt_oneway.py [--messages N] [--rounds R] [--payload BYTES]
                                               [--window W] [--client native|aiomqtt]
-                                              [--profile] [--profile-raw]
+                                              [--profile] [--profile-raw] [--audit]
+                                              [--metrics]
 
 A mosquitto broker (/usr/sbin/mosquitto) is started on a free loopback port for the run.
 
@@ -44,6 +45,15 @@ than 10 publishes wait for their PUBACK (the CCs' clients with --client aiomqtt 
 clients in tasks do); the
 records are made as usual, but they are kept out of the output and only counted (printed at
 the end, per logger: ``mqtt`` is the CCs' clients, ``bench.*`` the raw ones).
+
+``--audit``: a second pair of CCs (with their runtimes), both writing the message audit log
+(``[audit]`` on, its defaults), runs in the same rounds through the same broker; printed: its
+rate and the ratio audit on / off (goal >= 0.9), with the audit logs' counters.
+
+``--metrics``: a further pair of CCs whose admin endpoints are on and scraped while its rounds
+run (bench/_common.py Scraper), in the same rounds; printed: its rate and the ratio metrics on /
+off (goal >= 0.95), with the number of scrapes. Both options may be given: each pair is compared
+with the plain project path of the same rounds; the pairs use the MQTT client of ``--client``.
 """
 
 from __future__ import annotations
@@ -61,18 +71,24 @@ import aiomqtt
 import gmqtt
 import uvloop
 from _common import (
+    AUDIT_ON,
     HOST,
     WS_OPTIONS,
     Mosquitto,
     MqttProjectSetup,
     PendingCallsWarnings,
     Progress,
+    Scraper,
+    audit_summary,
     cancel,
     help_text,
+    metered,
+    metrics_summary,
     mqtt_environment,
     profiled,
     quiet_gc,
     raw_mqtt_client,
+    scraped,
     send_windowed,
     setup_logging,
     start_raw_server,
@@ -274,20 +290,30 @@ async def run(args: argparse.Namespace) -> int:
     data = "x" * args.payload
     args.warnings = PendingCallsWarnings().install()
     async with (Mosquitto() as broker,
-                MqttProjectSetup(broker.url, mqtt_client=args.client) as setup):
+                MqttProjectSetup(broker.url, mqtt_client=args.client) as setup,
+                contextlib.AsyncExitStack() as stack):
+        audited = (await stack.enter_async_context(MqttProjectSetup(
+            broker.url, mqtt_client=args.client, **AUDIT_ON)) if args.audit else None)
+        with_admin = await stack.enter_async_context(metered(
+            args.metrics, MqttProjectSetup, broker.url, mqtt_client=args.client))
         frame = setup.one_way_frame(data)
         async with (RawAiomqtt(broker, frame) as raw, RawGmqtt(broker, frame) as other,
                     RawComposed(broker, frame) as composed):
-            return await compare(args, data, setup, raw, other, composed=composed)
+            return await compare(args, data, setup, raw, other, composed=composed,
+                                 audited=audited, with_admin=with_admin)
 
 
-async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
-                  raw: RawAiomqtt, other: RawGmqtt, *, composed: RawComposed) -> int:
+async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,  # noqa: PLR0915
+                  raw: RawAiomqtt, other: RawGmqtt, *, composed: RawComposed,
+                  audited: MqttProjectSetup | None = None,
+                  with_admin: MqttProjectSetup | None = None) -> int:
     proxy, provider, frame = setup.proxy, setup.provider, raw.payload
     print(f"MQTT one-way: {args.messages:,} messages of a {args.payload} B payload (frame "
           f"{len(frame)} B), QoS 1, window {args.window:,}, best of {args.rounds} alternating "
           f"rounds; the CCs' MQTT client: {args.client}; {mqtt_environment()}, "
-          f"gmqtt {version('gmqtt')}")
+          f"gmqtt {version('gmqtt')}"
+          f"{'; with a pair of CCs writing the audit log' if audited else ''}"
+          f"{'; with a pair of CCs with admin endpoints, scraped' if with_admin else ''}")
 
     def windowed(send: Callable[[], Awaitable[object]], progress: Progress,
                  settle: Callable[[], Awaitable[None]] | None = None) -> Round:
@@ -311,6 +337,19 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
         tasks_name: (windowed(raw.publish_in_task, raw.progress, raw.settle), raw.progress),
         gmqtt_name: (windowed(other.publish, other.progress, other.settle), other.progress),
     }
+    # the optional pairs of CCs, each measured in the same rounds and compared with the project
+    audit_name, metrics_name = "project, audit log on", "project, metrics on and scraped"
+    if audited is not None:
+        audit_proxy = audited.proxy
+        paths[audit_name] = (windowed(lambda: audit_proxy.push(data), audited.provider.progress),
+                             audited.provider.progress)
+    scraper = None
+    if with_admin is not None:
+        scraper = Scraper(with_admin.admin_urls())
+        admin_proxy = with_admin.proxy
+        paths[metrics_name] = (scraped(scraper, windowed(lambda: admin_proxy.push(data),
+                                                         with_admin.provider.progress)),
+                               with_admin.provider.progress)
     warm = min(args.messages, 1_000)
     best = dict.fromkeys(paths, 0.0)
     try:
@@ -323,10 +362,15 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
                 rate = args.messages / await one_round(args.messages)
                 best[name] = max(best[name], rate)
                 rates.append(rate)
+            optional = "".join(
+                f"   | {label} {rate:7,.0f} (on/off {rate / rates[0]:4.2f})"
+                for label, rate in zip(("audit on", "metrics on")
+                                       if audited is not None else ("metrics on",),
+                                       rates[5:], strict=False))
             print(f"  round {i}: msg/s project {rates[0]:7,.0f}   raw composed "
                   f"{rates[1]:7,.0f}   ratio {rates[0] / rates[1]:4.2f}   | aiomqtt "
                   f"{rates[2]:7,.0f}   aiomqtt in tasks {rates[3]:7,.0f}   gmqtt "
-                  f"{rates[4]:7,.0f}")
+                  f"{rates[4]:7,.0f}{optional}")
     except TimeoutError:
         got = ", ".join(f"{name}: {progress.count:,}" for name, (_, progress) in paths.items())
         print(f"TIMEOUT: a round did not finish; received {got}")
@@ -336,6 +380,9 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
     ok = report_losses(setup, args.messages, provider.progress.count)
     print(f"MQTT traffic of the CCs: {setup.mqtt_traffic()}")
     print(args.warnings.summary())
+    for extra in (audited, with_admin):
+        if extra is not None:
+            ok = report_losses(extra, args.messages, extra.provider.progress.count) and ok
     for name, (_, progress) in list(paths.items())[1:]:
         if progress.count != args.messages:
             print(f"{name}: received {progress.count:,} of {args.messages:,} in its last round")
@@ -349,6 +396,10 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup,
           f"{'met' if ratio >= GOAL else 'MISSED'}")
     for name in (raw_name, tasks_name, gmqtt_name):
         print(f"reference: project / {name}: {best[project_name] / best[name]:4.2f}")
+    if audited is not None:
+        print(audit_summary(best[project_name], best[audit_name], audited.audit_stats()))
+    if scraper is not None:
+        print(metrics_summary(best[project_name], best[metrics_name], scraper))
     if args.profile:
         print("=== profile of one project round ===")
         await profiled(paths[project_name][0](args.messages), by_package=True)
@@ -369,6 +420,11 @@ def main() -> int:
                         help="the CCs' MQTT client ([mqtt] client)")
     parser.add_argument("--profile", action="store_true",
                         help="then run one project round under cProfile and print hotspots")
+    parser.add_argument("--audit", action="store_true",
+                        help="also measure a pair of CCs that write the audit log (on/off ratio)")
+    parser.add_argument("--metrics", action="store_true",
+                        help="also measure a pair of CCs with their admin endpoints on, scraped "
+                             "every second (on/off ratio)")
     parser.add_argument("--profile-raw", action="store_true",
                         help="then run one round of raw aiomqtt publishes in tasks under "
                              "cProfile and print hotspots")

@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python bench/websocket_oneway.py [--messages N] [--rounds R] [--payload BYTES]
                                                    [--window W] [--profile] [--audit]
+                                                   [--metrics]
 
 Project path: a cluster controller and two libjoynr runtimes in this process (each runtime on
 its own websocket connection to the CC); the provider of ``bench/Sink`` lives in runtime B, the
@@ -32,6 +33,12 @@ round under cProfile (not counted) and prints the top functions.
 defaults) runs in the same rounds (project, project with audit, raw, ...); printed beside the
 others: its rate and the ratio audit on / off (goal >= 0.9), with the audit log's counters.
 ``--profile`` then profiles a round of the audited setup.
+
+``--metrics``: a further project setup whose CC has its admin endpoint on, scraped while its
+rounds run (``/metrics`` every second, ``/status.json`` every other time; bench/_common.py
+Scraper), runs in the same rounds; printed: its rate and the ratio metrics on / off (goal >=
+0.95), with the number of scrapes. Both options may be given: each setup is compared with the
+plain project path of the same rounds.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import argparse
 import asyncio
 import contextlib
 import sys
+from collections.abc import Awaitable, Callable
 
 import uvloop
 from _common import (
@@ -47,12 +55,16 @@ from _common import (
     WS_OPTIONS,
     Progress,
     ProjectSetup,
+    Scraper,
     audit_summary,
     cancel,
     environment,
     help_text,
+    metered,
+    metrics_summary,
     profiled,
     quiet_gc,
+    scraped,
     send_windowed,
     setup_logging,
     start_raw_server,
@@ -62,7 +74,6 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 GOAL = 0.9
-METRICS_GOAL = 0.95
 SENDER, RECEIVER = b"sender", b"receiver"
 
 
@@ -135,53 +146,65 @@ async def run(args: argparse.Namespace) -> int:
         relay = await stack.enter_async_context(RawRelay())
         audited = (await stack.enter_async_context(ProjectSetup(**AUDIT_ON)) if args.audit
                    else None)
-        return await compare(args, data, setup, relay, audited)
+        with_admin = await stack.enter_async_context(metered(args.metrics))
+        return await compare(args, data, setup, relay, audited=audited,
+                             with_admin=with_admin)
 
 
 async def compare(args: argparse.Namespace, data: str, setup: ProjectSetup, relay: RawRelay,
-                  audited: ProjectSetup | None) -> int:
+                  *, audited: ProjectSetup | None, with_admin: ProjectSetup | None) -> int:
     frame = setup.one_way_frame(data)
-    proxy, provider, sender = setup.proxy, setup.provider, relay.sender
+    provider, sender = setup.provider, relay.sender
     assert sender is not None
+    extra = "".join(text for on, text in (
+        (audited, "; with a second setup whose CC writes the audit log"),
+        (with_admin, "; with a setup whose CC's admin endpoint is on and scraped"))
+        if on is not None)
     print(f"websocket one-way: {args.messages:,} messages of a {args.payload} B payload "
           f"(frame {len(frame)} B), window {args.window:,}, best of {args.rounds} "
-          f"alternating rounds; {environment()}"
-          f"{'; with a second setup whose CC writes the audit log' if audited else ''}")
+          f"alternating rounds; {environment()}{extra}")
 
-    async def project(n: int) -> float:
-        return await send_windowed(lambda: proxy.push(data), n, args.window,
-                                   provider.progress)
-
-    async def project_audited(n: int) -> float:
-        assert audited is not None
-        return await send_windowed(lambda: audited.proxy.push(data), n, args.window,
-                                   audited.provider.progress)
+    def through(p: ProjectSetup) -> Callable[[int], Awaitable[float]]:
+        async def one_round(n: int) -> float:
+            return await send_windowed(lambda: p.proxy.push(data), n, args.window,
+                                       p.provider.progress)
+        return one_round
 
     async def raw(n: int) -> float:
         return await send_windowed(lambda: sender.send(frame), n, args.window,
                                    relay.progress)
 
+    project = through(setup)
+    # the optional setups, each measured in the same rounds and compared with `project`
+    variants: list[tuple[str, Callable[[int], Awaitable[float]]]] = []
+    if audited is not None:
+        variants.append(("audit on", through(audited)))
+    scraper = Scraper(with_admin.admin_urls()) if with_admin is not None else None
+    if with_admin is not None and scraper is not None:
+        variants.append(("metrics on", scraped(scraper, through(with_admin))))
+
     warm = min(args.messages, 2_000)
     await project(warm)
-    if audited is not None:
-        await project_audited(warm)
+    for _, one_round in variants:
+        await one_round(warm)
     await raw(warm)
-    best_project = best_raw = best_audited = 0.0
+    best_project = best_raw = 0.0
+    best_variant = dict.fromkeys((name for name, _ in variants), 0.0)
     try:
         for i in range(1, args.rounds + 1):
             quiet_gc()
             p = args.messages / await project(args.messages)
-            audit_text = ""
-            if audited is not None:
+            variant_text = ""
+            for name, one_round in variants:
                 quiet_gc()
-                a = args.messages / await project_audited(args.messages)
-                best_audited = max(best_audited, a)
-                audit_text = f"   audit on {a:9,.0f} msg/s (on/off {a / p:4.2f})"
+                v = args.messages / await one_round(args.messages)
+                best_variant[name] = max(best_variant[name], v)
+                variant_text += f"   {name} {v:9,.0f} msg/s (on/off {v / p:4.2f})"
             quiet_gc()
             r = args.messages / await raw(args.messages)
             best_project, best_raw = max(best_project, p), max(best_raw, r)
             print(f"  round {i}: project {p:9,.0f} msg/s   raw {r:9,.0f} msg/s   "
-                  f"ratio {p / r:4.2f}{audit_text}")
+                  f"ratio {p / r:4.2f}{variant_text}")
     except TimeoutError:
         print(f"TIMEOUT: a round did not finish; provider got {provider.progress.count:,}, "
               f"raw receiver got {relay.progress.count:,}")
@@ -199,10 +222,13 @@ async def compare(args: argparse.Namespace, data: str, setup: ProjectSetup, rela
           f"{'met' if ratio >= GOAL else 'MISSED'}")
     if audited is not None:
         ok = report_losses(audited, args.messages, audited.provider.progress.count) and ok
-        print(audit_summary(best_project, best_audited, audited.audit_stats()))
+        print(audit_summary(best_project, best_variant["audit on"], audited.audit_stats()))
+    if with_admin is not None and scraper is not None:
+        ok = report_losses(with_admin, args.messages, with_admin.provider.progress.count) and ok
+        print(metrics_summary(best_project, best_variant["metrics on"], scraper))
     if args.profile:
         await profiled(project(args.messages) if audited is None
-                       else project_audited(args.messages))
+                       else through(audited)(args.messages))
     return 0 if ok else 1
 
 
@@ -217,6 +243,9 @@ def main() -> int:
                         help="then run one project round under cProfile and print hotspots")
     parser.add_argument("--audit", action="store_true",
                         help="also measure a setup whose CC writes the audit log (on/off ratio)")
+    parser.add_argument("--metrics", action="store_true",
+                        help="also measure a setup whose CC has its admin endpoint on, scraped "
+                             "every second (on/off ratio)")
     args = parser.parse_args()
     if args.messages < 1 or args.rounds < 1 or args.payload < 0 or args.window < 2:
         parser.error("need --messages >= 1, --rounds >= 1, --payload >= 0, --window >= 2")
