@@ -225,6 +225,13 @@ class RawComposed:
 
     async def _relay_2(self, ws: ServerConnection) -> None:
         self._b_ready.set()
+        forwarding = asyncio.get_running_loop().create_task(self._forward(ws))
+        # the forwarding waits on the queue and would never see the connection go: the
+        # handler (which the server's close waits for) ends when the connection does
+        await ws.wait_closed()
+        await cancel(forwarding)
+
+    async def _forward(self, ws: ServerConnection) -> None:
         queue = self._to_b
         with contextlib.suppress(ConnectionClosed):
             while True:
