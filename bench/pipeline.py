@@ -151,8 +151,8 @@ def make_audit(spark: Any, directory: Path, records: int) -> None:
                      F.array(F.lit("expired"), F.lit("queue-full"), F.lit("no-route")),
                      (n % 3 + 1).cast("int")))
                  .when(outcome == "refused", F.lit("spoofed-sender")).alias("reason"),
-                 F.when(outcome == "refused", F.concat(F.lit("websocket:client-"),
-                                                       (n % 97).cast("string"))).alias("peer"),
+                 F.when(outcome == "refused", F.concat(F.lit("client c"), (n % 97).cast(
+                     "string"), F.lit(" from 127.0.0.1"))).alias("peer"),
                  F.when(outcome == "delivered",
                         F.when(pick < 80, F.lit(0)).otherwise(
                             F.abs(F.xxhash64(n, F.lit(6))) % 5000)).alias("queued_ms")))

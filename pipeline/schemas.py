@@ -30,6 +30,7 @@ __all__ = [
     "DIRECTORY",
     "DIRECTORY_COLUMNS",
     "INGEST_FILES",
+    "MESSAGE_TYPES",
     "NEVER_MS",
     "OUTCOMES",
     "REJECT_KINDS",
@@ -44,6 +45,11 @@ NEVER_MS = 2**63 - 1
 
 #: the outcomes of a routing decision (audit record field ``outcome``)
 OUTCOMES = ("delivered", "queued", "dropped", "refused")
+
+#: the message types' wire codes (audit record field ``type``, docs/records.md): request,
+#: reply, one-way, attribute / broadcast / multicast subscription request, subscription
+#: reply, subscription stop, publication, multicast
+MESSAGE_TYPES = ("rq", "rp", "o", "arq", "brq", "mrq", "srp", "sst", "p", "m")
 
 #: why a line of a record file is not a record (the ``kind`` of the rejects table):
 #: ``corrupt-json`` not one JSON object; ``unknown-version`` a JSON value whose ``v`` is not a
@@ -153,7 +159,7 @@ class RecordSpec:
 AUDIT = RecordSpec(
     source="audit", prefix="audit-", schema=AUDIT_V1,
     required=("v", "ts", "proc", "id", "type", "sender", "recipient", "bytes", "outcome"),
-    allowed=(("outcome", OUTCOMES),), time_field="ts")
+    allowed=(("outcome", OUTCOMES), ("type", MESSAGE_TYPES)), time_field="ts")
 
 SNAPSHOT = RecordSpec(
     source="snapshot", prefix="routing-", schema=SNAPSHOT_V1,

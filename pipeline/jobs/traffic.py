@@ -3,10 +3,13 @@
 
 Input: audit records (docs/records.md v1, as ingested: :data:`pipeline.schemas.AUDIT_V1`
 fields) and the directory. An audit header names no interface, so each record is attributed
-to the provider it concerns, looked up in the directory by participantId: the recipient of
-requests, one-way messages and subscription requests or stops; the sender of replies,
-subscription replies, publications and multicasts. A provider not in the directory is
-attributed to :data:`UNKNOWN`.
+to the provider it concerns, looked up in the directory by participantId, by the record's
+message type (its wire code, :data:`pipeline.schemas.MESSAGE_TYPES`): the recipient of the
+types a provider receives (:data:`PROVIDER_RECEIVES`: requests, one-way messages,
+subscription requests of the three kinds, subscription stops), the sender of the types it
+sends (:data:`PROVIDER_SENDS`: replies, subscription replies, publications, multicasts). A
+provider not in the directory is attributed to :data:`UNKNOWN`, and so is a record of a type
+in neither list (ingest rejects those as ``bad-field``: the attribution never guesses).
 
 A **message** is a record of a final outcome (delivered, dropped or refused): a message that
 waited in a queue has a ``queued`` record first and is counted once, by its final one.
@@ -19,6 +22,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 __all__ = [
+    "PROVIDER_RECEIVES",
     "PROVIDER_SENDS",
     "UNKNOWN",
     "attributed",
@@ -31,12 +35,15 @@ __all__ = [
     "top_senders",
 ]
 
-#: the wire names of the message types a provider sends (docs/wire.md): reply, subscription
-#: reply, publication, multicast; every other type goes to a provider
+#: the wire codes of the message types a provider sends (docs/records.md, docs/wire.md):
+#: reply, subscription reply, publication, multicast (a multicast's recipient is its
+#: multicast id, its sender the provider)
 PROVIDER_SENDS = ("rp", "srp", "p", "m")
+#: the wire codes of the message types a provider receives: request, one-way, attribute,
+#: broadcast and multicast subscription requests, subscription stop
+PROVIDER_RECEIVES = ("rq", "o", "arq", "brq", "mrq", "sst")
 #: domain and interface of a provider that is not in the directory
 UNKNOWN = "(not in directory)"
-
 
 
 def _final() -> Column:
@@ -54,8 +61,8 @@ def interfaces(directory: DataFrame) -> DataFrame:
 def attributed(audit: DataFrame, provider_interfaces: DataFrame) -> DataFrame:
     """The audit records with the provider's ``domain`` and ``interface_name`` and the UTC
     ``hour`` of the decision."""
-    provider = F.when(F.col("type").isin(*PROVIDER_SENDS), F.col("sender")).otherwise(
-        F.col("recipient"))
+    provider = (F.when(F.col("type").isin(*PROVIDER_SENDS), F.col("sender"))
+                .when(F.col("type").isin(*PROVIDER_RECEIVES), F.col("recipient")))
     known = provider_interfaces.withColumnRenamed("participant_id", "provider")
     return (audit.withColumn("provider", provider)
             .join(known, "provider", "left")
@@ -115,11 +122,12 @@ def top_senders(audit: DataFrame, n: int) -> DataFrame:
 
 def refusals(audit: DataFrame) -> DataFrame:
     """The security view: refused messages per reason and peer, with the first and last time
-    (epoch ms)."""
+    (epoch ms). Small (reasons times peers): one partition, sorted, most messages first, so
+    that its first rows as stored are the top ones (the report shows those)."""
     return (audit.where(F.col("outcome") == "refused").groupBy("reason", "peer")
             .agg(F.count(F.lit(1)).alias("messages"),
                  F.min("ts").alias("first_ms"), F.max("ts").alias("last_ms"))
-            .orderBy(F.desc("messages"), "reason", "peer"))
+            .coalesce(1).sortWithinPartitions(F.desc("messages"), "reason", "peer"))
 
 
 def summary(per_outcome: DataFrame) -> DataFrame:

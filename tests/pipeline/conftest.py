@@ -1,5 +1,12 @@
-"""Fixtures of the pipeline tests: ONE SparkSession for all of them (local[2]), the fleet's
-inputs (tests/pipeline/fleet.py), and a run of the commands on them."""
+"""Fixtures of the pipeline tests: ONE SparkSession for all of them (local[2]), the synthetic
+fleet's inputs (tests/pipeline/fleet.py), and a run of the commands on them.
+
+Two kinds of input: the synthetic fleet here (files written to the contract of
+docs/records.md, the directory through the GCD store's API), which holds edge cases real
+processes rarely make (diverging registrations, several GBIDs, hostile peers, bad files);
+and inputs made by the real producers (tests/pipeline/producers.py, used by
+test_pipeline_producers.py): real cluster controllers with the audit log on, their routing
+snapshots, the embedded GCD's store."""
 
 from __future__ import annotations
 
@@ -60,11 +67,9 @@ class FleetInputs:
 
 @pytest.fixture(scope="session")
 def fleet_inputs(tmp_path_factory: pytest.TempPathFactory) -> FleetInputs:
-    """THE place the fleet's inputs are made (see tests/pipeline/fleet.py): its directory in a
-    GCD SQLite store (through the store's API), its audit and snapshot files.
-
-    LEAD: to take the audit and snapshot files from a real cluster controller (``audit``
-    branch), replace ``fleet.write_fleet_files`` here; the tests read only these paths."""
+    """THE place the synthetic fleet's inputs are made (see tests/pipeline/fleet.py): its
+    directory in a GCD SQLite store (through the store's API), its audit and snapshot files
+    written to the contract (the inputs of the real producers: tests/pipeline/producers.py)."""
     base = tmp_path_factory.mktemp("fleet")
     sqlite = base / "gcd.sqlite"
 

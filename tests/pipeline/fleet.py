@@ -1,14 +1,17 @@
-"""A small fleet with known figures, for the pipeline's end-to-end tests.
+"""A small synthetic fleet with known figures, for the pipeline's end-to-end tests of the
+cases real processes rarely make in a test: several GBIDs, participants registered in two of
+them with diverging values, participantIds of two cluster controllers, stale ones of
+different ages, expired rows, a hostile peer, an older snapshot of the same cluster
+controller. (The same jobs on inputs made by the real producers: tests/pipeline/producers.py
+and test_pipeline_producers.py.)
 
 - The directory: rows written through the GCD's own store API (gcd.sqlite_store /
   gcd.postgres_store ``add``), never by SQL of the test.
 - Audit records and routing snapshots: files written to the contract of docs/records.md v1
-  (names, gzip, one JSON object per line with exactly the documented keys).
-
-LEAD: once the ``audit`` branch (the producers) is merged, the audit and snapshot inputs can
-come from a real cluster controller with the audit log on; the only place that makes them is
-the ``fleet_inputs`` fixture (tests/pipeline/conftest.py), and the figures below are the ones a
-test asserts.
+  (names, gzip, one JSON object per line with exactly the documented keys; the reason codes
+  and peers as the cluster controllers write them). The only place that writes them is the
+  ``fleet_inputs`` fixture (tests/pipeline/conftest.py); the figures below are the ones the
+  tests assert.
 
 Times are relative to :data:`NOW` (a fixed instant, so that hours and dates are exact).
 """
@@ -80,7 +83,7 @@ def audit(ts: int, proc: str, mid: str, mtype: str, sender: str, recipient: str,
             "outcome": outcome, "reason": reason, "peer": peer, "queued_ms": queued_ms}
 
 
-HOSTILE_PEER = 'websocket:client-7 </script><img src=x onerror="alert(1)">'
+HOSTILE_PEER = 'client 7</script><img src=x onerror="alert(1)"> from 127.0.0.1'
 
 #: 18 records of two cluster controllers (see the expected figures below)
 AUDIT_CC_A = [
@@ -98,11 +101,11 @@ AUDIT_CC_B = [
     audit(H1 + 2000, "cc-b", "o2", "o", "c-1", "radio-2", None, None, 80, "dropped", "expired"),
     audit(H1 + 3000, "cc-b", "g1", "rq", "c-1", "ghost", None, None, 60, "dropped", "no-route"),
     audit(H1 + 4000, "cc-b", "f1", "rq", "fake", "radio-1", None, G1, 70, "refused",
-          "spoofed-sender", "mqtt:g1"),
+          "refused-relay", "backend g1"),
     audit(H1 + 5000, "cc-b", "f2", "rq", "fake", "radio-1", None, G1, 70, "refused",
-          "spoofed-sender", "mqtt:g1"),
+          "refused-relay", "backend g1"),
     audit(H1 + 6000, "cc-b", "r1", "o", "c-3", "radio-2", None, None, 40, "refused",
-          "relay-refused", HOSTILE_PEER),
+          "spoofed-sender", HOSTILE_PEER),
     audit(H1 + 7000, "cc-b", "m1", "m", "radio-1", "radio-1/newStation", "mqtt", G1, 30,
           "delivered"),
 ]
@@ -217,14 +220,14 @@ HOURLY = {
 #: (domain, interface, gbid, hour, outcome, reason) -> messages
 DROPS = {
     ("d.home", "test/Radio", None, H1, "dropped", "expired"): 1,
-    ("d.home", "test/Radio", None, H1, "refused", "relay-refused"): 1,
+    ("d.home", "test/Radio", None, H1, "refused", "spoofed-sender"): 1,
     (UNKNOWN, UNKNOWN, None, H1, "dropped", "no-route"): 1,
-    ("d.vehicle", "test/Radio", G1, H1, "refused", "spoofed-sender"): 2,
+    ("d.vehicle", "test/Radio", G1, H1, "refused", "refused-relay"): 2,
 }
 TOP_SENDERS = [("c-1", 8, 740), ("radio-1", 5, 230), ("fake", 2, 140), ("c-2", 1, 120),
                ("c-3", 1, 40)]
-REFUSALS = [("spoofed-sender", "mqtt:g1", 2, H1 + 4000, H1 + 5000),
-            ("relay-refused", HOSTILE_PEER, 1, H1 + 6000, H1 + 6000)]
+REFUSALS = [("refused-relay", "backend g1", 2, H1 + 4000, H1 + 5000),
+            ("spoofed-sender", HOSTILE_PEER, 1, H1 + 6000, H1 + 6000)]
 
 DRIFT_TOTALS = {"cluster_controllers": 2, "routes": 12, "compared": 7, "local": 3, "sticky": 1,
                 "expiring": 1, "not_in_directory": 1, "expired_in_directory": 1,

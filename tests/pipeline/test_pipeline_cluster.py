@@ -128,7 +128,7 @@ def test_the_report_on_a_standalone_cluster_gives_the_local_figures(
     assert f"Spark {pyspark.__version__} session on {spark_cluster.url}" in done.stderr
     # progress: every step says when it starts and how long it took
     assert "ingest: checking 6 file(s) ..." in done.stderr
-    assert "traffic: hourly, drops, summary: done in" in done.stderr
+    assert "traffic: hourly, drops, summary; senders; refusals: done in" in done.stderr
     assert (out / "report" / "index.html").exists()
 
     def table(name: str) -> list[dict[str, object]]:

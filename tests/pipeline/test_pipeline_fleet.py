@@ -1,6 +1,6 @@
-"""Every job on real Spark (local mode) against the fleet of tests/pipeline/fleet.py: its
-directory in a real GCD store (SQLite, and PostgreSQL), its audit and snapshot files; exact
-figures."""
+"""Every job on real Spark (local mode) against the synthetic fleet of tests/pipeline/fleet.py
+(its edge cases; the inputs of the real producers: test_pipeline_producers.py): its directory
+in a real GCD store (SQLite, and PostgreSQL), its audit and snapshot files; exact figures."""
 
 from __future__ import annotations
 

@@ -16,7 +16,16 @@ from pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
 from pipeline.jobs import directory, drift, housekeeping, ingest, traffic
 from pipeline.report import time_bin_ms
 from pipeline.report.page import Section, Table, embedded_json, render
-from pipeline.schemas import AUDIT, AUDIT_V1, DIRECTORY, INGEST_FILES, NEVER_MS, SNAPSHOT
+from pipeline.schemas import (
+    AUDIT,
+    AUDIT_V1,
+    DIRECTORY,
+    INGEST_FILES,
+    MESSAGE_TYPES,
+    NEVER_MS,
+    SNAPSHOT,
+)
+from runtime.messages import MessageType
 
 HOUR = 3_600_000
 NOW = 100 * 24 * HOUR
@@ -45,13 +54,14 @@ def test_classify_gives_each_line_one_verdict(spark: SparkSession) -> None:
             "recipient": "b", "hop": None, "gbid": None, "bytes": 3, "outcome": "queued",
             "reason": None, "peer": None, "queued_ms": None}
     lines = [json.dumps(good), "{", '{"v": 3, "ts": "x"}', json.dumps({**good, "bytes": -1.5}),
-             json.dumps({**good, "outcome": "delivered", "extra": 1}), "[1]"]
+             json.dumps({**good, "outcome": "delivered", "extra": 1}), "[1]",
+             json.dumps({**good, "type": "zz"})]  # not a message type of docs/records.md
     frame = spark.createDataFrame([("f", line) for line in lines], "file string, value string")
     result = rows(ingest.classify(frame, AUDIT))
     assert [r["verdict"] for r in result] == ["ok", "corrupt-json", "unknown-version",
-                                              "bad-field", "ok", "corrupt-json"]
+                                              "bad-field", "ok", "corrupt-json", "bad-field"]
     assert [r["table"] for r in result] == ["records", "rejects", "rejects", "rejects",
-                                            "records", "rejects"]
+                                            "records", "rejects", "rejects"]
     assert result[0]["date"] == "1970-01-01" and result[0]["text"] is None
     assert result[1]["ts"] is None and result[1]["text"] == "{"
 
@@ -126,21 +136,34 @@ def audit_frame(spark: SparkSession, *records: tuple[Any, ...]) -> DataFrame:
     return spark.createDataFrame(full, AUDIT_V1)
 
 
+def test_the_message_types_are_the_wire_codes_the_audit_log_writes() -> None:
+    """Every wire code of runtime/messages.py is one the pipeline knows (docs/records.md), and
+    each one is attributed one way: to the recipient or to the sender."""
+    codes = {t.value for t in MessageType}
+    assert set(MESSAGE_TYPES) == codes and len(MESSAGE_TYPES) == len(codes)
+    assert set(traffic.PROVIDER_SENDS) | set(traffic.PROVIDER_RECEIVES) == codes
+    assert not set(traffic.PROVIDER_SENDS) & set(traffic.PROVIDER_RECEIVES)
+    assert dict(AUDIT.allowed)["type"] == MESSAGE_TYPES
+
+
 def test_traffic_attributes_each_message_to_its_provider(spark: SparkSession) -> None:
     entries = directory_frame(spark, dir_row("g1", "prov", "cc", domain="d", interface="I"),
                               dir_row("g2", "prov", "cc", domain="d", interface="I"))
+    to_it = [(HOUR + n, code, "cons", "prov", "g1", 10, "delivered", None, 0)
+             for n, code in enumerate(("rq", "o", "arq", "brq", "mrq", "sst"))]
+    from_it = [(2 * HOUR + n, code, "prov", recipient, None, 5, "delivered", None, 0)
+               for n, (code, recipient) in enumerate((
+                   ("rp", "cons"), ("srp", "cons"), ("p", "cons"),
+                   ("m", "prov/newStation/eu")))]  # a multicast's recipient: its multicast id
     audit = audit_frame(
-        spark,
-        (HOUR + 1, "rq", "cons", "prov", "g1", 10, "delivered", None, 0),       # to it
-        (HOUR + 2, "rp", "prov", "cons", None, 5, "delivered", None, 0),        # from it
-        (HOUR + 3, "p", "prov", "cons", None, 5, "delivered", None, 0),         # from it
-        (HOUR + 4, "srp", "prov", "cons", None, 5, "delivered", None, 0),       # from it
-        (HOUR + 5, "sst", "cons", "prov", None, 5, "delivered", None, 0),       # to it
-        (HOUR + 6, "rq", "cons", "nobody", None, 7, "dropped", "no-route", None),
+        spark, *to_it, *from_it,
+        (3 * HOUR, "rq", "cons", "nobody", None, 7, "dropped", "expired-in-queue", None),
+        # a type in neither list (ingest rejects it): not attributed by guessing
+        (3 * HOUR + 1, "zz", "cons", "prov", None, 7, "delivered", None, 0),
     )
     attributed = rows(traffic.attributed(audit, traffic.interfaces(entries)))
-    assert [(r["domain"], r["interface_name"]) for r in attributed] == [("d", "I")] * 5 + [
-        (traffic.UNKNOWN, traffic.UNKNOWN)]
+    assert [(r["domain"], r["interface_name"]) for r in attributed] == [("d", "I")] * 10 + [
+        (traffic.UNKNOWN, traffic.UNKNOWN)] * 2
 
 
 def test_traffic_percentiles_and_outcomes(spark: SparkSession) -> None:
