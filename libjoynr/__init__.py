@@ -43,6 +43,10 @@ Errors a call can raise: :class:`ApplicationError` (one of the method's modelled
 method or wrong parameters), :class:`DiscoveryError` (no provider found),
 :class:`MessageNotSentError` (the message could not be sent or delivered before its expiry),
 :class:`JoynrTimeoutError` (no reply in time); all are :class:`JoynrError`.
+
+A provider that can answer a method in its wire form directly (say, from stored rows) may give
+it a twin with :func:`wire_form_of`: calls that arrive as messages run the twin and skip
+building and converting the typed result.
 """
 
 from libjoynr.config import LibjoynrConfig
@@ -65,7 +69,7 @@ from runtime.errors import (
 )
 from runtime.interface import attribute, broadcast, errors, interface, one_way, wire_name
 from runtime.joynr_runtime import Arbitration
-from runtime.providers import Provider, current_origin
+from runtime.providers import Provider, current_origin, wire_form_of
 from runtime.proxies import Proxy
 from runtime.router import RouterSettings
 from runtime.subscriptions import AttributeSubscriptionQos, Subscription
@@ -100,5 +104,6 @@ __all__ = [
     "errors",
     "interface",
     "one_way",
+    "wire_form_of",
     "wire_name",
 ]

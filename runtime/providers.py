@@ -13,6 +13,10 @@ broadcasts into publications and multicasts:
 - inside a provider method, :func:`current_origin` tells where the call arrived from;
 - on-change attribute subscriptions are kept by an :class:`~runtime.subscriptions.
   OnChangePublisher`; broadcast (multicast) subscriptions are only acknowledged;
+- a provider may give a method a *wire-form twin* (:func:`wire_form_of`): calls that arrive
+  as messages run the twin, which returns the answer already in its wire form, so the typed
+  result is neither built nor converted (a directory answering from its rows); direct
+  Python calls of the method are unchanged;
 - a provider that does not serve remote callers (the cluster controller's own Routing and
   Discovery providers) refuses calls that arrive over MQTT: requests get a ProviderRuntime
   error, everything else is dropped (logged).
@@ -30,7 +34,7 @@ import contextvars
 import inspect
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from runtime.addresses import Address, InProcessAddress
 from runtime.calls import Call, CallRunner
@@ -68,7 +72,8 @@ from runtime.router import MessageRouter
 from runtime.rules import Refusal, admit_caller
 from runtime.subscriptions import OnChangePublisher, answer_subscription
 
-__all__ = ["Provider", "ProviderSkeleton", "current_deadline_ms", "current_origin"]
+__all__ = ["Provider", "ProviderSkeleton", "current_deadline_ms", "current_origin",
+           "wire_form_of"]
 
 log = get_logger(__name__)
 
@@ -94,6 +99,32 @@ def current_deadline_ms() -> int | None:
     return _deadline.get()
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: the attribute a wire-form twin carries: the Python name of the method it stands in for
+_TWIN_OF = "__joynr_wire_form_of__"
+
+
+def wire_form_of(method_name: str) -> Callable[[F], F]:
+    """Mark an ``async def`` of a provider as the wire-form twin of its interface method
+    ``method_name`` (the Python name, e.g. ``lookup_in``).
+
+    The twin takes the method's typed arguments and must return exactly what
+    :func:`~runtime.interface.to_wire` makes of the method's result (dicts, lists, str, int,
+    float, bool, bytes, None), and raise what the method raises. A call that arrives as a
+    message runs the twin and its result is sent as it is; a direct Python call of the
+    method runs the method. Checked when the class is made: the interface must have the
+    method, and a method has at most one twin."""
+
+    def mark(twin: F) -> F:
+        if not inspect.iscoroutinefunction(twin):
+            raise TypeError(f"the wire-form twin of {method_name} must be an async def")
+        setattr(twin, _TWIN_OF, method_name)
+        return twin
+
+    return mark
+
+
 class Provider:
     """Base class of provider implementations.
 
@@ -110,11 +141,33 @@ class Provider:
     #: False: only participants of this cluster controller (in-process, websocket) may call it;
     #: calls that arrive over MQTT are refused (the CC's own Routing and Discovery providers)
     serves_remote_callers: ClassVar[bool] = True
+    #: interface method (Python name) -> the attribute name of its wire-form twin
+    wire_forms: ClassVar[Mapping[str, str]] = MappingProxyType({})
 
     def __init_subclass__(cls, *, interface: type | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if interface is not None:
             cls.interface = interface
+        twins = dict(cls.wire_forms)
+        for attribute, value in vars(cls).items():
+            method_name = getattr(value, _TWIN_OF, None)
+            if method_name is None:
+                continue
+            if twins.get(method_name, attribute) != attribute:
+                raise TypeError(f"{cls.__name__}: {method_name} has two wire-form twins, "
+                                f"{twins[method_name]} and {attribute}")
+            twins[method_name] = attribute
+        for method_name, attribute in list(twins.items()):
+            if method_name in vars(cls) and attribute not in vars(cls):
+                # the method is overridden here, its inherited twin is not: the override wins
+                del twins[method_name]
+        if twins and getattr(cls, "interface", None) is not None:
+            methods = interface_def(cls.interface).methods
+            unknown = sorted(name for name in twins if name not in methods)
+            if unknown:
+                raise TypeError(f"{cls.__name__}: wire-form twins of methods its interface "
+                                f"does not have: {', '.join(unknown)}")
+        cls.wire_forms = MappingProxyType(twins)
 
     def __init__(self, **initial_attributes: Any) -> None:
         self._definition = interface_def(type(self).interface)
@@ -171,7 +224,8 @@ class Provider:
             skeleton.fire(broadcast_name, list(values), list(partitions), ttl_ms)
 
 
-_Bound = tuple[MethodDef, Callable[..., Any]]
+#: a method, what runs it, and whether that returns the wire form already (a twin)
+_Bound = tuple[MethodDef, Callable[..., Any], bool]
 
 
 class ProviderSkeleton:
@@ -193,15 +247,19 @@ class ProviderSkeleton:
     def _method_table(self) -> dict[tuple[str, tuple[str, ...]], _Bound]:
         table: dict[tuple[str, tuple[str, ...]], _Bound] = {}
         provider = self.provider
+        twins = type(provider).wire_forms
         for name, method in self.definition.methods.items():
             impl = getattr(provider, name, None)
             if impl is None or not inspect.iscoroutinefunction(impl):
                 raise TypeError(f"{type(provider).__name__} does not implement async {name}()")
-            table[(method.name, tuple(method.param_datatypes))] = (method, impl)
+            twin = twins.get(name)
+            table[(method.name, tuple(method.param_datatypes))] = (
+                (method, impl, False) if twin is None else
+                (method, getattr(provider, twin), True))
         for accessor in self.definition.accessors.values():
             kind, name = accessor.name.split("_", 1)
             impl = self._getter(name) if kind == "get" else self._setter(name)
-            table[(accessor.name, tuple(accessor.param_datatypes))] = (accessor, impl)
+            table[(accessor.name, tuple(accessor.param_datatypes))] = (accessor, impl, False)
         return table
 
     def _getter(self, name: str) -> Callable[[], Any]:
@@ -268,7 +326,7 @@ class ProviderSkeleton:
         # one-way, fire and forget: decode and check, then run the provider's method itself
         try:
             payload = decode_payload(OneWayRequest, message.body)
-            _, impl, args = self._prepare(payload)
+            (_, impl, _), args = self._prepare(payload)
         except (PayloadError, JoynrError) as exc:
             self.router.warnings.warning(log, "bad-one-way", peer_of(message.origin),
                                          "provider %s: one-way call %s refused: %s",
@@ -286,23 +344,24 @@ class ProviderSkeleton:
                                          message.id, exc)
             return
         try:
-            method, impl, args = self._prepare(payload)
+            bound, args = self._prepare(payload)
             reply = Reply(payload.request_reply_id,
-                          response=await self._call(method, impl, args, message.origin,
+                          response=await self._call(bound, args, message.origin,
                                                     message.expiry_date_ms))
         except JoynrError as exc:
             reply = Reply(payload.request_reply_id, error=exc.to_wire())
         self.router.route(answer_to(message, reply))
 
     def _prepare(self, payload: Request | OneWayRequest
-                 ) -> tuple[MethodDef, Callable[..., Any], list[Any]]:
-        """The method and its typed arguments; MethodInvocationError if they do not fit."""
+                 ) -> tuple[_Bound, list[Any]]:
+        """The method (what runs it, whether that answers in wire form) and the typed
+        arguments; MethodInvocationError if they do not fit."""
         found = self._methods.get((payload.method_name, tuple(payload.param_datatypes)))
         if found is None:
             raise MethodInvocationError(
                 f"{self.definition.name} v{self.definition.version[0]}.{self.definition.version[1]}"
                 f" has no method {payload.method_name}({', '.join(payload.param_datatypes)})")
-        method, impl = found
+        method = found[0]
         params = payload.params
         if len(params) != len(method.params):
             raise MethodInvocationError(f"{method.name} takes {len(method.params)} parameters")
@@ -315,10 +374,11 @@ class ProviderSkeleton:
                 args.append(from_wire(value, tp, f"{method.name}({name})"))
             except ValueTypeError as exc:
                 raise MethodInvocationError(f"wrong parameter: {exc}") from None
-        return method, impl, args
+        return found, args
 
-    async def _call(self, method: MethodDef, impl: Callable[..., Any], args: list[Any],
-                    origin: Address | None, deadline_ms: int) -> list[Any]:
+    async def _call(self, bound: _Bound, args: list[Any], origin: Address | None,
+                    deadline_ms: int) -> list[Any]:
+        method, impl, wired = bound
         token = _origin.set(origin)
         deadline_token = _deadline.set(deadline_ms)
         try:
@@ -339,7 +399,7 @@ class ProviderSkeleton:
             _deadline.reset(deadline_token)
         if method.returns is type(None) or method.returns is None:
             return []
-        return [to_wire(result)]
+        return [result if wired else to_wire(result)]
 
     # ------------------------------------------------------------------ subscriptions
 

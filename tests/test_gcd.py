@@ -1,13 +1,15 @@
 """The GCD's rules (gcd/provider.py states them), each example as a test, on every store.
 
 The provider's methods are called directly here (the wire path is tested end to end in
-tests/test_gcd_service.py); the ``store`` fixture runs each test on every store kind.
+tests/test_gcd_service.py); the ``store`` fixture runs each test on every store kind, and the
+``form`` fixture twice: the lookups answered by the typed methods (a direct call), and by their
+wire-form twins (what a call that arrives as a message runs), converted back as a proxy does.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -23,6 +25,7 @@ from runtime.discovery_types import (
     Version,
 )
 from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.interface import from_wire
 from runtime.tasks import TaskSupervisor
 from tests.support.gcd_stores import STORE_KINDS
 
@@ -40,10 +43,45 @@ class Clock:
         return self.now
 
 
+class ThroughTwins(GcdProvider):
+    """Lookups answered by the wire-form twins, their answers converted back (from_wire)."""
+
+    async def lookup(self, domains: list[str], interface_name: str
+                     ) -> list[GlobalDiscoveryEntry]:
+        return from_wire(await self._lookup_wired(domains, interface_name),
+                         list[GlobalDiscoveryEntry])
+
+    async def lookup_in(self, domains: list[str], interface_name: str, gbids: list[str]
+                        ) -> list[GlobalDiscoveryEntry]:
+        return from_wire(await self._lookup_in_wired(domains, interface_name, gbids),
+                         list[GlobalDiscoveryEntry])
+
+    async def lookup_participant(self, participant_id: str) -> GlobalDiscoveryEntry:
+        return from_wire(await self._lookup_participant_wired(participant_id),
+                         GlobalDiscoveryEntry)
+
+    async def lookup_participant_in(self, participant_id: str, gbids: list[str]
+                                    ) -> GlobalDiscoveryEntry:
+        return from_wire(await self._lookup_participant_in_wired(participant_id, gbids),
+                         GlobalDiscoveryEntry)
+
+
+_FORMS = {"typed": GcdProvider, "wire": ThroughTwins}
+_form = ["typed"]
+
+
+@pytest.fixture(autouse=True, params=list(_FORMS))
+def form(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Which methods answer the lookups of the providers :func:`gcd` makes."""
+    _form[0] = request.param
+    yield request.param
+    _form[0] = "typed"
+
+
 def gcd(store: GcdStore, own: str = "GBID1", clock: Callable[[], int] | None = None
         ) -> GcdProvider:
-    return GcdProvider(store, own, ["GBID1", "GBID2", "GBID3"], default_expiry_ms=6 * WEEK,
-                       clock_ms=clock or Clock())
+    return _FORMS[_form[0]](store, own, ["GBID1", "GBID2", "GBID3"],
+                            default_expiry_ms=6 * WEEK, clock_ms=clock or Clock())
 
 
 def entry(pid: str = "p1", *, domain: str = "domain1", interface: str = "interface1",
