@@ -210,10 +210,20 @@ class MqttClientProtocol(asyncio.Protocol):
     # ------------------------------------------------------------------ outgoing
 
     def _write(self, data: bytes) -> None:
-        self._out.append(data)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
+        """Send ``data``: the first write of a loop turn goes out at once (no latency added);
+        the later ones of the same turn are gathered and go out together at its end (one
+        system call for a burst)."""
+        if self._flush_scheduled:
+            self._out.append(data)
+            return
+        self._flush_scheduled = True
+        self.loop.call_soon(self._flush)
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        transport.write(data)
+        if self._keepalive is not None:
+            self._keepalive.last_sent = self.loop.time()
 
     def _flush(self) -> None:
         self._flush_scheduled = False
