@@ -112,13 +112,24 @@ class MqttClientProtocol(asyncio.Protocol):
         except p.ProtocolViolation as exc:
             self._violation(exc)
             return
+        try:
+            self._received(packets)
+        finally:
+            # the PUBACKs of this read go out at the end of the turn: after the calls its
+            # messages started, with the first answers they publish (one system call, and no
+            # handler waits for one)
+            if self._out and not self._flush_scheduled:
+                self._flush_scheduled = True
+                self.loop.call_soon(self._flush)
+
+    def _received(self, packets: list[p.Packet]) -> None:
         for packet in packets:
             ptype = packet.type
             if ptype == _PUBLISH:
                 assert isinstance(packet, p.Publish)
-                if packet.qos:
+                if packet.qos:  # acknowledged at the end of the turn (data_received)
                     pid = packet.packet_id
-                    self._write(bytes((0x40, 2, pid >> 8, pid & 0xFF)))
+                    self._out.append(bytes((0x40, 2, pid >> 8, pid & 0xFF)))
                 handler = self.handler
                 if handler is None:
                     self.early.append((packet.topic, packet.payload))
@@ -136,7 +147,7 @@ class MqttClientProtocol(asyncio.Protocol):
                 # so that it is not delivered again, and the connection goes on
                 if packet.qos:
                     pid = packet.packet_id
-                    self._write(bytes((0x40, 2, pid >> 8, pid & 0xFF)))
+                    self._out.append(bytes((0x40, 2, pid >> 8, pid & 0xFF)))
                 self._refused("packet-too-large", f"a PUBLISH of {packet.size} bytes on "
                               f"{packet.topic[:200]}, more than {self.decoder.max_packet_size}"
                               "; dropped unread")
