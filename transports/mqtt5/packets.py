@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, TypeVar
+
+T = TypeVar("T")
 
 __all__ = [
     "CONNACK",
@@ -346,6 +348,13 @@ def encode_publish(topic: bytes, payload: bytes, qos: int, packet_id: int,
     return b"".join((header, topic, properties, payload))
 
 
+def _id_and_properties(packet_id: int, properties: Properties, v5: bool) -> bytes:
+    """The variable header of SUBSCRIBE, SUBACK, UNSUBSCRIBE and UNSUBACK: the packet id, then
+    (MQTT 5) the properties."""
+    head = packet_id.to_bytes(2, "big")
+    return head + encode_properties(properties) if v5 else head
+
+
 def encode(packet: Packet, version: int = V5) -> bytes:
     """The bytes of any packet (``version`` for those whose form depends on it)."""
     v5 = version == V5
@@ -379,29 +388,19 @@ def encode(packet: Packet, version: int = V5) -> bytes:
         body = bytes((1 if packet.session_present else 0, packet.reason_code))
         return _packet(0x20, body + (encode_properties(packet.properties) if v5 else b""))
     if isinstance(packet, Subscribe):
-        body = packet.packet_id.to_bytes(2, "big")
-        if v5:
-            body += encode_properties(packet.properties)
-        for topic, options in packet.subscriptions:
-            body += _utf8(topic) + bytes((options,))
+        body = _id_and_properties(packet.packet_id, packet.properties, v5) + b"".join(
+            _utf8(topic) + bytes((options,)) for topic, options in packet.subscriptions)
         return _packet(0x82, body)
     if isinstance(packet, Suback):
-        body = packet.packet_id.to_bytes(2, "big")
-        if v5:
-            body += encode_properties(packet.properties)
+        body = _id_and_properties(packet.packet_id, packet.properties, v5)
         return _packet(0x90, body + bytes(packet.reason_codes))
     if isinstance(packet, Unsubscribe):
-        body = packet.packet_id.to_bytes(2, "big")
-        if v5:
-            body += encode_properties(packet.properties)
-        for topic in packet.topic_filters:
-            body += _utf8(topic)
+        body = _id_and_properties(packet.packet_id, packet.properties, v5) + b"".join(
+            _utf8(topic) for topic in packet.topic_filters)
         return _packet(0xA2, body)
     if isinstance(packet, Unsuback):
-        body = packet.packet_id.to_bytes(2, "big")
-        if v5:
-            body += encode_properties(packet.properties) + bytes(packet.reason_codes)
-        return _packet(0xB0, body)
+        body = _id_and_properties(packet.packet_id, packet.properties, v5)
+        return _packet(0xB0, body + (bytes(packet.reason_codes) if v5 else b""))
     if isinstance(packet, Pingreq):
         return b"\xc0\x00"
     if isinstance(packet, Pingresp):
@@ -791,26 +790,31 @@ class Decoder:
         v5 = self.version == V5
         pid = self._packet_id(body)
         properties = body.properties(SUBSCRIBE) if v5 else {}
-        subscriptions = []
-        while body.pos < body.end:
+
+        def entry() -> tuple[str, int]:
             topic = body.text("a topic filter")
             options = body.byte("the subscription options")
             if options & 0xC0 or (options & 0x03) == 3 or (not v5 and options & 0xFC):
                 raise _violation("bad-flags", f"SUBSCRIBE: options 0x{options:02x}")
-            subscriptions.append((topic, options))
-        if not subscriptions:
-            raise _violation("truncated", "SUBSCRIBE: no topic filter", PROTOCOL_ERROR)
-        return Subscribe(pid, subscriptions, properties)
+            return topic, options
+
+        return Subscribe(pid, self._topic_list(body, "SUBSCRIBE", entry), properties)
 
     def _unsubscribe(self, body: _Body) -> Packet:
         pid = self._packet_id(body)
         properties = body.properties(UNSUBSCRIBE) if self.version == V5 else {}
-        filters = []
-        while body.pos < body.end:
-            filters.append(body.text("a topic filter"))
-        if not filters:
-            raise _violation("truncated", "UNSUBSCRIBE: no topic filter", PROTOCOL_ERROR)
+        filters = self._topic_list(body, "UNSUBSCRIBE", lambda: body.text("a topic filter"))
         return Unsubscribe(pid, filters, properties)
+
+    @staticmethod
+    def _topic_list(body: _Body, name: str, entry: Callable[[], T]) -> list[T]:
+        """The entries of a SUBSCRIBE or UNSUBSCRIBE, to the end of its body: at least one."""
+        entries = []
+        while body.pos < body.end:
+            entries.append(entry())
+        if not entries:
+            raise _violation("truncated", f"{name}: no topic filter", PROTOCOL_ERROR)
+        return entries
 
     @property
     def other(self) -> str:
