@@ -10,6 +10,7 @@ Modules:
 - ``health``      checks with reasons; probes whose answers are reused
 - ``status``      the shared sections of the status page's JSON
 - ``page``        the status page (HTML, inline style and script, no framework)
+- ``ops``         ProgramOps: the server, registry, probes and liveness a program shares
 
 The programs' own parts: ``cluster_controller.operability``, ``gcd.operability``.
 """

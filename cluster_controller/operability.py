@@ -28,24 +28,20 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 
-from admin.app import admin_routes
 from admin.exposition import (
-    Exporter,
     admin_metrics,
     counter,
     gauge,
     latency_family,
-    make_registry,
     mqtt_metrics,
     refusal_metrics,
     router_metrics,
     routing_metrics,
 )
 from admin.health import Check, Probe
-from admin.http import AdminServer
+from admin.ops import ProgramOps
 from admin.settings import AdminSettings
 from admin.status import (
     facts,
@@ -78,51 +74,28 @@ def _version() -> str:
         return "unknown"
 
 
-class ClusterControllerOps:
+class ClusterControllerOps(ProgramOps):
     """See the module docstring."""
 
     def __init__(self, cc: ClusterController, settings: AdminSettings) -> None:
+        super().__init__(settings, name=f"admin endpoint of {cc.id}",
+                         warnings=cc.router.warnings, housekeeping=cc.housekeeping)
         self.cc = cc
-        self.settings = settings
         self.version = _version()
-        self.started_s = time.time()
-        self._started_monotonic = time.monotonic()
-        self.server: AdminServer | None = None
         # (the link's call ends first, with its own outcome in the link's figures)
         self.gcd_probe = Probe("the GCD", self._probe_gcd,
                                timeout_s=settings.probe_timeout_s + 1.0,
                                max_age_s=settings.probe_max_age_s)
+        self.probes.append(self.gcd_probe)
         self.store_probe: Probe | None = None  # of an embedded GCD, once it exists
-        self._registry = make_registry(Exporter(self._metrics))
-
-    @property
-    def registry(self) -> CollectorRegistry:
-        return self._registry
-
-    async def start(self) -> None:
-        if not self.settings.enabled:
-            return
-        self.server = AdminServer(self.settings, admin_routes(self),
-                                  warnings=self.cc.router.warnings,
-                                  name=f"admin endpoint of {self.cc.id}")
-        await self.server.start()
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            await self.server.stop()
-        await self.gcd_probe.close()
-        if self.store_probe is not None:
-            await self.store_probe.close()
 
     # ------------------------------------------------------------------ metrics
 
-    def _refusal_counters(self) -> dict[str, Any]:
+    def _component_counters(self) -> dict[str, Any]:
         cc = self.cc
         counters: dict[str, Any] = {"websocket": cc.websocket.counters}
         if cc.mqtt is not None:
             counters["mqtt"] = cc.mqtt.counters
-        if self.server is not None:
-            counters["admin"] = self.server.counters
         return counters
 
     def _metrics(self) -> list[Metric]:
@@ -170,12 +143,6 @@ class ClusterControllerOps:
         return metrics
 
     # ------------------------------------------------------------------ health
-
-    def live(self) -> list[Check]:
-        running = self.cc.housekeeping.running
-        return [Check("event loop", True, "answering"),
-                Check("housekeeping", running, "the router's sweep and purge run" if running
-                      else "the router's sweep and purge do not run")]
 
     async def _probe_gcd(self) -> str | None:
         link = self.cc.gcd_link
@@ -239,6 +206,7 @@ class ClusterControllerOps:
                 self.store_probe = Probe("the embedded GCD's store", store_probe(cc.gcd),
                                          timeout_s=self.settings.probe_timeout_s,
                                          max_age_s=self.settings.probe_max_age_s)
+                self.probes.append(self.store_probe)
             checks += await gcd_ready_checks(cc.gcd, self.store_probe, name="embedded GCD")
         return checks
 

@@ -22,24 +22,20 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 
-from admin.app import admin_routes
 from admin.exposition import (
-    Exporter,
     admin_metrics,
     counter,
     gauge,
     latency_family,
-    make_registry,
     mqtt_metrics,
     refusal_metrics,
     router_metrics,
     routing_metrics,
 )
 from admin.health import Check, Probe
-from admin.http import AdminServer
+from admin.ops import ProgramOps
 from admin.settings import AdminSettings
 from admin.status import (
     facts,
@@ -210,37 +206,17 @@ def gcd_sections(service: GcdService, *, max_rows: int, title: str = "GCD"
     ]
 
 
-class GcdOps:
+class GcdOps(ProgramOps):
     """The GCD process on its admin endpoint (see the module docstring)."""
 
     def __init__(self, service: GcdService, settings: AdminSettings) -> None:
+        super().__init__(settings, name=f"admin endpoint of GCD {service.settings.gbid}",
+                         warnings=service.router.warnings, housekeeping=service.housekeeping)
         self.service = service
-        self.settings = settings
-        self.started_s = time.time()
-        self._started_monotonic = time.monotonic()
-        self.server: AdminServer | None = None
         self.store_probe = Probe("the store", store_probe(service),
                                  timeout_s=settings.probe_timeout_s,
                                  max_age_s=settings.probe_max_age_s)
-        self._registry = make_registry(Exporter(self._metrics))
-
-    @property
-    def registry(self) -> CollectorRegistry:
-        return self._registry
-
-    async def start(self) -> None:
-        if not self.settings.enabled:
-            return
-        gbid = self.service.settings.gbid
-        self.server = AdminServer(self.settings, admin_routes(self),
-                                  warnings=self.service.router.warnings,
-                                  name=f"admin endpoint of GCD {gbid}")
-        await self.server.start()
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            await self.server.stop()
-        await self.store_probe.close()
+        self.probes.append(self.store_probe)
 
     def _metrics(self) -> list[Metric]:
         service = self.service
@@ -253,17 +229,8 @@ class GcdOps:
         metrics += admin_metrics(PREFIX, self.server)
         return metrics
 
-    def _refusal_counters(self) -> dict[str, Any]:
-        counters: dict[str, Any] = {"mqtt": self.service.mqtt.counters}
-        if self.server is not None:
-            counters["admin"] = self.server.counters
-        return counters
-
-    def live(self) -> list[Check]:
-        running = self.service.housekeeping.running
-        return [Check("event loop", True, "answering"),
-                Check("housekeeping", running, "the router's sweep and purge run" if running
-                      else "the router's sweep and purge do not run")]
+    def _component_counters(self) -> dict[str, Any]:
+        return {"mqtt": self.service.mqtt.counters}
 
     async def ready(self) -> list[Check]:
         return await gcd_ready_checks(self.service, self.store_probe)
