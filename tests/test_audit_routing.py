@@ -20,7 +20,6 @@ from typing import Any
 
 import aiomqtt
 import pytest
-from websockets.asyncio.client import ClientConnection, connect
 
 from cluster_controller.controller import ClusterController
 from gcd.interface import GCD_PARTICIPANT_ID
@@ -31,49 +30,18 @@ from runtime.addresses import MqttAddress
 from runtime.clock import now_ms
 from runtime.interface import interface_def
 from runtime.messages import Message, MessageType, encode_frame
-from runtime.payloads import OneWayRequest, Request
+from runtime.payloads import Request
 from tests.support.audit import audit_files, between, outcomes, read_audit
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import cc_config, eventually
 from tests.support.mqtt_cluster import GBID, start_pair
 from tests.support.radio import Country, Radio, RadioProvider, Station
-from transports.websocket_common import encode_init
+from tests.support.raw_websocket import RawClient, note
 
 pytestmark = pytest.mark.network
 
 WAIT_S = 10.0
 RADIO = interface_def(Radio)
-
-
-class RawClient:
-    """A websocket connection to the CC that writes frames by hand."""
-
-    def __init__(self, ws: ClientConnection, client_id: str) -> None:
-        self.ws = ws
-        self.client_id = client_id
-        self.pid = f"raw-{uuid.uuid4().hex[:8]}"
-
-    @classmethod
-    async def open(cls, stack: AsyncExitStack, url: str) -> RawClient:
-        ws = await asyncio.wait_for(connect(url, compression=None), WAIT_S)
-        stack.push_async_callback(ws.close)
-        client = cls(ws, f"raw-client-{uuid.uuid4().hex[:8]}")
-        await ws.send(encode_init(client.client_id))
-        return client
-
-    async def send(self, message: Message) -> int:
-        """Send ``message``; the size of its frame."""
-        frame = encode_frame(message)
-        await self.ws.send(frame)
-        return len(frame)
-
-
-def note(sender: str, recipient: str, text: str, *, expiry_ms: int | None = None) -> Message:
-    """A one-way ``note(text)`` call of the Radio interface."""
-    return Message(MessageType.ONE_WAY, sender, recipient,
-                   now_ms() + 5_000 if expiry_ms is None else expiry_ms,
-                   OneWayRequest("note", [text], RADIO.methods["note"].param_datatypes
-                                 ).to_body())
 
 
 @pytest.fixture

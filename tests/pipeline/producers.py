@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
-from websockets.asyncio.client import ClientConnection, connect
 
 from cluster_controller.controller import ClusterController
 from gcd.sqlite_store import SqliteStore
@@ -38,12 +37,12 @@ from runtime.addresses import MqttAddress
 from runtime.clock import now_ms
 from runtime.interface import interface_def
 from runtime.messages import Message, MessageType, encode_frame
-from runtime.payloads import OneWayRequest, Request
+from runtime.payloads import Request
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import mqtt_cc_config
 from tests.support.radio import Country, Radio, RadioProvider, Station
-from transports.websocket_common import encode_init
+from tests.support.raw_websocket import RawClient, note
 
 WAIT_S = 10.0
 GBID = "joynrdefaultgbid"
@@ -95,33 +94,6 @@ class Produced:
     rows: dict[str, StoredEntry] = field(default_factory=dict)
     #: each cluster controller's own MQTT topic (where its providers are reached)
     topics: dict[str, str] = field(default_factory=dict)
-
-
-class RawClient:
-    """A websocket connection to a cluster controller that writes frames by hand."""
-
-    def __init__(self, ws: ClientConnection, client_id: str) -> None:
-        self.ws = ws
-        self.client_id = client_id
-        self.pid = f"raw-{uuid.uuid4().hex[:8]}"
-
-    @classmethod
-    async def open(cls, stack: AsyncExitStack, url: str) -> RawClient:
-        ws = await asyncio.wait_for(connect(url, compression=None), WAIT_S)
-        stack.push_async_callback(ws.close)
-        client = cls(ws, f"raw-client-{uuid.uuid4().hex[:8]}")
-        await ws.send(encode_init(client.client_id))
-        return client
-
-    async def send(self, message: Message) -> None:
-        await self.ws.send(encode_frame(message))
-
-
-def note(sender: str, recipient: str, text: str, ttl_ms: int = 5_000) -> Message:
-    """A one-way ``note(text)`` of the Radio interface."""
-    return Message(MessageType.ONE_WAY, sender, recipient, now_ms() + ttl_ms,
-                   OneWayRequest("note", [text], RADIO.methods["note"].param_datatypes
-                                 ).to_body())
 
 
 def request(sender: str, recipient: str, ttl_ms: int, reply_to: MqttAddress | None = None
