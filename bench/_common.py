@@ -27,6 +27,7 @@ Nothing here changes the project: it is only driven through its public API.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import cProfile
@@ -42,7 +43,7 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -207,6 +208,45 @@ async def cancel(task: asyncio.Task[None]) -> None:
 def quiet_gc() -> None:
     """Start every timed round with the same, clean heap."""
     gc.collect()
+
+
+async def best_rates(rounds_of: Mapping[str, Callable[[int], Awaitable[float]]],
+                     messages: int, rounds: int, *, warm: int,
+                     report: Callable[[int, dict[str, float]], None]) -> dict[str, float]:
+    """Throughput, best of ``rounds`` alternating rounds: each path (name -> a round of ``n``
+    messages, returning its seconds) runs once with ``warm`` messages, then each round runs
+    every path in turn with ``messages``, on a clean heap. ``report(i, rates)`` is told each
+    round's messages per second by path; the best per path is returned. TimeoutError from a
+    round goes through."""
+    for one_round in rounds_of.values():
+        await one_round(warm)
+    best = dict.fromkeys(rounds_of, 0.0)
+    for i in range(1, rounds + 1):
+        rates = {}
+        for name, one_round in rounds_of.items():
+            quiet_gc()
+            rates[name] = messages / await one_round(messages)
+            best[name] = max(best[name], rates[name])
+        report(i, rates)
+    return best
+
+
+def throughput_options(parser: argparse.ArgumentParser, *, messages: int, rounds: int,
+                       payload_help: str = "payload string length") -> None:
+    """The options of a throughput benchmark: --messages, --rounds, --payload, --window."""
+    parser.add_argument("--messages", type=int, default=messages, help="messages per round")
+    parser.add_argument("--rounds", type=int, default=rounds,
+                        help="rounds of each (alternating)")
+    parser.add_argument("--payload", type=int, default=200, help=payload_help)
+    parser.add_argument("--window", type=int, default=1_000,
+                        help="most messages in flight (sent, not yet received)")
+
+
+def check_throughput_options(parser: argparse.ArgumentParser, args: argparse.Namespace
+                             ) -> None:
+    """Exit with a usage error when :func:`throughput_options`' values make no sense."""
+    if args.messages < 1 or args.rounds < 1 or args.payload < 0 or args.window < 2:
+        parser.error("need --messages >= 1, --rounds >= 1, --payload >= 0, --window >= 2")
 
 
 # ---------------------------------------------------------------------- the project

@@ -80,18 +80,20 @@ from _common import (
     Progress,
     Scraper,
     audit_summary,
+    best_rates,
     cancel,
+    check_throughput_options,
     help_text,
     metered,
     metrics_summary,
     mqtt_environment,
     profiled,
-    quiet_gc,
     raw_mqtt_client,
     scraped,
     send_windowed,
     setup_logging,
     start_raw_server,
+    throughput_options,
 )
 from gmqtt.mqtt.constants import MQTTv50
 from websocket_oneway import report_losses
@@ -357,27 +359,22 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup, 
         paths[metrics_name] = (scraped(scraper, windowed(lambda: admin_proxy.push(data),
                                                          with_admin.provider.progress)),
                                with_admin.provider.progress)
-    warm = min(args.messages, 1_000)
-    best = dict.fromkeys(paths, 0.0)
+    optional = [label for label, on in (("audit on", audited), ("metrics on", with_admin))
+                if on is not None]
+
+    def report(i: int, by_name: dict[str, float]) -> None:
+        rates = list(by_name.values())
+        extra = "".join(f"   | {label} {rate:7,.0f} (on/off {rate / rates[0]:4.2f})"
+                        for label, rate in zip(optional, rates[5:], strict=True))
+        print(f"  round {i}: msg/s project {rates[0]:7,.0f}   raw composed "
+              f"{rates[1]:7,.0f}   ratio {rates[0] / rates[1]:4.2f}   | aiomqtt "
+              f"{rates[2]:7,.0f}   aiomqtt in tasks {rates[3]:7,.0f}   gmqtt "
+              f"{rates[4]:7,.0f}{extra}")
+
     try:
-        for one_round, _ in paths.values():
-            await one_round(warm)
-        for i in range(1, args.rounds + 1):
-            rates = []
-            for name, (one_round, _) in paths.items():
-                quiet_gc()
-                rate = args.messages / await one_round(args.messages)
-                best[name] = max(best[name], rate)
-                rates.append(rate)
-            optional = "".join(
-                f"   | {label} {rate:7,.0f} (on/off {rate / rates[0]:4.2f})"
-                for label, rate in zip(("audit on", "metrics on")
-                                       if audited is not None else ("metrics on",),
-                                       rates[5:], strict=False))
-            print(f"  round {i}: msg/s project {rates[0]:7,.0f}   raw composed "
-                  f"{rates[1]:7,.0f}   ratio {rates[0] / rates[1]:4.2f}   | aiomqtt "
-                  f"{rates[2]:7,.0f}   aiomqtt in tasks {rates[3]:7,.0f}   gmqtt "
-                  f"{rates[4]:7,.0f}{optional}")
+        best = await best_rates({name: one_round for name, (one_round, _) in paths.items()},
+                                args.messages, args.rounds, warm=min(args.messages, 1_000),
+                                report=report)
     except TimeoutError:
         got = ", ".join(f"{name}: {progress.count:,}" for name, (_, progress) in paths.items())
         print(f"TIMEOUT: a round did not finish; received {got}")
@@ -418,11 +415,7 @@ async def compare(args: argparse.Namespace, data: str, setup: MqttProjectSetup, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=help_text(__doc__))
-    parser.add_argument("--messages", type=int, default=10_000, help="messages per round")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of each (alternating)")
-    parser.add_argument("--payload", type=int, default=200, help="payload string length")
-    parser.add_argument("--window", type=int, default=1_000,
-                        help="most messages in flight (sent, not yet received)")
+    throughput_options(parser, messages=10_000, rounds=3)
     parser.add_argument("--client", choices=("native", "aiomqtt"), default="native",
                         help="the CCs' MQTT client ([mqtt] client)")
     parser.add_argument("--profile", action="store_true",
@@ -436,8 +429,7 @@ def main() -> int:
                         help="then run one round of raw aiomqtt publishes in tasks under "
                              "cProfile and print hotspots")
     args = parser.parse_args()
-    if args.messages < 1 or args.rounds < 1 or args.payload < 0 or args.window < 2:
-        parser.error("need --messages >= 1, --rounds >= 1, --payload >= 0, --window >= 2")
+    check_throughput_options(parser, args)
     setup_logging()
     return uvloop.run(run(args))
 

@@ -39,13 +39,15 @@ from _common import (
     Mosquitto,
     PendingCallsWarnings,
     Progress,
+    best_rates,
     cancel,
+    check_throughput_options,
     help_text,
     mqtt_environment,
     profiled,
-    quiet_gc,
     send_windowed,
     setup_logging,
+    throughput_options,
 )
 from mqtt_oneway import RawAiomqtt, RawGmqtt
 
@@ -138,18 +140,14 @@ async def run(args: argparse.Namespace) -> int:
                                                          aiomqtt.progress, aiomqtt.settle),
                                                 aiomqtt.progress),
         }
-        best = dict.fromkeys(paths, 0.0)
-        for one_round, _ in paths.values():
-            await one_round(min(args.messages, 1_000))
+        def report(i: int, rates: dict[str, float]) -> None:
+            print(f"  round {i}: msg/s " + "   ".join(
+                f"{name.split(', ')[-1]} {rate:7,.0f}" for name, rate in rates.items()))
+
         try:
-            for i in range(1, args.rounds + 1):
-                line = []
-                for name, (one_round, _) in paths.items():
-                    quiet_gc()
-                    rate = args.messages / await one_round(args.messages)
-                    best[name] = max(best[name], rate)
-                    line.append(f"{name.split(', ')[-1]} {rate:7,.0f}")
-                print(f"  round {i}: msg/s " + "   ".join(line))
+            best = await best_rates(
+                {name: one_round for name, (one_round, _) in paths.items()}, args.messages,
+                args.rounds, warm=min(args.messages, 1_000), report=report)
         except TimeoutError:
             print("TIMEOUT: a round did not finish")
             return 1
@@ -176,16 +174,11 @@ async def run(args: argparse.Namespace) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=help_text(__doc__))
-    parser.add_argument("--messages", type=int, default=20_000, help="messages per round")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of each (alternating)")
-    parser.add_argument("--payload", type=int, default=200, help="payload bytes")
-    parser.add_argument("--window", type=int, default=1_000,
-                        help="most messages in flight (sent, not yet received)")
+    throughput_options(parser, messages=20_000, rounds=3, payload_help="payload bytes")
     parser.add_argument("--profile", action="store_true",
                         help="then run one native round under cProfile and print hotspots")
     args = parser.parse_args()
-    if args.messages < 1 or args.rounds < 1 or args.payload < 0 or args.window < 2:
-        parser.error("need --messages >= 1, --rounds >= 1, --payload >= 0, --window >= 2")
+    check_throughput_options(parser, args)
     setup_logging()
     return uvloop.run(run(args))
 

@@ -57,17 +57,19 @@ from _common import (
     ProjectSetup,
     Scraper,
     audit_summary,
+    best_rates,
     cancel,
+    check_throughput_options,
     environment,
     help_text,
     metered,
     metrics_summary,
     profiled,
-    quiet_gc,
     scraped,
     send_windowed,
     setup_logging,
     start_raw_server,
+    throughput_options,
 )
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection
@@ -183,28 +185,20 @@ async def compare(args: argparse.Namespace, data: str, setup: ProjectSetup, rela
     if with_admin is not None and scraper is not None:
         variants.append(("metrics on", scraped(scraper, through(with_admin))))
 
-    warm = min(args.messages, 2_000)
-    await project(warm)
-    for _, one_round in variants:
-        await one_round(warm)
-    await raw(warm)
-    best_project = best_raw = 0.0
-    best_variant = dict.fromkeys((name for name, _ in variants), 0.0)
+    paths = {"project": project, **dict(variants), "raw": raw}
+
+    def report(i: int, rates: dict[str, float]) -> None:
+        p, r = rates["project"], rates["raw"]
+        variant_text = "".join(f"   {name} {rates[name]:9,.0f} msg/s (on/off "
+                               f"{rates[name] / p:4.2f})" for name, _ in variants)
+        print(f"  round {i}: project {p:9,.0f} msg/s   raw {r:9,.0f} msg/s   "
+              f"ratio {p / r:4.2f}{variant_text}")
+
     try:
-        for i in range(1, args.rounds + 1):
-            quiet_gc()
-            p = args.messages / await project(args.messages)
-            variant_text = ""
-            for name, one_round in variants:
-                quiet_gc()
-                v = args.messages / await one_round(args.messages)
-                best_variant[name] = max(best_variant[name], v)
-                variant_text += f"   {name} {v:9,.0f} msg/s (on/off {v / p:4.2f})"
-            quiet_gc()
-            r = args.messages / await raw(args.messages)
-            best_project, best_raw = max(best_project, p), max(best_raw, r)
-            print(f"  round {i}: project {p:9,.0f} msg/s   raw {r:9,.0f} msg/s   "
-                  f"ratio {p / r:4.2f}{variant_text}")
+        best = await best_rates(paths, args.messages, args.rounds,
+                                warm=min(args.messages, 2_000), report=report)
+        best_project, best_raw = best["project"], best["raw"]
+        best_variant = {name: best[name] for name, _ in variants}
     except TimeoutError:
         print(f"TIMEOUT: a round did not finish; provider got {provider.progress.count:,}, "
               f"raw receiver got {relay.progress.count:,}")
@@ -234,11 +228,7 @@ async def compare(args: argparse.Namespace, data: str, setup: ProjectSetup, rela
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=help_text(__doc__))
-    parser.add_argument("--messages", type=int, default=20_000, help="messages per round")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of each (alternating)")
-    parser.add_argument("--payload", type=int, default=200, help="payload string length")
-    parser.add_argument("--window", type=int, default=1_000,
-                        help="most messages in flight (sent, not yet received)")
+    throughput_options(parser, messages=20_000, rounds=5)
     parser.add_argument("--profile", action="store_true",
                         help="then run one project round under cProfile and print hotspots")
     parser.add_argument("--audit", action="store_true",
@@ -247,8 +237,7 @@ def main() -> int:
                         help="also measure a setup whose CC has its admin endpoint on, scraped "
                              "every second (on/off ratio)")
     args = parser.parse_args()
-    if args.messages < 1 or args.rounds < 1 or args.payload < 0 or args.window < 2:
-        parser.error("need --messages >= 1, --rounds >= 1, --payload >= 0, --window >= 2")
+    check_throughput_options(parser, args)
     setup_logging()
     return uvloop.run(run(args))
 
