@@ -19,7 +19,8 @@ mosquitto broker (tests/support/brokers.py, TCP_NODELAY) are started for the run
   broker) is started and timed until ready (the whole table loaded into the index by its
   Synchronizer and caught up, MQTT connected), with the process's RSS before and after.
   Baseline: the same rows read raw through an asyncpg cursor in the same batches, nothing
-  kept.
+  kept. Then the time of a full garbage collection with the index loaded (the service
+  freezes it out of the collector's scans) beside one of the same heap unfrozen.
 - ``memory``: the bytes an index of the N rows holds, by tracemalloc: a second
   DirectoryIndex loaded from ``store.load()`` (the rows as the driver gives them; the batches
   freed), divided by N; the largest allocation sites. Baseline: the naive copy, every row as
@@ -537,6 +538,22 @@ async def mqtt_lookups(broker: Mosquitto, work: Workload, args: argparse.Namespa
 # ---------------------------------------------------------------------- the 1M part
 
 
+def full_collections() -> tuple[float, float]:
+    """Milliseconds of a full collection of this process's heap as the service left it (the
+    index frozen out of the scans), and of one with the heap unfrozen; frozen again after."""
+    clock = time.perf_counter
+    started = clock()
+    gc.collect()
+    frozen = clock() - started
+    gc.unfreeze()
+    gc.collect()  # (what died since the freeze: not part of the figure)
+    started = clock()
+    gc.collect()
+    unfrozen = clock() - started
+    gc.freeze()
+    return frozen * 1000, unfrozen * 1000
+
+
 async def big_parts(pg: PostgresServer, broker: Mosquitto, args: argparse.Namespace) -> None:
     work = Workload(args.entries, 10, now_ms())
     dsn = await pg.create_database("gcd_bench_big")
@@ -570,6 +587,11 @@ async def big_parts(pg: PostgresServer, broker: Mosquitto, args: argparse.Namesp
                          f"grew by {rss_delta / 2**20:,.0f} MiB = {rss_delta / rows:,.0f} B "
                          "per row over the start-up, allocator slack and the load's "
                          "garbage included)")
+            frozen_ms, unfrozen_ms = full_collections()
+            lines.append(row_line("a full garbage collection with the index loaded, ms",
+                                  f"{frozen_ms:,.1f}", f"{unfrozen_ms:,.1f}",
+                                  frozen_ms / unfrozen_ms,
+                                  "(raw: the same heap not frozen; every lookup waits)"))
             if "lookups" in args.only:
                 part = lookups_part(service, broker, dsn, work, args)
                 lines += await (profiled(part, top=40, by_package=True) if args.profile
