@@ -100,6 +100,11 @@ class _Outgoing:
     size: int = 0
 
 
+def _where(backend: _Backend, topic: str) -> str:
+    """Where a received message came from, for a log line (made only when one is written)."""
+    return f"backend {backend.gbid}, topic {topic[:200]}"
+
+
 class _Backend:
     """One broker connection and its outgoing queue."""
 
@@ -109,6 +114,8 @@ class _Backend:
         self.url = url
         #: where messages received here come from (this CC's own topic in this backend)
         self.origin = MqttAddress(gbid, transport.own_topic)
+        #: names it in rate-limited log lines (their key) and refusals
+        self.peer = f"backend {gbid}"
         self.queue: deque[_Outgoing] = deque()
         self.inflight: dict[int, _Outgoing] = {}
         #: the bytes the messages in the queue and in flight hold
@@ -377,7 +384,7 @@ class _Backend:
         """What the MQTT client refused from this backend's broker (a protocol violation:
         the connection ends and is made again; an oversized packet)."""
         self.transport.counters[f"mqtt-{reason}"] += 1
-        self.transport.router.warnings.warning(log, f"mqtt-{reason}", f"backend {self.gbid}",
+        self.transport.router.warnings.warning(log, f"mqtt-{reason}", self.peer,
                                                "MQTT backend %s (%s): refused (%s): %s",
                                                self.gbid, self.url, reason, detail)
 
@@ -447,7 +454,6 @@ class MqttTransport:
         self.global_address = MqttAddress(next(iter(brokers)), own_topic)
         self._seq = 0
         self._seen: dict[str, int] = {}  # message id -> expiry, of messages received
-        self._unknown_gbids: set[str] = set()
         router.register_transport(MqttAddress, self)
         router.global_multicast = self
 
@@ -517,11 +523,12 @@ class MqttTransport:
         # (the router does not hand over what came from MQTT: runtime.rules.check_forward)
         backend = self._backends.get(address.broker_uri)
         if backend is None:
-            if address.broker_uri not in self._unknown_gbids:
-                self._unknown_gbids.add(address.broker_uri)
-                log.warning("no MQTT backend for GBID %r (known: %s): messages to %r wait "
-                            "until they expire", address.broker_uri, ", ".join(self._backends),
-                            address)
+            # rate-limited per GBID by the router's warnings (bounded in keys: a GBID comes
+            # from an address, which a peer may have made up)
+            self.router.warnings.warning(
+                log, "unknown-gbid", f"GBID {address.broker_uri[:200]!r}",
+                "no MQTT backend for GBID %r (known: %s): messages to %r wait until they "
+                "expire", address.broker_uri[:200], ", ".join(self._backends), address)
             self.counters["unknown-gbid"] += 1
             return False
         reply_to = rules.outgoing_reply_to(message, self.global_address)
@@ -570,7 +577,7 @@ class MqttTransport:
         audit = self.router.audit
         if audit is not None:
             audit.decided(message, records.outcome_of(reason), backend.origin, reason)
-        self.router.warnings.warning(log, reason, f"backend {backend.gbid}",
+        self.router.warnings.warning(log, reason, backend.peer,
                                      "MQTT backend %s: dropped %s: %s", backend.gbid,
                                      message.describe(), detail, extra=message_fields(message))
 
@@ -593,25 +600,26 @@ class MqttTransport:
         """A message from ``backend``'s broker: decode, check, learn, route (or refuse)."""
         self.received += 1
         backend.received += 1
-        where = f"backend {backend.gbid}, topic {topic[:200]}"
-        peer = f"backend {backend.gbid}"
         try:
             message = decode_frame(payload, self.settings.max_message_bytes,
                                    origin=backend.origin)
         except FrameError as exc:
             message_id = f" (message {exc.message_id})" if exc.message_id else ""
-            self._refuse(exc.reason, f"{where}{message_id}: {exc}", peer)
+            self._refuse(exc.reason, f"{_where(backend, topic)}{message_id}: {exc}",
+                         backend.peer)
             return
         except Exception:  # never let one payload end the connection
             self.counters["undecodable"] += 1
-            self.router.warnings.warning(log, "undecodable", peer,
-                                         "MQTT %s: cannot decode a payload", where,
+            self.router.warnings.warning(log, "undecodable", backend.peer,
+                                         "MQTT %s: cannot decode a payload",
+                                         _where(backend, topic),
                                          level=logging.ERROR, exc_info=True)
             return
         seen = self._seen
         if message.id in seen:
             self.counters["duplicate"] += 1
-            log.debug("MQTT %s: duplicate %s dropped", where, message.describe())
+            log.debug("MQTT %s: duplicate %s dropped", _where(backend, topic),
+                      message.describe())
             audit = self.router.audit
             if audit is not None:
                 audit.decided(message, records.DROPPED, None, "duplicate")
@@ -624,17 +632,18 @@ class MqttTransport:
             refusal = rules.admit_multicast_from_backend(
                 message, self.router.table.get(rules.multicast_provider(message.recipient)))
         if refusal is not None:  # (and nothing is learned from it)
-            self._refuse(refusal.reason, f"{where}: {message.describe()}: {refusal.detail}",
-                         peer, message)
+            self._refuse(refusal.reason,
+                         f"{_where(backend, topic)}: {message.describe()}: {refusal.detail}",
+                         backend.peer, message)
             return
-        if not self._learn_reply_to(backend, message, now, where):
+        if not self._learn_reply_to(backend, message, now, topic):
             return
         if len(seen) >= self.settings.duplicate_window:
             self._forget_seen(now)
         seen[message.id] = message.expiry_date_ms  # accepted: a redelivery is a duplicate
         self.router.route(message)
 
-    def _learn_reply_to(self, backend: _Backend, message: Message, now: int, where: str
+    def _learn_reply_to(self, backend: _Backend, message: Message, now: int, topic: str
                         ) -> bool:
         """Learn how to answer a request (runtime.rules.reply_route); False (refused) when it
         cannot be answered."""
@@ -646,16 +655,18 @@ class MqttTransport:
         outcome = (route if isinstance(route, rules.Refusal)
                    else rules.reply_route_learned(self.router.learn_reply_to(
                        route, max_learned=self.routing.max_learned_routes), route))
+        if outcome is None:
+            return True
+        where = _where(backend, topic)
         if isinstance(outcome, rules.Refusal):
             self._refuse(outcome.reason, f"{where}: {message.describe()}: {outcome.detail}",
-                         f"backend {backend.gbid}", message)
+                         backend.peer, message)
             return False
-        if outcome is not None:
-            # the sender's id has a local or sticky route, which wins; answers go there
-            self.counters[outcome.reason] += 1
-            self.router.warnings.warning(log, outcome.reason, f"backend {backend.gbid}",
-                                         "MQTT %s: %s: %s", where, message.describe(),
-                                         outcome.detail, level=logging.INFO)
+        # the sender's id has a local or sticky route, which wins; answers go there
+        self.counters[outcome.reason] += 1
+        self.router.warnings.warning(log, outcome.reason, backend.peer,
+                                     "MQTT %s: %s: %s", where, message.describe(),
+                                     outcome.detail, level=logging.INFO)
         return True
 
     def _forget_seen(self, now: int) -> None:
