@@ -98,6 +98,9 @@ class _Outgoing:
     #: when it was queued (epoch ms) and the bytes it holds (runtime.messages.held_bytes)
     queued_at_ms: int = 0
     size: int = 0
+    #: the packet id of its last publish (0: none): when that was not acknowledged and the
+    #: broker kept the session, it goes out again with this id and DUP set
+    packet_id: int = 0
 
 
 def _where(backend: _Backend, topic: str) -> str:
@@ -225,7 +228,9 @@ class _Backend:
             try:
                 async with open_session(self.url, s, client_id=f"{transport.client_id}-{self.gbid}",
                                         tls_context=transport.tls_context,
-                                        on_refusal=self._refused) as session:
+                                        on_refusal=self._refused,
+                                        first_packet_id=self._first_new_packet_id()
+                                        ) as session:
                     delay, last_error = s.reconnect_initial_s, ""
                     await self._serve(session)
             except asyncio.CancelledError:
@@ -267,6 +272,12 @@ class _Backend:
             self.connected.clear()
             await transport.tasks.cancel(writer)
             self._requeue_inflight()
+
+    def _first_new_packet_id(self) -> int:
+        """Above the packet ids of what goes out again first (they may be taken again)."""
+        resent = [item.packet_id for item in itertools.islice(
+            self.queue, self.transport.settings.max_inflight) if item.packet_id]
+        return max(resent) % 65_535 + 1 if resent else 1
 
     def _requeue_inflight(self) -> None:
         """What the broker did not acknowledge goes out again, first and in order."""
@@ -318,8 +329,12 @@ class _Backend:
         remaining_ms = item.message.expiry_date_ms - now
         expiry_s = min(-(-remaining_ms // 1000), MAX_EXPIRY_INTERVAL_S)
         started = time.perf_counter()
+        # MQTT-4.4.0-1: what was in flight when the broker kept the session goes out again
+        # with its packet id (the native client sets DUP); otherwise as a new publish
         publish = session.start_publish(item.topic, encode_frame(item.message), item.qos,
-                                        expiry_s)
+                                        expiry_s,
+                                        item.packet_id if session.session_present else 0)
+        item.packet_id = session.last_packet_id
         run = self._writer_run
         if publish.done():
             self._acknowledged(item, run, started, publish)

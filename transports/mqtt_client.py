@@ -66,10 +66,22 @@ class MqttSession(Protocol):
         3.1.1)."""
         ...
 
-    def start_publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None
-                      ) -> asyncio.Future[int]:
+    def start_publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None,
+                      resend_id: int = 0) -> asyncio.Future[int]:
         """:meth:`publish` started now (the packet is on its way to the socket before this
-        returns), its outcome in the future."""
+        returns), its outcome in the future. ``resend_id``: the packet id the message had
+        on the previous connection, when the broker kept the session (:attr:`session_present`):
+        it goes out again with that id and DUP set where the client can (the native one);
+        :attr:`last_packet_id` is the id it got (0: none, or the client does not tell)."""
+        ...
+
+    #: the broker kept the session of the previous connection (CONNACK; False where the
+    #: client does not tell)
+    session_present: bool
+    @property
+    def last_packet_id(self) -> int:
+        """The packet id of the last QoS 1 publish started (0: none, or the client does not
+        tell)."""
         ...
 
     async def subscribe(self, topic: str, qos: int) -> None: ...
@@ -168,8 +180,12 @@ class _AiomqttSession:
             raise MqttSessionError(str(exc)) from exc
         return 0  # (aiomqtt does not pass the PUBACK's reason code on)
 
-    def start_publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None
-                      ) -> asyncio.Future[int]:
+    #: (aiomqtt tells neither; paho resends what it kept itself)
+    session_present = False
+    last_packet_id = 0
+
+    def start_publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None,
+                      resend_id: int = 0) -> asyncio.Future[int]:
         # the coroutine runs up to its first wait here (paho writes the packet), the rest in
         # a task: what the writer would otherwise do one loop iteration later
         loop = asyncio.get_running_loop()
@@ -221,9 +237,14 @@ class _AiomqttSession:
 class _NativeSession:
     """The project's own client (transports.mqtt5.client) behind the seam."""
 
-    def __init__(self, protocol: native.MqttClientProtocol) -> None:
+    def __init__(self, protocol: native.MqttClientProtocol, session_present: bool) -> None:
         self._protocol = protocol
         self.start_publish = protocol.start_publish
+        self.session_present = session_present
+
+    @property
+    def last_packet_id(self) -> int:
+        return self._protocol.last_packet_id
 
     async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> int:
         return await self._protocol.start_publish(topic, payload, qos, expiry_s)
@@ -260,11 +281,13 @@ class _NativeSession:
 @contextlib.asynccontextmanager
 async def open_session(url: BrokerUrl, settings: MqttSettings, *, client_id: str,
                        tls_context: ssl.SSLContext | None = None,
-                       on_refusal: Callable[[str, str], None] | None = None
-                       ) -> AsyncIterator[MqttSession]:
+                       on_refusal: Callable[[str, str], None] | None = None,
+                       first_packet_id: int = 1) -> AsyncIterator[MqttSession]:
     """Connect to the broker at ``url`` as ``client_id``; MqttSessionError when that fails.
     ``on_refusal(reason, detail)``: what the client refused from the broker (the native
-    client: protocol violations, oversized packets), to count and log; logged here if None."""
+    client: protocol violations, oversized packets), to count and log; logged here if None.
+    ``first_packet_id``: where the native client starts allocating packet ids (above those
+    of the publishes the caller will send again with theirs)."""
     if url.tls and tls_context is None:
         tls_context = ssl.create_default_context()
     if settings.client == "aiomqtt":
@@ -298,7 +321,10 @@ async def open_session(url: BrokerUrl, settings: MqttSettings, *, client_id: str
         raise MqttSessionError(f"cannot connect to {url}: {exc}") from exc
     try:
         _accept_connack(url, protocol, connack, settings)
-        yield _NativeSession(protocol)
+        # new packet ids from first_packet_id on: those below it may be taken again by the
+        # publishes that go out again with theirs
+        protocol.session.start_ids_at(first_packet_id)
+        yield _NativeSession(protocol, persistent and connack.session_present)
     finally:
         await protocol.disconnect()
 

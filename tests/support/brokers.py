@@ -32,11 +32,14 @@ MAX_PACKET_BYTES = DEFAULT_MAX_PACKET_BYTES
 class Mosquitto:
     """``persistence``: keep sessions and queued messages over a restart; ``crash_safe``: over
     a crash too (a snapshot after every change, see above). ``tls``: (certificate, key) PEM
-    files for a TLS listener. ``users``: name -> password; then only they get in."""
+    files for a TLS listener. ``users``: name -> password; then only they get in.
+    ``log_packets``: log every packet (``Received PUBLISH from <client> (d0, q1, r0, m1,
+    ...)``) to :attr:`log`."""
 
     def __init__(self, directory: Path, port: int | None = None, *, persistence: bool = True,
                  tls: tuple[Path, Path] | None = None,
-                 users: dict[str, str] | None = None, crash_safe: bool = True) -> None:
+                 users: dict[str, str] | None = None, crash_safe: bool = True,
+                 log_packets: bool = False) -> None:
         self.directory = directory
         self.port = port or free_port()
         self.tls = tls is not None
@@ -62,6 +65,8 @@ class Mosquitto:
             "log_type error",
             "log_type warning",
         ]
+        if log_packets:  # every packet in and out, with its flags and packet id
+            lines.append("log_type debug")
         if persistence:
             lines += ["persistence true", f"persistence_location {directory}/"]
             if crash_safe:  # a snapshot after every change (and on exit)

@@ -98,30 +98,6 @@ def test_window_invariants(steps, receive_maximum):
                    *(i.token for i in session.waiting)]) == list(range(n))
 
 
-def test_resume_with_session_present_resends_in_flight_in_order_with_their_ids():
-    session = Session(receive_maximum=3)
-    for i in range(5):
-        session.publish(item(i))
-    ids = list(session.inflight)
-    session.acknowledged(ids[1])  # 1 done; 3 goes out
-    before = {i.token: i.packet_id for i in session.inflight.values()}
-    again = session.resume(session_present=True, receive_maximum=4)
-    assert [i.token for i in again[:3]] == [0, 2, 3]
-    assert [i.packet_id for i in again[:3]] == [before[0], before[2], before[3]]
-    assert [i.token for i in again[3:]] == [4]  # the window grew: the waiting one follows
-
-
-def test_resume_without_session_sends_everything_again_as_new_in_order():
-    session = Session(receive_maximum=2)
-    for i in range(4):
-        session.publish(item(i))
-    session.request("subscribe")
-    again = session.resume(session_present=False, receive_maximum=3)
-    assert [i.token for i in again] == [0, 1, 2]
-    assert [i.token for i in session.waiting] == [3]
-    assert not session.requests
-
-
 def test_abandon_returns_everything_in_order():
     session = Session(receive_maximum=1)
     for i in range(3):
@@ -145,3 +121,26 @@ def test_keepalive_pings_when_idle_and_declares_a_silent_server_dead():
 
 def test_keepalive_off():
     assert KeepAlive(0, now=0).poll(1e9) == (None, float("inf"))
+
+
+def test_publish_again_keeps_a_free_id_and_falls_back_to_a_new_one():
+    session = Session(receive_maximum=3)
+    session.start_ids_at(8)  # above the ids that go out again
+    again = [Outbound(b"t", b"a", b""), Outbound(b"t", b"b", b"")]
+    assert session.publish_again(again[0], 5) is True and again[0].packet_id == 5
+    assert session.publish_again(again[1], 7) is True and again[1].packet_id == 7
+    taken = Outbound(b"t", b"c", b"")
+    assert session.publish_again(taken, 5) is False  # 5 is in use: a new publish, a new id
+    assert taken.packet_id == 8 and list(session.inflight) == [5, 7, 8]
+    full = Outbound(b"t", b"d", b"")
+    assert session.publish_again(full, 9) is False  # no room: it waits, as a new one
+    assert full.packet_id == 0 and list(session.waiting) == [full]
+    _, released = session.acknowledged(5)
+    assert released == [full] and full.packet_id == 9  # (the next new id)
+    assert session.publish_again(Outbound(b"t", b"e", b""), 0) is False  # 0 is no id
+
+
+def test_start_ids_at_wraps_out_of_range_to_one():
+    session = Session()
+    session.start_ids_at(65_536)
+    assert session.request("s") == 1

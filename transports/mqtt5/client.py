@@ -92,6 +92,8 @@ class MqttClientProtocol(asyncio.Protocol):
         #: (topic, expiry) -> the encoded topic and property block of a PUBLISH
         self._parts: dict[tuple[str, int | None], tuple[bytes, bytes]] = {}
         self.protocol_violation: p.ProtocolViolation | None = None
+        #: the packet id of the last QoS 1 publish started (see start_publish)
+        self.last_packet_id = 0
 
     # ------------------------------------------------------------------ asyncio.Protocol
 
@@ -263,10 +265,14 @@ class MqttClientProtocol(asyncio.Protocol):
         return parts
 
     def start_publish(self, topic: str, payload: bytes, qos: int,
-                      expiry_s: int | None) -> asyncio.Future[int]:
+                      expiry_s: int | None, resend_id: int = 0) -> asyncio.Future[int]:
         """Publish: the future gets the PUBACK's reason code (QoS 0: 0 at once),
         ConnectionBroken when the connection ends first, ValueError for a message the
-        broker cannot take (too large, bad topic)."""
+        broker cannot take (too large, bad topic). ``resend_id``: a QoS 1 publish that was
+        in flight on an earlier connection of a session the broker kept goes out again with
+        that packet id and DUP set (MQTT-4.4.0-1), where the id is free. The packet id used
+        (0: none yet, or QoS 0) is :attr:`last_packet_id` afterwards."""
+        self.last_packet_id = 0
         future: asyncio.Future[int] = self.loop.create_future()
         if self.closed.done():
             future.set_exception(ConnectionBroken(self.closed.result()))
@@ -283,9 +289,15 @@ class MqttClientProtocol(asyncio.Protocol):
                 future.set_result(0)
                 return future
             item = Outbound(topic_bytes, payload, properties, future)
-            if self.session.publish(item):
+            if resend_id:
+                again = self.session.publish_again(item, resend_id)
+                if item.packet_id:  # (else it waits for room, then goes out as a new one)
+                    self._write(p.encode_publish(topic_bytes, payload, 1, item.packet_id,
+                                                 properties, dup=again))
+            elif self.session.publish(item):
                 self._write(p.encode_publish(topic_bytes, payload, 1, item.packet_id,
                                              properties))
+            self.last_packet_id = item.packet_id
         except (ValueError, PacketIdsExhausted) as exc:
             future.set_exception(exc)
         return future

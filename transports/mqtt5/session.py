@@ -5,8 +5,10 @@
 - outgoing QoS 1 publishes in flight, keyed by packet id (an acknowledgement is one dict
   pop); at most the server's receive maximum at once, the rest wait in order and go out as
   acknowledgements free room;
-- after a reconnect with the session kept by the server, what was in flight goes out again
-  first, in the order it was first sent, with DUP set (:meth:`Session.resume`);
+- after a reconnect with the session kept by the server, a publish that was in flight goes out
+  again with its original packet id (:meth:`Session.publish_again`; the client sets DUP),
+  new ones get ids above those (:meth:`Session.start_ids_at`); the caller (the transport)
+  keeps what was in flight across connections and sends it again first, in order;
 - keep-alive deadlines (:class:`KeepAlive`).
 
 The client (transports.mqtt5.client) writes what these methods tell it to; what an entry
@@ -87,6 +89,25 @@ class Session:
         self.inflight[pid] = item
         return True
 
+    def publish_again(self, item: Outbound, packet_id: int) -> bool:
+        """Take a QoS 1 publish that was in flight on an earlier connection of a session the
+        server kept, to go out again with its original ``packet_id`` (and DUP): True when it
+        may (the id is free and the window has room); otherwise it is taken as a new publish
+        (:meth:`publish`: a new id when it goes out) and False is returned."""
+        if (0 < packet_id <= MAX_PACKET_ID and not self.waiting
+                and len(self.inflight) < self.receive_maximum
+                and packet_id not in self.inflight and packet_id not in self.requests):
+            item.packet_id = packet_id
+            self.inflight[packet_id] = item
+            return True
+        self.publish(item)
+        return False
+
+    def start_ids_at(self, packet_id: int) -> None:
+        """Allocate new packet ids from ``packet_id`` on (above the ids of publishes that go
+        out again with theirs)."""
+        self._next_id = packet_id if 0 < packet_id <= MAX_PACKET_ID else 1
+
     def acknowledged(self, packet_id: int) -> tuple[Outbound | None, list[Outbound]]:
         """A PUBACK: the publish it acknowledges (None for an unknown id) and the waiting
         publishes that may go out now (packet ids set)."""
@@ -98,25 +119,6 @@ class Session:
             pid = released[-1].packet_id = self._allocate()
             self.inflight[pid] = released[-1]
         return item, released
-
-    def resume(self, session_present: bool, receive_maximum: int) -> list[Outbound]:
-        """After a reconnect: the publishes to send again now, in the order first sent.
-        ``session_present``: the server kept the session, so in-flight ones keep their
-        packet ids (the client sets DUP); otherwise the server knows nothing of them and
-        they are new publishes (new ids). Waiting ones follow as room allows."""
-        self.receive_maximum = receive_maximum
-        self.requests.clear()  # a request not answered is made again by its caller
-        again = list(self.inflight.values())
-        if not session_present:
-            self.inflight.clear()
-            self.waiting.extendleft(reversed(again))
-            again = []
-        while self.waiting and len(self.inflight) < self.receive_maximum:
-            item = self.waiting.popleft()
-            item.packet_id = self._allocate()
-            self.inflight[item.packet_id] = item
-            again.append(item)
-        return again
 
     def abandon(self) -> list[Outbound]:
         """The connection is over for good: every publish not acknowledged, in order (in
