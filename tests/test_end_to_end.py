@@ -155,11 +155,17 @@ async def test_request_times_out(pair):
         await proxy.slow(3.0)
 
 
-async def test_discovery_fails_clearly_without_provider(runtimes):
+async def test_discovery_fails_clearly_without_provider(cc, runtimes):
     consumer = await runtimes()
+    at_cc = set(cc.routing_table.participants_at(WebSocketClientAddress(consumer.client_id)))
+    in_runtime = len(consumer.router.table)
     with pytest.raises(DiscoveryError, match="no provider for test/Radio"):
         await consumer.build_proxy(Radio, "nowhere",
                                    discovery_qos=DiscoveryQos(discovery_timeout_ms=300))
+    # the route to the proxy, registered at the CC while discovery ran, is gone again
+    assert cc.routing_table.participants_at(
+        WebSocketClientAddress(consumer.client_id)) == at_cc
+    assert len(consumer.router.table) == in_runtime
 
 
 async def test_routing_entries_follow_registration_and_cleanup(cc, pair):
