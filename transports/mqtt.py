@@ -123,6 +123,12 @@ class _Backend:
         self.inflight: dict[int, _Outgoing] = {}
         #: the bytes the messages in the queue and in flight hold
         self.bytes = 0
+        #: what the messages from each connection hold of them: [messages, bytes] (messages
+        #: made in this process have no origin and no share of their own)
+        self.by_origin: dict[Address, list[int]] = {}
+        #: sends refused because their connection held its share (also in the transport's
+        #: counters as queue-share-used)
+        self.share_refusals = 0
         self.topics: Counter[str] = Counter()  # multicast topics -> receivers needing them
         self.session: MqttSession | None = None
         self.connected = asyncio.Event()
@@ -158,6 +164,17 @@ class _Backend:
             return False
         if self.bytes + item.size > settings.max_queued_bytes_per_backend and self.pending:
             return False
+        origin = item.message.origin
+        if origin is not None:
+            use = self.by_origin.get(origin)
+            if use is None:
+                use = self.by_origin[origin] = [0, 0]
+            elif self._over_share(use, item.size):
+                self.share_refusals += 1
+                self.transport.counters["queue-share-used"] += 1
+                return False
+            use[0] += 1
+            use[1] += item.size
         self.bytes += item.size
         self.idle.clear()
         session = self._session
@@ -171,6 +188,28 @@ class _Backend:
         self.queue.append(item)
         self._wake()
         return True
+
+    def _over_share(self, use: list[int], size: int) -> bool:
+        """Would one more message of ``size`` bytes take a connection holding ``use`` beyond
+        its share? (A connection holding nothing takes one message of any size.)"""
+        s = self.transport.settings
+        share = s.max_queued_share_per_connection
+        if share >= 1.0 or not use[0]:
+            return False
+        return (use[0] >= max(1, int(s.max_queued_per_backend * share))
+                or use[1] + size > max(1, int(s.max_queued_bytes_per_backend * share)))
+
+    def _release(self, item: _Outgoing) -> None:
+        """``item`` left the queue and flight for good: its bytes and its origin's share."""
+        self.bytes -= item.size
+        origin = item.message.origin
+        if origin is not None:
+            use = self.by_origin.get(origin)
+            if use is not None:
+                use[0] -= 1
+                use[1] -= item.size
+                if use[0] <= 0:
+                    del self.by_origin[origin]
 
     def _wake(self) -> None:
         wakeup = self._wakeup
@@ -197,7 +236,7 @@ class _Backend:
         for item in self.queue:
             refusal = self._refusal(item, now)
             if refusal is not None:
-                self.bytes -= item.size
+                self._release(item)
                 self.transport.dropped_outgoing(self, item.message, refusal.reason,
                                                  f"{refusal.detail} (the broker)")
             else:
@@ -320,7 +359,7 @@ class _Backend:
         refusal = self._refusal(item, now)
         if refusal is not None:
             self._release_slot(self._writer_run)
-            self.bytes -= item.size
+            self._release(item)
             self._settled()
             self.transport.dropped_outgoing(self, item.message, refusal.reason,
                                             f"{refusal.detail}; not published")
@@ -392,7 +431,7 @@ class _Backend:
 
     def _forget(self, item: _Outgoing) -> None:
         if self.inflight.pop(item.seq, None) is not None:
-            self.bytes -= item.size
+            self._release(item)
         self._settled()
 
     def _refused(self, reason: str, detail: str) -> None:

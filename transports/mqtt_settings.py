@@ -94,6 +94,10 @@ class MqttSettings:
     #: ... and the bytes they may hold, with those in flight (an empty queue takes one message
     #: of any size)
     max_queued_bytes_per_backend: int = 32 * 1024 * 1024
+    #: the fraction of those two that the messages from one connection (a websocket client,
+    #: another backend) may take, so that one sender cannot fill a backend's queue for all;
+    #: 1.0: no limit of its own
+    max_queued_share_per_connection: float = 0.5
     #: the longest a message waits for its broker (ms), whatever the expiry its sender chose
     max_queue_wait_ms: int = 300_000
     #: incoming MQTT messages larger than this are refused (bytes)
@@ -124,6 +128,9 @@ class MqttSettings:
         if self.client not in CLIENTS:
             raise ValueError(f"client must be one of {', '.join(CLIENTS)}, not "
                              f"{self.client!r}")
+        if not 0 < self.max_queued_share_per_connection <= 1:
+            raise ValueError("max_queued_share_per_connection must be > 0 and <= 1, got "
+                             f"{self.max_queued_share_per_connection}")
         if self.session_expiry_s < 0:
             raise ValueError("session_expiry_s must be >= 0")
         if not self.connect_timeout_s > 0:
