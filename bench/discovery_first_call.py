@@ -30,8 +30,13 @@ machine): gmqtt client A (the fastest Python MQTT client here; bench/mqtt_rpc.py
 RawGmqttPingPong) publishes a BYTES payload with QoS 1 to topic a, client B (subscribed to a)
 publishes it back to topic b with QoS 1, A (subscribed to b) waits for it: four MQTT legs, one
 MQTT request/reply round trip, as one GCD lookup or one remote call is. The same with two
-aiomqtt clients (TCP_NODELAY) for reference. The goal (issue 14): build_proxy + first call
-p50 <= 2.5 x the raw gmqtt round trip's p50. Discovery plus
+aiomqtt clients (TCP_NODELAY) for reference. And the figure's own hops done raw
+(RawSameHops, the floor of this layout): a websockets client in the runtime's place, bare
+websockets relays in the CCs' places and gmqtt clients, one of them answering in the GCD's
+place; the lookup, add_next_hop (the relay answers) and the first call, as the project does
+them, with nothing encoded, routed or looked up. The goal (issue 14): build_proxy + first call
+p50 <= 2.5 x the raw gmqtt round trip's p50; the report also says how many raw round trips the
+raw same hops take (the floor) and the project's figure over them. Discovery plus
 the first call are two such round trips plus websocket hops (runtime <-> CC, four of them for
 build_proxy and two for each call) and the work of the CCs, the GCD and its store; the ratios
 say how many raw round trips the project's figures cost.
@@ -41,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import tempfile
 import time
@@ -49,10 +55,13 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+import gmqtt
 import uvloop
 from _common import (
     DOMAIN,
     GBID,
+    HOST,
+    WS_OPTIONS,
     Latency,
     PendingCallsWarnings,
     Sink,
@@ -63,8 +72,14 @@ from _common import (
     profiled,
     quiet_gc,
     setup_logging,
+    start_raw_server,
 )
-from mqtt_rpc import RawGmqttPingPong, RawPingPong
+from gmqtt.mqtt.constants import MQTTv50
+from mqtt_rpc import RawComposedPingPong, RawGmqttPingPong, RawPingPong
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as ws_connect
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
 
 from cluster_controller.controller import ClusterController
 from gcd.service import GcdService, GcdSettings
@@ -88,6 +103,92 @@ SINK = interface_def(Sink).name
 
 
 # RawPingPong: bench/mqtt_rpc.py's (two raw aiomqtt clients, TCP_NODELAY)
+
+
+class RawSameHops:
+    """build_proxy + first call's hops done raw (the floor of this layout, like with like):
+
+    - the lookup: runtime (websockets client) -> a bare websockets relay in CC2's place ->
+      gmqtt -> broker -> a gmqtt client in the GCD's place answers -> broker -> gmqtt -> the
+      relay -> runtime (two websocket hops, four MQTT legs);
+    - add_next_hop: runtime -> the relay, which answers itself -> runtime (two websocket
+      hops);
+    - the first call: bench/mqtt_rpc.py's RawComposedPingPong (four websocket hops, four MQTT
+      legs).
+
+    Every frame is the raw payload; nothing is encoded, decoded, routed or looked up."""
+
+    LOOKUP, NEXT_HOP = b"L", b"N"
+
+    def __init__(self, broker: Mosquitto, payload: bytes) -> None:
+        self.broker = broker
+        self.payload = payload
+        self.call_path = RawComposedPingPong(broker, payload)
+        prefix = f"bench/raw/same-hops-{uuid.uuid4().hex[:8]}"
+        self.to_gcd, self.from_gcd = f"{prefix}/gcd", f"{prefix}/cc"
+        suffix = uuid.uuid4().hex[:8]
+        self.relay_mqtt = gmqtt.Client(f"bench-same-hops-cc-{suffix}")
+        self.gcd_mqtt = gmqtt.Client(f"bench-same-hops-gcd-{suffix}")
+        self._replies: asyncio.Queue[bytes] = asyncio.Queue()
+        self._stack = AsyncExitStack()
+        self.runtime: ClientConnection | None = None
+
+    async def _relay(self, ws: ServerConnection) -> None:
+        async def forward() -> None:  # the GCD's replies -> the runtime
+            while True:
+                await ws.send(await self._replies.get())
+        task = asyncio.get_running_loop().create_task(forward())
+        try:
+            with contextlib.suppress(ConnectionClosed):
+                async for frame in ws:
+                    assert isinstance(frame, bytes)
+                    if frame[:1] == self.NEXT_HOP:
+                        await ws.send(frame)  # the CC answers add_next_hop itself
+                    else:
+                        self.relay_mqtt.publish(self.to_gcd, frame, qos=1)
+        finally:
+            task.cancel()
+
+    async def __aenter__(self) -> RawSameHops:
+        stack = self._stack
+        await stack.enter_async_context(self.call_path)
+        server, url = await start_raw_server(self._relay)
+        stack.push_async_callback(server.wait_closed)
+        stack.callback(server.close)
+        gcd = self.gcd_mqtt
+        for client, topic, handler in (
+                (gcd, self.to_gcd,
+                 lambda _c, _t, payload, _q, _p: gcd.publish(self.from_gcd, payload, qos=1)),
+                (self.relay_mqtt, self.from_gcd,
+                 lambda _c, _t, payload, _q, _p: self._replies.put_nowait(payload))):
+            subscribed = asyncio.Event()
+            client.on_message = handler
+            client.on_subscribe = lambda *_, done=subscribed: done.set()
+            await client.connect(HOST, self.broker.port, keepalive=30, version=MQTTv50)
+            stack.push_async_callback(disconnect_quietly, client)
+            client.subscribe(f"{topic}/#", qos=1)
+            async with asyncio.timeout(WAIT_S):
+                await subscribed.wait()
+        self.runtime = await stack.enter_async_context(ws_connect(url, **WS_OPTIONS))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def call(self) -> None:
+        runtime = self.runtime
+        assert runtime is not None
+        lookup, next_hop = self.LOOKUP + self.payload, self.NEXT_HOP + self.payload
+        for frame in (lookup, next_hop):
+            await runtime.send(frame)
+            if await runtime.recv() != frame:
+                raise AssertionError("the raw lookup or add_next_hop returned something else")
+        await self.call_path.call()
+
+
+async def disconnect_quietly(client: gmqtt.Client) -> None:
+    with contextlib.suppress(Exception):
+        await client.disconnect()
 
 
 # ---------------------------------------------------------------------- the project
@@ -142,6 +243,7 @@ class Samples:
     gcd_lookup: list[int]
     raw: list[int]
     raw_aiomqtt: list[int]
+    raw_same_hops: list[int]
 
 
 async def iteration(world: World, data: str, samples: Samples | None) -> None:
@@ -175,11 +277,14 @@ async def iteration(world: World, data: str, samples: Samples | None) -> None:
         samples.gcd_lookup.append(t6 - t5)
 
 
-async def raw_round_trips(raws: tuple[RawGmqttPingPong, RawPingPong], n: int,
-                          samples: Samples | None) -> None:
+Raws = tuple[RawGmqttPingPong, RawPingPong, RawSameHops]
+
+
+async def raw_round_trips(raws: Raws, n: int, samples: Samples | None) -> None:
     clock = time.perf_counter_ns
-    for raw, into in zip(raws, (samples.raw, samples.raw_aiomqtt) if samples else (None, None),
-                         strict=True):
+    intos = ((samples.raw, samples.raw_aiomqtt, samples.raw_same_hops) if samples
+             else (None, None, None))
+    for raw, into in zip(raws, intos, strict=True):
         for _ in range(n):
             t0 = clock()
             await raw.call()
@@ -187,13 +292,12 @@ async def raw_round_trips(raws: tuple[RawGmqttPingPong, RawPingPong], n: int,
                 into.append(clock() - t0)
 
 
-async def measure(world: World, raw: tuple[RawGmqttPingPong, RawPingPong],
-                  args: argparse.Namespace) -> Samples:
+async def measure(world: World, raw: Raws, args: argparse.Namespace) -> Samples:
     data = "x" * args.payload
     for _ in range(WARM_UP):
         await iteration(world, data, None)
         await raw_round_trips(raw, args.raw_per_iteration, None)
-    samples = Samples([], [], [], [], [], [], [], [])
+    samples = Samples([], [], [], [], [], [], [], [], [])
     async with asyncio.timeout(max(60.0, args.iterations * 2.0)):
         for _ in range(args.iterations):
             quiet_gc()
@@ -228,11 +332,19 @@ def report(samples: Samples) -> None:
     aiomqtt = Latency.of(samples.raw_aiomqtt)
     print(f"{'raw aiomqtt round trip, TCP_NODELAY':<{width}}  {aiomqtt.line()}   "
           f"(reference)")
+    same_hops = Latency.of(samples.raw_same_hops)
+    print(f"{'raw same hops (the floor of the figure)':<{width}}  {same_hops.line()}   "
+          f"(RawSameHops: websockets + gmqtt, nothing else)")
     for name, latency in figures.items():
         print(f"ratio {name} / raw round trip: p50 {latency.p50_us / raw.p50_us:5.2f}x   "
               f"p99 {latency.p99_us / raw.p99_us:5.2f}x   "
               f"mean {latency.mean_us / raw.mean_us:5.2f}x")
-    ratio = Latency.of(samples.total).p50_us / raw.p50_us
+    total = Latency.of(samples.total)
+    print(f"p50 build_proxy + first call / raw same hops: "
+          f"{total.p50_us / same_hops.p50_us:4.2f}x (what the project adds to the hops its "
+          f"layout needs); raw same hops / raw gmqtt round trip: "
+          f"{same_hops.p50_us / raw.p50_us:4.2f}x (the floor, in round trips)")
+    ratio = total.p50_us / raw.p50_us
     print(f"p50 build_proxy + first call / raw gmqtt round trip: {ratio:4.2f}x   goal <= "
           f"{GOAL}x: {'met' if ratio <= GOAL else 'MISSED'}")
 
@@ -245,7 +357,9 @@ async def run(args: argparse.Namespace) -> int:
                                                                 b"r" * args.raw_payload)),
                await stack.enter_async_context(RawPingPong(world.broker,
                                                            b"r" * args.raw_payload,
-                                                           nodelay=True)))
+                                                           nodelay=True)),
+               await stack.enter_async_context(RawSameHops(world.broker,
+                                                           b"r" * args.raw_payload)))
         print(f"discovery + first call: build_proxy on CC2's runtime, the provider on CC1's "
               f"(GLOBAL), a GCD with a SQLite store, one mosquitto; payload {args.payload} B, "
               f"raw payload {args.raw_payload} B; MQTT client of the CCs and the GCD: "
