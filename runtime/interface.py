@@ -168,7 +168,182 @@ def _type_hints(tp: type) -> dict[str, Any]:
 
 
 def from_wire(value: Any, tp: Any, where: str = "value") -> Any:
-    """The typed value of ``value`` from the wire; raises ValueTypeError when it does not fit."""
+    """The typed value of ``value`` from the wire; raises ValueTypeError when it does not fit
+    (naming ``where``, the value's place, and the part that did not fit)."""
+    if type(value) is tp and tp in PLAIN_TYPES:  # the common case first
+        return value
+    try:
+        decode = _DECODERS.get(tp) or _decoder_of(tp)
+        return decode(value)
+    except (_Refused, ValueTypeError, TypeError):
+        pass  # (TypeError: a type that cannot be a key; its decoder is not kept)
+    # the value does not fit: the step-by-step definition says where (and decides, should a
+    # decoder ever disagree with it)
+    return _from_wire_checked(value, tp, where)
+
+
+class _Refused(Exception):
+    """A decoder's "does not fit" (from_wire then asks _from_wire_checked where and why)."""
+
+
+Decoder = Callable[[Any], Any]
+
+#: from_wire's decoder of each declared type met so far: a function made once per type that
+#: checks and converts a value without building the labels of its parts (they are made only
+#: for a value that does not fit, by _from_wire_checked)
+_DECODERS: dict[Any, Decoder] = {}
+
+
+def _decoder_of(tp: Any) -> Decoder:
+    """The decoder of ``tp``, made and kept on first use (raises TypeError when ``tp`` cannot
+    be a dict key; from_wire then takes the step-by-step way)."""
+    decoder = _DECODERS.get(tp)
+    if decoder is None:
+        decoder = _make_decoder(tp)  # (a dataclass keeps its own before its fields' are made)
+        _DECODERS[tp] = decoder
+    return decoder
+
+
+def _refuse(value: Any) -> Any:
+    raise _Refused
+
+
+def _same_value(value: Any) -> Any:
+    return value
+
+
+def _exactly(kind: type) -> Decoder:
+    def decode(value: Any) -> Any:
+        if type(value) is kind:
+            return value
+        raise _Refused
+    return decode
+
+
+def _number(value: Any) -> Any:
+    if type(value) is float:
+        return value
+    if type(value) is int:
+        return float(value)
+    raise _Refused
+
+
+def _nothing(value: Any) -> Any:
+    if value is None:
+        return None
+    raise _Refused
+
+
+def _make_decoder(tp: Any) -> Decoder:
+    if tp is Any:
+        return _same_value
+    if tp is float:
+        return _number
+    if tp in PLAIN_TYPES:
+        return _exactly(tp)
+    if tp is type(None) or tp is None:
+        return _nothing
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        return _union_decoder(typing.get_args(tp))
+    if origin is list:
+        return _list_decoder(typing.get_args(tp)[0])
+    if origin is dict:
+        key_type, value_type = typing.get_args(tp)
+        return _dict_decoder(_decoder_of(key_type), _decoder_of(value_type))
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        members = dict(tp.__members__)
+
+        def decode_enum(value: Any) -> Any:
+            if type(value) is str:
+                member = members.get(value)
+                if member is not None:
+                    return member
+            raise _Refused
+        return decode_enum
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _dataclass_decoder(tp)
+    return _refuse  # an unsupported declared type (_from_wire_checked names it)
+
+
+def _union_decoder(args: tuple[Any, ...]) -> Decoder:
+    none_fits = type(None) in args
+    choices = [_decoder_of(arg) for arg in args if arg is not type(None)]
+
+    def decode(value: Any) -> Any:
+        if value is None and none_fits:
+            return None
+        for choice in choices:  # the first that fits, in declared order
+            try:
+                return choice(value)
+            except (_Refused, ValueTypeError):
+                continue
+        raise _Refused
+    return decode
+
+
+def _list_decoder(item: Any) -> Decoder:
+    decode_item = _decoder_of(item)
+    if item in PLAIN_TYPES:
+        def decode_plain(value: Any) -> Any:
+            if not isinstance(value, list):
+                raise _Refused
+            if _all_of(value, item):  # the common case, one pass
+                return list(value)
+            return [decode_item(v) for v in value]
+        return decode_plain
+
+    def decode(value: Any) -> Any:
+        if not isinstance(value, list):
+            raise _Refused
+        return [decode_item(v) for v in value]
+    return decode
+
+
+def _dict_decoder(decode_key: Decoder, decode_value: Decoder) -> Decoder:
+    def decode(value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise _Refused
+        return {decode_key(k): decode_value(v) for k, v in value.items()}
+    return decode
+
+
+def _dataclass_decoder(tp: type) -> Decoder:
+    #: (field, its plain type or None, its decoder, required), filled in below: the decoder is
+    #: kept first, so that a dataclass whose fields contain itself finds it
+    fields: list[tuple[str, Any, Decoder, bool]] = []
+
+    def decode(value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise _Refused
+        kwargs = {}
+        for name, plain, decode_field, required in fields:
+            if name in value:
+                v = value[name]
+                kwargs[name] = v if type(v) is plain else decode_field(v)
+            elif required:
+                raise _Refused
+        return tp(**kwargs)
+
+    _DECODERS[tp] = decode
+    try:
+        hints = _type_hints(tp)
+        for f in dataclasses.fields(tp):
+            hint = hints[f.name]
+            fields.append((f.name, hint if hint in PLAIN_TYPES else None, _decoder_of(hint),
+                           f.default is dataclasses.MISSING
+                           and f.default_factory is dataclasses.MISSING))
+    except BaseException:
+        # a field type without a decoder: this one refuses every value from now on (others
+        # made meanwhile may hold it), so that from_wire takes the step-by-step way
+        fields[:] = [("", None, _refuse, True)]
+        raise
+    return decode
+
+
+def _from_wire_checked(value: Any, tp: Any, where: str = "value") -> Any:
+    """from_wire's definition, one check after another, naming where a value does not fit
+    (the decoders below give the same results faster; this says why one refused)."""
     if type(value) is tp and tp in PLAIN_TYPES:  # the common case first
         return value
     if tp is Any:
@@ -182,7 +357,7 @@ def from_wire(value: Any, tp: Any, where: str = "value") -> Any:
             if arg is type(None):
                 continue
             try:
-                return from_wire(value, arg, where)
+                return _from_wire_checked(value, arg, where)
             except ValueTypeError:
                 continue
         raise ValueTypeError(f"{where}: {type(value).__name__} fits none of {tp}")
@@ -192,13 +367,13 @@ def from_wire(value: Any, tp: Any, where: str = "value") -> Any:
         (item,) = typing.get_args(tp)
         if item in PLAIN_TYPES and _all_of(value, item):  # the common case, no labels made
             return list(value)
-        return [from_wire(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_from_wire_checked(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
             raise ValueTypeError(f"{where}: expected a map, got {type(value).__name__}")
         key_type, value_type = typing.get_args(tp)
-        return {from_wire(k, key_type, f"{where} key"): from_wire(v, value_type, f"{where}[{k!r}]")
-                for k, v in value.items()}
+        return {_from_wire_checked(k, key_type, f"{where} key"):
+                _from_wire_checked(v, value_type, f"{where}[{k!r}]") for k, v in value.items()}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         if type(value) is str and value in tp.__members__:
             return tp[value]
@@ -210,7 +385,8 @@ def from_wire(value: Any, tp: Any, where: str = "value") -> Any:
         kwargs = {}
         for f in dataclasses.fields(tp):
             if f.name in value:
-                kwargs[f.name] = from_wire(value[f.name], hints[f.name], f"{where}.{f.name}")
+                kwargs[f.name] = _from_wire_checked(value[f.name], hints[f.name],
+                                                    f"{where}.{f.name}")
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ValueTypeError(f"{where}: {tp.__name__} without {f.name}")
         return tp(**kwargs)

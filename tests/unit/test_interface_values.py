@@ -1,19 +1,23 @@
-"""to_wire / from_wire (runtime.interface): the per-type converters give what the plain
-recursive definition gives; the fast path of lists of plain values keeps the checks."""
+"""to_wire / from_wire (runtime.interface): the per-type converters and decoders give what
+the plain recursive definitions give (values and refusals alike); the fast path of lists of
+plain values keeps the checks."""
 
 from __future__ import annotations
 
 import dataclasses
 import enum
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Union
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from runtime import interface
 from runtime.discovery_types import (
     CustomParameter,
+    DiscoveryQos,
+    DiscoveryScope,
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,
@@ -121,3 +125,118 @@ def test_a_list_with_a_value_of_another_type_is_refused_naming_it(value: Any, wh
                                                                   ) -> None:
     with pytest.raises(ValueTypeError, match=where):
         from_wire(value, list[str] if value != [True] else list[int], "p")
+
+
+# ---------------------------------------------------------------------- from_wire's decoders
+
+
+def outcome(decode: Any, value: Any, tp: Any) -> tuple[str, str]:
+    """What a decoding gives, comparable across implementations: the result's repr (types
+    included: 1 and 1.0 differ) or the refusal's message."""
+    try:
+        return "typed", repr(decode(value, tp, "v"))
+    except ValueTypeError as exc:
+        return "refused", str(exc)
+
+
+def checked(value: Any, tp: Any, where: str) -> Any:
+    return interface._from_wire_checked(value, tp, where)
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """A dataclass whose fields hold itself (its decoder must find itself while made)."""
+
+    name: str
+    children: list[Node] = dataclasses.field(default_factory=list)
+    parent: Node | None = None
+    weight: float = 1.0
+
+
+declared = st.recursive(
+    st.sampled_from([int, bool, str, bytes, float, type(None), Any, Colour, Version,
+                     ProviderQos, GlobalDiscoveryEntry, Inner, Outer, Node, DiscoveryQos]),
+    lambda inner: st.one_of(
+        inner.map(lambda t: list[t]),  # type: ignore[valid-type]
+        inner.map(lambda t: dict[str, t]),  # type: ignore[valid-type]
+        st.tuples(inner, inner).map(lambda ab: Union[ab[0], ab[1]]),  # noqa: UP007
+        inner.map(lambda t: Union[t, None])),  # noqa: UP007
+    max_leaves=4)
+wire_leaves = st.one_of(
+    st.integers(), st.booleans(), st.text(max_size=4), st.binary(max_size=3), st.none(),
+    st.floats(), st.sampled_from(["RED", "GREEN", "BLUE", "LOCAL", "GLOBAL", "name"]))
+wire_trees = st.recursive(wire_leaves, lambda children: st.one_of(
+    st.lists(children, max_size=3),
+    st.dictionaries(st.sampled_from(["name", "children", "parent", "weight", "major_version",
+                                     "minor_version", "colour", "x"]), children, max_size=4),
+    st.dictionaries(st.text(max_size=2), children, max_size=2)), max_leaves=10)
+typed_values = st.one_of(
+    st.builds(Node, st.text(max_size=3), st.lists(st.builds(Node, st.text(max_size=2)),
+                                                   max_size=2),
+              st.none() | st.builds(Node, st.text(max_size=2)), st.floats(allow_nan=False)),
+    st.builds(Version, st.integers(), st.integers()),
+    st.lists(st.builds(entry, st.lists(st.builds(CustomParameter, st.text(max_size=2),
+                                                 st.text(max_size=2)), max_size=2)),
+             max_size=2),
+    st.builds(DiscoveryQos, st.integers(), st.integers(), st.sampled_from(DiscoveryScope),
+              st.booleans()))
+
+
+@given(wire_trees, declared)
+def test_from_wire_decides_as_its_step_by_step_definition_on_any_value(value: Any, tp: Any
+                                                                       ) -> None:
+    assert outcome(from_wire, value, tp) == outcome(checked, value, tp)
+
+
+@given(typed_values, st.data())
+def test_from_wire_of_a_sent_value_is_the_value_and_a_spoilt_one_is_refused_alike(
+        value: Any, data: st.DataObject) -> None:
+    tp = type(value) if not isinstance(value, list) else list[GlobalDiscoveryEntry]
+    wire = to_wire(value)
+    assert from_wire(wire, tp) == value
+    assert outcome(from_wire, wire, tp) == outcome(checked, wire, tp)
+    # one part of it replaced by something else: refused (or taken) as the definition says
+    spoilt = spoil(wire, data.draw(wire_trees), data.draw(st.integers(0, 50)))
+    assert outcome(from_wire, spoilt, tp) == outcome(checked, spoilt, tp)
+
+
+def spoil(wire: Any, other: Any, n: int) -> Any:
+    """``wire`` with its ``n``-th part (depth first, counting round) replaced by ``other``."""
+    parts: list[tuple[Any, Any]] = []
+
+    def walk(node: Any) -> None:
+        for key in (range(len(node)) if isinstance(node, list) else
+                    list(node) if isinstance(node, dict) else []):
+            parts.append((node, key))
+            walk(node[key])
+    copy = copy_wire(wire)
+    walk(copy)
+    if not parts:
+        return other
+    node, key = parts[n % len(parts)]
+    node[key] = other
+    return copy
+
+
+def copy_wire(wire: Any) -> Any:
+    if isinstance(wire, list):
+        return [copy_wire(v) for v in wire]
+    if isinstance(wire, dict):
+        return {k: copy_wire(v) for k, v in wire.items()}
+    return wire
+
+
+def test_the_decoders_keep_the_checks_of_the_definition() -> None:
+    assert from_wire(3, float) == 3.0 and type(from_wire(3, float)) is float
+    with pytest.raises(ValueTypeError, match=r"v\.weight: expected a number, got bool"):
+        from_wire({"name": "n", "weight": True}, Node, "v")
+    with pytest.raises(ValueTypeError, match=r"v\.children\[0\]: Node without name"):
+        from_wire({"name": "n", "children": [{}]}, Node, "v")
+    assert from_wire({"name": "n", "parent": {"name": "p"}, "extra": 1}, Node) == Node(
+        "n", parent=Node("p"))
+    with pytest.raises(ValueTypeError, match="unsupported declared type"):
+        from_wire((1,), tuple[int])
+    with pytest.raises(ValueTypeError, match=r"v\.values: unsupported declared type"):
+        from_wire({"colour": "RED", "values": [1]}, Inner, "v")
+    assert from_wire("RED", Union[int, Colour]) is Colour.RED  # noqa: UP007
+    assert from_wire(None, Union[Colour, None]) is None  # noqa: UP007
