@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
@@ -113,6 +114,25 @@ _ABSENT = object()
 
 _id_prefix = os.urandom(6).hex()
 _id_counter = itertools.count()
+
+
+#: random_id's ids not handed out yet (a deque: popleft is atomic, so threads never share one)
+_random_ids: deque[str] = deque()
+#: ids made per os.urandom call
+_RANDOM_IDS_PER_CALL: Final = 256
+os.register_at_fork(after_in_child=_random_ids.clear)  # a child must not repeat its parent's
+
+
+def random_id() -> str:
+    """32 random hex digits, unpredictable as ``uuid.uuid4().hex`` (request and subscription
+    ids, which a forged reply or publication would have to guess), from os.urandom in batches
+    of 256: one system call per 256 ids instead of one each."""
+    try:
+        return _random_ids.popleft()
+    except IndexError:
+        pool = os.urandom(16 * _RANDOM_IDS_PER_CALL).hex()
+        _random_ids.extend(pool[at:at + 32] for at in range(32, len(pool), 32))
+        return pool[:32]
 
 
 def new_message_id() -> str:

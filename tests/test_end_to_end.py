@@ -153,6 +153,20 @@ async def test_request_times_out(pair):
     proxy.ttl_ms = 300
     with pytest.raises(JoynrTimeoutError, match="300 ms"):
         await proxy.slow(3.0)
+    assert proxy._endpoint.replies == {}  # nothing left waiting
+
+
+async def test_a_cancelled_call_leaves_nothing_waiting_and_a_late_reply_is_ignored(pair):
+    proxy = pair[4]
+    call = asyncio.create_task(proxy.slow(0.3))
+    await eventually(lambda: proxy._endpoint.replies)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert proxy._endpoint.replies == {}
+    await asyncio.sleep(0.5)  # the provider's reply arrives for nobody
+    fm4 = Station("FM4", Country.AUSTRIA, 103.8)
+    assert await proxy.add_favorite(fm4) is True  # the proxy goes on
 
 
 async def test_discovery_fails_clearly_without_provider(cc, runtimes):

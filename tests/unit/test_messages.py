@@ -4,6 +4,7 @@ decode_frame, with its reason code and a message that names the problem."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import msgpack
@@ -32,6 +33,7 @@ from runtime.messages import (
     decode_frame,
     encode_frame,
     new_message_id,
+    random_id,
 )
 
 WS_PREFIX = "joynr.system.RoutingTypes."
@@ -578,3 +580,26 @@ def test_any_valid_message_round_trips(message: Message) -> None:
     decoded = decode_frame(frame)
     assert decoded == message
     assert decoded.raw == frame
+
+
+def test_random_ids_are_32_hex_digits_and_never_repeat_across_batches() -> None:
+    ids = [random_id() for _ in range(3 * 256 + 7)]
+    assert len(set(ids)) == len(ids)
+    assert all(len(i) == 32 and int(i, 16) >= 0 and i == i.lower() for i in ids)
+
+
+def test_a_forked_child_does_not_hand_out_its_parents_random_ids() -> None:
+    random_id()  # a batch is in the pool, shared by the child at the fork
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next ids through the pipe, then out at once
+        try:
+            os.write(write_end, " ".join(random_id() for _ in range(5)).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        child = set(pipe.read().split())
+    os.waitpid(pid, 0)
+    parent = {random_id() for _ in range(5)}
+    assert len(child) == 5 and not child & parent
