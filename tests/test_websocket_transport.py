@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from websockets.asyncio.client import connect as websockets_connect
+from websockets.asyncio.server import ServerConnection
+from websockets.asyncio.server import serve as websockets_serve
 from websockets.client import ClientProtocol
 from websockets.exceptions import ConnectionClosedOK
 from websockets.protocol import CONNECTING
@@ -24,8 +26,8 @@ from tests.support.cluster import cc_config, eventually
 from tests.support.radio import Radio, RadioProvider
 from tests.support.tls import self_signed_certificate
 from transports.websocket_client import WebSocketClientSettings
-from transports.websocket_common import encode_init
-from transports.websocket_connection import ServerSideConnection
+from transports.websocket_common import Outbox, encode_init
+from transports.websocket_connection import ServerSideConnection, open_client_connection
 
 WAIT_S = 5.0
 
@@ -229,3 +231,58 @@ async def test_a_connection_that_never_completes_its_handshake_is_closed():
     finally:
         server.close()
         await server.wait_closed()
+
+
+class CountingTransport:
+    """A real transport, with its writes counted (everything passes through)."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self.writes: list[int] = []  # the messages' bytes per write call
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(len(data))
+        self._transport.write(data)
+
+    def writelines(self, data: list[bytes]) -> None:
+        self.writes.append(sum(map(len, data)))
+        self._transport.writelines(data)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._transport, name)
+
+
+async def test_an_outbox_writes_a_turns_first_message_at_once_and_the_rest_together():
+    received: list[bytes] = []
+    all_there = asyncio.Event()
+
+    async def collect(ws: ServerConnection) -> None:
+        async for frame in ws:
+            assert isinstance(frame, bytes)
+            received.append(frame)
+            if len(received) == 7:
+                all_there.set()
+
+    async with websockets_serve(collect, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        connection = await open_client_connection(
+            f"ws://127.0.0.1:{port}/", max_size=1 << 20, ping_interval_s=None,
+            ping_timeout_s=WAIT_S, close_timeout_s=WAIT_S, open_timeout_s=WAIT_S,
+            ssl_context=None)
+        counting = connection.transport = CountingTransport(connection.transport)
+        outbox = Outbox(connection, "test", max_messages=100, max_bytes=1 << 20)
+        messages = [Message(MessageType.ONE_WAY, "s", "r", now_ms() + 60_000,
+                            b"x" * (10 + i), f"m-{i}") for i in range(7)]
+        assert outbox.put(messages[0])
+        assert len(counting.writes) == 1  # at once, within this loop turn
+        for message in messages[1:6]:
+            assert outbox.put(message)
+        assert len(counting.writes) == 1 and outbox.pending == 5  # these wait for the turn's end
+        await asyncio.sleep(0)  # the turn ends
+        assert len(counting.writes) == 2 and outbox.pending == 0  # ... and went out together
+        assert outbox.put(messages[6])  # a new turn: at once again
+        assert len(counting.writes) == 3 and outbox.pending == 0
+        async with asyncio.timeout(WAIT_S):
+            await all_there.wait()
+        assert [decode_frame(frame).id for frame in received] == [m.id for m in messages]
+        await connection.close()

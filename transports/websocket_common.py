@@ -5,9 +5,10 @@ websocket message is an init frame, a msgpack map ``{"v": 1, "t": "init", "id": 
 (binary, at most 1 KiB, a client id of 1..256 characters); every later message either way is
 one binary message frame (runtime.messages), one websocket message per joynr message.
 
-An :class:`Outbox` holds the messages routed to one connection until they are written: every
-message waiting when it writes goes out with one socket write (one websocket message each).
-It writes from a callback scheduled when the first message arrives (not a task), stops while
+An :class:`Outbox` holds the messages routed to one connection until they are written: the
+first message of a loop turn goes out at once when none waits before it; the others wait for a
+callback scheduled at that moment (not a task), and every message waiting when it runs goes out
+with one socket write (one websocket message each). It stops while
 the transport's write buffer is full and goes on when it drains, so the memory a slow peer can
 hold is bounded by the outbox's limits (messages and bytes) plus the write buffer, which takes
 at most about ``MAX_BATCH_BYTES`` beyond its high-water mark.
@@ -110,12 +111,28 @@ class Outbox:
         size = len(message.body) + (0 if raw is None else len(raw)) + MESSAGE_OVERHEAD_BYTES
         if items and self._bytes + size > self.max_bytes:
             return False
-        items.append(message)
-        self._bytes += size
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self._write)
+            # the first message of a loop turn goes out at once when none waits before it
+            # (no latency added); the later ones of the turn wait for _write at its end and go
+            # out together (one system call for a burst)
+            if not items and self._write_now(message):
+                return True
+        items.append(message)
+        self._bytes += size
         return True
+
+    def _write_now(self, message: Message) -> bool:
+        """Write ``message`` alone, now; False when it cannot (paused, closed, or it failed:
+        then it is queued as any other and _write deals with it)."""
+        ws = self.ws
+        if ws.paused_writing or not ws.open:
+            return False
+        try:
+            return ws.send_frames([encode_frame(message)])
+        except Exception:  # (_write logs it, ends the connection and gives it back)
+            return False
 
     @property
     def pending(self) -> int:
