@@ -36,7 +36,9 @@ websockets relays in the CCs' places and gmqtt clients, one of them answering in
 place; the lookup, add_next_hop (the relay answers) and the first call, as the project does
 them, with nothing encoded, routed or looked up. The goal (issue 14): build_proxy + first call
 p50 <= 2.5 x the raw gmqtt round trip's p50; the report also says how many raw round trips the
-raw same hops take (the floor) and the project's figure over them. Discovery plus
+raw same hops take (the floor) and the project's figure over them; and, for that floor with
+MQTT legs as fast as the project's own client, the ping-pong with two native sessions
+(NativePingPong) and an estimate from it. Discovery plus
 the first call are two such round trips plus websocket hops (runtime <-> CC, four of them for
 build_proxy and two for each call) and the work of the CCs, the GCD and its store; the ratios
 say how many raw round trips the project's figures cost.
@@ -66,6 +68,7 @@ from _common import (
     PendingCallsWarnings,
     Sink,
     SinkProvider,
+    cancel,
     cc_config,
     help_text,
     mqtt_environment,
@@ -86,6 +89,8 @@ from gcd.service import GcdService, GcdSettings
 from libjoynr import DiscoveryQos, LibjoynrRuntime, ProviderQos, ProviderScope, connect
 from runtime.interface import interface_def
 from tests.support.brokers import Mosquitto
+from transports.mqtt_client import MqttSession, open_session
+from transports.mqtt_settings import MqttSettings, parse_broker_url
 
 WAIT_S = 10.0
 WARM_UP = 3
@@ -186,6 +191,54 @@ class RawSameHops:
         await self.call_path.call()
 
 
+class NativePingPong:
+    """The gmqtt ping-pong with two sessions of the project's own MQTT client (the seam's
+    ``open_session``, native): B echoes what arrives on topic a to topic b, A waits for it.
+    Not raw (it is the project's client); printed to say what the floor would be with MQTT
+    legs as fast as the project's."""
+
+    def __init__(self, broker: Mosquitto, payload: bytes) -> None:
+        self.url = parse_broker_url(f"mqtt://{HOST}:{broker.port}")
+        self.settings = MqttSettings(client="native", session_expiry_s=0)
+        self.payload = payload
+        prefix = f"bench/raw/native-rpc-{uuid.uuid4().hex[:8]}"
+        self.topic_a, self.topic_b = f"{prefix}/a", f"{prefix}/b"
+        self._stack = AsyncExitStack()
+        self._reply: asyncio.Future[bytes] | None = None
+        self.a: MqttSession | None = None
+
+    async def __aenter__(self) -> NativePingPong:
+        stack, loop = self._stack, asyncio.get_running_loop()
+        suffix = uuid.uuid4().hex[:8]
+        b = await stack.enter_async_context(open_session(
+            self.url, self.settings, client_id=f"bench-native-pong-{suffix}"))
+        await b.subscribe(f"{self.topic_a}/#", 1)
+        a = self.a = await stack.enter_async_context(open_session(
+            self.url, self.settings, client_id=f"bench-native-ping-{suffix}"))
+        await a.subscribe(f"{self.topic_b}/#", 1)
+
+        def echo(topic: str, payload: bytes) -> None:
+            b.start_publish(f"{self.topic_b}/m", payload, 1, 60)
+
+        def replied(topic: str, payload: bytes) -> None:
+            reply, self._reply = self._reply, None
+            if reply is not None and not reply.done():
+                reply.set_result(payload)
+        stack.push_async_callback(cancel, loop.create_task(b.receive(echo)))
+        stack.push_async_callback(cancel, loop.create_task(a.receive(replied)))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def call(self) -> None:
+        assert self.a is not None
+        reply = self._reply = asyncio.get_running_loop().create_future()
+        self.a.start_publish(f"{self.topic_a}/m", self.payload, 1, 60)
+        if await reply != self.payload:
+            raise AssertionError("the native echo returned something else")
+
+
 async def disconnect_quietly(client: gmqtt.Client) -> None:
     with contextlib.suppress(Exception):
         await client.disconnect()
@@ -244,6 +297,7 @@ class Samples:
     raw: list[int]
     raw_aiomqtt: list[int]
     raw_same_hops: list[int]
+    native: list[int]
 
 
 async def iteration(world: World, data: str, samples: Samples | None) -> None:
@@ -277,13 +331,13 @@ async def iteration(world: World, data: str, samples: Samples | None) -> None:
         samples.gcd_lookup.append(t6 - t5)
 
 
-Raws = tuple[RawGmqttPingPong, RawPingPong, RawSameHops]
+Raws = tuple[RawGmqttPingPong, RawPingPong, RawSameHops, NativePingPong]
 
 
 async def raw_round_trips(raws: Raws, n: int, samples: Samples | None) -> None:
     clock = time.perf_counter_ns
-    intos = ((samples.raw, samples.raw_aiomqtt, samples.raw_same_hops) if samples
-             else (None, None, None))
+    intos = ((samples.raw, samples.raw_aiomqtt, samples.raw_same_hops, samples.native)
+             if samples else (None, None, None, None))
     for raw, into in zip(raws, intos, strict=True):
         for _ in range(n):
             t0 = clock()
@@ -297,7 +351,7 @@ async def measure(world: World, raw: Raws, args: argparse.Namespace) -> Samples:
     for _ in range(WARM_UP):
         await iteration(world, data, None)
         await raw_round_trips(raw, args.raw_per_iteration, None)
-    samples = Samples([], [], [], [], [], [], [], [], [])
+    samples = Samples([], [], [], [], [], [], [], [], [], [])
     async with asyncio.timeout(max(60.0, args.iterations * 2.0)):
         for _ in range(args.iterations):
             quiet_gc()
@@ -339,6 +393,15 @@ def report(samples: Samples) -> None:
         print(f"ratio {name} / raw round trip: p50 {latency.p50_us / raw.p50_us:5.2f}x   "
               f"p99 {latency.p99_us / raw.p99_us:5.2f}x   "
               f"mean {latency.mean_us / raw.mean_us:5.2f}x")
+    native = Latency.of(samples.native)
+    print(f"{'the same with the native client':<{width}}  {native.line()}   "
+          f"(NativePingPong: the project's own MQTT client, not raw)")
+    # the floor with MQTT legs as fast as the project's client: the two gmqtt round trips of
+    # the raw same hops exchanged for two native ones (an estimate from this run's p50s)
+    native_floor = same_hops.p50_us - 2 * (raw.p50_us - native.p50_us)
+    print(f"the floor with native MQTT legs (estimate: raw same hops - 2 gmqtt + 2 native "
+          f"round trips): {native_floor:7.1f} us = {native_floor / raw.p50_us:4.2f} gmqtt "
+          f"round trips")
     total = Latency.of(samples.total)
     print(f"p50 build_proxy + first call / raw same hops: "
           f"{total.p50_us / same_hops.p50_us:4.2f}x (what the project adds to the hops its "
@@ -359,7 +422,9 @@ async def run(args: argparse.Namespace) -> int:
                                                            b"r" * args.raw_payload,
                                                            nodelay=True)),
                await stack.enter_async_context(RawSameHops(world.broker,
-                                                           b"r" * args.raw_payload)))
+                                                           b"r" * args.raw_payload)),
+               await stack.enter_async_context(NativePingPong(world.broker,
+                                                              b"r" * args.raw_payload)))
         print(f"discovery + first call: build_proxy on CC2's runtime, the provider on CC1's "
               f"(GLOBAL), a GCD with a SQLite store, one mosquitto; payload {args.payload} B, "
               f"raw payload {args.raw_payload} B; MQTT client of the CCs and the GCD: "
