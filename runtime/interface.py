@@ -310,11 +310,13 @@ def _dict_decoder(decode_key: Decoder, decode_value: Decoder) -> Decoder:
 
 def _dataclass_decoder(tp: type) -> Decoder:
     #: (field, its plain type or None, its decoder, required), filled in below: the decoder is
-    #: kept first, so that a dataclass whose fields contain itself finds it
+    #: kept first, so that a dataclass whose fields contain itself finds it, and refuses every
+    #: value until they are all there (a value decoded meanwhile takes the step-by-step way)
     fields: list[tuple[str, Any, Decoder, bool]] = []
+    complete = False  # until then (fields being filled, or failed) it refuses every value
 
     def decode(value: Any) -> Any:
-        if not isinstance(value, dict):
+        if not complete or not isinstance(value, dict):
             raise _Refused
         kwargs = {}
         for name, plain, decode_field, required in fields:
@@ -326,18 +328,15 @@ def _dataclass_decoder(tp: type) -> Decoder:
         return tp(**kwargs)
 
     _DECODERS[tp] = decode
-    try:
-        hints = _type_hints(tp)
-        for f in dataclasses.fields(tp):
-            hint = hints[f.name]
-            fields.append((f.name, hint if hint in PLAIN_TYPES else None, _decoder_of(hint),
-                           f.default is dataclasses.MISSING
-                           and f.default_factory is dataclasses.MISSING))
-    except BaseException:
-        # a field type without a decoder: this one refuses every value from now on (others
-        # made meanwhile may hold it), so that from_wire takes the step-by-step way
-        fields[:] = [("", None, _refuse, True)]
-        raise
+    # (should a field's type have no decoder, this raises and the decoder stays incomplete:
+    # from_wire then takes the step-by-step way for this type and those made meanwhile)
+    hints = _type_hints(tp)
+    for f in dataclasses.fields(tp):
+        hint = hints[f.name]
+        fields.append((f.name, hint if hint in PLAIN_TYPES else None, _decoder_of(hint),
+                       f.default is dataclasses.MISSING
+                       and f.default_factory is dataclasses.MISSING))
+    complete = True
     return decode
 
 
