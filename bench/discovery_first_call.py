@@ -68,7 +68,6 @@ from _common import (
     PendingCallsWarnings,
     Sink,
     SinkProvider,
-    cancel,
     cc_config,
     help_text,
     mqtt_environment,
@@ -78,7 +77,7 @@ from _common import (
     start_raw_server,
 )
 from gmqtt.mqtt.constants import MQTTv50
-from mqtt_rpc import RawComposedPingPong, RawGmqttPingPong, RawPingPong
+from mqtt_rpc import NativePingPong, RawComposedPingPong, RawGmqttPingPong, RawPingPong
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import ServerConnection
@@ -89,8 +88,6 @@ from gcd.service import GcdService, GcdSettings
 from libjoynr import DiscoveryQos, LibjoynrRuntime, ProviderQos, ProviderScope, connect
 from runtime.interface import interface_def
 from tests.support.brokers import Mosquitto
-from transports.mqtt_client import MqttSession, open_session
-from transports.mqtt_settings import MqttSettings, parse_broker_url
 
 WAIT_S = 10.0
 WARM_UP = 3
@@ -189,54 +186,6 @@ class RawSameHops:
             if await runtime.recv() != frame:
                 raise AssertionError("the raw lookup or add_next_hop returned something else")
         await self.call_path.call()
-
-
-class NativePingPong:
-    """The gmqtt ping-pong with two sessions of the project's own MQTT client (the seam's
-    ``open_session``, native): B echoes what arrives on topic a to topic b, A waits for it.
-    Not raw (it is the project's client); printed to say what the floor would be with MQTT
-    legs as fast as the project's."""
-
-    def __init__(self, broker: Mosquitto, payload: bytes) -> None:
-        self.url = parse_broker_url(f"mqtt://{HOST}:{broker.port}")
-        self.settings = MqttSettings(client="native", session_expiry_s=0)
-        self.payload = payload
-        prefix = f"bench/raw/native-rpc-{uuid.uuid4().hex[:8]}"
-        self.topic_a, self.topic_b = f"{prefix}/a", f"{prefix}/b"
-        self._stack = AsyncExitStack()
-        self._reply: asyncio.Future[bytes] | None = None
-        self.a: MqttSession | None = None
-
-    async def __aenter__(self) -> NativePingPong:
-        stack, loop = self._stack, asyncio.get_running_loop()
-        suffix = uuid.uuid4().hex[:8]
-        b = await stack.enter_async_context(open_session(
-            self.url, self.settings, client_id=f"bench-native-pong-{suffix}"))
-        await b.subscribe(f"{self.topic_a}/#", 1)
-        a = self.a = await stack.enter_async_context(open_session(
-            self.url, self.settings, client_id=f"bench-native-ping-{suffix}"))
-        await a.subscribe(f"{self.topic_b}/#", 1)
-
-        def echo(topic: str, payload: bytes) -> None:
-            b.start_publish(f"{self.topic_b}/m", payload, 1, 60)
-
-        def replied(topic: str, payload: bytes) -> None:
-            reply, self._reply = self._reply, None
-            if reply is not None and not reply.done():
-                reply.set_result(payload)
-        stack.push_async_callback(cancel, loop.create_task(b.receive(echo)))
-        stack.push_async_callback(cancel, loop.create_task(a.receive(replied)))
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._stack.aclose()
-
-    async def call(self) -> None:
-        assert self.a is not None
-        reply = self._reply = asyncio.get_running_loop().create_future()
-        self.a.start_publish(f"{self.topic_a}/m", self.payload, 1, 60)
-        if await reply != self.payload:
-            raise AssertionError("the native echo returned something else")
 
 
 async def disconnect_quietly(client: gmqtt.Client) -> None:

@@ -30,6 +30,9 @@ connection options (MQTT 5, at most 100 QoS 1 messages unacknowledged), and:
   -> runtime B echoes, and back: four MQTT legs and four websocket hops;
 - raw aiomqtt ping-pong, TCP_NODELAY: the client sockets have TCP_NODELAY set
   (``socket_options`` of aiomqtt.Client), as asyncio sets it on its own TCP connections;
+- native ping-pong (reference, not raw): the same with two sessions of the project's own MQTT
+  client; with it the report estimates the floor of the layout with MQTT legs that fast (the
+  raw composed path with its gmqtt round trip exchanged for the native one);
 - raw aiomqtt ping-pong, default sockets (reference): aiomqtt's defaults, as the CCs' MQTT
   clients have them: paho-mqtt opens its socket itself and leaves Nagle's algorithm on, so a
   small write that follows another one before its TCP ACK waits for the peer's delayed ACK
@@ -85,6 +88,9 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from transports.mqtt_client import MqttSession, open_session
+from transports.mqtt_settings import MqttSettings, parse_broker_url
+
 NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
 #: project p50 / raw gmqtt ping-pong p50 at most this (issue 14)
 GOAL = 1.3
@@ -139,6 +145,54 @@ class RawGmqttPingPong:
         self.a.publish(self.topic_a, self.payload, qos=1)
         if await reply != self.payload:
             raise AssertionError("the raw echo returned something else")
+
+
+class NativePingPong:
+    """The gmqtt ping-pong with two sessions of the project's own MQTT client (the seam's
+    ``open_session``, native): B echoes what arrives on topic a to topic b, A waits for it.
+    Not raw (it is the project's client); printed to say what the floor would be with MQTT
+    legs as fast as the project's."""
+
+    def __init__(self, broker: Mosquitto, payload: bytes) -> None:
+        self.url = parse_broker_url(f"mqtt://{HOST}:{broker.port}")
+        self.settings = MqttSettings(client="native", session_expiry_s=0)
+        self.payload = payload
+        prefix = f"bench/raw/native-rpc-{uuid.uuid4().hex[:8]}"
+        self.topic_a, self.topic_b = f"{prefix}/a", f"{prefix}/b"
+        self._stack = contextlib.AsyncExitStack()
+        self._reply: asyncio.Future[bytes] | None = None
+        self.a: MqttSession | None = None
+
+    async def __aenter__(self) -> NativePingPong:
+        stack, loop = self._stack, asyncio.get_running_loop()
+        suffix = uuid.uuid4().hex[:8]
+        b = await stack.enter_async_context(open_session(
+            self.url, self.settings, client_id=f"bench-native-pong-{suffix}"))
+        await b.subscribe(f"{self.topic_a}/#", 1)
+        a = self.a = await stack.enter_async_context(open_session(
+            self.url, self.settings, client_id=f"bench-native-ping-{suffix}"))
+        await a.subscribe(f"{self.topic_b}/#", 1)
+
+        def echo(topic: str, payload: bytes) -> None:
+            b.start_publish(f"{self.topic_b}/m", payload, 1, 60)
+
+        def replied(topic: str, payload: bytes) -> None:
+            reply, self._reply = self._reply, None
+            if reply is not None and not reply.done():
+                reply.set_result(payload)
+        stack.push_async_callback(cancel, loop.create_task(b.receive(echo)))
+        stack.push_async_callback(cancel, loop.create_task(a.receive(replied)))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def call(self) -> None:
+        assert self.a is not None
+        reply = self._reply = asyncio.get_running_loop().create_future()
+        self.a.start_publish(f"{self.topic_a}/m", self.payload, 1, 60)
+        if await reply != self.payload:
+            raise AssertionError("the native echo returned something else")
 
 
 class RawPingPong:
@@ -274,7 +328,8 @@ async def run(args: argparse.Namespace) -> int:
         async with (RawGmqttPingPong(broker, frame) as fastest,
                     RawComposedPingPong(broker, frame) as composed,
                     RawPingPong(broker, frame, nodelay=True) as raw,
-                    RawPingPong(broker, frame, nodelay=False) as nagle):
+                    RawPingPong(broker, frame, nodelay=False) as nagle,
+                NativePingPong(broker, frame) as native):
             print(f"MQTT request/reply: sequential calls of a {args.payload} B payload (request "
                   f"frame {len(frame)} B), QoS 1, best of {args.rounds} alternating rounds; "
                   f"the CCs' MQTT client: {args.client}; {mqtt_environment()}, "
@@ -294,6 +349,8 @@ async def run(args: argparse.Namespace) -> int:
                     composed.call,
                 "raw aiomqtt ping-pong, TCP_NODELAY (4 MQTT legs)": raw.call,
                 "raw aiomqtt ping-pong, default sockets (4 MQTT legs)": nagle.call,
+                "native ping-pong: the project's own MQTT client, not raw (4 MQTT legs)":
+                    native.call,
             }
             try:
                 calls = await calls_per_round(paths, args.calls, args.max_round_s)
@@ -303,10 +360,17 @@ async def run(args: argparse.Namespace) -> int:
                 return 1
             report(best)
             project_stats, gmqtt_stats, composed_stats = list(best.values())[:3]
+            native_stats = list(best.values())[-1]
             ratio = project_stats.p50_us / gmqtt_stats.p50_us
             print(f"p50 project / raw gmqtt ping-pong: {ratio:4.2f}x   goal <= {GOAL}x: "
                   f"{'met' if ratio <= GOAL else 'MISSED'}   (project / raw composed, like "
                   f"with like: {project_stats.p50_us / composed_stats.p50_us:4.2f}x)")
+            # the composed path's floor with MQTT legs as fast as the project's own client:
+            # its gmqtt round trip exchanged for the native one (an estimate from these p50s)
+            floor = composed_stats.p50_us - gmqtt_stats.p50_us + native_stats.p50_us
+            print(f"the floor of this layout, in raw gmqtt ping-pongs: raw composed "
+                  f"{composed_stats.p50_us / gmqtt_stats.p50_us:4.2f}x; with native MQTT legs "
+                  f"(estimate: composed - gmqtt + native) {floor / gmqtt_stats.p50_us:4.2f}x")
             dropped = setup.dropped()
             counters = setup.counters()
             print(f"dropped: {dropped:,}, still queued {setup.queued():,}"
@@ -352,7 +416,7 @@ async def measure(paths: dict[str, Callable[[], Awaitable[None]]], calls: int, r
             best[name] = stats.best(best.get(name))
             figures.append(f"{stats.p50_us:7.1f}/{stats.p99_us:7.1f}")
         print(f"  round {i}: p50/p99 us (project, gmqtt, composed, aiomqtt, aiomqtt default "
-              "sockets)  "
+              "sockets, native)  "
               + "   ".join(figures))
     return best
 
