@@ -62,7 +62,6 @@ import uvloop
 from _common import (
     DOMAIN,
     GBID,
-    HOST,
     WS_OPTIONS,
     Latency,
     PendingCallsWarnings,
@@ -76,8 +75,14 @@ from _common import (
     setup_logging,
     start_raw_server,
 )
-from gmqtt.mqtt.constants import MQTTv50
-from mqtt_rpc import NativePingPong, RawComposedPingPong, RawGmqttPingPong, RawPingPong
+from mqtt_rpc import (
+    NativePingPong,
+    RawComposedPingPong,
+    RawGmqttPingPong,
+    RawPingPong,
+    disconnect_quietly,
+    gmqtt_subscribed,
+)
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import ServerConnection
@@ -163,14 +168,8 @@ class RawSameHops:
                  lambda _c, _t, payload, _q, _p: gcd.publish(self.from_gcd, payload, qos=1)),
                 (self.relay_mqtt, self.from_gcd,
                  lambda _c, _t, payload, _q, _p: self._replies.put_nowait(payload))):
-            subscribed = asyncio.Event()
-            client.on_message = handler
-            client.on_subscribe = lambda *_, done=subscribed: done.set()
-            await client.connect(HOST, self.broker.port, keepalive=30, version=MQTTv50)
             stack.push_async_callback(disconnect_quietly, client)
-            client.subscribe(f"{topic}/#", qos=1)
-            async with asyncio.timeout(WAIT_S):
-                await subscribed.wait()
+            await gmqtt_subscribed(client, self.broker, topic, handler)
         self.runtime = await stack.enter_async_context(ws_connect(url, **WS_OPTIONS))
         return self
 
@@ -186,11 +185,6 @@ class RawSameHops:
             if await runtime.recv() != frame:
                 raise AssertionError("the raw lookup or add_next_hop returned something else")
         await self.call_path.call()
-
-
-async def disconnect_quietly(client: gmqtt.Client) -> None:
-    with contextlib.suppress(Exception):
-        await client.disconnect()
 
 
 # ---------------------------------------------------------------------- the project

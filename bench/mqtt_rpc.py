@@ -96,6 +96,44 @@ NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
 GOAL = 1.3
 
 
+class Replies:
+    """The reply a ping-pong's caller waits for: ``expect()`` before it publishes, ``deliver``
+    from the receiving callback (a payload nobody waits for is dropped)."""
+
+    def __init__(self) -> None:
+        self._waiting: asyncio.Future[bytes] | None = None
+
+    def expect(self) -> asyncio.Future[bytes]:
+        waiting = self._waiting = asyncio.get_running_loop().create_future()
+        return waiting
+
+    def deliver(self, payload: bytes) -> None:
+        waiting, self._waiting = self._waiting, None
+        if waiting is not None and not waiting.done():
+            waiting.set_result(payload)
+
+
+GmqttHandler = Callable[[gmqtt.Client, str, bytes, int, dict[str, Any]], Any]
+
+
+async def gmqtt_subscribed(client: gmqtt.Client, broker: Mosquitto, topic: str,
+                           on_message: GmqttHandler) -> None:
+    """Connect ``client`` (MQTT 5) to ``broker`` and subscribe it to ``topic``/# with QoS 1,
+    handing every message to ``on_message``; returns once the broker confirmed it."""
+    subscribed = asyncio.Event()
+    client.on_message = on_message
+    client.on_subscribe = lambda *_: subscribed.set()
+    await client.connect(HOST, broker.port, keepalive=30, version=MQTTv50)
+    client.subscribe(f"{topic}/#", qos=1)
+    async with asyncio.timeout(10.0):
+        await subscribed.wait()
+
+
+async def disconnect_quietly(client: gmqtt.Client) -> None:
+    with contextlib.suppress(Exception):
+        await client.disconnect()
+
+
 class RawGmqttPingPong:
     """The same ping-pong with gmqtt clients (the fastest Python MQTT client here): A
     publishes to topic a (``publish()`` returns at once), B's on_message publishes the payload
@@ -109,7 +147,7 @@ class RawGmqttPingPong:
         suffix = uuid.uuid4().hex[:8]
         self.a = gmqtt.Client(f"bench-gmqtt-ping-{suffix}")
         self.b = gmqtt.Client(f"bench-gmqtt-pong-{suffix}")
-        self._reply: asyncio.Future[bytes] | None = None
+        self.replies = Replies()
 
     def _echo(self, client: gmqtt.Client, topic: str, payload: bytes, qos: int,
               properties: dict[str, Any]) -> int:
@@ -118,30 +156,20 @@ class RawGmqttPingPong:
 
     def _replied(self, client: gmqtt.Client, topic: str, payload: bytes, qos: int,
                  properties: dict[str, Any]) -> int:
-        reply, self._reply = self._reply, None
-        if reply is not None and not reply.done():
-            reply.set_result(payload)
+        self.replies.deliver(payload)
         return 0
 
     async def __aenter__(self) -> RawGmqttPingPong:
-        for client, topic, handler in ((self.b, self.topic_a, self._echo),
-                                       (self.a, self.topic_b, self._replied)):
-            subscribed = asyncio.Event()
-            client.on_message = handler
-            client.on_subscribe = lambda *_, done=subscribed: done.set()
-            await client.connect(HOST, self.broker.port, keepalive=30, version=MQTTv50)
-            client.subscribe(f"{topic}/#", qos=1)
-            async with asyncio.timeout(10.0):
-                await subscribed.wait()
+        await gmqtt_subscribed(self.b, self.broker, self.topic_a, self._echo)
+        await gmqtt_subscribed(self.a, self.broker, self.topic_b, self._replied)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         for client in (self.a, self.b):
-            with contextlib.suppress(Exception):
-                await client.disconnect()
+            await disconnect_quietly(client)
 
     async def call(self) -> None:
-        reply = self._reply = asyncio.get_running_loop().create_future()
+        reply = self.replies.expect()
         self.a.publish(self.topic_a, self.payload, qos=1)
         if await reply != self.payload:
             raise AssertionError("the raw echo returned something else")
@@ -160,7 +188,7 @@ class NativePingPong:
         prefix = f"bench/raw/native-rpc-{uuid.uuid4().hex[:8]}"
         self.topic_a, self.topic_b = f"{prefix}/a", f"{prefix}/b"
         self._stack = contextlib.AsyncExitStack()
-        self._reply: asyncio.Future[bytes] | None = None
+        self.replies = Replies()
         self.a: MqttSession | None = None
 
     async def __aenter__(self) -> NativePingPong:
@@ -176,12 +204,9 @@ class NativePingPong:
         def echo(topic: str, payload: bytes) -> None:
             b.start_publish(f"{self.topic_b}/m", payload, 1, 60)
 
-        def replied(topic: str, payload: bytes) -> None:
-            reply, self._reply = self._reply, None
-            if reply is not None and not reply.done():
-                reply.set_result(payload)
         stack.push_async_callback(cancel, loop.create_task(b.receive(echo)))
-        stack.push_async_callback(cancel, loop.create_task(a.receive(replied)))
+        stack.push_async_callback(cancel, loop.create_task(
+            a.receive(lambda topic, payload: self.replies.deliver(payload))))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -189,7 +214,7 @@ class NativePingPong:
 
     async def call(self) -> None:
         assert self.a is not None
-        reply = self._reply = asyncio.get_running_loop().create_future()
+        reply = self.replies.expect()
         self.a.start_publish(f"{self.topic_a}/m", self.payload, 1, 60)
         if await reply != self.payload:
             raise AssertionError("the native echo returned something else")
@@ -205,7 +230,7 @@ class RawPingPong:
         prefix = f"bench/raw/rpc-{uuid.uuid4().hex[:8]}"
         self.topic_a, self.topic_b = f"{prefix}/a", f"{prefix}/b"
         self._stack = contextlib.AsyncExitStack()
-        self._reply: asyncio.Future[bytes] | None = None
+        self.replies = Replies()
         self.a: aiomqtt.Client | None = None
 
     async def _echo(self, b: aiomqtt.Client) -> None:
@@ -216,10 +241,8 @@ class RawPingPong:
 
     async def _replies(self, a: aiomqtt.Client) -> None:
         async for message in a.messages:
-            reply, self._reply = self._reply, None
-            if reply is not None and not reply.done():
-                assert isinstance(message.payload, bytes)
-                reply.set_result(message.payload)
+            assert isinstance(message.payload, bytes)
+            self.replies.deliver(message.payload)
 
     async def __aenter__(self) -> RawPingPong:
         stack = self._stack
@@ -239,7 +262,7 @@ class RawPingPong:
 
     async def call(self) -> None:
         assert self.a is not None
-        reply = self._reply = asyncio.get_running_loop().create_future()
+        reply = self.replies.expect()
         await self.a.publish(self.topic_a, self.payload, qos=1)
         if await reply != self.payload:
             raise AssertionError("the raw echo returned something else")
@@ -294,13 +317,9 @@ class RawComposedPingPong:
             urls.append(url)
         for client, topic, queue in ((self.mqtt_1, self.topic_b, self._to_a),
                                      (self.mqtt_2, self.topic_a, self._to_b)):
-            subscribed = asyncio.Event()
-            client.on_message = lambda _c, _t, payload, _q, _p, q=queue: q.put_nowait(payload)
-            client.on_subscribe = lambda *_, done=subscribed: done.set()
-            await client.connect(HOST, self.broker.port, keepalive=30, version=MQTTv50)
-            client.subscribe(f"{topic}/#", qos=1)
-            async with asyncio.timeout(10.0):
-                await subscribed.wait()
+            await gmqtt_subscribed(
+                client, self.broker, topic,
+                lambda _c, _t, payload, _q, _p, q=queue: q.put_nowait(payload))
         b = await stack.enter_async_context(ws_connect(urls[1], **WS_OPTIONS))
         stack.push_async_callback(cancel, asyncio.get_running_loop().create_task(self._echo(b)))
         self.a = await stack.enter_async_context(ws_connect(urls[0], **WS_OPTIONS))
@@ -309,8 +328,7 @@ class RawComposedPingPong:
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.aclose()
         for client in (self.mqtt_1, self.mqtt_2):
-            with contextlib.suppress(Exception):
-                await client.disconnect()
+            await disconnect_quietly(client)
 
     async def call(self) -> None:
         assert self.a is not None
