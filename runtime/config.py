@@ -5,16 +5,24 @@ order of precedence: environment variables ``<PREFIX>__<SECTION>__<KEY>`` (e.g.
 ``JOYNR_CC__ROUTING__CLEANUP_INTERVAL_S=10``), the TOML file, the dataclass defaults.
 Unknown sections or keys and values of the wrong type are errors that name the culprit: a typo
 in a configuration file must not be silently ignored.
+
+In an environment variable a single value (number, boolean, string, path) is written as it is
+(``10``, ``true``, ``mqtt://broker:1883``); a list or a table is written as one TOML value,
+exactly as on the right of ``=`` in the file: ``["a", "b"]``, ``[]``, ``{ a = "mqtt://h:1883" }``,
+``[{ a = 1 }, { b = 2 }]``. Nothing else is accepted (no comma-separated form), and the text
+must be that one value (no further keys or tables). An error about a value from the
+environment names the variable, one about a value from the file names the file and key.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,8 +35,91 @@ class ConfigError(ValueError):
     """The configuration is not usable; the message names the file, key and problem."""
 
 
+class _VariableError(ConfigError):
+    """A value from an environment variable is not usable; the message names the variable
+    (and not the file)."""
+
+
+#: the longest offending text an error message shows (then cut, with its length)
+_SHOWN_CHARS = 60
+
+
+def _shown(value: Any) -> str:
+    """``value`` for an error message: its repr (escaped, one line), cut when very long."""
+    if isinstance(value, str) and len(value) > _SHOWN_CHARS:
+        return f"{value[:_SHOWN_CHARS]!r}... ({len(value)} characters)"
+    text = repr(value)
+    if len(text) > _SHOWN_CHARS + 2:
+        return f"{text[:_SHOWN_CHARS]}... ({len(text)} characters)"
+    return text
+
+
+_EXAMPLES: dict[Any, tuple[str, str]] = {
+    str: ('"a"', '"b"'), Path: ('"a"', '"b"'), int: ("1", "2"), float: ("0.5", "2.0"),
+    bool: ("true", "false"),
+}
+
+
+def _example(annotation: Any, second: bool = False) -> str:
+    """A TOML value of type ``annotation``, for the syntax shown in error messages."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (types.UnionType, typing.Union):
+        return _example(next(a for a in args if a is not type(None)), second)
+    if origin in (list, tuple):
+        return f"[{_example(args[0])}, {_example(args[0], True)}]"
+    if origin in (dict, Mapping):
+        return f"{{ x = {_example(args[1])}, y = {_example(args[1], True)} }}"
+    pair = _EXAMPLES.get(annotation, ('"a"', '"b"'))
+    return pair[1] if second else pair[0]
+
+
+def _syntax(annotation: Any) -> str:
+    """How a value of the list or table type ``annotation`` is written."""
+    if typing.get_origin(annotation) in (list, tuple):
+        return f"a list is written as a TOML array, e.g. {_example(annotation)}"
+    return f"a table is written as an inline TOML table, e.g. {_example(annotation)}"
+
+
+def _containers(annotation: Any) -> list[Any]:
+    """The list and table types ``annotation`` is or (as a union) includes."""
+    origin = typing.get_origin(annotation)
+    if origin in (types.UnionType, typing.Union):
+        return [option for arg in typing.get_args(annotation) for option in _containers(arg)]
+    return [annotation] if origin in (list, tuple, dict, Mapping) else []
+
+
+def _toml_value(text: str) -> Any:
+    """The one TOML value ``text`` is; None when it is not valid TOML or is more than one
+    value (e.g. a value followed by further keys or tables: ``["a"]\nother = 1``)."""
+    try:
+        document = tomllib.loads(f"value = {text.strip()}")
+    except tomllib.TOMLDecodeError:
+        return None
+    return document["value"] if list(document) == ["value"] else None
+
+
+def _from_environment(text: str, annotation: Any, variable: str) -> Any:
+    """The value of the environment variable ``variable`` (its ``text``) for a setting of type
+    ``annotation``: a list or table is one TOML value, checked like one from the file; any
+    other setting takes the text as it is. ConfigError naming the variable if unusable."""
+    containers = _containers(annotation)
+    if not containers:
+        return _convert(text, annotation, variable)
+    options = typing.get_args(annotation)
+    if type(None) in options and text.strip().lower() in ("", "none"):
+        return None
+    value = _toml_value(text)
+    shapes = tuple(list if typing.get_origin(c) in (list, tuple) else dict for c in containers)
+    if not isinstance(value, shapes):
+        raise ConfigError(f"{variable}: {' or '.join(_syntax(c) for c in containers)}; "
+                          f"got {_shown(text)}")
+    return _convert(value, annotation, variable)
+
+
 def _convert(value: Any, annotation: Any, where: str) -> Any:
-    """Check (TOML) or parse (environment strings) a value against its annotation."""
+    """Check a value (from TOML, or a single value's text from the environment) against its
+    annotation."""
     origin = typing.get_origin(annotation)
     if origin in (types.UnionType, typing.Union):
         options = typing.get_args(annotation)
@@ -45,20 +136,16 @@ def _convert(value: Any, annotation: Any, where: str) -> Any:
                 errors.append(str(exc))
         raise ConfigError("; ".join(errors))
     if origin in (dict, Mapping):
-        if isinstance(value, str):
-            value = _parse_inline_table(value, where)
         if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a table, got {type(value).__name__}")
+            raise ConfigError(f"{where}: {_syntax(annotation)}; got {_shown(value)}")
         key_type, value_type = typing.get_args(annotation)
         return {
             _convert(k, key_type, f"{where}.{k}"): _convert(v, value_type, f"{where}.{k}")
             for k, v in value.items()
         }
     if origin in (list, tuple):
-        if isinstance(value, str):
-            value = [item.strip() for item in value.split(",") if item.strip()]
         if not isinstance(value, list):
-            raise ConfigError(f"{where}: expected a list, got {type(value).__name__}")
+            raise ConfigError(f"{where}: {_syntax(annotation)}; got {_shown(value)}")
         (item_type, *_) = typing.get_args(annotation)
         items = [_convert(item, item_type, f"{where}[{i}]") for i, item in enumerate(value)]
         return tuple(items) if origin is tuple else items
@@ -75,43 +162,34 @@ def _convert_scalar(value: Any, annotation: Any, where: str) -> Any:
                 return False
         if isinstance(value, bool):
             return value
-        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        raise ConfigError(f"{where}: expected true or false, got {_shown(value)}")
     if annotation is int:
         if isinstance(value, str):
             try:
                 return int(value.replace("_", ""))
             except ValueError:
-                raise ConfigError(f"{where}: expected an integer, got {value!r}") from None
+                raise ConfigError(f"{where}: expected an integer, got {_shown(value)}") from None
         if type(value) is int:
             return value
-        raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        raise ConfigError(f"{where}: expected an integer, got {_shown(value)}")
     if annotation is float:
         if isinstance(value, str):
             try:
                 return float(value)
             except ValueError:
-                raise ConfigError(f"{where}: expected a number, got {value!r}") from None
+                raise ConfigError(f"{where}: expected a number, got {_shown(value)}") from None
         if type(value) in (int, float):
             return float(value)
-        raise ConfigError(f"{where}: expected a number, got {value!r}")
+        raise ConfigError(f"{where}: expected a number, got {_shown(value)}")
     if annotation is str:
         if isinstance(value, str):
             return value
-        raise ConfigError(f"{where}: expected a string, got {value!r}")
+        raise ConfigError(f"{where}: expected a string, got {_shown(value)}")
     if annotation is Path:
         if isinstance(value, str):
             return Path(value)
-        raise ConfigError(f"{where}: expected a path string, got {value!r}")
+        raise ConfigError(f"{where}: expected a path string, got {_shown(value)}")
     raise ConfigError(f"{where}: unsupported setting type {annotation!r}")  # a programming error
-
-
-def _parse_inline_table(text: str, where: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(
-            f"{where}: expected an inline TOML table like {{a = \"b\"}}: {exc}"
-        ) from None
 
 
 def _build(cls: type[T], data: Mapping[str, Any], env: Mapping[str, str], prefix: str,
@@ -124,6 +202,7 @@ def _build(cls: type[T], data: Mapping[str, Any], env: Mapping[str, str], prefix
     if unknown:
         raise ConfigError(f"{where}: unknown setting(s) {', '.join(unknown)}")
     values: dict[str, Any] = {}
+    variables: dict[str, str] = {}  # setting -> the environment variable it came from
     for name in fields:
         annotation = hints[name]
         key = f"{prefix}__{name.upper()}"
@@ -137,14 +216,38 @@ def _build(cls: type[T], data: Mapping[str, Any], env: Mapping[str, str], prefix
             continue
         known.add(key)
         if key in env:
-            values[name] = _convert(env[key], annotation, f"{sub_where} (from ${key})")
+            try:
+                values[name] = _from_environment(env[key], annotation, key)
+            except ConfigError as exc:
+                raise _VariableError(str(exc)) from None
+            variables[name] = key
         elif name in data:
             values[name] = _convert(data[name], annotation, sub_where)
     try:
         config = cls(**values)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{where or 'configuration'}: {exc}") from None
+        raise _refused(str(exc), where or "configuration", fields, variables) from None
     return config
+
+
+def _refused(reason: str, where: str, fields: Iterable[str],
+             variables: Mapping[str, str]) -> ConfigError:
+    """The error for a section its own checks refused (``reason``, which names settings of
+    ``fields``): it names the variables of those of them that came from the environment
+    (``variables``: setting -> variable); only them, and not the file, when every setting it
+    names did."""
+    mentioned = [name for name in fields
+                 if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", reason)]
+    named = [name for name in mentioned if name in variables]
+    if named and len(named) == len(mentioned):
+        return _VariableError(f"{', '.join(variables[n] for n in named)}: {reason}")
+    if named:
+        origins = ", ".join(f"{name} from {variables[name]}" for name in named)
+        return ConfigError(f"{where}: {reason} ({origins})")
+    if variables:
+        return ConfigError(f"{where}: {reason} (environment overrides of this section: "
+                           f"{', '.join(variables[n] for n in sorted(variables))})")
+    return ConfigError(f"{where}: {reason}")
 
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:
@@ -176,6 +279,8 @@ def load_config(
     try:
         config = _build(cls, data, environment, env_prefix, "", known=known)
     except ConfigError as exc:
+        if isinstance(exc, _VariableError):  # about a variable: not the file's fault
+            raise ConfigError(str(exc)) from None
         raise ConfigError(f"{source}: {exc}") from None
     unknown = sorted(key for key in environment
                      if key.startswith(f"{env_prefix}__") and key not in known)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cluster_controller.config import DEFAULT_CONFIG, ClusterControllerConfig
-from runtime.config import ConfigError
+from runtime.config import ConfigError, load_config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -67,10 +67,9 @@ def test_file_values_and_environment_overrides(tmp_path):
         ("[mqtt]\nbackends = { 'a/b' = 'mqtt://h' }\n", {}, "bad GBID"),
         ("[mqtt]\nversion = '4'\n", {}, "version must be"),
         ("[mqtt]\nmax_inflight = 0\n", {}, "max_inflight must be >= 1"),
-        ("", {"JOYNR_CC__MQTT__BACKENDS": "not a table"}, "expected an inline TOML table"),
+        ("[mqtt]\nbackends = 'a = \"mqtt://h\"'\n", {}, "mqtt.backends: a table is written"),
         ("routing = 3\n", {}, "expected a [routing] table"),
         ("[routing\n", {}, "not valid TOML"),
-        ("", {"JOYNR_CC__ROUTING__REPLY_TO_GRACE_MS": "soon"}, "$JOYNR_CC__ROUTING__REPLY"),
     ],
 )
 def test_bad_configuration_is_refused_with_a_clear_reason(tmp_path, text, env, message):
@@ -109,3 +108,164 @@ def test_the_gcd_refuses_unknown_environment_overrides_too(tmp_path):
 
     with pytest.raises(ConfigError, match="JOYNR_GCD__GCD__BROKER"):
         GcdConfig.load(None, env={"JOYNR_GCD__GCD__BROKER": "mqtt://x"})
+
+
+# --- lists and tables in environment variables: one syntax, TOML values ---------------------
+
+@dataclasses.dataclass(frozen=True)
+class Kinds:
+    strings: list[str] = dataclasses.field(default_factory=list)
+    ints: list[int] = dataclasses.field(default_factory=list)
+    floats: list[float] = dataclasses.field(default_factory=list)
+    names: tuple[str, ...] = ()
+    table: dict[str, str] = dataclasses.field(default_factory=dict)
+    counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    matrix: list[list[int]] = dataclasses.field(default_factory=list)
+    groups: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    rows: list[dict[str, int]] = dataclasses.field(default_factory=list)
+    maybe: list[str] | None = None
+    interval_s: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class KindsConfig:
+    kinds: Kinds = dataclasses.field(default_factory=Kinds)
+
+
+def load_kinds(tmp_path: Path, env: dict[str, str], text: str = "") -> KindsConfig:
+    path = tmp_path / "kinds.toml"
+    path.write_text(text)
+    return load_config(KindsConfig, path, env_prefix="TEST_KINDS", env=env)
+
+
+@pytest.mark.parametrize(("key", "text", "expected"), [
+    ("strings", '["gbid-a", "gbid-b"]', ["gbid-a", "gbid-b"]),
+    ("strings", '["a, b", "c"]', ["a, b", "c"]),  # a comma inside a string is just a comma
+    ("strings", "[]", []),
+    ("strings", '  [\n  "a",\n  "b",\n]  ', ["a", "b"]),  # multi-line, trailing comma
+    ("ints", "[1, 2_000, -3]", [1, 2000, -3]),
+    ("floats", "[0.5, 2, 1e3]", [0.5, 2.0, 1000.0]),
+    ("names", '["x", "y"]', ("x", "y")),
+    ("names", "[]", ()),
+    ("table", '{ gbid-a = "mqtt://a:1883", "b.c" = "d" }',
+     {"gbid-a": "mqtt://a:1883", "b.c": "d"}),
+    ("table", "{}", {}),
+    ("counts", "{ a = 1, b = 2 }", {"a": 1, "b": 2}),
+    ("matrix", "[[1, 2], [], [3]]", [[1, 2], [], [3]]),
+    ("groups", '{ a = ["x", "y"], b = [] }', {"a": ["x", "y"], "b": []}),
+    ("rows", "[{ a = 1 }, { b = 2, c = 3 }]", [{"a": 1}, {"b": 2, "c": 3}]),
+    ("maybe", '["a"]', ["a"]),
+    ("maybe", "", None),
+])
+def test_a_list_or_table_from_the_environment_is_a_toml_value(tmp_path, key, text, expected):
+    variable = f"TEST_KINDS__KINDS__{key.upper()}"
+    loaded = getattr(load_kinds(tmp_path, {variable: text}).kinds, key)
+    assert loaded == expected and type(loaded) is type(expected)
+    if text.strip():  # the same text in the file: the same value
+        from_file = load_kinds(tmp_path, {}, f"[kinds]\n{key} = {text.strip()}\n")
+        assert getattr(from_file.kinds, key) == expected
+
+
+@pytest.mark.parametrize(("key", "text", "message"), [
+    # the comma form is refused, with a pointer to the TOML form
+    ("strings", "a, b", """: a list is written as a TOML array, e.g. ["a", "b"]; got 'a, b'"""),
+    ("strings", "gbid-a", """e.g. ["a", "b"]; got 'gbid-a'"""),
+    ("ints", "1,2", "a list is written as a TOML array, e.g. [1, 2]; got '1,2'"),
+    ("floats", "0.5", "a list is written as a TOML array, e.g. [0.5, 2.0]; got '0.5'"),
+    ("names", "", "a list is written as a TOML array"),
+    # one value and nothing else: no further keys or tables
+    ("strings", '["a"]\nother = 1', """got '["a"]\\nother = 1'"""),
+    ("strings", '["a"]\n[kinds]\nints = [1]', "a list is written as a TOML array"),
+    ("strings", '["a"] x', "a list is written as a TOML array"),
+    # a TOML value of the wrong shape or type
+    ("strings", '{ a = "b" }', "a list is written as a TOML array"),
+    ("table", '["a"]', """a table is written as an inline TOML table, e.g. { x = "a", y = "b" }"""),
+    ("table", "a = mqtt://h", "a table is written as an inline TOML table"),
+    ("rows", "{ a = 1 }", "e.g. [{ x = 1, y = 2 }, { x = 1, y = 2 }]"),
+    ("ints", '[1, "x"]', "__INTS[1]: expected an integer, got 'x'"),
+    ("strings", "[1]", "__STRINGS[0]: expected a string, got 1"),
+    ("matrix", "[[1], 2]", "__MATRIX[1]: a list is written as a TOML array"),
+    ("groups", "{ a = [true] }", "__GROUPS.a[0]: expected a string, got True"),
+    ("rows", '[{ a = "x" }]', "__ROWS[0].a: expected an integer, got 'x'"),
+])
+def test_a_bad_list_or_table_from_the_environment_names_the_variable(tmp_path, key, text,
+                                                                      message):
+    variable = f"TEST_KINDS__KINDS__{key.upper()}"
+    with pytest.raises(ConfigError) as info:
+        load_kinds(tmp_path, {variable: text})
+    assert str(info.value).startswith(variable), info.value
+    assert message in str(info.value)
+    assert "kinds.toml" not in str(info.value)  # the file is not to blame
+
+
+def test_a_bad_value_from_the_environment_is_shown_escaped_and_cut(tmp_path):
+    text = "\x1b[2J" + "x" * 5000 + "\nfake line"
+    with pytest.raises(ConfigError) as info:
+        load_kinds(tmp_path, {"TEST_KINDS__KINDS__STRINGS": text})
+    message = str(info.value)
+    assert message.startswith("TEST_KINDS__KINDS__STRINGS: a list is written as a TOML array")
+    assert "\\x1b[2J" in message and "(5014 characters)" in message
+    assert "\x1b" not in message and "\n" not in message and len(message) < 200
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"JOYNR_GCD__GCD__PURGE_INTERVAL_S": "abc"},
+     "JOYNR_GCD__GCD__PURGE_INTERVAL_S: expected a number, got 'abc'"),
+    ({"JOYNR_GCD__GCD__DEFAULT_EXPIRY_MS": "1.5"},
+     "JOYNR_GCD__GCD__DEFAULT_EXPIRY_MS: expected an integer, got '1.5'"),
+    ({"JOYNR_GCD__GCD__NOTIFICATIONS": "maybe"},
+     "JOYNR_GCD__GCD__NOTIFICATIONS: expected true or false, got 'maybe'"),
+    # the section's own checks: the variable of the setting they refuse
+    ({"JOYNR_GCD__GCD__PURGE_INTERVAL_S": "-1"},
+     "JOYNR_GCD__GCD__PURGE_INTERVAL_S: purge_interval_s must be > 0"),
+    ({"JOYNR_GCD__GCD__VALID_GBIDS": "joynrdefaultgbid, other"},
+     "JOYNR_GCD__GCD__VALID_GBIDS: a list is written as a TOML array, e.g. [\"a\", \"b\"]; "
+     "got 'joynrdefaultgbid, other'"),
+])
+def test_a_bad_value_from_the_environment_names_the_variable_not_the_file(env, message):
+    from gcd.service import DEFAULT_CONFIG, GcdConfig  # noqa: PLC0415
+
+    with pytest.raises(ConfigError) as info:
+        GcdConfig.load(DEFAULT_CONFIG, env=env)
+    assert str(info.value) == message
+
+
+def test_a_check_of_values_from_file_and_environment_names_both(tmp_path):
+    from gcd.service import GcdConfig  # noqa: PLC0415
+
+    path = tmp_path / "gcd.toml"
+    path.write_text("[gcd]\ngbid = 'g1'\n")
+    with pytest.raises(ConfigError) as info:
+        GcdConfig.load(path, env={"JOYNR_GCD__GCD__VALID_GBIDS": '["other"]'})
+    assert str(info.value).startswith(f"{path}: gcd: gbid 'g1' is not among valid_gbids")
+    assert "(valid_gbids from JOYNR_GCD__GCD__VALID_GBIDS)" in str(info.value)
+    config = GcdConfig.load(path, env={"JOYNR_GCD__GCD__VALID_GBIDS": '["g1", "other"]'})
+    assert config.gcd.valid_gbids == ("g1", "other")
+
+
+def test_a_list_in_the_file_is_a_toml_array_too(tmp_path):
+    from gcd.service import GcdConfig  # noqa: PLC0415
+
+    path = tmp_path / "gcd.toml"
+    path.write_text("[gcd]\nvalid_gbids = 'joynrdefaultgbid, other'\n")
+    with pytest.raises(ConfigError) as info:
+        GcdConfig.load(path, env={})
+    assert str(info.value) == (f"{path}: gcd.valid_gbids: a list is written as a TOML array, "
+                               "e.g. [\"a\", \"b\"]; got 'joynrdefaultgbid, other'")
+
+
+def test_the_cluster_controller_backends_from_the_environment(tmp_path):
+    env = {"JOYNR_CC__MQTT__BACKENDS": '{ gbid-a = "mqtt://a:1883", gbid-b = "mqtt://b:1883" }'}
+    config = ClusterControllerConfig.load(write(tmp_path, ""), env=env)
+    assert config.mqtt.backends == {"gbid-a": "mqtt://a:1883", "gbid-b": "mqtt://b:1883"}
+    for text in ("gbid-a=mqtt://a:1883", "not a table", '{ gbid-a = "mqtt://a:1883" } x = 1'):
+        with pytest.raises(ConfigError) as info:
+            ClusterControllerConfig.load(write(tmp_path, ""),
+                                         env={"JOYNR_CC__MQTT__BACKENDS": text})
+        assert str(info.value).startswith("JOYNR_CC__MQTT__BACKENDS: a table is written as an "
+                                          "inline TOML table, e.g. { x = \"a\", y = \"b\" }")
+    with pytest.raises(ConfigError) as info:
+        ClusterControllerConfig.load(write(tmp_path, ""), env={
+            "JOYNR_CC__ROUTING__REPLY_TO_GRACE_MS": "soon"})
+    assert str(info.value) == ("JOYNR_CC__ROUTING__REPLY_TO_GRACE_MS: expected an integer, "
+                               "got 'soon'")

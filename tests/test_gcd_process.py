@@ -30,13 +30,13 @@ def start(tmp_path: Path, **env: str) -> subprocess.Popen[str]:
 async def test_the_gcd_process_starts_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
     async with Mosquitto(tmp_path / "broker") as broker:
         proc = start(tmp_path, JOYNR_GCD__GCD__BROKER_URL=broker.url,
-                     JOYNR_GCD__GCD__VALID_GBIDS="joynrdefaultgbid, other")
+                     JOYNR_GCD__GCD__VALID_GBIDS='["joynrdefaultgbid","other"]')
         try:
             lines = wait_for_line(proc, "GCD for joynrdefaultgbid started")
             started = lines[-1]
             assert any("index ready" in line for line in lines[:-1])  # loaded before serving
             assert GCD_TOPIC in started and "sqlite store" in started
-            assert "joynrdefaultgbid, other" in started
+            assert "valid GBIDs joynrdefaultgbid, other," in started  # both, from the TOML array
             wait_for_line(proc, "MQTT backend joynrdefaultgbid connected")
             proc.send_signal(signal.SIGTERM)
             out, _ = proc.communicate(timeout=30)
@@ -48,10 +48,29 @@ async def test_the_gcd_process_starts_serves_and_stops_on_sigterm(tmp_path: Path
 
 
 def test_bad_gcd_configuration_exits_with_a_clear_message(tmp_path: Path) -> None:
-    proc = start(tmp_path, JOYNR_GCD__GCD__VALID_GBIDS="other")
+    proc = start(tmp_path, JOYNR_GCD__GCD__VALID_GBIDS='["other"]')
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 2, out
     assert "bad configuration" in out and "not among valid_gbids" in out
+    assert "JOYNR_GCD__GCD__VALID_GBIDS" in out
+
+
+async def test_a_list_in_the_comma_form_stops_the_gcd_naming_the_variable(
+        tmp_path: Path) -> None:
+    """The one syntax of a list in an environment variable is a TOML array: the comma form
+    is refused (exit 2) with a message that names the variable and shows the TOML form."""
+    async with Mosquitto(tmp_path / "broker") as broker:
+        proc = start(tmp_path, JOYNR_GCD__GCD__BROKER_URL=broker.url,
+                     JOYNR_GCD__GCD__VALID_GBIDS="joynrdefaultgbid, other")
+        try:
+            out, _ = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 2, out
+    assert out.strip() == (
+        "gcd: bad configuration: JOYNR_GCD__GCD__VALID_GBIDS: a list is written as a TOML "
+        "array, e.g. [\"a\", \"b\"]; got 'joynrdefaultgbid, other'"), out
+    assert not (tmp_path / "gcd.sqlite").exists()  # stopped before opening its store
 
 
 def test_shipped_gcd_config_equals_the_documented_defaults() -> None:
