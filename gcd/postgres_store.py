@@ -13,6 +13,27 @@ UPDATE``) before it decides, so concurrent removes behave as if one ran after th
 transaction that PostgreSQL aborts anyway (deadlock, serialization failure) runs again, at most
 twice more.
 
+Schema: GCD instances start, restart and upgrade while the others write, so ``open()`` must
+neither stall the writers nor deadlock with them. Writers lock the meta row first (the next
+version), then tombstones, then entries; DDL such as ``CREATE INDEX IF NOT EXISTS`` locks a
+table against writers even when there is nothing to do, and it cannot be ordered the way the
+writers go. So ``open()`` first checks the schema with plain reads (the tables, the version
+columns, every index of :data:`gcd.store.INDEXES` by name and valid, the meta row) and, when it
+is current - every start but the first and an upgrade's - returns without DDL or a table lock.
+Otherwise it changes it on a connection of its own holding a session-level advisory lock (tried
+every 50 ms, at most 60 s, never waited for in a statement), and checks again under it: another
+instance may have done it meanwhile. A new database, missing tables, a missing meta row and the
+migration of a database of the previous version take one transaction that first locks the
+existing tables in the writers' order (meta, tombstones, entries; EXCLUSIVE, ACCESS EXCLUSIVE
+for the entries it migrates), each waited for at most 500 ms (writers queue behind a waiting
+request: a lock not granted by then rolls it back, and it tries again, at most 10 times); it
+builds the indexes of the tables it creates or migrates. A missing index of an existing table
+is built with ``CREATE INDEX CONCURRENTLY`` (outside a transaction: writers go on; it waits for
+the transactions running, at most 300 s); an invalid one of the name (what a failed concurrent
+build leaves) is dropped concurrently first. Instances starting meanwhile wait for it, then
+write; a failed change is rolled back (a failed index build is redone by the next start) and
+fails ``open()`` with StoreError.
+
 Availability: connecting and every statement are bounded (``connect_timeout``,
 ``command_timeout``); while the server is down each operation fails quickly with StoreError,
 and once it is back the pool reconnects by itself - the store need not be reopened.
@@ -27,7 +48,9 @@ import asyncio
 import contextlib
 import random
 import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -88,9 +111,24 @@ _RETRY_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.SerializationError, asyncpg.DeadlockDetectedError,
 )
 _MAX_RETRIES = 2
-#: taken while creating the schema, so that GCD instances starting together do not collide
-#: (concurrent CREATE TABLE IF NOT EXISTS can fail on the catalog's unique index)
+#: held (session-level) by the instance that changes the schema, so that GCD instances
+#: starting together do not collide (concurrent CREATE TABLE IF NOT EXISTS can fail on the
+#: catalog's unique index). Tried every _SCHEMA_POLL_S, never waited for in a statement: a
+#: session blocked in pg_advisory_lock holds a snapshot that the holder's concurrent index
+#: build waits for
 _SCHEMA_LOCK_KEY = 0x6A6F796E72474344  # "joynrGCD"
+#: how long a starting instance waits for another one to finish changing the schema
+_SCHEMA_WAIT_S = 60.0
+_SCHEMA_POLL_S = 0.05
+#: the store's tables in the order every writer locks them: the meta row first (the next
+#: version), then the tombstones, then the entries
+_TABLES = ("discovery_meta", "discovery_tombstones", "discovery_entries")
+#: how long a schema change waits for a table lock (writers queue behind a waiting request);
+#: then it rolls back and tries again, at most _SCHEMA_ATTEMPTS times in all
+_SCHEMA_LOCK_TIMEOUT_MS = 500
+_SCHEMA_ATTEMPTS = 10
+#: a concurrent index build (the writers go on meanwhile) may take this long
+_INDEX_BUILD_TIMEOUT_S = 300.0
 #: held (transaction-level, tried without waiting) by the instance that purges expired rows
 _PURGE_LOCK_KEY = 0x6A6F796E72475047  # "joynrGPG"
 
@@ -139,6 +177,87 @@ _NEXT_VERSION_NOTIFY_UNBURY = (
     "SELECT version, pg_notify($1, version::text)::text FROM next")
 #: the purge of expired rows runs on one instance of the cluster at a time
 _PURGE_LOCK = "SELECT pg_try_advisory_xact_lock($1)"
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """An index of :data:`gcd.store.INDEXES`: its name, its table, its statement."""
+
+    name: str
+    table: str
+    create: str
+
+    @property
+    def create_concurrently(self) -> str:
+        return self.create.replace("CREATE INDEX ", "CREATE INDEX CONCURRENTLY ", 1)
+
+
+def _index(statement: str) -> _Index:
+    match = re.fullmatch(r"CREATE INDEX IF NOT EXISTS (\w+) ON (\w+) \(.*\)", statement)
+    if match is None:
+        raise ValueError(f"not an index statement of the store's form: {statement!r}")
+    return _Index(match[1], match[2], statement)
+
+
+_INDEXES = tuple(_index(statement) for statement in INDEXES)
+#: the tables and indexes of the store in the session's current schema (plain catalog reads:
+#: they lock no table): name, kind, whether an index is valid, its table, and how many of the
+#: version columns a table has NOT NULL
+_CATALOG = (
+    "SELECT c.relname, c.relkind::text, x.indisvalid AND x.indisready, t.relname, "
+    "(SELECT count(*) FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 "
+    "AND NOT a.attisdropped AND a.attnotnull AND a.attname = ANY($2::text[])) "
+    "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "LEFT JOIN pg_index x ON x.indexrelid = c.oid LEFT JOIN pg_class t ON t.oid = x.indrelid "
+    "WHERE n.nspname = current_schema() AND c.relname = ANY($1::text[])")
+_META_ROW = "SELECT EXISTS (SELECT FROM discovery_meta WHERE id = 1)"
+
+
+@dataclass(frozen=True, slots=True)
+class _Schema:
+    """What the catalogs say of the store's schema."""
+
+    tables: frozenset[str]
+    #: discovery_entries has every version column, NOT NULL (it is not of the previous version)
+    versioned: bool
+    meta_row: bool
+    #: the indexes of INDEXES there and valid, on their table
+    valid: frozenset[str]
+    #: relations of an index's name that are no valid index of its table (e.g. what a failed
+    #: CREATE INDEX CONCURRENTLY leaves behind)
+    invalid: frozenset[str]
+
+    @property
+    def tables_current(self) -> bool:
+        return self.tables == frozenset(_TABLES) and self.versioned and self.meta_row
+
+    @property
+    def current(self) -> bool:
+        return self.tables_current and all(i.name in self.valid for i in _INDEXES)
+
+
+async def _read_schema(conn: asyncpg.Connection) -> _Schema:
+    """The schema as the catalogs and the meta table tell: no DDL, and no lock but the meta
+    table's ACCESS SHARE, which conflicts with no lock a store takes (not even a writer's or a
+    schema change's)."""
+    tables: set[str] = set()
+    valid: set[str] = set()
+    invalid: set[str] = set()
+    versioned = False
+    table_of = {i.name: i.table for i in _INDEXES}
+    for name, kind, index_valid, on_table, not_null in await conn.fetch(
+            _CATALOG, [*_TABLES, *table_of], list(VERSION_COLUMNS)):
+        if name in _TABLES:
+            if kind == "r":
+                tables.add(name)
+                if name == "discovery_entries":
+                    versioned = not_null == len(VERSION_COLUMNS)
+        elif kind == "i" and index_valid and on_table == table_of[name]:
+            valid.add(name)
+        else:
+            invalid.add(name)
+    meta_row = "discovery_meta" in tables and bool(await conn.fetchval(_META_ROW))
+    return _Schema(frozenset(tables), versioned, meta_row, frozenset(valid), frozenset(invalid))
 
 
 def _lock_keys(where: str) -> str:
@@ -279,7 +398,10 @@ def _describe(exc: BaseException) -> str:
 class PostgresStore(PlainWrites):
     """The GCD's store in the PostgreSQL database at ``dsn`` (a ``postgresql://`` URL).
 
-    ``open()`` creates the pool (``min_size`` to ``max_size`` connections) and the schema.
+    ``open()`` creates the pool (``min_size`` to ``max_size`` connections) and checks the
+    schema, creating, migrating or completing it only when it is not current (see the module
+    docstring); the sessions are named ``application_name`` (the schema change's with
+    ``-schema``, a :meth:`notifier`'s with ``-listen``).
     ``connect_timeout`` bounds establishing a connection, ``command_timeout`` every statement,
     ``acquire_timeout`` waiting for a connection of the pool (busy pool, or connecting) - all in
     seconds.
@@ -290,13 +412,15 @@ class PostgresStore(PlainWrites):
     order) and notifies the channel of ``cluster`` (:func:`channel_of`) with it, delivered at
     commit; a write that changed nothing is rolled back (no version spent, no notification).
     ``clock_ms`` (epoch ms) dates tombstones. A database of the previous version is migrated
-    by ``open()``, in its schema transaction."""
+    by ``open()``, in one transaction."""
 
     def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10,
                  connect_timeout: float = 5.0, command_timeout: float = 5.0,
                  acquire_timeout: float = 10.0, cluster: str = "default",
-                 clock_ms: Callable[[], int] = now_ms) -> None:
+                 clock_ms: Callable[[], int] = now_ms,
+                 application_name: str = "joynr-gcd") -> None:
         self.channel = channel_of(cluster)
+        self.application_name = application_name
         self.cluster = cluster
         self._clock_ms = clock_ms
         self.dsn = dsn
@@ -329,7 +453,8 @@ class PostgresStore(PlainWrites):
             pool = await asyncpg.create_pool(
                 self.dsn, min_size=self.min_size, max_size=self.max_size,
                 timeout=self.connect_timeout, command_timeout=self.command_timeout,
-                server_settings={"application_name": "joynr-gcd"}, reset=_reset)
+                server_settings={"application_name": self.application_name},
+                reset=_reset)
         except _DB_ERRORS as exc:
             raise StoreError(f"PostgreSQL ({self._where()}): cannot connect: "
                              f"{_describe(exc)}",
@@ -337,19 +462,117 @@ class PostgresStore(PlainWrites):
                              else "unreachable") from exc
         self._pool = pool
         try:
-            await self._transaction("create the schema", self._create_schema)
+            await self._ensure_schema()
         except BaseException:
             self._pool = None
             await self._close_pool(pool)
             raise
 
-    async def _create_schema(self, conn: asyncpg.Connection) -> None:
-        await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK_KEY)
-        for statement in (ENTRIES_TABLE, *FEED_TABLES):
-            await conn.execute(statement)
-        await self._migrate(conn)
-        for statement in INDEXES:
-            await conn.execute(statement)
+    async def _ensure_schema(self) -> None:
+        """Check the schema with plain reads; change it only when it is not current (see the
+        module docstring, "Schema")."""
+        schema = await self._transaction("check the schema", _read_schema)
+        if not schema.current:
+            await self._change_schema()
+
+    async def _change_schema(self) -> None:
+        """Create, migrate or complete the schema, on a connection of its own that holds the
+        schema lock (session-level: the indexes are built outside a transaction); checked
+        again under the lock, as another instance may have done it meanwhile."""
+        what = "create the schema"
+        try:
+            conn = await asyncpg.connect(
+                self.dsn, timeout=self.connect_timeout, command_timeout=self.command_timeout,
+                server_settings={"application_name": f"{self.application_name}-schema"})
+        except _DB_ERRORS as exc:
+            raise self._error(what, exc, 1) from exc
+        failures = tries = 0
+        try:
+            await self._take_schema_lock(conn)
+            for _ in range(_SCHEMA_ATTEMPTS + 3):  # each round changes something, or failed
+                schema = await _read_schema(conn)
+                if schema.current:
+                    return
+                tries += 1
+                try:
+                    if schema.tables_current:
+                        await self._build_indexes(conn, schema)
+                    else:
+                        await self._change_tables(conn, schema)
+                except (asyncpg.LockNotAvailableError, *_RETRY_ERRORS) as exc:
+                    failures += 1
+                    if failures >= _SCHEMA_ATTEMPTS:
+                        raise
+                    log.info("%s: changing the schema gave way (%s); trying again", self,
+                             _describe(exc))
+                    await asyncio.sleep(random.uniform(0.05, 0.2) * failures)
+            raise StoreError(f"PostgreSQL ({self._where()}): {what} failed: still not "
+                             f"current after {_SCHEMA_ATTEMPTS + 3} changes")
+        except _DB_ERRORS as exc:
+            raise self._error(what, exc, max(tries, 1), lost=conn.is_closed()) from exc
+        finally:  # ends the session: releases the schema lock
+            try:
+                await asyncio.wait_for(conn.close(), self.command_timeout)
+            except _DB_ERRORS:
+                conn.terminate()
+            except BaseException:
+                conn.terminate()
+                raise
+
+    async def _take_schema_lock(self, conn: asyncpg.Connection) -> None:
+        """The schema lock, tried every _SCHEMA_POLL_S for at most _SCHEMA_WAIT_S."""
+        deadline = time.monotonic() + _SCHEMA_WAIT_S
+        for attempt in range(int(_SCHEMA_WAIT_S / _SCHEMA_POLL_S) + 1):
+            if await conn.fetchval("SELECT pg_try_advisory_lock($1)", _SCHEMA_LOCK_KEY):
+                return
+            if attempt == 0:
+                log.info("%s: waiting for another instance to change the schema", self)
+            if time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(_SCHEMA_POLL_S)
+        raise StoreError(f"PostgreSQL ({self._where()}): create the schema failed: another "
+                         f"instance has been changing it for {_SCHEMA_WAIT_S:.0f} s",
+                         reason="timeout")
+
+    async def _change_tables(self, conn: asyncpg.Connection, schema: _Schema) -> None:
+        """Tables, the meta row and the migration of a previous version, in one transaction
+        that first locks the existing tables in the writers' order (EXCLUSIVE: no writer
+        holds one of them then, readers may go on; ACCESS EXCLUSIVE for the entries it
+        migrates), each waited for at most _SCHEMA_LOCK_TIMEOUT_MS. The indexes of the tables
+        it creates or migrates (no other transaction can use them yet) are built in it too."""
+        migrate = "discovery_entries" in schema.tables and not schema.versioned
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL lock_timeout = {_SCHEMA_LOCK_TIMEOUT_MS}")
+            for table in _TABLES:
+                if table in schema.tables:
+                    mode = ("ACCESS EXCLUSIVE" if migrate and table == "discovery_entries"
+                            else "EXCLUSIVE")
+                    await conn.execute(f"LOCK TABLE {table} IN {mode} MODE")
+            for statement in (ENTRIES_TABLE, *FEED_TABLES):
+                await conn.execute(statement)
+            await self._migrate(conn)
+            built = {t for t in _TABLES if t not in schema.tables or
+                     (migrate and t == "discovery_entries")}
+            for index in _INDEXES:
+                if index.table in built and index.name not in schema.invalid:
+                    await conn.execute(index.create)
+        if not schema.tables:
+            log.info("%s: created the schema", self)
+
+    async def _build_indexes(self, conn: asyncpg.Connection, schema: _Schema) -> None:
+        """The missing indexes of existing tables, each built concurrently (outside a
+        transaction: the writers go on); an invalid one (a failed concurrent build leaves
+        one) is dropped concurrently first."""
+        for index in _INDEXES:
+            if index.name in schema.valid:
+                continue
+            if index.name in schema.invalid:
+                log.warning("%s: index %s is not valid (a failed build?); building it again",
+                            self, index.name)
+                await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}",
+                                   timeout=_INDEX_BUILD_TIMEOUT_S)
+            log.info("%s: building the missing index %s concurrently", self, index.name)
+            await conn.execute(index.create_concurrently, timeout=_INDEX_BUILD_TIMEOUT_S)
 
     async def _migrate(self, conn: asyncpg.Connection) -> None:
         """A discovery_entries of the previous version (without the version columns): add
@@ -708,7 +931,9 @@ class PostgresStore(PlainWrites):
         return await self._transaction("rows_in_buckets", run, snapshot=True)
 
     def notifier(self, **options: Any) -> PostgresNotifier:
-        """A notifier listening to this store's cluster (``options``: PostgresNotifier's)."""
+        """A notifier listening to this store's cluster (``options``: PostgresNotifier's; its
+        ``application_name`` is this store's plus ``-listen`` unless given)."""
+        options.setdefault("application_name", f"{self.application_name}-listen")
         return PostgresNotifier(self.dsn, cluster=self.cluster, **options)
 
 
@@ -723,7 +948,7 @@ def _tombstone_change(record: asyncpg.Record) -> Change:
 
 class PostgresNotifier:
     """The wake-ups of a GCD cluster (:class:`gcd.changes.Notifier`): LISTEN on the cluster's
-    channel (:func:`channel_of`) on a dedicated connection.
+    channel (:func:`channel_of`) on a dedicated connection, named ``application_name``.
 
     Each notification's payload is the version a write committed: ``on_version(version)``. A
     payload that is not a version is ignored and counted (``ignored``). When the connection is
@@ -738,13 +963,15 @@ class PostgresNotifier:
 
     def __init__(self, dsn: str, *, cluster: str = "default", connect_timeout: float = 5.0,
                  ping_interval_s: float = 5.0, reconnect_min_s: float = 0.05,
-                 reconnect_max_s: float = 5.0) -> None:
+                 reconnect_max_s: float = 5.0,
+                 application_name: str = "joynr-gcd-listen") -> None:
         if not 0 < reconnect_min_s <= reconnect_max_s:
             raise ValueError("0 < reconnect_min_s <= reconnect_max_s is required")
         if ping_interval_s <= 0 or connect_timeout <= 0:
             raise ValueError("ping_interval_s and connect_timeout must be positive")
         self.dsn = dsn
         self.channel = channel_of(cluster)
+        self.application_name = application_name
         self.connect_timeout = connect_timeout
         self.ping_interval_s = ping_interval_s
         self.reconnect_min_s = reconnect_min_s
@@ -792,7 +1019,7 @@ class PostgresNotifier:
     async def _connect(self) -> None:
         conn = await asyncpg.connect(self.dsn, timeout=self.connect_timeout,
                                      command_timeout=self.connect_timeout,
-                                     server_settings={"application_name": "joynr-gcd-listen"})
+                                     server_settings={"application_name": self.application_name})
         try:
             self._lost.clear()
             conn.add_termination_listener(self._terminated)
