@@ -2,7 +2,7 @@
 
 Rows whose entry parameters are identical - every field of :class:`gcd.store.StoredEntry`
 except ``gbid`` (:data:`HASHED_FIELDS`) - share one immutable :class:`SharedParams` object in
-memory (seed 003: a participant registered in several GBIDs has one row per GBID with the same
+memory (a participant registered in several GBIDs has one row per GBID with the same
 parameters). A :class:`ParamsTable` finds the object by its content and counts the keys that
 use it; the last key to go frees it.
 

@@ -539,7 +539,7 @@ def vanished_provider(registered_again: bool, entry: RoutingEntry | None) -> Not
     """A provider whose websocket connection ended without unregistering it, when its grace
     period (``[discovery] vanished_provider_grace_s``) is over: None = remove its registration,
     in the local directory and in the GCD; a Notice = keep it, because it was registered again
-    meanwhile (a restarted runtime re-using its participantId, seed 002's crash scenario), or
+    meanwhile (a restarted runtime re-using its participantId after a crash), or
     is routed again (``entry``: its runtime reconnected and re-registered its participants)."""
     if registered_again:
         return Notice(VANISHED_PROVIDER_KEPT, "registered again")

@@ -1,5 +1,5 @@
 """A GCD cluster: several instances on one PostgreSQL, each answering from its in-memory index
-(spec/sync.md). Real PostgreSQL, real notifications (LISTEN/NOTIFY), real brokers and cluster
+(docs/discovery.md). Real PostgreSQL, real notifications (LISTEN/NOTIFY), real brokers and cluster
 controllers where it says so.
 
 Most tests drive instances without MQTT (tests/support/sync_harness.py: provider +
@@ -313,7 +313,7 @@ def test_any_write_sequence_through_a_faulty_channel_leaves_every_index_equal_to
     asyncio.run(_scenario(pytestconfig, ops, faults, seed))
 
 
-# ====================================================================== the hazards of spec/sync.md
+# ========================================================== the synchronisation's hazards
 
 
 async def test_repair_racing_writes_undoes_nothing(

@@ -2,7 +2,7 @@
 
 - :class:`FaultyNotifier` wraps a real :class:`~gcd.changes.Notifier` (PostgreSQL LISTEN) and
   drops, duplicates, reorders or delays what it delivers - what a notification channel may do
-  (spec/sync.md: notifications are wake-ups, never data).
+  (notifications are wake-ups, never data).
 - :class:`HeldStore` wraps a real versioned store: every call goes to it, but a call named in
   ``hold`` waits, after the store has answered (its snapshot taken, or its write committed),
   until the test releases it - the "store snapshot held open while writes land" of the

@@ -1,5 +1,5 @@
 """The GCD's in-memory index (gcd/index.py), as data: the apply rule of gcd/changes.py, load,
-digests and repair, the hazards of spec/sync.md in their pure form, lookups that answer what
+digests and repair, the synchronisation's hazards in their pure form, lookups that answer what
 the store answers (against a real SQLite store), and a property test of a cluster of indexes
 fed through a lossy channel from a model of the versioned store."""
 

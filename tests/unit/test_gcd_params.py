@@ -1,5 +1,5 @@
 """Shared entry parameters of the GCD index (gcd/params.py), as data: canonical hash (golden
-vectors, ambiguity cases, hazard 7 of spec/sync.md), field classification, sharing and
+vectors, ambiguity cases, hash ambiguity), field classification, sharing and
 reference counts."""
 
 from __future__ import annotations

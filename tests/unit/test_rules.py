@@ -637,7 +637,7 @@ def test_multicast_backend(provider_at, gbid):
 
 @pytest.mark.parametrize(("registered_again", "routed_at", "expected", "detail"), [
     (False, None, None, None),  # gone for good: removed (locally and from the GCD)
-    (True, None, VANISHED_PROVIDER_KEPT, "registered again"),  # restarted (seed 002)
+    (True, None, VANISHED_PROVIDER_KEPT, "registered again"),  # restarted after a crash
     (True, CLIENT_B, VANISHED_PROVIDER_KEPT, "registered again"),
     (False, CLIENT_A, VANISHED_PROVIDER_KEPT, "routed again"),  # reconnected, same entry
     (False, LOCAL, VANISHED_PROVIDER_KEPT, "routed again"),
