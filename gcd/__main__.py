@@ -1,7 +1,8 @@
 """The GCD process: ``python -m gcd`` (what ``bin/gcd`` runs). ``--help`` lists the options.
 
 Loads the configuration (``config/gcd.toml`` by default, environment variables override it),
-runs one :class:`~gcd.service.GcdService` until SIGINT or SIGTERM, and stops it gracefully.
+runs one :class:`~gcd.service.GcdService` until SIGINT or SIGTERM, and stops it gracefully
+(no request it took is lost: :meth:`~gcd.service.GcdService.stop`).
 Exit status: 0 after a requested stop, 2 for a bad configuration, 1 when the instance cannot
 run (e.g. its store cannot be opened).
 """
@@ -32,7 +33,8 @@ Its entries are kept in a store: SQLite (a file; one instance) or PostgreSQL (sh
 several instances, in one or more backends). Instances of one backend can share its
 requests (shared_subscription_group).
 
-SIGINT or SIGTERM stops the instance gracefully."""
+SIGINT or SIGTERM stops the instance gracefully: it takes no more requests,
+answers those it took, then disconnects (at most stop_drain_s seconds)."""
 
 
 def _epilog() -> str:

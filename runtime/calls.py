@@ -21,7 +21,8 @@ from a socket) one wake-up. Each call still starts one loop iteration after it w
 never inside the transport callback that delivered it.
 
 The runner owns its tasks: :meth:`CallRunner.close` cancels them and discards the calls that
-have not started. A failing call is logged, with what it was.
+have not started; :meth:`CallRunner.wait_done` waits for them to end instead (a graceful stop:
+the calls already taken are finished and answered). A failing call is logged, with what it was.
 """
 
 from __future__ import annotations
@@ -88,6 +89,10 @@ class CallRunner(Generic[T]):
         self._idle: asyncio.Future[None] | None = None
         self._tasks = TaskSupervisor(name)
         self._closed = False
+        #: calls that wait, each in a task of its own (see busy)
+        self._running = 0
+        #: resolved when no call is queued or running any more (see wait_done)
+        self._done: asyncio.Future[None] | None = None
 
     @property
     def closed(self) -> bool:
@@ -96,6 +101,30 @@ class CallRunner(Generic[T]):
     def __len__(self) -> int:
         """Calls not finished: queued ones and those waiting in a task of their own."""
         return len(self._queue) + len(self._tasks) - (self._drainer is not None)
+
+    @property
+    def busy(self) -> int:
+        """Calls queued or waiting (those that did not end yet); 0 when :meth:`wait_done`
+        would return at once."""
+        return len(self._queue) + self._running
+
+    async def wait_done(self) -> None:
+        """Wait until every call submitted so far has ended, and those submitted meanwhile
+        (returns when none is queued or waiting). Unbounded: the caller bounds it, then
+        :meth:`close` ends what is left."""
+        while self.busy:
+            done = self._done
+            if done is None or done.done():
+                done = self._done = asyncio.get_running_loop().create_future()
+            await asyncio.shield(done)  # (one waiter's timeout is not the others')
+
+    def _settled(self) -> None:
+        """Wake :meth:`wait_done` when nothing is queued or waiting any more."""
+        done = self._done
+        if done is not None and not self._queue and not self._running:
+            self._done = None
+            if not done.done():
+                done.set_result(None)
 
     def submit(self, item: T) -> None:
         """Start ``item``'s call inside a task, soon (in submission order with the other
@@ -142,6 +171,7 @@ class CallRunner(Generic[T]):
                     log.exception("%s: %s failed", self.name, what)
                     continue
                 # the call waits: this task stays with it to its end; another takes over
+                self._running += 1
                 self._hand_over()
                 try:
                     await _drive(coro, context, awaited)
@@ -149,7 +179,11 @@ class CallRunner(Generic[T]):
                     raise
                 except Exception:
                     log.exception("%s: %s failed", self.name, what)
+                finally:
+                    self._running -= 1
+                    self._settled()
                 return None
+            self._settled()
             idle = self._idle = loop.create_future()
             await idle
 
@@ -158,6 +192,8 @@ class CallRunner(Generic[T]):
         self._drainer = None
         if self._queue and not self._closed:
             self._drainer = self._tasks.spawn(self._drain(), name="calls")
+        else:
+            self._settled()
 
     async def close(self) -> None:
         """Discard the calls that have not started, cancel the running ones and wait until
@@ -169,3 +205,4 @@ class CallRunner(Generic[T]):
             if self._discard is not None:
                 self._discard(item)
         await self._tasks.close()
+        self._settled()

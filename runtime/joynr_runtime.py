@@ -364,10 +364,26 @@ class JoynrRuntime:
         provider.attach(skeleton)
         self._system_skeletons.append(skeleton)
 
+    def _skeletons(self) -> list[ProviderSkeleton]:
+        return [s for s, _ in self._providers.values()] + self._system_skeletons
+
+    @property
+    def calls_busy(self) -> int:
+        """Provider calls of this runtime queued or running (not ended yet)."""
+        return sum(s.calls.busy for s in self._skeletons())
+
+    async def finish_calls(self) -> None:
+        """Wait until the provider calls of this runtime have ended and answered, those that
+        arrive meanwhile too (a graceful stop, before :meth:`end_calls`; the caller bounds
+        the wait)."""
+        while self.calls_busy:
+            for skeleton in self._skeletons():
+                await skeleton.calls.wait_done()
+
     async def end_calls(self) -> None:
         """Cancel the application code still running in this runtime: provider calls and
         async subscription callbacks (at shutdown; calls arriving afterwards are dropped)."""
-        for skeleton in [s for s, _ in self._providers.values()] + self._system_skeletons:
+        for skeleton in self._skeletons():
             await skeleton.close()
         for endpoint in [e for _, e in self._proxies.values()] + self._system_endpoints:
             await endpoint.close()

@@ -246,3 +246,43 @@ async def test_close_cancels_running_calls_and_discards_waiting_ones() -> None:
     await asyncio.sleep(0)
     assert started == ["waits"]
     assert late.cr_frame is None  # closed, never run
+
+
+async def test_wait_done_waits_for_the_calls_taken_and_those_taken_meanwhile() -> None:
+    """A graceful stop finishes what it took: wait_done returns only once every call
+    submitted before it, and during it, has ended (none cancelled)."""
+    runner = new_runner("test")
+    release = [asyncio.Event(), asyncio.Event()]
+    ended: list[str] = []
+
+    async def waits(n: int) -> None:
+        await release[n].wait()
+        ended.append(f"waits {n}")
+
+    async def quick() -> None:
+        ended.append("quick")
+
+    await runner.wait_done()  # nothing to wait for
+    runner.submit(call_of(waits(0), "waits 0"))
+    runner.submit(call_of(quick(), "quick"))
+    assert runner.busy == 2
+    waiter = asyncio.create_task(runner.wait_done())
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert ended == ["quick"] and runner.busy == 1 and not waiter.done()
+    runner.submit(call_of(waits(1), "waits 1"))  # taken while stopping
+    release[0].set()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert ended == ["quick", "waits 0"] and not waiter.done()
+    release[1].set()
+    await asyncio.wait_for(waiter, 5)
+    assert ended == ["quick", "waits 0", "waits 1"] and runner.busy == 0
+    # a bounded wait that runs out leaves the call running, for close() to cancel
+    runner.submit(call_of(waits(0), "waits again"))
+    release[0].clear()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(runner.wait_done(), 0.05)
+    assert runner.busy == 1
+    await runner.close()
+    assert runner.busy == 0

@@ -29,6 +29,15 @@ refusal is counted in ``counters`` and logged with its reason (rate-limited per 
 backend: runtime.logs). These rules (admission, replyTo learning and rewriting, no relaying)
 are decided in :mod:`runtime.rules`; this transport asks
 there and acts.
+
+A graceful stop (:meth:`MqttTransport.stop_taking`, then :meth:`MqttTransport.stop`): each
+connection UNSUBSCRIBEs its own subscription and stays connected, so that the broker gives what
+follows to the other members of a shared subscription; it reads on until the broker has
+delivered what it had already taken for it (a marker published to a topic of its own comes
+back after all of that: mosquitto keeps sending, after the UNSUBACK, the messages it had queued
+or in flight for the connection, in order, and drops them for good when a connection without
+a kept session goes away; measured with mosquitto 2.0.11); then the transport publishes what
+waits, and disconnects only once the broker acknowledged it.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ import dataclasses
 import functools
 import itertools
 import logging
+import os
 import random
 import ssl
 import time
@@ -87,6 +97,17 @@ PUBACK_NAMES = {0x10: "no-matching-subscribers", 0x80: "unspecified-error",
 
 #: the largest MQTT 5 message expiry interval (a four-byte integer)
 MAX_EXPIRY_INTERVAL_S = 2**32 - 1
+
+#: a stopping connection whose marker cannot come back (the broker refuses its topic) reads on
+#: until nothing arrived for this long
+STOP_QUIET_S = 0.5
+
+
+def stop_marker_topic(own_topic: str, mqtt_client_id: str) -> str:
+    """The topic a stopping connection's marker goes to (:meth:`MqttTransport.stop_taking`):
+    its own, outside the own topic's tree (which a shared subscription may match)."""
+    return f"{own_topic}-stopping/" + "".join(
+        "_" if c in "+#/" else c for c in mqtt_client_id)
 
 
 @dataclass(slots=True)
@@ -145,6 +166,14 @@ class _Backend:
         #: set while nothing waits to be published or acknowledged (see MqttTransport.stop)
         self.idle = asyncio.Event()
         self.idle.set()
+        #: False once stopping: the own subscription is given up (and not made again by a
+        #: reconnect); see MqttTransport.stop_taking
+        self.taking = True
+        #: this connection's MQTT client id and the topic of its stop marker
+        self.client_id = f"{transport.client_id}-{gbid}"
+        self.marker_topic = stop_marker_topic(transport.own_topic, self.client_id)
+        #: while stopping: the marker awaited and what it resolves when it comes back
+        self.marker: tuple[bytes, asyncio.Future[None]] | None = None
         self._wakeup: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
         #: the writer's state while it runs: its session, free publish slots (of
@@ -265,7 +294,7 @@ class _Backend:
         last_error = ""
         while True:
             try:
-                async with open_session(self.url, s, client_id=f"{transport.client_id}-{self.gbid}",
+                async with open_session(self.url, s, client_id=self.client_id,
                                         tls_context=transport.tls_context,
                                         on_refusal=self._refused,
                                         first_packet_id=self._first_new_packet_id()
@@ -294,7 +323,10 @@ class _Backend:
     async def _serve(self, session: MqttSession) -> None:
         transport = self.transport
         own = transport.subscription
-        await session.subscribe(own, 1)
+        if self.taking:
+            await session.subscribe(own, 1)
+        else:  # stopping: it takes nothing new, it only sends what waits
+            own = f"nothing of its own (stopping, not {own})"
         for topic in list(self.topics):
             await session.subscribe(topic, 1)
         self.session = session
@@ -309,8 +341,52 @@ class _Backend:
         finally:
             self.session = None
             self.connected.clear()
+            marker = self.marker
+            if marker is not None and not marker[1].done():
+                marker[1].set_exception(MqttSessionError("the connection broke"))
             await transport.tasks.cancel(writer)
             self._requeue_inflight()
+
+    async def stop_taking(self) -> bool:
+        """Give up the own subscription, staying connected, and read on until the broker
+        has delivered what it had taken for this connection (see the module docstring); True
+        when that is confirmed. Unbounded: the caller bounds it."""
+        self.taking = False
+        session = self.session
+        if session is None:
+            return True  # (nothing is in flight to a connection that is not there)
+        own = self.transport.subscription
+        try:
+            await session.unsubscribe(own)
+        except MqttSessionError as exc:
+            log.warning("MQTT backend %s: UNSUBSCRIBE %s failed while stopping: %s", self.gbid,
+                        own, exc)
+            return False
+        token = os.urandom(16).hex().encode()
+        back: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.marker = (token, back)
+        try:
+            # the marker comes back after everything the broker had queued or in flight for
+            # this connection (one queue per connection, in order)
+            await session.subscribe(self.marker_topic, 1)
+            code = await session.publish(self.marker_topic, token, 1, 60)
+            if code:  # (0x10: the subscription did not take; the marker would never come)
+                raise MqttSessionError(f"the marker was not taken: PUBACK reason code "
+                                       f"0x{code:02x} ({reason_name(code)})")
+            await back
+            return True
+        except MqttSessionError as exc:
+            log.warning("MQTT backend %s: cannot tell when the broker has delivered what it "
+                        "took for this connection (stop marker on %s: %s); reading on until "
+                        "nothing arrived for %.1f s", self.gbid, self.marker_topic, exc,
+                        STOP_QUIET_S)
+        finally:
+            self.marker = None
+        received = -1
+        while received != self.received and self.session is session:  # (bounded by caller)
+            received = self.received
+            await asyncio.sleep(STOP_QUIET_S)
+        return False
 
     def _first_new_packet_id(self) -> int:
         """Above the packet ids of what goes out again first (they may be taken again)."""
@@ -553,6 +629,21 @@ class MqttTransport:
         backend = self._backends.get(gbid)
         return 0 if backend is None else backend.connections
 
+    async def stop_taking(self, timeout_s: float) -> bool:
+        """The first step of a graceful stop: every backend gives up the own subscription
+        (UNSUBSCRIBE; the other members of a shared subscription get what follows) and stays
+        connected, reading on until its broker has delivered what it had already taken for
+        it (the module docstring says how); messages arriving meanwhile are handled as usual.
+        At most ``timeout_s``; True when every backend confirmed it. Then :meth:`stop`."""
+        backends = list(self._backends.values())
+        try:
+            async with asyncio.timeout(timeout_s):
+                return all(await asyncio.gather(*(b.stop_taking() for b in backends)))
+        except TimeoutError:
+            log.warning("MQTT: the brokers did not confirm within %.1f s that they delivered "
+                        "what they took for this process", timeout_s)
+            return False
+
     async def stop(self, drain_timeout_s: float = 5.0) -> None:
         """Let the connected backends publish what waits (at most ``drain_timeout_s``), then
         disconnect."""
@@ -652,6 +743,11 @@ class MqttTransport:
 
     def handle_incoming(self, backend: _Backend, topic: str, payload: bytes) -> None:
         """A message from ``backend``'s broker: decode, check, learn, route (or refuse)."""
+        if not backend.taking and topic == backend.marker_topic:  # (only while stopping)
+            marker = backend.marker
+            if marker is not None and payload == marker[0] and not marker[1].done():
+                marker[1].set_result(None)
+            return
         self.received += 1
         backend.received += 1
         try:

@@ -84,7 +84,10 @@ class MqttSession(Protocol):
         tell)."""
         ...
 
-    async def subscribe(self, topic: str, qos: int) -> None: ...
+    async def subscribe(self, topic: str, qos: int) -> None:
+        """Return once the broker granted it (SUBACK); MqttSessionError when it refused
+        (a reason code of 0x80 or more) or the connection broke first."""
+        ...
 
     async def unsubscribe(self, topic: str) -> None: ...
 
@@ -204,9 +207,14 @@ class _AiomqttSession:
 
     async def subscribe(self, topic: str, qos: int) -> None:
         try:
-            await self._client.subscribe(topic, qos=qos)
+            granted = await self._client.subscribe(topic, qos=qos)
         except aiomqtt.MqttError as exc:
             raise MqttSessionError(f"subscribe {topic}: {exc}") from exc
+        for code in granted:  # (paho's ReasonCode, or a number)
+            value = code if isinstance(code, int) else int(code.value)
+            if value >= 0x80:
+                raise MqttSessionError(f"subscribe {topic}: refused by the broker: reason "
+                                       f"code 0x{value:02x} ({native.reason_name(value)})")
 
     async def unsubscribe(self, topic: str) -> None:
         try:
