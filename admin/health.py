@@ -4,7 +4,10 @@
 without are running; a failing liveness check means: restart it. ``/health/ready``: it can do
 its work now (listening, its default backend connected, the GCD or the store answering, the
 index loaded); a failing readiness check means: do not send it work yet. Both answer 200 when
-every check passes and 503 otherwise, with every check and its reason in a JSON body.
+every required check passes and 503 otherwise, with every check and its reason in a JSON body.
+A check that is not required (``Check.required``) and fails makes the program *degraded*: it
+still answers 200 (it can do part of its work, e.g. a GCD whose store is down answers lookups
+from memory), and the body says ``"degraded": true`` with the reasons.
 
 A :class:`Probe` asks something that takes a round trip (does the GCD answer? does the store?)
 at most once per ``max_age_s``: callers meanwhile get the last answer, callers while it runs
@@ -22,29 +25,47 @@ from dataclasses import dataclass
 from admin.http import Reply
 from runtime.logs import get_logger
 
-__all__ = ["Check", "Probe", "health_reply"]
+__all__ = ["Check", "Probe", "degraded", "health_reply", "passes"]
 
 log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One condition: its name, whether it holds, and what was found (the reason)."""
+    """One condition: its name, whether it holds, and what was found (the reason).
+    ``required``: whether the answer fails when it does not hold (else: degraded)."""
 
     name: str
     ok: bool
     detail: str
+    required: bool = True
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+        return {"name": self.name, "ok": self.ok, "detail": self.detail,
+                "required": self.required}
+
+
+def passes(checks: Sequence[Check]) -> bool:
+    """Every required check holds."""
+    return all(check.ok for check in checks if check.required)
+
+
+def degraded(checks: Sequence[Check]) -> bool:
+    """A check that is not required fails."""
+    return any(not check.ok for check in checks if not check.required)
 
 
 def health_reply(kind: str, checks: Sequence[Check]) -> Reply:
-    """200 when every check holds, else 503; the body names every check and its reason."""
-    ok = all(check.ok for check in checks)
-    failing = [f"{c.name}: {c.detail}" for c in checks if not c.ok]
-    body = {"status": kind if ok else f"not {kind}", "ok": ok,
-            "reasons": failing, "checks": [check.as_dict() for check in checks]}
+    """200 when every required check holds, else 503; the body names every check and its
+    reason, and whether the program is degraded (a check that is not required fails)."""
+    ok = passes(checks)
+    failing = [f"{c.name}: {c.detail}" for c in checks if not c.ok and c.required]
+    weak = [f"{c.name}: {c.detail}" for c in checks if not c.ok and not c.required]
+    status = kind if ok else f"not {kind}"
+    if ok and weak:
+        status += ", degraded"
+    body = {"status": status, "ok": ok, "degraded": bool(weak), "reasons": failing,
+            "degraded_reasons": weak, "checks": [check.as_dict() for check in checks]}
     return Reply(200 if ok else 503, (json.dumps(body, indent=1) + "\n").encode(),
                  "application/json")
 

@@ -13,7 +13,8 @@ The JSON (:func:`status_reply`; the programs build it, ``cluster_controller.oper
 ``gcd.operability``)::
 
     {"title": str, "refresh_s": float, "generated_s": epoch s, "started_s": epoch s,
-     "uptime_s": float, "ready": bool, "checks": [{"name", "ok", "detail"}, ...],
+     "uptime_s": float, "ready": bool, "degraded": bool,
+     "checks": [{"name", "ok", "detail", "required"}, ...],
      "sections": [{"id", "title", "facts": [[name, value], ...], "note"?}
                   | {"id", "title", "columns": [name, ...], "rows": [[value, ...], ...],
                      "note"?}, ...]}
@@ -34,7 +35,8 @@ from admin.http import Reply
 __all__ = ["CONTENT_SECURITY_POLICY", "json_reply", "page_reply", "status_reply"]
 
 _STYLE: Final = """
-:root { color-scheme: light; --ok: #17692a; --bad: #a4161a; --muted: #5c6370; --line: #d8dbe0; }
+:root { color-scheme: light; --ok: #17692a; --bad: #a4161a; --warn: #8a5a00;
+  --muted: #5c6370; --line: #d8dbe0; }
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1200px;
        padding: 1rem 1.5rem 3rem; color: #1d2129; background: #fbfbfc; }
 h1 { font-size: 1.4rem; margin: 0.2rem 0; word-break: break-all; }
@@ -44,6 +46,7 @@ h2 { font-size: 1.05rem; margin: 1.6rem 0 0.4rem; border-bottom: 1px solid var(-
 .badge { display: inline-block; padding: 0 0.5rem; border-radius: 0.6rem; color: #fff;
          font-weight: 600; margin-right: 0.5rem; }
 .badge.ok { background: var(--ok); } .badge.bad { background: var(--bad); }
+.badge.warn { background: var(--warn); }
 ul.checks { list-style: none; padding: 0; margin: 0.3rem 0; }
 ul.checks li { margin: 0.15rem 0; word-break: break-word; }
 table { border-collapse: collapse; width: 100%; }
@@ -54,6 +57,7 @@ th.num { text-align: right; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.yes, span.yes { color: var(--ok); font-weight: 600; }
 td.no, span.no { color: var(--bad); font-weight: 600; }
+span.warn { color: var(--warn); font-weight: 600; }
 td.none { color: var(--muted); }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.1rem 1rem; margin: 0; }
 dt { color: var(--muted); } dd { margin: 0; word-break: break-word; }
@@ -134,13 +138,15 @@ _SCRIPT: Final = """
       stamp(status.started_s) + "; figures of " + stamp(status.generated_s) +
       ", refreshed every " + status.refresh_s + " s";
     const badge = byId("ready");
-    badge.textContent = status.ready ? "ready" : "not ready";
-    badge.className = "badge " + (status.ready ? "ok" : "bad");
+    badge.textContent = status.ready ? (status.degraded ? "ready, degraded" : "ready")
+      : "not ready";
+    badge.className = "badge " + (status.ready ? (status.degraded ? "warn" : "ok") : "bad");
     const checks = byId("checks");
     checks.replaceChildren();
     for (const check of status.checks) {
       const item = el("li");
-      item.appendChild(el("span", check.ok ? "yes" : "no", check.ok ? "\\u2713 " : "\\u2717 "));
+      const mark = check.ok ? "yes" : (check.required === false ? "warn" : "no");
+      item.appendChild(el("span", mark, check.ok ? "\\u2713 " : "\\u2717 "));
       item.appendChild(el("strong", "", check.name + ": "));
       item.appendChild(el("span", "", check.detail));
       item.dataset.check = check.name;

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from admin.health import Check
+from admin.health import Check, degraded, passes
 from runtime.logs import RecentLines
 from runtime.metrics import HistogramSnapshot
 from runtime.router import MessageRouter
@@ -92,7 +92,8 @@ def page_status(*, title: str, started_s: float, started_monotonic: float, refre
         "generated_s": round(time.time(), 3),
         "started_s": round(started_s, 3),
         "uptime_s": round(time.monotonic() - started_monotonic, 3),
-        "ready": all(check.ok for check in checks),
+        "ready": passes(checks),
+        "degraded": degraded(checks),
         "checks": [check.as_dict() for check in checks],
         "sections": sections,
     }

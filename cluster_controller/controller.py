@@ -15,6 +15,7 @@ from cluster_controller.operability import ClusterControllerOps
 from cluster_controller.provisioning import ProvisionedProvider, load_provisioning
 from cluster_controller.routing_provider import RoutingProvider
 from cluster_controller.snapshots import RoutingSnapshots
+from gcd.identity import instance_id_from
 from gcd.interface import (
     GCD_DOMAIN,
     GCD_INTERFACE,
@@ -137,7 +138,7 @@ class ClusterController:
         self.gcd = GcdService(GcdSettings(
             gbid=gbid, broker_url=url_text, valid_gbids=tuple(self.config.mqtt.backends),
             sqlite_path=Path(path), mqtt_version=self.config.mqtt.version,
-            client_id=f"gcd-{self.id}",
+            client_id=f"gcd-{self.id}", instance_id=instance_id_from(self.id),
             # it answers from its index like any GCD; alone on its SQLite file it has no
             # peers to catch up with or drift from: no notifier, no catch-up, no repair
             notifications=False, catch_up_interval_s=0, repair_interval_s=0),

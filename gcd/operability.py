@@ -5,12 +5,16 @@ the functions are also what a cluster controller shows of the GCD it embeds
 (``cluster_controller.operability``).
 
 - metrics (prefix ``joynr_gcd``): requests per method and outcome and their latency, the store
-  writes' latency, the synchronisation's figures (``spec/sync.md``, "What an operator sees"),
+  writes' latency, the synchronisation's figures (docs/discovery.md, "A GCD cluster"),
   the index, plus the router, MQTT backend and refusal figures every process has;
 - liveness: the router's housekeeping runs;
 - readiness: the index is loaded, the store answers (a probe: its current version, reused for
-  ``[admin] probe_max_age_s``), the broker connection is up;
-- the status page: identity, health, backend, index and synchronisation, requests, refusals.
+  ``[admin] probe_max_age_s``), the broker connection is up. An instance whose index is
+  loaded but whose store does not answer still answers lookups (writes fail): with ``[gcd]
+  ready_when_store_down`` (the default) it is ready but *degraded* (200, the body says so),
+  else not ready (503);
+- the status page: identity (with the instance id, which also labels ``joynr_gcd_info``),
+  health, backend, index and synchronisation, requests, refusals.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from runtime.logs import get_logger
 
 if TYPE_CHECKING:
     from gcd.service import GcdService
+    from gcd.sync import SyncStats
 
 __all__ = ["GcdOps", "gcd_metrics", "gcd_ready_checks", "gcd_sections",
            "store_probe"]
@@ -68,6 +73,7 @@ def gcd_metrics(service: GcdService, prefix: str = PREFIX) -> list[Metric]:
     """Every figure of one GCD instance (see the module docstring)."""
     provider, sync = service.provider, service.sync
     stats = sync.stats()
+    failures: list[tuple[list[str], float]] = []
     index = sync.index.stats()
     metrics: list[Metric] = [
         counter(f"{prefix}_requests", "Requests the GCD answered, by method (the overload) and "
@@ -102,9 +108,18 @@ def gcd_metrics(service: GcdService, prefix: str = PREFIX) -> list[Metric]:
     if stats.last_catch_up_age_s is not None:
         metrics.append(gauge(f"{prefix}_sync_last_catch_up_age_seconds", "Seconds since the "
                              "last successful catch-up", [], [((), stats.last_catch_up_age_s)]))
-    if stats.store_rows is not None:
-        metrics.append(gauge(f"{prefix}_store_rows", "Rows of the store at the last repair or "
-                             "load", [], [((), stats.store_rows)]))
+    if stats.store_rows_checked is not None:
+        metrics += [
+            gauge(f"{prefix}_store_rows_checked", "Rows of the store when they were last "
+                  "counted (at the last drift repair or load; see its age): not a live figure",
+                  [], [((), stats.store_rows_checked)]),
+            gauge(f"{prefix}_store_rows_checked_age_seconds", "Seconds since the store's rows "
+                  "were last counted", [], [((), stats.store_rows_checked_age_s or 0.0)]),
+            gauge(f"{prefix}_index_rows_checked", "Rows of the index right after the store's "
+                  "rows were last counted (compare with store_rows_checked)", [],
+                  [((), stats.index_rows_checked or 0)])]
+    for (operation, reason), n in sorted(provider.store_failures.items()):
+        failures.append(([operation, reason], n))
     for name, value, doc in (
             ("notifications_received", stats.notifications_received,
              "Change notifications received from the cluster"),
@@ -124,6 +139,9 @@ def gcd_metrics(service: GcdService, prefix: str = PREFIX) -> list[Metric]:
             ("expired_purged", stats.expired_purged, "Expired entries purged"),
             ("tombstones_purged", stats.tombstones_purged, "Tombstones purged")):
         metrics.append(counter(f"{prefix}_sync_{name}", doc, [], [((), value)]))
+    metrics.append(counter(f"{prefix}_store_failures", "Store calls that failed, by operation "
+                           "and reason (unreachable, timeout, connection-lost, conflict, "
+                           "database, not-open)", ["operation", "reason"], failures))
     metrics += router_metrics(prefix, service.router)
     metrics += routing_metrics(prefix, service.table)
     metrics += mqtt_metrics(prefix, service.mqtt)
@@ -154,9 +172,18 @@ async def gcd_ready_checks(service: GcdService, probe: Probe, *, name: str = "GC
     checks = [index]
     failure = await probe()
     age = "" if probe.last is None else f" ({time.monotonic() - probe.last[0]:.1f} s ago)"
-    checks.append(Check(f"{name} store", failure is None,
-                        f"{service.settings.store} store answers{age}" if failure is None
-                        else f"{service.settings.store} store does not answer: {failure}"))
+    store = service.settings.store
+    if failure is None:
+        checks.append(Check(f"{name} store", True, f"{store} store answers{age}"))
+    elif sync.ready and service.settings.ready_when_store_down:
+        # lookups are answered from the index; only writes fail: degraded, still ready
+        checks.append(Check(f"{name} store", False,
+                            f"{store} store does not answer: {failure}; degraded: lookups are "
+                            "answered from the index, writes fail (ready_when_store_down)",
+                            required=False))
+    else:
+        checks.append(Check(f"{name} store", False,
+                            f"{store} store does not answer: {failure}"))
     backend = service.mqtt.backends[0]
     checks.append(Check(f"{name} broker", backend.connected.is_set(),
                         f"connected to {backend.url} (connection {backend.connections})"
@@ -169,19 +196,36 @@ async def gcd_ready_checks(service: GcdService, probe: Probe, *, name: str = "GC
 # ---------------------------------------------------------------------------- status page
 
 
+#: figures of SyncStats the status page shows in a line of their own (or not at all)
+_SHOWN_TOGETHER = frozenset({"ready", "store_rows_checked", "store_rows_checked_age_s",
+                             "index_rows_checked"})
+
+
+def _rows_checked(stats: SyncStats) -> str:
+    """The store's last row count, when it was made and the index's beside it."""
+    if stats.store_rows_checked is None or stats.store_rows_checked_age_s is None:
+        return "not counted yet (at the first drift repair)"
+    return (f"{stats.store_rows_checked} rows {stats.store_rows_checked_age_s:.0f} s ago "
+            f"(at a drift repair or load; the index had {stats.index_rows_checked} then)")
+
+
 def gcd_sections(service: GcdService, *, max_rows: int, title: str = "GCD"
                  ) -> list[dict[str, Any]]:
     """The index, synchronisation and request sections of one instance."""
     s = service.settings
     stats = service.sync.stats()
     sync_items: list[tuple[str, Any]] = [
+        ("instance id", service.instance_id),
         ("store", s.store), ("cluster name", s.cluster_name), ("GBID", s.gbid),
         ("valid GBIDs", ", ".join(s.valid_gbids)), ("index loaded", stats.ready),
     ]
     for key, value in stats.as_dict().items():
-        if key != "ready":
-            sync_items.append((key.replace("_", " "),
-                               round(value, 3) if isinstance(value, float) else value))
+        if key in _SHOWN_TOGETHER:
+            continue
+        sync_items.append((key.replace("_", " "),
+                           round(value, 3) if isinstance(value, float) else value))
+        if key == "index_rows":
+            sync_items.append(("store rows, last counted", _rows_checked(stats)))
     provider = service.provider
     methods = sorted({method for method, _ in provider.requests})
     rows = []
@@ -210,7 +254,7 @@ class GcdOps(ProgramOps):
     """The GCD process on its admin endpoint (see the module docstring)."""
 
     def __init__(self, service: GcdService, settings: AdminSettings) -> None:
-        super().__init__(settings, name=f"admin endpoint of GCD {service.settings.gbid}",
+        super().__init__(settings, name=f"admin endpoint of {service.name}",
                          warnings=service.router.warnings, housekeeping=service.housekeeping)
         self.service = service
         self.store_probe = Probe("the store", store_probe(service),
@@ -221,9 +265,10 @@ class GcdOps(ProgramOps):
     def _metrics(self) -> list[Metric]:
         service = self.service
         metrics: list[Metric] = [gauge(f"{PREFIX}_info", "The GCD instance (always 1)",
-                                       ["gbid", "store", "cluster"],
+                                       ["gbid", "store", "cluster", "instance_id"],
                                        [([service.settings.gbid, service.settings.store,
-                                          service.settings.cluster_name], 1.0)])]
+                                          service.settings.cluster_name,
+                                          service.instance_id], 1.0)])]
         metrics += gcd_metrics(service)
         metrics += refusal_metrics(PREFIX, service.router, self._refusal_counters())
         metrics += admin_metrics(PREFIX, self.server)
@@ -239,7 +284,10 @@ class GcdOps(ProgramOps):
         service, s = self.service, self.service.settings
         rows = self.settings.status_max_rows
         identity = facts("identity", "Identity", [
-            ("program", "GCD"), ("GBID", s.gbid), ("broker", str(service.mqtt.backends[0].url)),
+            ("program", "GCD"), ("instance id", service.instance_id),
+            ("instance id kept in", None if service.identity.path is None
+             else str(service.identity.path)),
+            ("GBID", s.gbid), ("broker", str(service.mqtt.backends[0].url)),
             ("store", s.store), ("client id", service.mqtt.client_id),
             ("shared subscription group", s.shared_subscription_group or None),
             ("process id", os.getpid()), ("host", socket.gethostname()),
@@ -251,7 +299,8 @@ class GcdOps(ProgramOps):
         sections.append(refusals_section(service.router, self._refusal_counters(),
                                          max_rows=rows))
         sections.append(recent_section([service.router.warnings.recent], max_rows=rows))
-        return page_status(title=f"GCD for {s.gbid}", started_s=self.started_s,
+        return page_status(title=f"GCD for {s.gbid}, instance {service.instance_id}",
+                           started_s=self.started_s,
                            started_monotonic=self._started_monotonic,
                            refresh_s=self.settings.status_refresh_s,
                            checks=await self.ready(), sections=sections)

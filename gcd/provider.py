@@ -30,7 +30,7 @@ in all backends, share one store (:mod:`gcd.store`). The rules:
 - A failing store is INTERNAL_ERROR for the forms with modelled errors, and a provider runtime
   error saying so for the others.
 
-Where the answers come from (``spec/sync.md``): lookups read the instance's in-memory index
+Where the answers come from (docs/discovery.md): lookups read the instance's in-memory index
 only (:class:`~gcd.sync.Synchronizer`), so they keep being answered while the database is
 down. Writes go to the store (one transaction each, through the ``*_changes`` forms of
 :class:`~gcd.changes.VersionedStore`), and the instance then applies what the store committed
@@ -51,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -74,7 +75,7 @@ from runtime.discovery_types import (
     check_gbids,
 )
 from runtime.errors import ApplicationError, ProviderRuntimeError
-from runtime.logs import get_logger
+from runtime.logs import RepeatedWarnings, get_logger
 from runtime.metrics import LatencyHistograms
 from runtime.providers import Provider, wire_form_of
 from runtime.tasks import TaskSupervisor
@@ -223,22 +224,28 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
     def __init__(self, store: GcdStore, own_gbid: str, valid_gbids: Sequence[str], *,
                  default_expiry_ms: int = DEFAULT_PROVIDER_EXPIRY_MS,
                  clock_ms: Callable[[], int] = now_ms,
-                 sync: Synchronizer | None = None) -> None:
+                 sync: Synchronizer | None = None, name: str = "",
+                 warnings: RepeatedWarnings | None = None) -> None:
         super().__init__()
         if own_gbid not in valid_gbids:
             raise ValueError(f"the own GBID {own_gbid!r} is not among the valid GBIDs")
         if not hasattr(store, "add_changes"):
             raise TypeError(f"{store!r} is not a versioned store (gcd.changes.VersionedStore)")
         self.store = cast(VersionedStore, store)
+        #: how log lines name the instance
+        self.name = name or f"GCD {own_gbid}"
+        #: the rate limit of the failures it logs (the process's, or one of its own)
+        self.warnings = warnings if warnings is not None else RepeatedWarnings()
         self._owns_sync = sync is None
-        self.sync = sync if sync is not None else Synchronizer(self.store,
-                                                                name=f"GCD {own_gbid}")
+        self.sync = sync if sync is not None else Synchronizer(self.store, name=self.name)
         self.own_gbid = own_gbid
         self.valid_gbids = frozenset(valid_gbids)
         self.default_expiry_ms = default_expiry_ms
         self._clock_ms = clock_ms
         #: requests per (method, outcome), their latency per method, store writes' latency
         self.requests: Counter[tuple[str, str]] = Counter()
+        #: store calls that failed, per (operation, StoreError reason)
+        self.store_failures: Counter[tuple[str, str]] = Counter()
         self.request_latency = LatencyHistograms()
         self.store_latency = LatencyHistograms()
 
@@ -274,7 +281,12 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         try:
             return await call()
         except StoreError as exc:
-            log.error("GCD %s: %s failed (%s): %s", self.own_gbid, what, exc.reason, exc)
+            self.store_failures[what, exc.reason] += 1
+            # one line per operation and reason a minute, then a count (an outage fails
+            # every write)
+            self.warnings.warning(log, f"{what} failed ({exc.reason})", "the store",
+                                  "%s: %s failed (%s): %s", self.name, what, exc.reason, exc,
+                                  level=logging.ERROR)
             if modelled:
                 _fail(DiscoveryErrorCode.INTERNAL_ERROR, f"{what}: storage failure")
             raise ProviderRuntimeError(f"{what}: internal error of the directory (storage "
@@ -294,7 +306,9 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         self._refuse(what, modelled)
 
     def _refuse(self, what: str, modelled: bool) -> NoReturn:
-        log.warning("GCD %s: %s refused: the directory is not loaded yet", self.own_gbid, what)
+        self.warnings.warning(log, f"{what} refused (not loaded)", "the index",
+                              "%s: %s refused: the directory is not loaded yet", self.name,
+                              what)
         if modelled:
             _fail(DiscoveryErrorCode.INTERNAL_ERROR, f"{what}: the directory is not loaded yet")
         raise ProviderRuntimeError(f"{what}: the directory is not loaded yet")
@@ -317,7 +331,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
             rows += [_to_row(entry, gbid, topic) for gbid in gbids]
         await self._write("add", lambda: self.store.add_changes(rows), modelled=modelled)
         for entry in entries:
-            log.info("GCD %s: added %s (%s, %s) in %s", self.own_gbid, entry.participant_id,
+            log.debug("%s: added %s (%s, %s) in %s", self.name, entry.participant_id,
                      entry.domain, entry.interface_name, ", ".join(gbids),
                      extra={"participantId": entry.participant_id})
 
@@ -474,7 +488,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         removed = await self._write(
             "remove", lambda: self.store.remove_in_changes(participant_ids, self.own_gbid),
             modelled=False)
-        log.info("GCD %s: removed %s row(s) of %d participant(s)", self.own_gbid, len(removed),
+        log.debug("%s: removed %s row(s) of %d participant(s)", self.name, len(removed),
                  len(participant_ids))
 
     @_served
@@ -491,7 +505,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         if outcome is RemoveOutcome.NOT_IN_ALL_SELECTED:
             _fail(DiscoveryErrorCode.NO_ENTRY_FOR_SELECTED_BACKENDS,
                   f"{participant_id} is not registered in every one of {gbids}")
-        log.info("GCD %s: removed %s from %s", self.own_gbid, participant_id, ", ".join(gbids),
+        log.debug("%s: removed %s from %s", self.name, participant_id, ", ".join(gbids),
                  extra={"participantId": participant_id})
 
     # ------------------------------------------------------------------ freshness
@@ -503,7 +517,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
             "touch", lambda: self.store.touch_changes(cluster_controller_id, participant_ids,
                                                       now, now + self.default_expiry_ms),
             modelled=False)
-        log.debug("GCD %s: touched %s row(s) of %s", self.own_gbid, len(touched),
+        log.debug("%s: touched %s row(s) of %s", self.name, len(touched),
                   cluster_controller_id)
 
     @_served
@@ -522,7 +536,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
             "removeStale", lambda: self.store.remove_stale_changes(cluster_controller_id,
                                                                    max_last_seen_date_ms),
             modelled=False)
-        log.info("GCD %s: removeStale %s before %d: %s row(s) removed", self.own_gbid,
+        log.debug("%s: removeStale %s before %d: %s row(s) removed", self.name,
                  cluster_controller_id, max_last_seen_date_ms, len(removed))
 
     # ------------------------------------------------------------------ housekeeping
@@ -536,7 +550,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
             await self.sync.start()
         purged = await self.sync.purge_expired(self._clock_ms()) or 0
         if purged:
-            log.info("GCD %s: purged %d expired entr%s", self.own_gbid, purged,
+            log.info("%s: purged %d expired entr%s", self.name, purged,
                      "y" if purged == 1 else "ies")
         return purged
 
@@ -552,7 +566,8 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
                 try:
                     await self.purge_expired()
                 except StoreError as exc:
-                    log.warning("GCD %s: purging expired entries failed (%s): %s",
-                                self.own_gbid, exc.reason, exc)
+                    self.warnings.warning(log, f"purge failed ({exc.reason})", "the store",
+                                          "%s: purging expired entries failed (%s): %s",
+                                          self.name, exc.reason, exc)
 
         return tasks.spawn(purging(), name="gcd-purge")

@@ -8,7 +8,7 @@ the load of one backend (``$share/<group>/<topic>/#``). All instances, in all ba
 one store: SQLite for a single instance (the embedded default), PostgreSQL for several.
 
 Each instance answers lookups from its in-memory index, which its :class:`~gcd.sync.Synchronizer`
-keeps in sync with the store (``spec/sync.md``): loaded at start-up before the instance
+keeps in sync with the store (docs/discovery.md): loaded at start-up before the instance
 subscribes to its broker (so it answers nothing before), woken by the notifications of the
 cluster ``cluster_name`` (PostgreSQL LISTEN/NOTIFY), caught up on a timer, repaired
 periodically. The embedded SQLite GCD has no peers and no notifier.
@@ -16,10 +16,11 @@ periodically. The embedded SQLite GCD has no peers and no notifier.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import re
 import ssl
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -27,6 +28,7 @@ from typing import cast
 
 from admin.settings import AdminSettings
 from gcd.changes import Notifier, VersionedStore
+from gcd.identity import InstanceIdentity, check_instance_id, claim
 from gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC
 from gcd.provider import GcdProvider
 from gcd.sqlite_store import SqliteStore
@@ -75,6 +77,9 @@ class GcdSettings:
     postgres_dsn: str = ""
     #: instances of one backend with the same group share its requests (MQTT 5 / mosquitto)
     shared_subscription_group: str = ""
+    #: seconds a stop may take to finish and answer the requests already taken (see
+    #: GcdService.stop)
+    stop_drain_s: float = 5.0
     #: expiry given to entries by touch (ms): joynr's default of six weeks
     default_expiry_ms: int = DEFAULT_PROVIDER_EXPIRY_MS
     #: seconds between two purges of expired entries
@@ -84,7 +89,12 @@ class GcdSettings:
     #: the MQTT client: "native" (the project's own) or "aiomqtt" (a GCD embedded in a
     #: cluster controller uses the controller's [mqtt] client instead)
     mqtt_client: str = "native"
-    #: MQTT client id of this instance; empty: gcd-<gbid>-<random>
+    #: this instance's id (gcd.identity: in its logs, metrics, status page, MQTT client id and
+    #: database session names); empty: generated once and kept in <data_dir>/instance-id
+    instance_id: str = ""
+    #: where a generated instance id is kept
+    data_dir: Path = Path("var/gcd")
+    #: MQTT client id of this instance; empty: gcd-<gbid>-<instance id>
     client_id: str = ""
     #: replyTo routes learned from requests kept at most (one per asking cluster controller
     #: whose request is in flight); the ones that expire first make room for new ones
@@ -104,6 +114,9 @@ class GcdSettings:
     tombstone_retention_s: float = 3600.0
     #: seconds between two log lines of the synchronisation's figures (0: none)
     sync_stats_interval_s: float = 60.0
+    #: whether an instance whose store does not answer is ready (/health/ready 200, its body
+    #: saying "degraded"): it still answers lookups from its index, while writes fail
+    ready_when_store_down: bool = True
 
     def __post_init__(self) -> None:
         if not self.gbid:
@@ -117,8 +130,12 @@ class GcdSettings:
             raise ValueError(f"store must be sqlite or postgres, not {self.store!r}")
         if self.store == "postgres" and not self.postgres_dsn:
             raise ValueError("store = postgres needs postgres_dsn")
+        if not self.stop_drain_s > 0:
+            raise ValueError(f"stop_drain_s must be > 0, got {self.stop_drain_s}")
         if not self.purge_interval_s > 0:
             raise ValueError("purge_interval_s must be > 0")
+        if self.instance_id:
+            check_instance_id(self.instance_id)
         if self.max_learned_routes < 1:
             raise ValueError(f"max_learned_routes must be >= 1, got {self.max_learned_routes}")
         if not _CLUSTER_NAME.fullmatch(self.cluster_name):
@@ -182,22 +199,33 @@ class GcdConfig:
         return load_config(cls, path, env_prefix=ENV_PREFIX, env=env)
 
 
-def make_store(settings: GcdSettings) -> GcdStore:
-    """The (unopened) store the settings name."""
+def session_name(instance_id: str) -> str:
+    """The PostgreSQL ``application_name`` of an instance's sessions (its notification
+    listener's: this plus ``-listen``)."""
+    return f"joynr-gcd-{instance_id}"
+
+
+def make_store(settings: GcdSettings, instance_id: str = "") -> GcdStore:
+    """The (unopened) store the settings name; its database sessions named after
+    ``instance_id``."""
     if settings.store == "postgres":
         from gcd.postgres_store import PostgresStore  # noqa: PLC0415 - asyncpg only if used
 
-        return PostgresStore(settings.postgres_dsn, cluster=settings.cluster_name)
+        return PostgresStore(settings.postgres_dsn, cluster=settings.cluster_name,
+                             application_name=session_name(instance_id) if instance_id
+                             else "joynr-gcd")
     return SqliteStore(settings.sqlite_path)
 
 
-def make_notifier(settings: GcdSettings) -> Notifier | None:
+def make_notifier(settings: GcdSettings, instance_id: str = "") -> Notifier | None:
     """The listening side of the cluster's notifications (None: SQLite, or switched off)."""
     if settings.store != "postgres" or not settings.notifications:
         return None
     from gcd.postgres_store import PostgresNotifier  # noqa: PLC0415 - asyncpg only if used
 
-    return PostgresNotifier(settings.postgres_dsn, cluster=settings.cluster_name)
+    return PostgresNotifier(settings.postgres_dsn, cluster=settings.cluster_name,
+                            application_name=(session_name(instance_id) if instance_id
+                                              else "joynr-gcd") + "-listen")
 
 
 class GcdService:
@@ -217,11 +245,16 @@ class GcdService:
                  tls_context: ssl.SSLContext | None = None,
                  audit: AuditSettings | None = None, audit_dir: Path | None = None) -> None:
         self.settings = settings
-        self.store = make_store(settings)
+        #: what tells this instance apart from the others of its backend (gcd.identity)
+        self.identity: InstanceIdentity = claim(settings.instance_id, settings.data_dir)
+        self.instance_id = self.identity.id
+        #: how its log lines name it
+        self.name = f"GCD {settings.gbid} [{self.instance_id}]"
+        self.store = make_store(settings, self.instance_id)
         self.address = MqttAddress(settings.gbid, GCD_TOPIC)
         self.table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[self.address])
         self.router = MessageRouter(self.table)
-        client_id = settings.client_id or f"gcd-{settings.gbid}-{uuid.uuid4().hex[:8]}"
+        client_id = settings.client_id or f"gcd-{settings.gbid}-{self.instance_id}"
         #: the message audit log of this instance's routing (None: off)
         self.audit = None if audit is None or not audit.enabled else AuditLog(
             audit, audit_dir or audit.directory(Path("var/gcd/audit")),
@@ -229,8 +262,8 @@ class GcdService:
         self.router.audit = self.audit
         group = settings.shared_subscription_group
         #: the owner of this instance's background tasks
-        self.tasks = (tasks.child(f"GCD {settings.gbid}") if tasks is not None
-                      else TaskSupervisor(f"GCD {settings.gbid}"))
+        self.tasks = (tasks.child(self.name) if tasks is not None
+                      else TaskSupervisor(self.name))
         #: the router's timers (queue sweep and retries, purge of learned replyTo routes)
         self.housekeeping = RouterHousekeeping(self.router, self.tasks)
         self.mqtt = MqttTransport(
@@ -243,11 +276,13 @@ class GcdService:
         )
         #: keeps the instance's index in sync with the store (lookups are answered from it)
         self.sync = Synchronizer(cast(VersionedStore, self.store),
-                                 notifier=make_notifier(settings), tasks=self.tasks,
-                                 settings=settings.sync_settings(), name=f"GCD {settings.gbid}")
+                                 notifier=make_notifier(settings, self.instance_id),
+                                 tasks=self.tasks, settings=settings.sync_settings(),
+                                 name=self.name)
         self.provider = GcdProvider(self.store, settings.gbid, settings.valid_gbids,
                                     default_expiry_ms=settings.default_expiry_ms,
-                                    sync=self.sync)
+                                    sync=self.sync, name=self.name,
+                                    warnings=self.router.warnings)
         self.router.register_transport(InProcessAddress, InProcessTransport())
         self.runtime = JoynrRuntime(self.router)
         self.runtime.register_system_provider(GCD_PARTICIPANT_ID, self.provider)
@@ -267,28 +302,65 @@ class GcdService:
         self.provider.start_purging(self.tasks, self.settings.purge_interval_s)
         await self.mqtt.start(wait_s)
         s = self.settings
-        log.info("GCD for %s started and ready: %s, topic %s%s, %s store, valid GBIDs %s, "
-                 "%d entries in the index", s.gbid,
+        log.info("GCD for %s started and ready: instance %s, %s, topic %s%s, %s store, "
+                 "valid GBIDs %s, %d entries in the index", s.gbid, self.instance_id,
                  parse_broker_url(s.broker_url), GCD_TOPIC,  # (shows no password)
                  f" (shared group {s.shared_subscription_group})"
                  if s.shared_subscription_group else "", s.store, ", ".join(s.valid_gbids),
                  len(self.sync.index))
 
     def stats(self) -> dict[str, object]:
-        """The instance's figures (spec/sync.md "What an operator sees"), for an exporter."""
+        """The instance's figures (those of its status page), for an exporter."""
         return {**self.sync.stats().as_dict(), "requests_received": self.mqtt.received}
 
     async def stop(self) -> None:
+        """Stop gracefully: no request taken is lost (:meth:`_drain`, at most
+        ``stop_drain_s``), then everything ends."""
         # every task ends (purge included) before the store closes under it
-        for step in (self.mqtt.stop, self.runtime.end_calls, self.housekeeping.stop,
+        for step in (self._drain, self.runtime.end_calls, self.housekeeping.stop,
                      self._stop_audit, self.sync.stop, self.tasks.close, self.store.close):
             try:
                 await step()
             except Exception:
-                log.exception("GCD for %s: %s failed during shutdown", self.settings.gbid,
-                              step.__qualname__)
-        log.info("GCD for %s stopped: %d request(s) received; refusals %s", self.settings.gbid,
-                 self.mqtt.received, dict(self.mqtt.counters) or "none")
+                log.exception("%s: %s failed during shutdown", self.name, step.__qualname__)
+        # the counts of the rate-limited lines whose minute has not ended yet
+        self.router.warnings.close()
+        self.identity.release()
+        log.info("GCD for %s stopped: instance %s, %d request(s) received; refusals %s",
+                 self.settings.gbid, self.instance_id, self.mqtt.received,
+                 dict(self.mqtt.counters) or "none")
+
+    async def _drain(self) -> None:
+        """Take no more requests: UNSUBSCRIBE, staying connected (the broker gives what
+        follows to the other members of the shared group) and read on until the broker has
+        delivered what it had taken for this instance (MqttTransport.stop_taking); finish
+        the calls taken and answer them; publish the answers and wait for the broker's
+        acknowledgements; disconnect. All within ``stop_drain_s``: the calls still running
+        then are cancelled (runtime.end_calls), the answers not published are dropped."""
+        loop = asyncio.get_running_loop()
+        gbid, bound = self.settings.gbid, self.settings.stop_drain_s
+        started = loop.time()
+        deadline = started + bound
+        mqtt, runtime = self.mqtt, self.runtime
+        running, received, published = runtime.calls_busy, mqtt.received, mqtt.published
+        confirmed = await mqtt.stop_taking(bound)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(0.0, deadline - loop.time())):
+                await runtime.finish_calls()
+        unfinished = runtime.calls_busy
+        await mqtt.stop(max(0.0, deadline - loop.time()))
+        arrived, unpublished = mqtt.received - received, mqtt.pending()
+        log.info("GCD for %s drained in %.2f s: unsubscribed (%s), %d call(s) running at the "
+                 "stop and %d request(s) received since: %s; %d answer(s) published, %d not; "
+                 "disconnected", gbid, loop.time() - started,
+                 "the broker confirmed it delivered what it took" if confirmed
+                 else "the broker's deliveries not confirmed", running, arrived,
+                 f"{unfinished} unfinished" if unfinished else "all finished",
+                 mqtt.published - published, unpublished)
+        if unfinished or unpublished:
+            log.warning("GCD for %s: the stop's bound (stop_drain_s = %g s) ran out: %d "
+                        "call(s) unfinished (cancelled now), %d answer(s) not published", gbid,
+                        bound, unfinished, unpublished)
 
     async def _stop_audit(self) -> None:
         audit, self.router.audit = self.audit, None

@@ -1,7 +1,8 @@
 """The synchroniser of one GCD instance: :class:`Synchronizer` keeps the instance's in-memory
 :class:`~gcd.index.DirectoryIndex` equal to the shared :class:`~gcd.changes.VersionedStore`.
 
-What it does (``spec/sync.md``; the rules of versions and changes are in :mod:`gcd.changes`):
+What it does (docs/discovery.md, "A GCD cluster"; the rules of versions and changes are
+in :mod:`gcd.changes`):
 
 - **Start-up** (:meth:`Synchronizer.start`): listen for notifications first (so that nothing
   committed during the load goes unheard), stream ``store.load()`` into a fresh index in
@@ -105,7 +106,7 @@ class SyncSettings:
 
 @dataclass(frozen=True, slots=True)
 class SyncStats:
-    """The figures of spec/sync.md's "What an operator sees", at one moment."""
+    """The figures an operator sees of the synchronisation, at one moment."""
 
     ready: bool
     #: the index's watermark W (every change up to it is reflected)
@@ -130,8 +131,14 @@ class SyncStats:
     buckets_repaired: int
     keys_repaired: int
     index_rows: int
-    #: rows of the store at the last repair (its digests) or load; None: not known yet
-    store_rows: int | None
+    #: rows the store held when they were last counted: at the last drift repair (its
+    #: digests) or load; None: not counted yet. A count, not a live figure: see its age
+    store_rows_checked: int | None
+    #: seconds since that count (None: not counted yet)
+    store_rows_checked_age_s: float | None
+    #: rows of the index right after that count (the repair's or the load's result), to be
+    #: compared with it; the live index figure is ``index_rows``
+    index_rows_checked: int | None
     shared_parameter_objects: int
     shared_parameter_references: int
     expired_purged: int
@@ -143,6 +150,9 @@ class SyncStats:
     def line(self) -> str:
         """One log line of every figure."""
         age = "never" if self.last_catch_up_age_s is None else f"{self.last_catch_up_age_s:.1f}s"
+        checked = ("never" if self.store_rows_checked_age_s is None else
+                   f"{self.store_rows_checked}/{self.index_rows_checked}"
+                   f"@{self.store_rows_checked_age_s:.0f}s_ago")
         return (f"ready={self.ready} watermark={self.watermark} "
                 f"notifications={self.notifications_received} reconnects={self.reconnects} "
                 f"applied={self.changes_applied} own={self.own_changes_applied} "
@@ -151,7 +161,8 @@ class SyncStats:
                 f"last_catch_up_age={age} reloads={self.reloads} "
                 f"repairs={self.repair_runs} repair_failures={self.repair_failures} "
                 f"keys_repaired={self.keys_repaired} index_rows={self.index_rows} "
-                f"store_rows={self.store_rows} shared_params={self.shared_parameter_objects}"
+                f"store/index_rows_checked={checked} "
+                f"shared_params={self.shared_parameter_objects}"
                 f"/{self.shared_parameter_references}refs expired_purged={self.expired_purged} "
                 f"tombstones_purged={self.tombstones_purged}")
 
@@ -239,7 +250,8 @@ class Synchronizer:
         self._repair_failures = 0
         self._buckets_repaired = 0
         self._keys_repaired = 0
-        self._store_rows: int | None = None
+        #: the last count of the store's rows: (rows, index rows then, monotonic time)
+        self._rows_checked: tuple[int, int, float] | None = None
         self._expired_purged = 0
         self._tombstones_purged = 0
 
@@ -352,7 +364,7 @@ class Synchronizer:
         if snapshot is None:
             raise StoreError(f"{self.name}: the store's load yielded no snapshot version")
         index.finish_load(snapshot)
-        self._store_rows = rows
+        self._rows_checked = (rows, len(index), time.monotonic())
         self._newest_known = max(self._newest_known, snapshot)
         return index
 
@@ -562,11 +574,12 @@ class Synchronizer:
                 mine = index.digests()
                 differing = sorted(b for b in set(stored) | set(mine)
                                    if stored.get(b, _EMPTY) != mine.get(b, _EMPTY))
-                self._store_rows = sum(d.count for d in stored.values())
+                counted = sum(d.count for d in stored.values())
                 repaired = 0
                 for i in range(0, len(differing), _REPAIR_CHUNK):
                     chunk = differing[i:i + _REPAIR_CHUNK]
                     repaired += await self._repair_buckets(index, chunk)
+                self._rows_checked = (counted, len(index), time.monotonic())
             except StoreError as exc:
                 self._repair_failures += 1
                 log.warning("%s: drift repair failed (%s): %s", self.name, exc.reason, exc)
@@ -627,6 +640,7 @@ class Synchronizer:
         index = self.index
         watermark = index.watermark
         figures = index.stats()
+        checked = self._rows_checked
         return SyncStats(
             ready=self.ready, watermark=watermark,
             notifications_received=self._notifications, reconnects=self._reconnects,
@@ -639,7 +653,10 @@ class Synchronizer:
             reloads=self._reloads, repair_runs=self._repair_runs,
             repair_failures=self._repair_failures, buckets_repaired=self._buckets_repaired,
             keys_repaired=self._keys_repaired, index_rows=len(index),
-            store_rows=self._store_rows, shared_parameter_objects=figures.shared_params,
+            store_rows_checked=None if checked is None else checked[0],
+            store_rows_checked_age_s=None if checked is None else time.monotonic() - checked[2],
+            index_rows_checked=None if checked is None else checked[1],
+            shared_parameter_objects=figures.shared_params,
             shared_parameter_references=figures.param_refs, expired_purged=self._expired_purged,
             tombstones_purged=self._tombstones_purged)
 

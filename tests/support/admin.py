@@ -121,9 +121,11 @@ def cc_process(data_dir: Path, **env: str) -> ProgramProcess:
 
 
 def gcd_process(data_dir: Path, broker_url: str, **env: str) -> ProgramProcess:
-    """A GCD process (SQLite in ``data_dir``) on the broker, its admin endpoint on a free port."""
+    """A GCD process (SQLite and its instance id in ``data_dir``) on the broker, its admin
+    endpoint on a free port."""
     return ProgramProcess("gcd", {
         "JOYNR_GCD__GCD__SQLITE_PATH": str(data_dir / "gcd.sqlite"),
+        "JOYNR_GCD__GCD__DATA_DIR": str(data_dir),
         "JOYNR_GCD__GCD__BROKER_URL": broker_url, "JOYNR_GCD__ADMIN__PORT": "0", **env})
 
 
