@@ -18,7 +18,8 @@ Then:
   all: a damaged deflate stream can decode to wrong bytes before the error shows, so none of
   its lines can be trusted. Its decoded line count and the error are in its status row;
 - a file that is not gzip, cannot be read, or whose name breaks the documented pattern is not
-  read either, and has its status row too.
+  read either, and has its status row too;
+- an **empty** file (0 bytes) has no line to read: its own status, not a damaged one.
 
 Record files are read from a file system mounted at the same path on the driver and every
 executor (a local disk in local mode, a shared one on a cluster).
@@ -123,7 +124,7 @@ def list_record_files(directory: str, spec: RecordSpec) -> list[RecordFile]:
 class FileCheck(NamedTuple):
     """What :func:`check_file` found (see the module docstring)."""
 
-    #: ok, truncated, corrupt, not-gzip, unreadable
+    #: ok, truncated, corrupt, not-gzip, unreadable, empty (0 bytes)
     gzip: str
     #: complete lines decoded (a whole file: every line, the last one even without a newline)
     lines: int
@@ -179,8 +180,8 @@ def check_file(path: str, max_line_bytes: int) -> FileCheck:
     try:
         with open(path, "rb") as stream:
             head = stream.read(_READ_BYTES)
-            if not head:
-                return FileCheck("truncated", 0, 0, "empty file")
+            if not head:  # nothing written, nothing lost: not a damaged gzip stream
+                return FileCheck("empty", 0, 0, "empty file (0 bytes): no line")
             if not head.startswith(_GZIP_MAGIC):
                 return FileCheck("not-gzip", 0, 0, "no gzip header: nothing read")
             decoding = _Decoding(stream, head, max_line_bytes)

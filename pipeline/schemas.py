@@ -6,11 +6,15 @@ are the pipeline's own copies of those documented schemas: it imports no project
 
 A :class:`RecordSpec` says, per kind of record file, how a line is parsed and checked: its
 struct, the fields a valid record must have, the values some fields may take, the file name
-prefix and the time field that partitions its table by date.
+prefix and the time field that partitions its table by date. A line is a record when it is
+exactly one JSON object whose keys are exactly the documented ones, each value of the
+documented JSON type (:meth:`RecordSpec.json_shape`): a number is never taken for a text, a
+text never for a number, a float never for an integer.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pyspark.sql.types import (
@@ -24,9 +28,9 @@ from pyspark.sql.types import (
 )
 
 __all__ = [
+    "ADDRESS_KINDS",
     "AUDIT",
     "AUDIT_V1",
-    "CORRUPT_COLUMN",
     "DIRECTORY",
     "DIRECTORY_COLUMNS",
     "INGEST_FILES",
@@ -51,15 +55,24 @@ OUTCOMES = ("delivered", "queued", "dropped", "refused")
 #: reply, subscription stop, publication, multicast
 MESSAGE_TYPES = ("rq", "rp", "o", "arq", "brq", "mrq", "srp", "sst", "p", "m")
 
-#: why a line of a record file is not a record (the ``kind`` of the rejects table):
-#: ``corrupt-json`` not one JSON object; ``unknown-version`` a JSON value whose ``v`` is not a
-#: schema version this pipeline reads (missing, another number, not an integer);
-#: ``bad-field`` a version-1 record with a field missing, of the wrong type or out of range;
+#: why a line of a record file is not a record (the ``verdict`` of the rejects tables):
+#: ``corrupt-json`` not exactly one JSON object (RFC 8259; JSON whitespace around it is allowed:
+#: a CR before the newline too), or an object with a key twice (its value would be a guess);
+#: ``unknown-version`` a JSON object whose ``v`` is not a schema version this pipeline reads
+#: (missing, another number, not a JSON integer); ``bad-field`` a version-1 record with a key
+#: missing or one more than documented, a value of another JSON type than documented, or out
+#: of range;
 #: ``too-long`` a line over ``max_line_bytes`` (counted per file, its text never read)
 REJECT_KINDS = ("corrupt-json", "unknown-version", "bad-field", "too-long")
 
-#: the struct field that holds a line Spark's JSON parser could not fit to the schema
-CORRUPT_COLUMN = "_corrupt"
+#: the address kinds (audit record field ``hop``, snapshot record field ``kind``)
+ADDRESS_KINDS = ("inprocess", "websocket", "websocket-client", "mqtt")
+
+#: the JSON type of a field of each Spark type, as Spark's ``schema_of_variant`` names it (a
+#: JSON integer is BIGINT whatever its size, as long as it fits 64 bits; a JSON number with a
+#: fraction or an exponent is DECIMAL or DOUBLE; JSON null is VOID)
+_JSON_TYPES = {"IntegerType": "BIGINT", "LongType": "BIGINT", "StringType": "STRING",
+               "BooleanType": "BOOLEAN"}
 
 
 def _fields(*fields: tuple[str, DataType]) -> StructType:
@@ -125,7 +138,7 @@ INGEST_FILES = StructType([
     StructField("source", StringType(), False),
     StructField("file", StringType(), False),
     StructField("bytes", LongType(), False),
-    #: ok, truncated, corrupt, not-gzip, unreadable, bad-name
+    #: ok, truncated, corrupt, not-gzip, unreadable, bad-name, empty (0 bytes)
     StructField("gzip", StringType(), False),
     #: lines decoded (a damaged file: before the damage)
     StructField("lines", LongType(), False),
@@ -139,14 +152,15 @@ INGEST_FILES = StructType([
 class RecordSpec:
     """How lines of one kind of record file are read (see the module docstring)."""
 
-    #: "audit" or "snapshot": the name of its table and of its rows in the ingest tables
+    #: "audit" or "snapshots" (as the option --audit / --snapshots and the table of its
+    #: records): the ``source`` of its rows in the table ingest_files
     source: str
     #: the file name prefix (docs/records.md): audit-..., routing-...
     prefix: str
     schema: StructType
     #: fields every valid record has (not null)
     required: tuple[str, ...]
-    #: field -> the values it may take
+    #: field -> the values it may take (besides null, for a field that is not required)
     allowed: tuple[tuple[str, tuple[str, ...]], ...]
     #: the epoch-ms field whose UTC date partitions the table
     time_field: str
@@ -155,16 +169,30 @@ class RecordSpec:
     def fields(self) -> tuple[str, ...]:
         return tuple(self.schema.fieldNames())
 
+    def json_shape(self) -> str:
+        """A regular expression (Java's) for Spark's ``schema_of_variant`` of a valid record:
+        an object with exactly the documented keys (Spark lists them sorted; no key twice,
+        none missing, none more), each of its JSON type, or null (VOID) where the record may
+        be null (a field not in :attr:`required`)."""
+        parts = []
+        for field in sorted(self.schema.fields, key=lambda f: f.name):
+            kind = _JSON_TYPES[type(field.dataType).__name__]
+            if field.name not in self.required:
+                kind = f"(?:{kind}|VOID)"
+            parts.append(f"{re.escape(field.name)}: {kind}")
+        return f"^OBJECT<{', '.join(parts)}>$"
+
 
 AUDIT = RecordSpec(
     source="audit", prefix="audit-", schema=AUDIT_V1,
     required=("v", "ts", "proc", "id", "type", "sender", "recipient", "bytes", "outcome"),
-    allowed=(("outcome", OUTCOMES), ("type", MESSAGE_TYPES)), time_field="ts")
+    allowed=(("outcome", OUTCOMES), ("type", MESSAGE_TYPES), ("hop", ADDRESS_KINDS)),
+    time_field="ts")
 
 SNAPSHOT = RecordSpec(
-    source="snapshot", prefix="routing-", schema=SNAPSHOT_V1,
+    source="snapshots", prefix="routing-", schema=SNAPSHOT_V1,
     required=("v", "taken_ms", "proc", "participant_id", "kind", "address", "global",
               "expiry_ms", "sticky"),
-    allowed=(), time_field="taken_ms")
+    allowed=(("kind", ADDRESS_KINDS),), time_field="taken_ms")
 
 SPECS = {spec.source: spec for spec in (AUDIT, SNAPSHOT)}

@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-__all__ = ["write_json", "write_jsonl", "write_split", "write_table"]
+__all__ = ["REJECT_COLUMNS", "write_json", "write_jsonl", "write_split", "write_table"]
 
 log = logging.getLogger(__name__)
 
@@ -39,21 +39,32 @@ def _replace(source: Path, target: Path) -> None:
     source.rename(target)
 
 
+#: the columns of a rejects table (not partitioned: a rejected line has no trusted time)
+REJECT_COLUMNS = ("file", "verdict", "text")
+
+
 def write_split(classified: DataFrame, out: Path, records: str, rejects: str) -> None:
     """Write ``classified`` (from :func:`pipeline.jobs.ingest.classify`: a ``table`` column of
     "records" or "rejects", and ``date``) in ONE pass over its input: the Parquet tables
-    ``out/records`` (by date) and ``out/rejects``. Either is an empty table with the columns
-    when it has no rows."""
+    ``out/records`` (partitioned by ``date``) and ``out/rejects`` (not partitioned, columns
+    :data:`REJECT_COLUMNS`: its rows have no date, which would make a partition of nulls).
+    Either is an empty table with its columns when it has no rows."""
     staging = out / f".staging-{records}"
     if staging.exists():
         shutil.rmtree(staging)
     classified.write.mode("overwrite").partitionBy("table", "date").parquet(str(staging))
-    for table, name in (("records", records), ("rejects", rejects)):
-        part = staging / f"table={table}"
-        if part.exists():
-            _replace(part, out / name)
-        else:  # no row of that table: an empty one with the columns (readable later)
-            write_table(classified.where(F.lit(False)).drop("table"), out, name)
+    part = staging / "table=records"
+    if part.exists():
+        _replace(part, out / records)
+    else:  # no record: an empty table with the columns (readable later)
+        write_table(classified.where(F.lit(False)).drop("table"), out, records)
+    part = staging / "table=rejects"
+    spark = classified.sparkSession
+    # the rejected lines again, from the staging copy (usually few: a small second job), without
+    # the empty columns of a record and the partition of null dates
+    rejected = (spark.read.parquet(str(part)) if part.exists()
+                else classified.where(F.lit(False)))
+    write_table(rejected.select(*REJECT_COLUMNS), out, rejects)
     shutil.rmtree(staging, ignore_errors=True)
 
 

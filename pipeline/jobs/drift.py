@@ -14,6 +14,13 @@ Each compared route is one of:
 - ``other-gbid``: it has live rows, none in the route's GBID;
 - ``other-topic``: its live row in the route's GBID has another topic;
 - in agreement (not a drift row).
+
+A snapshot of no entry (an empty routing table: a file of no line) has no record, so it is
+known from the ingest's status row of its file (``ingest_files``) and the file's name
+(docs/records.md: ``routing-<cc id>-<UTC yyyymmddTHHMMSSZ>-<ms>.jsonl.gz``): when it is a
+cluster controller's latest, that cluster controller's summary row says so
+(``empty_snapshot``, no route), instead of the controller vanishing or an older snapshot
+standing in for it.
 """
 
 from __future__ import annotations
@@ -23,15 +30,62 @@ from pyspark.sql import functions as F
 
 from pipeline.schemas import NEVER_MS
 
-__all__ = ["DRIFT_KINDS", "compared_routes", "drift", "latest_snapshots", "summary"]
+__all__ = ["DRIFT_KINDS", "SNAPSHOT_NAME", "compared_routes", "drift", "latest_snapshots",
+           "latest_taken", "snapshots_taken", "summary"]
 
 DRIFT_KINDS = ("not-in-directory", "expired-in-directory", "other-gbid", "other-topic")
 
+#: a snapshot file's name (docs/records.md): the cluster controller's id as written in names,
+#: the UTC time of the snapshot to the second, its milliseconds
+SNAPSHOT_NAME = r"^routing-(.+)-([0-9]{8}T[0-9]{6}Z)-([0-9]{3})\.jsonl\.gz$"
 
-def latest_snapshots(snapshots: DataFrame) -> DataFrame:
-    """The entries of each cluster controller's latest snapshot."""
-    latest = snapshots.groupBy("proc").agg(F.max("taken_ms").alias("taken_ms"))
-    return snapshots.join(F.broadcast(latest), ["proc", "taken_ms"], "left_semi")
+
+def snapshots_taken(snapshots: DataFrame, files: DataFrame | None = None) -> DataFrame:
+    """One row per snapshot read: ``proc``, ``taken_ms``, ``file``, ``entries``. Those with
+    entries from their records (``snapshots``); with ``files`` (the table ingest_files), the
+    empty ones too: a snapshot file read whole (gzip ``ok`` or ``empty``) with no line, its
+    time from its name, its cluster controller's id as the records of its other snapshots
+    give it (a name writes characters outside ``[A-Za-z0-9._-]`` as ``_``), else as named."""
+    taken = snapshots.groupBy("file").agg(F.min("proc").alias("proc"),
+                                          F.max("taken_ms").alias("taken_ms"),
+                                          F.count(F.lit(1)).alias("entries"))
+    if files is None:
+        return taken.select("proc", "taken_ms", "file", "entries")
+    named = (files.where(F.col("source") == "snapshots")
+             .select("file", "gzip", "lines",
+                     F.regexp_extract("file", SNAPSHOT_NAME, 1).alias("named"),
+                     # null when the digits are no time (month 13): not a snapshot's name
+                     (F.unix_millis(F.try_to_timestamp(
+                         F.regexp_extract("file", SNAPSHOT_NAME, 2),
+                         F.lit("yyyyMMdd'T'HHmmss'Z'")))
+                      + F.regexp_extract("file", SNAPSHOT_NAME, 3).cast("long"))
+                     .alias("named_ms"))
+             .where((F.col("named") != "") & F.col("named_ms").isNotNull()))
+    ids = (named.join(taken, "file").groupBy("named").agg(F.min("proc").alias("proc")))
+    empty = (named.where(F.col("gzip").isin("ok", "empty") & (F.col("lines") == 0))
+             .join(ids, "named", "left")
+             .select(F.coalesce("proc", "named").alias("proc"),
+                     F.col("named_ms").alias("taken_ms"), "file",
+                     F.lit(0).cast("long").alias("entries")))
+    return taken.select("proc", "taken_ms", "file", "entries").unionByName(empty)
+
+
+def latest_taken(taken: DataFrame) -> DataFrame:
+    """The latest of each cluster controller's snapshots (``taken`` from
+    :func:`snapshots_taken`): ``proc``, ``taken_ms``, ``file``, ``entries``."""
+    return (taken.groupBy("proc")
+            .agg(F.max(F.struct("taken_ms", "entries", "file")).alias("s"))
+            .select("proc", "s.taken_ms", "s.file", "s.entries"))
+
+
+def latest_snapshots(snapshots: DataFrame, latest: DataFrame | None = None) -> DataFrame:
+    """The entries of each cluster controller's latest snapshot (``latest`` from
+    :func:`latest_taken`; without it, the latest snapshot with entries): none for one whose
+    latest snapshot is empty."""
+    if latest is None:
+        latest = snapshots.groupBy("proc").agg(F.max("taken_ms").alias("taken_ms"))
+    return snapshots.join(F.broadcast(latest.select("proc", "taken_ms")), ["proc", "taken_ms"],
+                          "left_semi")
 
 
 def compared_routes(latest: DataFrame) -> DataFrame:
@@ -73,16 +127,25 @@ def drift(routes: DataFrame, directory: DataFrame, now_ms: int) -> DataFrame:
             .orderBy("proc", "participant_id"))
 
 
-def summary(routes: DataFrame, drift_rows: DataFrame) -> DataFrame:
-    """Per cluster controller (latest snapshot): routes, compared, left out by reason, and
-    drift rows by kind."""
-    scopes = routes.groupBy("proc", "taken_ms").agg(
+def summary(routes: DataFrame, drift_rows: DataFrame, latest: DataFrame | None = None
+            ) -> DataFrame:
+    """Per cluster controller (latest snapshot: ``latest`` from :func:`latest_taken`, without
+    it from ``routes``): routes, compared, left out by reason, drift rows by kind, and
+    ``empty_snapshot`` (its latest snapshot has no entry: nothing to compare)."""
+    if latest is None:
+        latest = routes.groupBy("proc", "taken_ms").agg(F.count(F.lit(1)).alias("entries"))
+    scopes = routes.groupBy("proc").agg(
         F.count(F.lit(1)).alias("routes"),
         *(F.count(F.when(F.col("scope") == s, 1)).alias(s)
           for s in ("compared", "local", "sticky", "expiring")))
     kinds = drift_rows.groupBy("proc").agg(
         *(F.count(F.when(F.col("drift") == k, 1)).alias(k.replace("-", "_"))
           for k in DRIFT_KINDS))
-    return (scopes.join(kinds, "proc", "left")
-            .na.fill(0, [k.replace("-", "_") for k in DRIFT_KINDS])
+    counts = ["routes", "compared", "local", "sticky", "expiring",
+              *(k.replace("-", "_") for k in DRIFT_KINDS)]
+    return (latest.select("proc", "taken_ms", (F.col("entries") == 0).alias("empty_snapshot"))
+            .join(scopes, "proc", "left")
+            .join(kinds, "proc", "left")
+            .na.fill(0, counts)
+            .select("proc", "taken_ms", *counts, "empty_snapshot")
             .orderBy("proc"))

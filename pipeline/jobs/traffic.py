@@ -3,13 +3,22 @@
 
 Input: audit records (docs/records.md v1, as ingested: :data:`pipeline.schemas.AUDIT_V1`
 fields) and the directory. An audit header names no interface, so each record is attributed
-to the provider it concerns, looked up in the directory by participantId, by the record's
-message type (its wire code, :data:`pipeline.schemas.MESSAGE_TYPES`): the recipient of the
-types a provider receives (:data:`PROVIDER_RECEIVES`: requests, one-way messages,
-subscription requests of the three kinds, subscription stops), the sender of the types it
-sends (:data:`PROVIDER_SENDS`: replies, subscription replies, publications, multicasts). A
-provider not in the directory is attributed to :data:`UNKNOWN`, and so is a record of a type
-in neither list (ingest rejects those as ``bad-field``: the attribution never guesses).
+to the provider it concerns, by the record's message type (its wire code,
+:data:`pipeline.schemas.MESSAGE_TYPES`): the recipient of the types a provider receives
+(:data:`PROVIDER_RECEIVES`: requests, one-way messages, subscription requests of the three
+kinds, subscription stops), the sender of the types it sends (:data:`PROVIDER_SENDS`:
+replies, subscription replies, publications, multicasts). The provider is looked up in the
+directory, which has one row per (GBID, participantId), and the attribution never guesses:
+
+1. by (participantId, the record's ``gbid``): the row of the GBID the message went to or
+   came from;
+2. else (no such row, or a record without a GBID: a local hop) by participantId alone, when
+   all the participant's rows name the same domain and interface;
+3. else, when they disagree (a participantId registered as one interface in one GBID and
+   as another in another), :data:`AMBIGUOUS`: counted as such (``summary.ambiguous``), not
+   filed under one of them;
+4. a provider not in the directory is :data:`UNKNOWN`, and so is a record of a type in
+   neither list (ingest rejects those as ``bad-field``).
 
 A **message** is a record of a final outcome (delivered, dropped or refused): a message that
 waited in a queue has a ``queued`` record first and is counted once, by its final one.
@@ -22,6 +31,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 __all__ = [
+    "AMBIGUOUS",
     "PROVIDER_RECEIVES",
     "PROVIDER_SENDS",
     "UNKNOWN",
@@ -44,6 +54,9 @@ PROVIDER_SENDS = ("rp", "srp", "p", "m")
 PROVIDER_RECEIVES = ("rq", "o", "arq", "brq", "mrq", "sst")
 #: domain and interface of a provider that is not in the directory
 UNKNOWN = "(not in directory)"
+#: domain and interface of a provider whose rows disagree on them, for a record whose GBID
+#: has no row of it (or that has no GBID)
+AMBIGUOUS = "(registrations disagree)"
 
 
 def _final() -> Column:
@@ -51,23 +64,33 @@ def _final() -> Column:
 
 
 def interfaces(directory: DataFrame) -> DataFrame:
-    """participant_id -> (domain, interface_name): one row per participant (registered in
-    several GBIDs with diverging values: the least of them; the directory job reports those)."""
+    """One row per participant: ``participant_id``, ``by_gbid`` (GBID -> its row's domain and
+    interface_name) and ``agreed`` (the domain and interface_name all its rows name; when they
+    disagree, :data:`AMBIGUOUS` for both). Joined to the records once, by participantId."""
+    named = F.struct("domain", "interface_name")
     return (directory.groupBy("participant_id")
-            .agg(F.min(F.struct("domain", "interface_name")).alias("i"))
-            .select("participant_id", "i.domain", "i.interface_name"))
+            .agg(F.map_from_entries(F.collect_list(F.struct("gbid", named))).alias("by_gbid"),
+                 F.min(named).alias("least"), F.max(named).alias("most"))
+            .select("participant_id", "by_gbid",
+                    F.when(F.col("least") == F.col("most"), F.col("least"))
+                    .otherwise(F.struct(F.lit(AMBIGUOUS).alias("domain"),
+                                        F.lit(AMBIGUOUS).alias("interface_name")))
+                    .alias("agreed")))
 
 
 def attributed(audit: DataFrame, provider_interfaces: DataFrame) -> DataFrame:
-    """The audit records with the provider's ``domain`` and ``interface_name`` and the UTC
-    ``hour`` of the decision."""
+    """The audit records with the provider's ``domain`` and ``interface_name`` (see the module
+    docstring: by the record's GBID first) and the UTC ``hour`` of the decision."""
     provider = (F.when(F.col("type").isin(*PROVIDER_SENDS), F.col("sender"))
                 .when(F.col("type").isin(*PROVIDER_RECEIVES), F.col("recipient")))
     known = provider_interfaces.withColumnRenamed("participant_id", "provider")
+    of_gbid = F.when(F.col("gbid").isNotNull(), F.element_at("by_gbid", F.col("gbid")))
+    chosen = F.coalesce(of_gbid, F.col("agreed"))
     return (audit.withColumn("provider", provider)
             .join(known, "provider", "left")
-            .select(F.coalesce("domain", F.lit(UNKNOWN)).alias("domain"),
-                    F.coalesce("interface_name", F.lit(UNKNOWN)).alias("interface_name"),
+            .withColumn("i", chosen)
+            .select(F.coalesce("i.domain", F.lit(UNKNOWN)).alias("domain"),
+                    F.coalesce("i.interface_name", F.lit(UNKNOWN)).alias("interface_name"),
                     "gbid",
                     F.date_trunc("hour", F.timestamp_millis("ts")).alias("hour"),
                     "outcome", "reason", "bytes", "queued_ms"))
@@ -136,7 +159,8 @@ def refusals(audit: DataFrame) -> DataFrame:
 
 def summary(per_outcome: DataFrame) -> DataFrame:
     """One row: records, messages, each outcome, bytes delivered, messages of providers not in
-    the directory."""
+    the directory (``unattributed``), and of providers whose rows disagree on the interface
+    with no row in the message's GBID (``ambiguous``)."""
     return per_outcome.agg(
         F.coalesce(F.sum("records"), F.lit(0)).alias("records"),
         F.coalesce(F.sum(F.when(_final(), F.col("records"))), F.lit(0)).alias("messages"),
@@ -145,4 +169,6 @@ def summary(per_outcome: DataFrame) -> DataFrame:
         F.coalesce(F.sum(F.when(F.col("outcome") == "delivered", F.col("bytes"))), F.lit(0))
         .alias("bytes"),
         F.coalesce(F.sum(F.when(_final() & (F.col("domain") == UNKNOWN), F.col("records"))),
-                   F.lit(0)).alias("unattributed"))
+                   F.lit(0)).alias("unattributed"),
+        F.coalesce(F.sum(F.when(_final() & (F.col("domain") == AMBIGUOUS), F.col("records"))),
+                   F.lit(0)).alias("ambiguous"))

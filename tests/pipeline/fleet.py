@@ -155,7 +155,7 @@ def audit_name(proc: str, opened_ms: int, seq: int) -> str:
 
 
 def snapshot_name(proc: str, taken_ms: int) -> str:
-    return f"routing-{proc}-{stamp(taken_ms)}.jsonl.gz"
+    return f"routing-{proc}-{stamp(taken_ms)}-{taken_ms % 1000:03d}.jsonl.gz"
 
 
 def jsonl_gz(records: Iterable[dict[str, Any]]) -> bytes:
@@ -203,7 +203,7 @@ SHARED = {"fixed-1": (["cc-d", "cc-e"], [G1, G2])}
 EXPIRED = {(G1, "old-1"), (G1, "clock-1")}
 
 TRAFFIC_SUMMARY = {"records": 18, "messages": 17, "delivered": 12, "queued": 1, "dropped": 2,
-                   "refused": 3, "bytes": 950, "unattributed": 1}
+                   "refused": 3, "bytes": 950, "unattributed": 1, "ambiguous": 0}
 UNKNOWN = "(not in directory)"
 #: (domain, interface, gbid, hour) -> (messages, delivered, queued, dropped, refused, bytes,
 #: p50, p99)
@@ -231,7 +231,7 @@ REFUSALS = [("refused-relay", "backend g1", 2, H1 + 4000, H1 + 5000),
 
 DRIFT_TOTALS = {"cluster_controllers": 2, "routes": 12, "compared": 7, "local": 3, "sticky": 1,
                 "expiring": 1, "not_in_directory": 1, "expired_in_directory": 1,
-                "other_gbid": 1, "other_topic": 1}
+                "other_gbid": 1, "other_topic": 1, "empty_snapshots": 0}
 #: (proc, participant) -> drift
 DRIFT = {("cc-a", "gone-1"): "not-in-directory", ("cc-a", "clock-1"): "expired-in-directory",
          ("cc-a", "radio-3"): "other-gbid", ("cc-a", "fixed-1"): "other-topic"}

@@ -79,7 +79,7 @@ EXPECTED = {
     name(4): ("damaged", "not-gzip", 0, 0, 0, 0, 0, 0),
     name(5): ("rejected-lines", "ok", 14, 3, 4, 3, 3, 1),
     name(6): ("ok", "ok", 4, 4, 0, 0, 0, 0),
-    name(7): ("damaged", "truncated", 0, 0, 0, 0, 0, 0),
+    name(7): ("empty", "empty", 0, 0, 0, 0, 0, 0),
     name(8): ("damaged", "corrupt", 2, 0, 0, 0, 0, 0),
     "audit-cc-x y-20261125T081320Z-000009.jsonl.gz": ("damaged", "bad-name", 0, 0, 0, 0, 0, 0),
 }
@@ -179,8 +179,8 @@ def test_an_empty_directory_gives_empty_tables(make_run: Any, tmp_path: Path) ->
     assert commands.ingest(run, str(tmp_path / "audit"), "") == []
     assert run.spark.read.parquet(str(run.out / "audit")).count() == 0
     assert run.spark.read.parquet(str(run.out / "ingest_files")).count() == 0
-    entries = run.spark.createDataFrame([], "participant_id string, domain string, "
-                                            "interface_name string")
+    entries = run.spark.createDataFrame([], "gbid string, participant_id string, "
+                                            "domain string, interface_name string")
     summary = commands.traffic(run, entries)
     assert (summary["records"], summary["messages"]) == (0, 0)
 
@@ -195,5 +195,5 @@ def test_ingesting_one_source_keeps_the_status_of_the_other(
     commands.ingest(run, str(bad_audit_dir), "")
     commands.ingest(run, "", str(snapshots))
     files = run.spark.read.parquet(str(run.out / "ingest_files")).collect()
-    assert sorted(r["source"] for r in files) == ["audit"] * len(EXPECTED) + ["snapshot"]
+    assert sorted(r["source"] for r in files) == ["audit"] * len(EXPECTED) + ["snapshots"]
     assert run.spark.read.parquet(str(run.out / "audit")).count() == 15  # untouched

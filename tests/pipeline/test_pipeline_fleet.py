@@ -50,7 +50,7 @@ def test_ingest_reads_every_record_of_the_fleet(fleet_run: commands.Run) -> None
     assert len(files) == 6  # 3 audit + 3 snapshot files; the .part file is not input yet
     assert {r["status"] for r in files.values()} == {"ok"}
     assert sum(r["records"] for r in files.values() if r["source"] == "audit") == 18
-    assert sum(r["records"] for r in files.values() if r["source"] == "snapshot") == 13
+    assert sum(r["records"] for r in files.values() if r["source"] == "snapshots") == 13
     audit = fleet_run.spark.read.parquet(str(fleet_run.out / "audit"))
     assert audit.count() == 18
     # partitioned by UTC date; every field of the record kept with its type

@@ -154,7 +154,7 @@ def test_ingest_reads_every_record_the_producers_wrote(results: Results) -> None
     for name in audit_files:
         assert files[name]["records"] == len(read_jsonl_gz(produced.audit_dir / name))
     snapshot_records = {name: r["records"] for name, r in files.items()
-                        if r["source"] == "snapshot"}
+                        if r["source"] == "snapshots"}
     assert sorted(snapshot_records.values()) == sorted(
         len(produced.routes[proc]) for proc in (ONE, TWO))
     assert run.spark.read.parquet(str(run.out / "audit")).count() == len(results.records)
@@ -272,7 +272,8 @@ def test_traffic_totals_match_the_files(results: Results) -> None:
         "delivered": kinds["delivered"], "queued": kinds["queued"],
         "dropped": kinds["dropped"], "refused": kinds["refused"],
         "bytes": sum(r["bytes"] for r in records if r["outcome"] == "delivered"),
-        "unattributed": sum(1 for r in final if domain_of(results, r) == UNKNOWN)}
+        "unattributed": sum(1 for r in final if domain_of(results, r) == UNKNOWN),
+        "ambiguous": 0}
     # the GCD's calls and answers are there, under "(not in directory)"
     gcd = [r for r in records if "capabilitiesdirectory_participantid" in (r["sender"],
                                                                           r["recipient"])]
@@ -354,6 +355,6 @@ def test_housekeeping_plan(results: Results) -> None:
 
 def test_the_report_shows_the_fleet(results: Results) -> None:
     page = results.report.read_text(encoding="utf-8")
-    for text in (f"{DOMAINS[RADIO_TWO]}/{INTERFACE}", UNKNOWN, "expired-in-queue",
+    for text in (f"{DOMAINS[RADIO_TWO]} \u00b7 {INTERFACE}", UNKNOWN, "expired-in-queue",
                  f"client {results.produced.raw_client_id} from 127.0.0.1", THREE, GONE):
         assert text in page, text
