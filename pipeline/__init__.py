@@ -1,11 +1,11 @@
 """The fleet data pipeline: PySpark jobs over the GCD's directory, the cluster controllers'
-message audit logs and their routing table snapshots (``bin/pipeline``; spec/pipeline.md).
+message audit logs and their routing table snapshots (``bin/pipeline``; docs/pipeline.md).
 
 It shares nothing with the rest of the project but the documented schemas: the record files
 of docs/records.md, schema version 1 (its own Spark schemas of them in
 :mod:`pipeline.schemas`), the GCD store's table ``discovery_entries`` (read over JDBC), and,
 for ``housekeeping --apply`` only, the GCD's joynr interface reached through the public
-libjoynr API.
+libjoynr API; and the settings loader (:mod:`runtime.config`), whose rules it follows.
 
 Modules, from the edges in:
 

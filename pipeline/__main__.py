@@ -1,19 +1,42 @@
 """``python -m pipeline`` (what ``bin/pipeline`` runs): the fleet data pipeline's commands.
 
-Exit status: 0 done; 2 a missing or unusable input, or a bad configuration (the message says
-which); 1 the job failed, or ``--apply`` could not carry out every call of the plan.
+Every input is checked before Spark starts (a missing store, directory or ingested table costs
+no JVM). Relative paths given as options are resolved against the caller's directory
+(``PIPELINE_CALLER_DIR``, set by bin/pipeline, which runs from the repository; else the current
+directory), those of the settings against the repository; messages name absolute paths.
+
+Exit status: 0 done; 2 a missing or unusable input, bad settings or options, or a plan that
+``--apply`` refuses (the message says which); 1 the job failed, or ``--apply`` could not carry
+out every call of the plan.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import logging
+import math
+import os
+import sqlite3
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pipeline.config import DEFAULT_CONFIG, ENV_PREFIX, ConfigError, PipelineConfig
+from pipeline.config import (
+    DEFAULT_CONFIG,
+    ENV_PREFIX,
+    ROOT,
+    ConfigError,
+    InputSettings,
+    PipelineConfig,
+    check_master,
+)
+
+if TYPE_CHECKING:
+    from pipeline.readers import DirectorySource
 
 log = logging.getLogger("pipeline")
 
@@ -49,31 +72,83 @@ says. Tables under OUT/drift.""",
 The purge plan: removeStale per stale cluster controller, remove of each expired entry of the
 others; written to OUT/housekeeping (plan.jsonl, plan.txt, planned_entries). With --apply it
 is carried out through the GCD's joynr interface, over a cluster controller (--cc), never by
-deleting rows: right after planning, or a plan written before (--plan DIR).""",
+deleting rows: right after planning, or a plan written before (--plan DIR). --apply first
+shows what the plan does (the stale cluster controllers and their entries, the removes per
+GBID, the share of the directory) and refuses a plan that removes more than [housekeeping]
+max_purge_share of the directory's entries (0.1) unless given --allow-large-purge.""",
     "report": """\
 All of the above (ingesting first when --audit/--snapshots are given) into their tables and
 one self-contained HTML page with charts: OUT/report/index.html.""",
 }
 
 
-def _parser() -> argparse.ArgumentParser:
+#: the variable bin/pipeline passes the caller's directory in (it runs from the repository)
+CALLER_DIR_VARIABLE = "PIPELINE_CALLER_DIR"
+#: --now-ms at most: the last millisecond of the year 9999
+MAX_EPOCH_MS = 253_402_300_799_999
+#: the jobs that judge expiry or staleness against a "now" (--now-ms), and the ones that judge
+#: staleness (--stale-after-h)
+NOW_JOBS = ("directory", "drift", "housekeeping", "report")
+STALE_JOBS = ("directory", "housekeeping", "report")
+
+
+def _hours(text: str) -> float:
+    """--stale-after-h: a number of hours > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of hours: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a number of hours > 0, got {text!r}")
+    return value
+
+
+def _epoch_ms(text: str) -> int:
+    """--now-ms: milliseconds since 1970-01-01 UTC, from 1 to the end of the year 9999."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a whole number of milliseconds since 1970-01-01 UTC: {text!r}") from None
+    if not 0 < value <= MAX_EPOCH_MS:
+        raise argparse.ArgumentTypeError(
+            f"must be milliseconds since 1970-01-01 UTC, from 1 to {MAX_EPOCH_MS} (the year "
+            f"9999), got {text!r}")
+    return value
+
+
+def _master(text: str) -> str:
+    try:
+        return check_master(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("master ")) from None
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser, and the one of each job (each offers only the options it uses)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", type=Path, default=DEFAULT_CONFIG, metavar="FILE",
-                        help="settings (default: %(default)s)")
-    common.add_argument("--master", metavar="URL",
-                        help="Spark master: local[*] (default) or spark://host:port")
-    common.add_argument("--out", metavar="DIR", help="output directory (default var/pipeline)")
-    common.add_argument("--now-ms", type=int, metavar="MS",
-                        help="judge expiry and staleness at this time (default: now)")
+    common.add_argument("--config", metavar="FILE",
+                        help=f"settings (default: {DEFAULT_CONFIG})")
+    common.add_argument("--master", metavar="URL", type=_master,
+                        help="Spark master: local[*] (default), local[N] or spark://host:port")
+    common.add_argument("--out", metavar="DIR", help="output directory (default var/pipeline "
+                        "in the repository)")
     common.add_argument("--log-level", default="INFO",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    now = argparse.ArgumentParser(add_help=False)
+    now.add_argument("--now-ms", type=_epoch_ms, metavar="MS",
+                     help="judge expiry and staleness at this time, epoch milliseconds "
+                          "(default: the machine clock; the run says which it used, and warns "
+                          "when the data's newest time is more than [jobs] now_gap_warn_h "
+                          "from it)")
+    stale = argparse.ArgumentParser(add_help=False)
+    stale.add_argument("--stale-after-h", type=_hours, metavar="HOURS",
+                       help="a cluster controller is stale when no entry of it was seen for "
+                            "this long, > 0 (default: [jobs] stale_after_h)")
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument("--sqlite", metavar="FILE", help="the GCD store: an SQLite file")
     store.add_argument("--postgres", metavar="DSN",
                        help="the GCD store: postgresql://user[:password]@host:port/database")
-    store.add_argument("--stale-after-h", type=float, metavar="HOURS",
-                       help="a cluster controller is stale when no entry of it was seen for "
-                            "this long (default: [jobs] stale_after_h)")
     raw = argparse.ArgumentParser(add_help=False)
     raw.add_argument("--audit", metavar="DIR", help="directory of audit-*.jsonl.gz files")
     raw.add_argument("--snapshots", metavar="DIR",
@@ -84,53 +159,85 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     jobs = parser.add_subparsers(dest="job", required=True, metavar="JOB")
     formatter = argparse.RawDescriptionHelpFormatter
-    jobs.add_parser("ingest", parents=[common, raw], description=JOBS["ingest"],
-                    help="raw audit and snapshot files -> tables", formatter_class=formatter,
-                    epilog=_epilog())
-    for name, help_text in (("directory", "the directory's tables"),
-                            ("traffic", "traffic per interface, GBID and hour"),
-                            ("drift", "routing tables against the directory")):
-        jobs.add_parser(name, parents=[common, store], description=JOBS[name], help=help_text,
-                        formatter_class=formatter, epilog=_epilog())
-    house = jobs.add_parser("housekeeping", parents=[common, store],
-                            description=JOBS["housekeeping"], help="the purge plan (--apply)",
-                            formatter_class=formatter, epilog=_epilog())
+    parents = {"ingest": [common, raw], "directory": [common, store, now, stale],
+               "traffic": [common, store], "drift": [common, store, now],
+               "housekeeping": [common, store, now, stale],
+               "report": [common, store, raw, now, stale]}
+    helps = {"ingest": "raw audit and snapshot files -> tables",
+             "directory": "the directory's tables",
+             "traffic": "traffic per interface, GBID and hour",
+             "drift": "routing tables against the directory",
+             "housekeeping": "the purge plan (--apply)",
+             "report": "every table and the HTML report"}
+    made = {name: jobs.add_parser(name, parents=parents[name], description=JOBS[name],
+                                  help=helps[name], formatter_class=formatter,
+                                  epilog=_epilog())
+            for name in JOBS}
+    house = made["housekeeping"]
     house.add_argument("--apply", action="store_true",
-                       help="carry the plan out through the GCD's interface")
+                       help="carry the plan out through the GCD's interface (it is shown "
+                            "first: controllers, entries, share of the directory)")
     house.add_argument("--plan", metavar="DIR",
                        help="with --apply: a plan written before (OUT/housekeeping); no "
-                            "directory is read")
+                            "directory is read, no Spark started")
     house.add_argument("--cc", action="append", default=None, metavar="[GBID=]URL",
-                       help="a cluster controller to reach the GCD through (repeatable): the "
-                            "GCD instance of its default backend GBID gets that GBID's removes "
-                            "(without GBID=: [apply] default_gbid)")
-    jobs.add_parser("report", parents=[common, store, raw], description=JOBS["report"],
-                    help="every table and the HTML report", formatter_class=formatter,
-                    epilog=_epilog())
-    return parser
+                       help="with --apply: a cluster controller to reach the GCD through "
+                            "(repeatable): the GCD instance of its default backend GBID gets "
+                            "that GBID's removes (without GBID=: [apply] default_gbid)")
+    house.add_argument("--allow-large-purge", action="store_true",
+                       help="with --apply: apply a plan that removes more than [housekeeping] "
+                            "max_purge_share of the directory's entries (refused otherwise)")
+    return parser, made
 
 
 def _epilog() -> str:
     return (f"Every setting is documented in {DEFAULT_CONFIG}; an environment variable\n"
-            f"{ENV_PREFIX}__<SECTION>__<KEY> overrides it (e.g. {ENV_PREFIX}__SPARK__MASTER),\n"
-            "and the options above override both.\n\n"
-            "Exit status: 0 done, 2 a missing or unusable input or bad settings, 1 the job\n"
-            "failed or --apply could not make every call.")
+            f"{ENV_PREFIX}__<SECTION>__<KEY> overrides it (e.g. {ENV_PREFIX}__SPARK__MASTER;\n"
+            "a list as one TOML value: '[\"a\", \"b\"]'), and the options above override both.\n"
+            "Relative paths given as options are relative to the current directory; those of\n"
+            "the settings to the repository.\n\n"
+            "Exit status: 0 done, 2 a missing or unusable input, bad settings or options, or a\n"
+            "plan --apply refuses; 1 the job failed or --apply could not make every call.")
+
+
+def caller_dir() -> Path:
+    """The directory the command was called from: relative paths of options are resolved
+    against it (bin/pipeline passes it in PIPELINE_CALLER_DIR: it runs from the repository)."""
+    given = os.environ.get(CALLER_DIR_VARIABLE, "")
+    return Path(given) if given and Path(given).is_absolute() else Path.cwd()
+
+
+def _absolute(path: str, base: Path) -> str:
+    """``path`` made absolute against ``base`` ("" stays "")."""
+    return str((base / Path(path).expanduser()).resolve()) if path else ""
 
 
 def _config(args: argparse.Namespace) -> PipelineConfig:
+    """The settings, the options applied over them; every path absolute (options against the
+    caller's directory, settings against the repository)."""
     import dataclasses  # noqa: PLC0415
 
-    config = PipelineConfig.load(args.config)
+    here = caller_dir()
+    config = PipelineConfig.load(Path(_absolute(args.config, here)) if args.config
+                                 else DEFAULT_CONFIG)
     spark = config.spark
     if args.master:
         spark = dataclasses.replace(spark, master=args.master)
     inputs = config.inputs
-    for option, key in (("out", "out"), ("sqlite", "sqlite"), ("postgres", "postgres"),
-                        ("audit", "audit_dir"), ("snapshots", "snapshot_dir")):
+    paths = {key: _absolute(getattr(inputs, key), ROOT)
+             for key in ("out", "sqlite", "audit_dir", "snapshot_dir")}
+    for option, key in (("out", "out"), ("audit", "audit_dir"), ("snapshots", "snapshot_dir")):
         value = getattr(args, option, None)
         if value:
-            inputs = dataclasses.replace(inputs, **{key: value})
+            paths[key] = _absolute(value, here)
+    postgres = inputs.postgres
+    if getattr(args, "sqlite", None) or getattr(args, "postgres", None):
+        # a store given as an option replaces the settings' store, whichever kind it is
+        paths["sqlite"] = _absolute(args.sqlite or "", here)
+        postgres = args.postgres or ""
+    inputs = dataclasses.replace(inputs, out=paths["out"], sqlite=paths["sqlite"],
+                                 audit_dir=paths["audit_dir"],
+                                 snapshot_dir=paths["snapshot_dir"], postgres=postgres)
     jobs = config.jobs
     if getattr(args, "stale_after_h", None) is not None:
         jobs = dataclasses.replace(jobs, stale_after_h=args.stale_after_h)
@@ -140,36 +247,112 @@ def _config(args: argparse.Namespace) -> PipelineConfig:
     return dataclasses.replace(config, spark=spark, inputs=inputs, jobs=jobs, apply=apply)
 
 
-def run(args: argparse.Namespace, config: PipelineConfig) -> int:
-    """Run one command with its own Spark session."""
-    from pipeline import commands  # noqa: PLC0415 - imports pyspark
-    from pipeline.readers import InputError, directory_source  # noqa: PLC0415
-    from pipeline.session import spark_session  # noqa: PLC0415
+def _check_options(args: argparse.Namespace) -> None:
+    """Options that would do nothing in this combination are refused, not ignored."""
+    if args.job != "housekeeping":
+        return
+    if not args.apply:
+        for option, given in (("--plan DIR", args.plan), ("--cc", args.cc),
+                              ("--allow-large-purge", args.allow_large_purge)):
+            if given:
+                raise ConfigError(f"{option} is for --apply")
+    elif args.plan:
+        ignored = [option for option, given in (
+            ("--sqlite", args.sqlite), ("--postgres", args.postgres),
+            ("--now-ms", args.now_ms is not None),
+            ("--stale-after-h", args.stale_after_h is not None), ("--master", args.master),
+            ("--out", args.out)) if given]
+        if ignored:
+            raise ConfigError(f"--apply --plan DIR applies a plan made before (no directory "
+                              f"read, no Spark): {', '.join(ignored)} would do nothing")
 
+
+def _check_inputs(job: str, inputs: InputSettings) -> DirectorySource | None:
+    """Every input of ``job``, checked before Spark starts (InputError naming the absolute
+    path it looked at); the GCD store, if the job reads it."""
+    from pipeline.readers import InputError, directory_source  # noqa: PLC0415
+
+    out = Path(inputs.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"the output directory {out} is not a directory")
+    if job == "ingest" and not (inputs.audit_dir or inputs.snapshot_dir):
+        raise ConfigError("nothing to ingest: give --audit DIR and/or --snapshots DIR")
+    if job in ("ingest", "report"):
+        for given, what in ((inputs.audit_dir, "audit"), (inputs.snapshot_dir, "snapshots")):
+            if not given:
+                continue
+            path = Path(given)
+            if not path.is_dir():
+                raise InputError(f"the {what} directory {path} does not exist"
+                                 if not path.exists() else f"{path} is not a directory")
+            try:
+                with os.scandir(path):
+                    pass
+            except OSError as exc:
+                raise InputError(f"cannot list {path}: {exc.strerror or exc}") from None
+    if job == "ingest":
+        return None
+    if inputs.sqlite and Path(inputs.sqlite).is_dir():
+        raise InputError(f"the GCD store {inputs.sqlite} is a directory, not an SQLite file")
+    source = directory_source(inputs.sqlite, inputs.postgres)
+    if inputs.sqlite:
+        _check_sqlite_store(Path(inputs.sqlite))
+    for needs, table, made_by in (("traffic", "audit", "ingest --audit DIR"),
+                                  ("drift", "snapshots", "ingest --snapshots DIR")):
+        if job == needs and not (out / table).is_dir():
+            raise InputError(f"no table {table} in {out} (it is made by `bin/pipeline "
+                             f"{made_by}`)")
+    return source
+
+
+def _check_sqlite_store(path: Path) -> None:
+    """The SQLite file is a GCD store (its table discovery_entries has the columns read)."""
+    from pipeline.readers import InputError  # noqa: PLC0415
+    from pipeline.schemas import DIRECTORY_COLUMNS  # noqa: PLC0415
+
+    try:
+        with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+            columns = {row[1] for row in db.execute("PRAGMA table_info(discovery_entries)")}
+    except sqlite3.Error as exc:
+        raise InputError(f"the GCD store {path} cannot be read as SQLite: {exc}") from None
+    if not columns:
+        raise InputError(f"the GCD store {path} has no table discovery_entries: not a GCD "
+                         "store")
+    missing = [c for c in DIRECTORY_COLUMNS if c not in columns]
+    if missing:
+        raise InputError(f"the GCD store {path}: discovery_entries has no column(s) "
+                         f"{', '.join(missing)}: not a GCD store of this version")
+
+
+def run(args: argparse.Namespace, config: PipelineConfig) -> int:
+    """Run one command with its own Spark session, once every input has been checked."""
     inputs = config.inputs
-    out = Path(inputs.out).resolve()
-    now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
+    out = Path(inputs.out)
     job = args.job
+    _check_options(args)
     if job == "housekeeping" and args.apply:
         from pipeline.apply import targets_of  # noqa: PLC0415
 
         targets_of(config.apply.cc, config.apply.default_gbid)  # checked before Spark starts
         if args.plan:
-            return _apply(Path(args.plan), config)
-    if job == "housekeeping" and args.plan:
-        raise ConfigError("--plan DIR is for --apply (a plan written before)")
-    source = None
-    if job in ("directory", "traffic", "drift", "housekeeping", "report"):
-        source = directory_source(inputs.sqlite, inputs.postgres)  # checked before Spark starts
-    if job == "ingest" and not (inputs.audit_dir or inputs.snapshot_dir):
-        raise ConfigError("nothing to ingest: give --audit DIR and/or --snapshots DIR")
-    for given, what in ((inputs.audit_dir, "audit"), (inputs.snapshot_dir, "snapshot")):
-        if given and job in ("ingest", "report") and not Path(given).is_dir():
-            raise InputError(f"the {what} directory {given} does not exist"
-                             if not Path(given).exists() else f"{given} is not a directory")
+            return _apply(Path(_absolute(args.plan, caller_dir())), config,
+                          args.allow_large_purge)
+    source = _check_inputs(job, inputs)
+    now_given = getattr(args, "now_ms", None)
+    now_ms = now_given if now_given is not None else int(time.time() * 1000)
+    now_source = "--now-ms" if now_given is not None else "the machine clock"
+    if job in NOW_JOBS:
+        log.info("judging expiry%s at %s (%d epoch ms, from %s)",
+                 " and staleness" if job in STALE_JOBS else "", _utc(now_ms), now_ms,
+                 now_source)
+
+    from pipeline import commands  # noqa: PLC0415 - imports pyspark
+    from pipeline.session import spark_session  # noqa: PLC0415
+
     plan_dir = None
     with spark_session(config.spark, max_line_bytes=inputs.max_line_bytes) as (spark, progress):
-        state = commands.Run(spark, progress, config, out, now_ms)
+        state = commands.Run(spark, progress, config, out, now_ms, now_source,
+                             checks_now=job in NOW_JOBS)
         if job == "ingest":
             commands.ingest(state, inputs.audit_dir, inputs.snapshot_dir)
         else:
@@ -194,29 +377,51 @@ def run(args: argparse.Namespace, config: PipelineConfig) -> int:
             finally:
                 entries.unpersist()
     if plan_dir is not None and args.apply:
-        return _apply(plan_dir, config)
+        return _apply(plan_dir, config, args.allow_large_purge)
     return 0
 
 
-def _apply(plan_dir: Path, config: PipelineConfig) -> int:
-    from pipeline.apply import apply_plan, targets_of  # noqa: PLC0415 - imports libjoynr
+def _utc(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _apply(plan_dir: Path, config: PipelineConfig, allow_large: bool) -> int:
+    """Show what the plan does, refuse it if it removes too much, else carry it out."""
+    from pipeline.apply import (  # noqa: PLC0415 - imports libjoynr
+        apply_plan,
+        check_share,
+        read_plan,
+        targets_of,
+    )
 
     targets = targets_of(config.apply.cc, config.apply.default_gbid)
+    summary = read_plan(plan_dir)
+    for line in summary.lines():
+        log.info("apply: %s", line)
+    check_share(summary, config.housekeeping.max_purge_share, allow_large)
     result = asyncio.run(apply_plan(plan_dir, targets, config.apply))
     return 0 if result.complete else 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    parser, jobs = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the job's parser: its usage shows the options it has
+        jobs[args.job].error(f"not an option of {args.job}: {' '.join(unknown)} (see "
+                             f"pipeline {args.job} --help)")
     logging.basicConfig(level=args.log_level,
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
                         stream=sys.stderr)
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    from pipeline.readers import InputError  # noqa: PLC0415
+    from pipeline.readers import InputError  # noqa: PLC0415 - imports pyspark (no JVM)
 
     try:
-        config = _config(args)
+        try:
+            config = _config(args)
+        except ConfigError:
+            raise
+        except ValueError as exc:  # an option's value the settings' own checks refuse
+            raise ConfigError(f"options: {exc}") from None
         return run(args, config)
     except (ConfigError, InputError) as exc:
         sys.stderr.write(f"pipeline {args.job}: {exc}\n")

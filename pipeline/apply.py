@@ -15,6 +15,13 @@ backend; every instance shares the store, but some calls act on the instance's o
   that acts on the instance's own GBID, expired or not) deletes it. A GBID with no cluster
   controller given is ``skipped-no-cc``.
 
+Before any call, :func:`read_plan` shows what the plan does (the stale cluster controllers it
+purges with their entries, the removes per GBID, the share of the directory) and
+:func:`check_share` refuses a plan that removes more than [housekeeping] max_purge_share of
+the directory's entries (``plan.json`` says how many it had) unless told otherwise
+(``--allow-large-purge``): a plan made with a wrong threshold or "now" finds every cluster
+controller stale and would empty the directory.
+
 Each call's outcome is a line of ``apply-result.jsonl`` beside the plan, with a summary at the
 end. The plan is read line by line and at most [apply] concurrency calls are in flight, so a
 plan of any size takes bounded memory.
@@ -23,6 +30,7 @@ plan of any size takes bounded memory.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import logging
 import time
@@ -46,7 +54,8 @@ from libjoynr import (
 from pipeline.config import ApplySettings, ConfigError
 from pipeline.readers import InputError
 
-__all__ = ["ApplyResult", "apply_plan", "targets_of"]
+__all__ = ["ApplyResult", "PlanSummary", "apply_plan", "check_share", "read_plan",
+           "targets_of"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +81,130 @@ def targets_of(specs: tuple[str, ...], default_gbid: str) -> dict[str, str]:
             raise ConfigError(f"--cc: two cluster controllers for GBID {gbid!r}")
         targets[gbid] = url
     return targets
+
+
+#: stale cluster controllers named before applying, at most (plan.txt lists more)
+SHOWN_CONTROLLERS = 20
+
+
+@dataclass
+class PlanSummary:
+    """What a plan does, read line by line from ``plan.jsonl`` (and ``plan.json``)."""
+
+    plan_dir: Path
+    #: the directory's entries when the plan was made (plan.json); None: not said
+    directory_entries: int | None = None
+    #: "made at ... from ..." (plan.json), for messages
+    made: str = ""
+    stale_calls: int = 0
+    #: the entries the removeStale calls remove (every GBID)
+    stale_entries: int = 0
+    #: the first SHOWN_CONTROLLERS stale cluster controllers: (id, entries, GBIDs)
+    shown: list[tuple[str, int, list[str]]] = field(default_factory=list)
+    #: remove calls per GBID
+    removes: Counter[str] = field(default_factory=Counter)
+    #: lines that are no call of a known form
+    bad_lines: int = 0
+
+    @property
+    def entries(self) -> int:
+        """The directory entries the plan removes."""
+        return self.stale_entries + sum(self.removes.values())
+
+    def lines(self) -> list[str]:
+        """What the plan does, for people (logged before applying it)."""
+        total = (f"of the directory's {self.directory_entries} "
+                 f"({_percent(self.entries, self.directory_entries)})"
+                 if self.directory_entries is not None else "(the directory's size unknown)")
+        lines = [f"plan {self.plan_dir}{': made ' + self.made if self.made else ''}",
+                 f"it removes {self.entries} entries {total}",
+                 f"removeStale of {self.stale_calls} stale cluster controller(s), "
+                 f"{self.stale_entries} entries" + (":" if self.shown else "")]
+        lines += [f"  {cc}: {_entries(entries)} in {', '.join(gbids) or '-'}"
+                  for cc, entries, gbids in self.shown]
+        if self.stale_calls > len(self.shown):
+            lines.append(f"  ... and {self.stale_calls - len(self.shown)} more "
+                         f"({self.plan_dir / 'plan.txt'})")
+        lines.append(f"remove of {_entries(sum(self.removes.values()))}, expired" + (
+            ": " + ", ".join(f"{gbid} {n}" for gbid, n in sorted(self.removes.items()))
+            if self.removes else ""))
+        if self.bad_lines:
+            lines.append(f"{self.bad_lines} line(s) that are no call")
+        return lines
+
+
+def _entries(count: int) -> str:
+    return f"{count} entry" if count == 1 else f"{count} entries"
+
+
+def _percent(part: int, whole: int | None) -> str:
+    return f"{100 * part / whole:.1f} %" if whole else "0 %"
+
+
+def read_plan(plan_dir: Path, shown: int = SHOWN_CONTROLLERS) -> PlanSummary:
+    """What ``plan_dir/plan.jsonl`` does (read line by line: bounded memory)."""
+    plan = plan_dir / "plan.jsonl"
+    if not plan.is_file():
+        raise InputError(f"no housekeeping plan at {plan} (made by `bin/pipeline housekeeping`)")
+    summary = PlanSummary(plan_dir)
+    try:
+        meta = json.loads((plan_dir / "plan.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = {}
+    if isinstance(meta, dict):
+        total = meta.get("directory_entries")
+        if isinstance(total, int) and not isinstance(total, bool) and total >= 0:
+            summary.directory_entries = total
+        made = meta.get("made_ms")
+        if isinstance(made, int) and not isinstance(made, bool):
+            when = dt.datetime.fromtimestamp(made / 1000, dt.UTC)
+            summary.made = (f"at {when:%Y-%m-%d %H:%M:%S} UTC from "
+                            f"{meta.get('directory', '?')}")
+    with plan.open(encoding="utf-8") as lines:
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                action = json.loads(line)
+            except ValueError:
+                action = None
+            if not isinstance(action, dict):
+                summary.bad_lines += 1
+            elif action.get("action") == "removeStale":
+                entries = action.get("entries")
+                entries = entries if isinstance(entries, int) else 0
+                summary.stale_calls += 1
+                summary.stale_entries += entries
+                if len(summary.shown) < shown:
+                    gbids = action.get("gbids")
+                    summary.shown.append((str(action.get("cluster_controller_id")), entries,
+                                          [str(g) for g in gbids]
+                                          if isinstance(gbids, list) else []))
+            elif action.get("action") == "remove":
+                summary.removes[str(action.get("gbid"))] += 1
+            else:
+                summary.bad_lines += 1
+    return summary
+
+
+def check_share(summary: PlanSummary, max_share: float, allow_large: bool) -> None:
+    """Refuse (InputError) a plan that removes more than ``max_share`` of the directory, or
+    one that does not say how large the directory was, unless ``allow_large``."""
+    if allow_large or summary.entries == 0:
+        return
+    advice = (f"Check the plan ({summary.plan_dir / 'plan.txt'}): a wrong --stale-after-h or "
+              "--now-ms finds every cluster controller stale. To apply it anyway: "
+              "--allow-large-purge")
+    if summary.directory_entries is None:
+        raise InputError(f"refused: {summary.plan_dir / 'plan.json'} does not say how many "
+                         f"entries the directory had, so the share of it the plan removes "
+                         f"({summary.entries} entries) is unknown. {advice}")
+    if summary.entries > max_share * summary.directory_entries:
+        raise InputError(
+            f"refused: the plan removes {summary.entries} of the directory's "
+            f"{summary.directory_entries} entries "
+            f"({_percent(summary.entries, summary.directory_entries)}), more than "
+            f"[housekeeping] max_purge_share = {max_share:g} allows. {advice}")
 
 
 @dataclass

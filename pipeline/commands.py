@@ -11,12 +11,17 @@ Tables written under the output directory ``out``:
 - traffic: ``traffic/{outcomes,hourly,drops,top_senders,refusals,summary}``;
 - drift: ``drift/{rows,summary}``;
 - housekeeping: ``housekeeping/plan.jsonl`` (the calls), ``plan.json`` (what it was made
-  from, counts), ``plan.txt`` (readable), ``housekeeping/planned_entries`` (every row it
-  removes).
+  from, counts, the directory's size), ``plan.txt`` (readable), ``housekeeping/planned_entries``
+  (every row it removes).
+
+The commands that judge expiry or staleness say which "now" they judge at (:class:`Run`) and
+warn when the data's newest time is far from it (:func:`check_now`): old data judged against
+the machine clock would show every cluster controller stale without a word.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +51,8 @@ from pipeline.schemas import AUDIT, INGEST_FILES, SNAPSHOT, RecordSpec
 from pipeline.session import Progress
 from pipeline.writers import write_json, write_jsonl, write_split, write_table
 
-__all__ = ["TABLES", "Run", "directory", "drift", "housekeeping", "ingest", "load_directory",
-           "traffic"]
+__all__ = ["TABLES", "Run", "check_now", "directory", "drift", "housekeeping", "ingest",
+           "load_directory", "traffic", "utc"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +61,8 @@ TABLES = {AUDIT.source: ("audit", "audit_rejects"),
           SNAPSHOT.source: ("snapshots", "snapshot_rejects")}
 
 _HOUR_MS = 3_600_000
+#: stale cluster controllers listed in plan.txt at most (the table holds them all)
+_PLAN_TXT_CONTROLLERS = 100
 #: widths of the time bins of "stale over time", smallest first
 _BINS_MS = (_HOUR_MS, 6 * _HOUR_MS, 24 * _HOUR_MS, 7 * 24 * _HOUR_MS, 30 * 24 * _HOUR_MS)
 
@@ -71,11 +78,48 @@ class Run:
     out: Path
     #: the time the run judges expiry and staleness at (epoch ms)
     now_ms: int
+    #: where ``now_ms`` came from, for messages: "--now-ms" or "the machine clock"
+    now_source: str = "--now-ms"
+    #: the command judges something against ``now_ms`` (traffic does not): its data's newest
+    #: time is checked against it (:func:`check_now`)
+    checks_now: bool = True
 
     @property
     def params(self) -> directory_job.DirectoryParams:
         return directory_job.DirectoryParams(
             self.now_ms, int(self.config.jobs.stale_after_h * _HOUR_MS))
+
+
+def utc(ms: int) -> str:
+    """An epoch-ms time for people: ``2024-05-01 12:00:00 UTC``."""
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def check_now(run: Run, what: str, newest_ms: int | None) -> bool:
+    """Warn when ``newest_ms`` (the newest time of the data: ``what``) is more than [jobs]
+    now_gap_warn_h before or after the "now" the run judges at; True if it warned."""
+    if not run.checks_now or newest_ms is None:
+        return False
+    gap_ms = run.now_ms - newest_ms
+    if abs(gap_ms) <= run.config.jobs.now_gap_warn_h * _HOUR_MS:
+        return False
+    hint = (f"; to judge at the data's time: --now-ms {newest_ms}"
+            if run.now_source != "--now-ms" else "")
+    log.warning("%s (%s) is %.1f h %s the now this run judges at (%s, from %s; [jobs] "
+                "now_gap_warn_h = %g): expiry and staleness are judged against that now%s",
+                what, utc(newest_ms), abs(gap_ms) / _HOUR_MS,
+                "before" if gap_ms > 0 else "after", utc(run.now_ms), run.now_source,
+                run.config.jobs.now_gap_warn_h, hint)
+    return True
+
+
+def _every_controller_stale(run: Run, stale: int, controllers: int) -> None:
+    """Warn when every cluster controller is stale: more likely a wrong now or threshold than
+    a fleet that stopped."""
+    if controllers and stale == controllers:
+        log.warning("every cluster controller (%d) is stale: none has an entry seen in the %g h "
+                    "before %s (from %s)", controllers, run.config.jobs.stale_after_h,
+                    utc(run.now_ms), run.now_source)
 
 
 def _small(frame: DataFrame) -> list[dict[str, Any]]:
@@ -165,8 +209,13 @@ def load_directory(run: Run, source: DirectorySource) -> DataFrame:
     frame = read_directory(run.spark, source, run.config.spark.jdbc_partitions)
     frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     with run.progress.step(f"directory: reading {source.description}"):
-        rows = frame.count()
-    log.info("directory: %d row(s)", rows)
+        read = frame.agg(F.count(F.lit(1)).alias("rows"),
+                         F.max("last_seen_ms").alias("newest")).first()
+    assert read is not None
+    rows, newest = read["rows"], read["newest"]
+    log.info("directory: %d row(s), newest last seen %s", rows,
+             utc(newest) if newest is not None else "-")
+    check_now(run, "the directory's newest last-seen", newest)
     return frame
 
 
@@ -186,8 +235,8 @@ def directory(run: Run, entries: DataFrame) -> dict[str, Any]:
     with run.progress.step("directory: cluster controllers"):
         write_table(directory_job.cluster_controllers(entries, params), out,
                     "cluster_controllers")
-    controllers = run.spark.read.parquet(str(out / "cluster_controllers"))
-    first = controllers.agg(F.min("stale_since_ms")).first()
+        controllers = run.spark.read.parquet(str(out / "cluster_controllers"))
+        first = controllers.agg(F.min("stale_since_ms")).first()
     width = _bin_ms(first[0] if first else None, params.now_ms,
                     run.config.report.max_chart_bins)
     multi_row = directory_job.multi_row_participants(entries).persist()  # small: reused
@@ -210,6 +259,8 @@ def directory(run: Run, entries: DataFrame) -> dict[str, Any]:
     log.info("directory: %(entries)d entries (%(live)d live, %(expired)d expired), "
              "%(cluster_controllers)d cluster controllers, %(stale_cluster_controllers)d stale",
              summary)
+    _every_controller_stale(run, summary["stale_cluster_controllers"],
+                            summary["cluster_controllers"])
     return summary
 
 
@@ -248,20 +299,34 @@ def traffic(run: Run, entries: DataFrame) -> dict[str, Any]:
 def drift(run: Run, entries: DataFrame) -> dict[str, Any]:
     """The drift tables from the ingested snapshots; returns the totals."""
     snapshots = read_table(run.spark, run.out, "snapshots", made_by="ingest --snapshots DIR")
-    routes = drift_job.compared_routes(drift_job.latest_snapshots(snapshots))
+    # the status rows of the snapshot files tell the empty snapshots (no record to tell them)
+    files = read_table(run.spark, run.out, "ingest_files", made_by="ingest --snapshots DIR")
+    latest = drift_job.latest_taken(drift_job.snapshots_taken(snapshots, files))
+    routes = drift_job.compared_routes(drift_job.latest_snapshots(snapshots, latest))
     out = run.out / "drift"
     with run.progress.step("drift: routes against the directory"):
         write_table(drift_job.drift(routes, entries, run.now_ms), out, "rows")
         rows = run.spark.read.parquet(str(out / "rows"))
-        write_table(drift_job.summary(routes, rows).coalesce(1), out, "summary")
+        write_table(drift_job.summary(routes, rows, latest).coalesce(1), out, "summary")
     totals = _small(run.spark.read.parquet(str(out / "summary")).agg(
         F.count(F.lit(1)).alias("cluster_controllers"),
         *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in (
             "routes", "compared", "local", "sticky", "expiring",
-            *(k.replace("-", "_") for k in drift_job.DRIFT_KINDS)))))[0]
+            *(k.replace("-", "_") for k in drift_job.DRIFT_KINDS))),
+        F.max("taken_ms").alias("newest_taken_ms"),
+        F.count(F.when(F.col("empty_snapshot"), 1)).alias("empty_snapshots"),
+        F.array_sort(F.collect_list(F.when(F.col("empty_snapshot"), F.col("proc"))))
+        .alias("empty")))[0]
     log.info("drift: %(cluster_controllers)d routing table(s), %(compared)d route(s) compared: "
              "%(not_in_directory)d not in the directory, %(expired_in_directory)d expired "
              "there, %(other_gbid)d in another GBID, %(other_topic)d to another topic", totals)
+    empty = totals.pop("empty")
+    if empty:
+        log.warning("drift: the latest routing snapshot of %d cluster controller(s) is empty "
+                    "(no route to compare): %s", len(empty),
+                    ", ".join(repr(proc) for proc in empty[:20])
+                    + (f" and {len(empty) - 20} more" if len(empty) > 20 else ""))
+    check_now(run, "the newest routing snapshot", totals.pop("newest_taken_ms"))
     return totals
 
 
@@ -291,29 +356,58 @@ def housekeeping(run: Run, entries: DataFrame, source: DirectorySource) -> Path:
                     .groupBy("action", "gbid").count())
     stale_count = stale.count()
     remove_count = removes.count()
+    directory_entries = entries.count()  # kept in memory: no second read of the store
+    controller_count = controllers.count()
+    planned = sum(c["count"] for c in counts)
+    share = planned / directory_entries if directory_entries else 0.0
+    max_share = run.config.housekeeping.max_purge_share
     meta = {
         "made_ms": run.now_ms,
+        "now_source": run.now_source,
         "directory": source.description,
         "stale_after_ms": params.stale_after_ms,
         "remove_stale_calls": stale_count,
         "remove_calls": remove_count,
         "entries": {f"{c['action']} {c['gbid']}": c["count"] for c in counts},
+        # what --apply weighs the plan against ([housekeeping] max_purge_share)
+        "directory_entries": directory_entries,
+        "planned_entries": planned,
     }
     write_json(meta, out / "plan.json")
+    shown = _small(stale.orderBy(F.desc("entries"), "cluster_controller_id")
+                   .select("cluster_controller_id", "entries", "gbids", "last_seen_ms")
+                   .limit(_PLAN_TXT_CONTROLLERS))
     lines = [
-        f"Housekeeping plan made at {run.now_ms} (epoch ms) from {source.description}",
+        f"Housekeeping plan made at {utc(run.now_ms)} ({run.now_ms} epoch ms, from "
+        f"{run.now_source}) from {source.description}",
         f"stale: no entry seen for {params.stale_after_ms / _HOUR_MS:g} h",
+        f"removes {planned} of the directory's {directory_entries} entries "
+        f"({100 * share:.1f} %)" + (
+            f": more than [housekeeping] max_purge_share = {max_share:g}, so --apply refuses "
+            "it unless given --allow-large-purge" if share > max_share else ""),
         f"{stale_count} removeStale call(s), one per stale cluster controller",
         f"{remove_count} remove call(s), one per expired entry of the other cluster "
         "controllers",
         "entries removed, by action and GBID:",
         *(f"  {c['action']:<12} {c['gbid']:<24} {c['count']}"
           for c in sorted(counts, key=lambda c: (c["action"], c["gbid"]))),
+        "stale cluster controllers (most entries first" + (
+            f"; the first {len(shown)} of {stale_count}, all of them in "
+            "stale_cluster_controllers" if stale_count > len(shown) else "") + "):"
+        if shown else "stale cluster controllers: none",
+        *(f"  {c['cluster_controller_id']}: {c['entries']} "
+          f"{'entry' if c['entries'] == 1 else 'entries'} in {', '.join(c['gbids'])}, last "
+          f"seen {utc(c['last_seen_ms'])}" for c in shown),
         f"calls: {out / 'plan.jsonl'}; every entry: {out / 'planned_entries'} (Parquet)",
         "apply with: bin/pipeline housekeeping --apply --plan "
         f"{out} --cc [GBID=]ws://host:port/",
     ]
     (out / "plan.txt").write_text("\n".join(lines) + "\n")
-    log.info("housekeeping: %d removeStale and %d remove call(s) planned (%s)", stale_count,
-             remove_count, out / "plan.txt")
+    log.info("housekeeping: %d removeStale and %d remove call(s) planned, %d of %d entries "
+             "(%s)", stale_count, remove_count, planned, directory_entries, out / "plan.txt")
+    _every_controller_stale(run, stale_count, controller_count)
+    if share > max_share:
+        log.warning("housekeeping: the plan removes %.1f %% of the directory, more than "
+                    "[housekeeping] max_purge_share = %g: --apply refuses it unless given "
+                    "--allow-large-purge", 100 * share, max_share)
     return out

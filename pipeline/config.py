@@ -1,30 +1,63 @@
 """The pipeline's settings: ``config/pipeline.toml`` (every setting with its default), overridden
 by environment variables ``JOYNR_PIPELINE__<SECTION>__<KEY>`` and then by command-line options.
 
-Unknown sections or keys, and values of the wrong type, are errors that name the culprit (a typo
-must not be silently ignored). The pipeline shares no code with the rest of the project (only
-the record schemas of docs/records.md), so this small loader is its own.
+Loaded by the project's one loader (:func:`runtime.config.load_config`), so the rules are the
+rest of the project's: unknown sections or keys, variables that name no setting and values of
+the wrong type are errors that name the culprit (a typo must not be silently ignored); in a
+variable, a list is one TOML value (``'["a", "b"]'``), never a comma-separated text. Every
+number is checked against its range here (``__post_init__``), wherever it came from.
+
+Relative paths in the settings (``[inputs]``) are relative to the repository (where the other
+programs resolve theirs); the command line resolves its own against the caller's directory.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
-import tomllib
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-__all__ = ["DEFAULT_CONFIG", "ENV_PREFIX", "ApplySettings", "ConfigError", "InputSettings",
-           "JobSettings", "PipelineConfig", "ReportSettings", "SparkSettings"]
+from runtime.config import ConfigError, load_config
+
+__all__ = ["DEFAULT_CONFIG", "ENV_PREFIX", "ROOT", "ApplySettings", "ConfigError",
+           "HousekeepingSettings", "InputSettings", "JobSettings", "PipelineConfig",
+           "ReportSettings", "SparkSettings", "check_master"]
 
 ENV_PREFIX = "JOYNR_PIPELINE"
-DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "config" / "pipeline.toml"
+#: the repository: relative paths of the settings are relative to it
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = ROOT / "config" / "pipeline.toml"
+
+#: the Spark masters the pipeline runs on: local mode, or a standalone cluster
+_MASTER = re.compile(r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?|spark://[^\s/]+:[0-9]+")
+#: a JVM memory size as Spark takes it: 512m, 2g, 2gb
+_MEMORY = re.compile(r"[1-9][0-9]*([kmgt]b?)?", re.IGNORECASE)
 
 
-class ConfigError(ValueError):
-    """The configuration is not usable; the message names the file, key and problem."""
+#: the longest line a Hadoop line reader takes (an int, with room for the newline)
+MAX_LINE_BYTES = 2**31 - 3
+
+
+def check_master(master: str) -> str:
+    """``master`` if it is a master the pipeline runs on, else ValueError saying which are."""
+    if not _MASTER.fullmatch(master):
+        raise ValueError(f"master must be local, local[N], local[*] or spark://host:port, "
+                         f"got {master!r}")
+    return master
+
+
+def _at_least(section: object, name: str, least: float) -> None:
+    value = getattr(section, name)
+    if not (isinstance(value, int | float) and math.isfinite(value) and value >= least):
+        raise ValueError(f"{name} must be at least {least:g}, got {value!r}")
+
+
+def _above(section: object, name: str, bound: float) -> None:
+    value = getattr(section, name)
+    if not (isinstance(value, int | float) and math.isfinite(value) and value > bound):
+        raise ValueError(f"{name} must be more than {bound:g}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -47,6 +80,15 @@ class SparkSettings:
     #: seconds between two progress lines of a running Spark job (0: none)
     progress_interval_s: float = 10.0
 
+    def __post_init__(self) -> None:
+        check_master(self.master)
+        if not _MEMORY.fullmatch(self.driver_memory):
+            raise ValueError(f"driver_memory must be a size such as 512m or 2g, got "
+                             f"{self.driver_memory!r}")
+        for name in ("shuffle_partitions", "jdbc_partitions"):
+            _at_least(self, name, 1)
+        _at_least(self, "progress_interval_s", 0)
+
 
 @dataclass(frozen=True)
 class InputSettings:
@@ -61,6 +103,14 @@ class InputSettings:
     #: a record line longer than this (bytes) is rejected as too-long, never held in memory
     max_line_bytes: int = 1_048_576
 
+    def __post_init__(self) -> None:
+        _at_least(self, "max_line_bytes", 1)
+        if self.max_line_bytes > MAX_LINE_BYTES:
+            raise ValueError(f"max_line_bytes must be at most {MAX_LINE_BYTES}, got "
+                             f"{self.max_line_bytes}")
+        if not self.out:
+            raise ValueError("out must name a directory, got ''")
+
 
 @dataclass(frozen=True)
 class JobSettings:
@@ -68,6 +118,14 @@ class JobSettings:
     stale_after_h: float = 24.0
     #: rows of the "top" tables (senders)
     top_n: int = 20
+    #: warn when the newest last-seen of the directory (or the newest routing snapshot) is
+    #: further than this from the "now" the run judges at, before or after it
+    now_gap_warn_h: float = 24.0
+
+    def __post_init__(self) -> None:
+        _above(self, "stale_after_h", 0)
+        _at_least(self, "top_n", 1)
+        _above(self, "now_gap_warn_h", 0)
 
 
 @dataclass(frozen=True)
@@ -78,6 +136,23 @@ class ReportSettings:
     max_chart_bins: int = 168
     #: rows of a table on the page at most (the Parquet tables hold every row)
     max_table_rows: int = 50
+
+    def __post_init__(self) -> None:
+        for name in ("chart_series", "max_chart_bins", "max_table_rows"):
+            _at_least(self, name, 1)
+
+
+@dataclass(frozen=True)
+class HousekeepingSettings:
+    #: --apply refuses a plan that removes more than this share of the directory's entries
+    #: (0.1: a tenth) unless given --allow-large-purge
+    max_purge_share: float = 0.1
+
+    def __post_init__(self) -> None:
+        _at_least(self, "max_purge_share", 0)
+        if self.max_purge_share > 1:
+            raise ValueError(f"max_purge_share must be at most 1 (the whole directory), got "
+                             f"{self.max_purge_share!r}")
 
 
 @dataclass(frozen=True)
@@ -91,6 +166,10 @@ class ApplySettings:
     #: GCD calls in flight at once
     concurrency: int = 8
 
+    def __post_init__(self) -> None:
+        _above(self, "call_timeout_s", 0)
+        _at_least(self, "concurrency", 1)
+
 
 @dataclass(frozen=True)
 class PipelineConfig:
@@ -98,94 +177,14 @@ class PipelineConfig:
     inputs: InputSettings = field(default_factory=InputSettings)
     jobs: JobSettings = field(default_factory=JobSettings)
     report: ReportSettings = field(default_factory=ReportSettings)
+    housekeeping: HousekeepingSettings = field(default_factory=HousekeepingSettings)
     apply: ApplySettings = field(default_factory=ApplySettings)
 
     @classmethod
     def load(cls, path: Path | None, env: Mapping[str, str] | None = None) -> PipelineConfig:
-        """Defaults, then the TOML file (``None``: none), then the environment."""
-        data: dict[str, Any] = {}
-        where = "defaults"
-        if path is not None:
-            where = str(path)
-            try:
-                data = tomllib.loads(path.read_text())
-            except OSError as exc:
-                raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-        sections = {f.name: f for f in dataclasses.fields(cls)}
-        for name in data:
-            if name not in sections:
-                raise ConfigError(f"{where}: unknown section [{name}]")
-        env = os.environ if env is None else env
-        prefix = ENV_PREFIX + "__"
-        overrides: dict[str, dict[str, str]] = {}
-        for key, value in env.items():
-            if not key.startswith(prefix):
-                continue
-            parts = key[len(prefix):].lower().split("__")
-            if len(parts) != 2 or parts[0] not in sections:
-                raise ConfigError(f"environment variable {key} names no setting")
-            overrides.setdefault(parts[0], {})[parts[1]] = value
-        made = {}
-        for name in sections:
-            made[name] = _section(_SECTIONS[name], data.get(name, {}),
-                                  overrides.get(name, {}), f"{where} [{name}]", name)
-        return cls(**made)
-
-
-_SECTIONS: dict[str, type[Any]] = {
-    "spark": SparkSettings, "inputs": InputSettings, "jobs": JobSettings,
-    "report": ReportSettings, "apply": ApplySettings,
-}
-
-
-def _section(kind: type[Any], values: Any, env: dict[str, str], where: str, name: str
-             ) -> Any:
-    if not isinstance(values, dict):
-        raise ConfigError(f"{where}: expected a table")
-    fields = {f.name: f for f in dataclasses.fields(kind)}
-    converted: dict[str, Any] = {}
-    for key, value in values.items():
-        if key not in fields:
-            raise ConfigError(f"{where}: unknown key {key!r}")
-        converted[key] = _convert(value, fields[key].type, f"{where} {key}")
-    for key, value in env.items():
-        if key not in fields:
-            raise ConfigError(f"environment variable {ENV_PREFIX}__{name.upper()}__"
-                              f"{key.upper()} names no setting")
-        converted[key] = _convert(value, fields[key].type, f"environment {key}")
-    return kind(**converted)
-
-
-def _convert(value: Any, annotation: Any, where: str) -> Any:
-    """Check a TOML value, or parse an environment string, against a field's type."""
-    text = isinstance(value, str)
-    if annotation == "bool":
-        if text and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-            return value.lower() in ("1", "true", "yes", "on")
-        if isinstance(value, bool):
-            return value
-    elif annotation == "int":
+        """Defaults, then the TOML file (``None``: none), then the environment
+        (:func:`runtime.config.load_config`); ConfigError naming the culprit."""
         try:
-            if text or (isinstance(value, int) and not isinstance(value, bool)):
-                return int(value)
-        except ValueError:
-            pass
-    elif annotation == "float":
-        try:
-            if text or (isinstance(value, int | float) and not isinstance(value, bool)):
-                return float(value)
-        except ValueError:
-            pass
-    elif annotation == "str":
-        if text:
-            return value
-    elif annotation == "tuple[str, ...]":
-        if text:
-            return tuple(item.strip() for item in value.split(",") if item.strip())
-        if isinstance(value, list) and all(isinstance(item, str) for item in value):
-            return tuple(value)
-    else:  # pragma: no cover - a field type this loader does not know is a programming error
-        raise TypeError(f"unsupported setting type {annotation!r}")
-    raise ConfigError(f"{where}: expected {annotation}, got {value!r}")
+            return load_config(cls, path, env_prefix=ENV_PREFIX, env=env)
+        except OSError as exc:  # a file that exists but cannot be read
+            raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.window import Window
 
 __all__ = [
     "COMPARED_FIELDS",
@@ -87,10 +86,14 @@ def stale_over_time(controllers: DataFrame, bin_ms: int) -> DataFrame:
                .groupBy((F.floor(F.col("stale_since_ms") / bin_ms) * bin_ms)
                         .cast("long").alias("bin_start_ms"))
                .agg(F.count(F.lit(1)).alias("went_stale")))
-    # one partition on purpose: a row per time bin, few
-    cumulative = (Window.partitionBy(F.lit(0)).orderBy("bin_start_ms")
-                  .rowsBetween(Window.unboundedPreceding, 0))
-    return (per_bin.withColumn("stale", F.sum("went_stale").over(cumulative))
+    # the running total: each bin joined with the bins up to it (a row per bin, few, so the
+    # pairs are few too). Not a window: one over the whole data set has no partition and moves
+    # everything to one task (Spark warns about it on every plan)
+    earlier = per_bin.select(F.col("bin_start_ms").alias("earlier_ms"),
+                             F.col("went_stale").alias("earlier_went_stale"))
+    return (per_bin.join(earlier, F.col("earlier_ms") <= F.col("bin_start_ms"))
+            .groupBy("bin_start_ms", "went_stale")
+            .agg(F.sum("earlier_went_stale").alias("stale"))
             .orderBy("bin_start_ms"))
 
 

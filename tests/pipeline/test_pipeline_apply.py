@@ -125,8 +125,18 @@ async def test_apply_removes_exactly_the_planned_entries(make_run: Any, tmp_path
         await gcd_proxy.touch_participants("cc-gone-3", ["s3"])
         await gcd_proxy.touch_participants("cc-busy", ["e2"])
 
+        # 6 of the directory's 9 entries: more than [housekeeping] max_purge_share (0.1), so
+        # refused, with the plan shown, until told otherwise; nothing is removed meanwhile
         code, out = await run_cli("housekeeping", "--apply", "--plan", str(plan_dir),
                                   "--cc", cc.websocket_address.url)
+        assert code == 2, out
+        assert "apply: it removes 6 entries of the directory's 9 (66.7 %)" in out
+        assert "apply:   cc-gone-1: 2 entries in joynrdefaultgbid, other" in out
+        assert "refused: the plan removes 6 of the directory's 9 entries" in out
+        assert not (plan_dir / "apply-result.jsonl").exists()
+        assert await keys(sqlite, pids) == before
+        code, out = await run_cli("housekeeping", "--apply", "--plan", str(plan_dir),
+                                  "--cc", cc.websocket_address.url, "--allow-large-purge")
         assert code == 0, out
         results = [json.loads(line) for line in
                    (plan_dir / "apply-result.jsonl").read_text().splitlines()]

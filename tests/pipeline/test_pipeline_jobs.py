@@ -54,14 +54,16 @@ def test_classify_gives_each_line_one_verdict(spark: SparkSession) -> None:
             "recipient": "b", "hop": None, "gbid": None, "bytes": 3, "outcome": "queued",
             "reason": None, "peer": None, "queued_ms": None}
     lines = [json.dumps(good), "{", '{"v": 3, "ts": "x"}', json.dumps({**good, "bytes": -1.5}),
-             json.dumps({**good, "outcome": "delivered", "extra": 1}), "[1]",
-             json.dumps({**good, "type": "zz"})]  # not a message type of docs/records.md
+             json.dumps({**good, "outcome": "delivered"}), "[1]",
+             json.dumps({**good, "type": "zz"}),  # not a message type of docs/records.md
+             json.dumps({**good, "extra": 1})]  # a key of no version-1 record
     frame = spark.createDataFrame([("f", line) for line in lines], "file string, value string")
     result = rows(ingest.classify(frame, AUDIT))
     assert [r["verdict"] for r in result] == ["ok", "corrupt-json", "unknown-version",
-                                              "bad-field", "ok", "corrupt-json", "bad-field"]
+                                              "bad-field", "ok", "corrupt-json", "bad-field",
+                                              "bad-field"]
     assert [r["table"] for r in result] == ["records", "rejects", "rejects", "rejects",
-                                            "records", "rejects", "rejects"]
+                                            "records", "rejects", "rejects", "rejects"]
     assert result[0]["date"] == "1970-01-01" and result[0]["text"] is None
     assert result[1]["ts"] is None and result[1]["text"] == "{"
 
@@ -268,16 +270,30 @@ def test_settings_load_and_refuse_typos(tmp_path: Path) -> None:
     assert PipelineConfig.load(DEFAULT_CONFIG, env={}) == PipelineConfig()
     bad = tmp_path / "bad.toml"
     bad.write_text("[jobs]\nstale_after = 3\n")
-    with pytest.raises(ConfigError, match="unknown key 'stale_after'"):
+    with pytest.raises(ConfigError, match=r"bad\.toml: jobs: unknown setting\(s\) stale_after"):
         PipelineConfig.load(bad, env={})
     bad.write_text('[jobs]\ntop_n = "many"\n')
-    with pytest.raises(ConfigError, match="top_n: expected int"):
+    with pytest.raises(ConfigError, match=r"jobs\.top_n: expected an integer, got 'many'"):
         PipelineConfig.load(bad, env={})
-    with pytest.raises(ConfigError, match="JOYNR_PIPELINE__JOBS__TOP names no setting"):
+    with pytest.raises(ConfigError, match="JOYNR_PIPELINE__JOBS__TOP: no such setting"):
         PipelineConfig.load(None, env={"JOYNR_PIPELINE__JOBS__TOP": "3"})
-    loaded = PipelineConfig.load(None, env={"JOYNR_PIPELINE__JOBS__TOP_N": "3",
-                                            "JOYNR_PIPELINE__APPLY__CC": "g2=ws://b/, ws://a/"})
+
+
+def test_lists_from_the_environment_are_one_toml_value() -> None:
+    """As everywhere in the project (runtime/config.py, README "Configuration")."""
+    loaded = PipelineConfig.load(None, env={
+        "JOYNR_PIPELINE__JOBS__TOP_N": "3",
+        "JOYNR_PIPELINE__APPLY__CC": '["g2=ws://b/", "ws://a/"]',
+        "JOYNR_PIPELINE__SPARK__JARS": "[]"})
     assert loaded.jobs.top_n == 3 and loaded.apply.cc == ("g2=ws://b/", "ws://a/")
+    assert loaded.spark.jars == ()
+    # the comma-separated form is refused, naming the variable and showing the form
+    for variable, text in (("JOYNR_PIPELINE__APPLY__CC", "g2=ws://b/, ws://a/"),
+                           ("JOYNR_PIPELINE__APPLY__CC", "ws://a/"),
+                           ("JOYNR_PIPELINE__SPARK__JARS", "/a.jar,/b.jar")):
+        with pytest.raises(ConfigError, match=rf"^{variable}: a list is written as a TOML "
+                                              r"array, e\.g\. \[\"a\", \"b\"\]; got "):
+            PipelineConfig.load(None, env={variable: text})
 
 
 def test_apply_targets() -> None:
@@ -289,6 +305,21 @@ def test_apply_targets() -> None:
         targets_of(("ws://a/", "g1=ws://b/"), "g1")
     with pytest.raises(ConfigError, match="not a websocket URL"):
         targets_of(("g1=http://a/",), "g1")
+
+
+def test_stale_over_time_needs_no_window(spark: SparkSession) -> None:
+    """The running total of stale cluster controllers is no window over the whole data set
+    (which moves every row to one task, and makes Spark warn on every plan)."""
+    controllers = directory.cluster_controllers(
+        directory_frame(spark, *(dir_row("g1", f"p{n}", f"cc{n}", last_seen=NOW - n * 30 * HOUR)
+                                 for n in range(1, 5))),
+        directory.DirectoryParams(NOW, 24 * HOUR))
+    over_time = directory.stale_over_time(controllers, 24 * HOUR)
+    plan = over_time._jdf.queryExecution().executedPlan().toString()
+    assert "Window" not in plan, plan
+    assert [(r["bin_start_ms"], r["went_stale"], r["stale"]) for r in rows(over_time)] == [
+        (NOW - 4 * 24 * HOUR, 1, 1), (NOW - 3 * 24 * HOUR, 1, 2), (NOW - 2 * 24 * HOUR, 1, 3),
+        (NOW - 24 * HOUR, 1, 4)]
 
 
 def test_jobs_use_no_python_udf(spark: SparkSession) -> None:
