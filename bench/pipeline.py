@@ -106,7 +106,7 @@ def make_snapshots(directory: Path) -> None:
                 "gbid": gbid if remote else None, "topic": topic if remote else None,
                 "global": True, "expiry_ms": 2**63 - 1, "sticky": False},
                 separators=(",", ":")))
-        (directory / f"routing-{proc}-{stamp}.jsonl.gz").write_bytes(
+        (directory / f"routing-{proc}-{stamp}-{(NOW - HOUR) % 1000:03d}.jsonl.gz").write_bytes(
             gzip.compress(("\n".join(lines) + "\n").encode(), 1))
 
 

@@ -298,7 +298,9 @@ def _check_inputs(job: str, inputs: InputSettings) -> DirectorySource | None:
     if inputs.sqlite:
         _check_sqlite_store(Path(inputs.sqlite))
     for needs, table, made_by in (("traffic", "audit", "ingest --audit DIR"),
-                                  ("drift", "snapshots", "ingest --snapshots DIR")):
+                                  ("drift", "snapshots", "ingest --snapshots DIR"),
+                                  # (the status rows tell drift the empty snapshots)
+                                  ("drift", "ingest_files", "ingest --snapshots DIR")):
         if job == needs and not (out / table).is_dir():
             raise InputError(f"no table {table} in {out} (it is made by `bin/pipeline "
                              f"{made_by}`)")

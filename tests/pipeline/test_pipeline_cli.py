@@ -260,7 +260,12 @@ def test_every_input_is_checked_before_spark_starts(tmp_path: Path, tripwire: Tr
     out_file = tmp_path / "out-file"
     out_file.write_text("")
     out = tmp_path / "out"
+    half = tmp_path / "half"  # snapshots ingested, but without their status rows
+    (half / "snapshots").mkdir(parents=True)
     for args, says in (
+            (("drift", "--sqlite", store, "--out", str(half)),
+             f"no table ingest_files in {half} (it is made by `bin/pipeline ingest "
+             "--snapshots"),
             (("traffic", "--sqlite", store, "--out", str(out)),
              f"no table audit in {out} (it is made by `bin/pipeline ingest --audit DIR`)"),
             (("drift", "--sqlite", store, "--out", str(out)),
