@@ -1,6 +1,10 @@
-"""The report: every job's tables, and one HTML page (``OUT/report/index.html``) with charts
+"""The report: every job's tables, and one HTML page (``OUT/report/index.html``): a header
+naming the "now" the figures are judged at; a summary first (the figures an operator wants at
+a glance, with what changed: the directory's in the 24 h up to now, the traffic's in the
+newest hour of the audit records against the hour before); then a section per job with charts
 (registrations per backend and interface, stale cluster controllers over time, traffic and
-drops per interface and hour, drops and refusals by reason) and the first rows of the tables.
+drops per interface and hour, drops and refusals by reason) and the first rows of the tables;
+the housekeeping section lists the cluster controllers whose entries the plan removes.
 
 Only small aggregates reach the driver: top-K series and at most [report] max_chart_bins time
 bins per chart, at most [report] max_table_rows rows per table (the Parquet tables hold all).
@@ -18,9 +22,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipeline import commands
+from pipeline.jobs import drift as drift_job
+from pipeline.jobs import housekeeping as housekeeping_job
 from pipeline.jobs import traffic as traffic_job
 from pipeline.readers import DirectorySource
-from pipeline.report.page import Chart, Section, Table, render
+from pipeline.report.page import Chart, Fact, Section, Table, byte_text, render
 from pipeline.schemas import REJECT_KINDS
 
 __all__ = ["build_report", "time_bin_ms"]
@@ -30,7 +36,9 @@ log = logging.getLogger(__name__)
 _HOUR_MS = 3_600_000
 _WIDTHS_MS = (_HOUR_MS, 2 * _HOUR_MS, 3 * _HOUR_MS, 6 * _HOUR_MS, 12 * _HOUR_MS, 24 * _HOUR_MS,
               7 * 24 * _HOUR_MS, 30 * 24 * _HOUR_MS)
-OTHER = "other"
+_DAY_MS = 24 * _HOUR_MS
+#: the series (or category) that sums the ones beyond the top [report] chart_series
+OTHER = "(other)"
 
 
 def time_bin_ms(first_ms: int, last_ms: int, max_bins: int) -> int:
@@ -46,11 +54,11 @@ def _rows(frame: DataFrame, columns: Sequence[str], limit: int) -> list[list[Any
 
 
 def _table(run: commands.Run, title: str, frame: DataFrame, columns: Sequence[str],
-           source: str) -> Table:
+           source: str, *, key: str = "") -> Table:
     limit = run.config.report.max_table_rows
     rows = _rows(frame, columns, limit)
     total = frame.count() if len(rows) == limit else len(rows)
-    return Table(title, columns, rows, total, source)
+    return Table(title, columns, rows, total, source, key or source.replace("/", "-"))
 
 
 def _top(frame: DataFrame, key: Column, weight: str, k: int) -> list[Any]:
@@ -83,12 +91,16 @@ def _directory_section(run: commands.Run, summary: dict[str, Any]) -> Section:
     categories = [*top_interfaces, *([OTHER] if any(c["i"] == OTHER for c in cells) else [])]
     gbids = [*top_gbids, *([OTHER] if any(c["g"] == OTHER for c in cells) else [])]
     values = {(c["i"], c["g"]): c["n"] for c in cells}
-    registrations_chart = Chart("registrations", "Registrations per backend (GBID) and interface",
-                                {"kind": "bars", "categories": categories, "yLabel": "entries",
-                                 "series": [{"name": g, "values": [values.get((i, g), 0)
-                                                                   for i in categories]}
-                                            for g in gbids],
-                                 "empty": "the directory is empty"})
+    registrations_spec: dict[str, Any] = {
+        "kind": "bars", "categories": categories, "yLabel": "entries",
+        "series": [{"name": "other GBIDs" if g == OTHER else g,
+                    "values": [values.get((i, g), 0) for i in categories]} for g in gbids],
+        "empty": "the directory is empty"}
+    if OTHER in categories:
+        interfaces = registrations.agg(F.count_distinct(interface)).first()
+        more = (interfaces[0] if interfaces else 0) - len(top_interfaces)
+        registrations_spec |= {"otherCategory": OTHER,
+                               "otherLabel": f"other: {more:,} more interfaces, summed"}
     stale_bins = _read(run, "directory/stale_over_time").orderBy("bin_start_ms").collect()
     stale_chart: dict[str, Any] = {"kind": "lines", "x": [], "series": [], "yLabel": "stale",
                                    "empty": "no stale cluster controller"}
@@ -102,7 +114,8 @@ def _directory_section(run: commands.Run, summary: dict[str, Any]) -> Section:
                 level = stale_bins[index]["stale"]
                 index += 1
             counts.append(level)
-        stale_chart = {"kind": "lines", "x": xs, "binMs": width, "yLabel": "stale",
+        stale_chart = {"kind": "lines", "x": xs, "binMs": width,
+                       "yLabel": "stale cluster controllers",
                        "series": [{"name": "stale cluster controllers", "values": counts}]}
     controllers = _read(run, "directory/cluster_controllers")
     return Section(
@@ -113,15 +126,17 @@ def _directory_section(run: commands.Run, summary: dict[str, Any]) -> Section:
                ("expired", summary["expired"]), ("participants", summary["participants"]),
                ("GBIDs", summary["gbids"]),
                ("cluster controllers", summary["cluster_controllers"]),
-               ("stale", summary["stale_cluster_controllers"])],
-        charts=[registrations_chart,
+               Fact("stale", summary["stale_cluster_controllers"],
+                    alert=summary["stale_cluster_controllers"] > 0)],
+        charts=[Chart("registrations", "Registrations per interface and backend (GBID)",
+                      registrations_spec),
                 Chart("stale", "Stale cluster controllers over time (the ones stale now, by "
-                      "when they went stale)", stale_chart)],
+                      "when they went stale; UTC)", stale_chart)],
         tables=[
             _table(run, "Stale cluster controllers, longest silent first",
                    controllers.where("stale").orderBy("last_seen_ms", "cluster_controller_id"),
                    ["cluster_controller_id", "entries", "gbids", "last_seen_ms",
-                    "stale_since_ms"], "directory/cluster_controllers"),
+                    "stale_since_ms"], "directory/cluster_controllers", key="stale-controllers"),
             _table(run, "Registrations", registrations.orderBy(F.desc("entries"), "gbid",
                                                                "domain", "interface_name"),
                    ["gbid", "domain", "interface_name", "major_version", "minor_version",
@@ -141,6 +156,15 @@ def _directory_section(run: commands.Run, summary: dict[str, Any]) -> Section:
         ])
 
 
+def _interface_label() -> Column:
+    """A provider's domain and interface as one text, "domain · interface" (an interface's
+    name has "/" in it: never joined with "/"); the placeholders (not in the directory,
+    registrations disagree) stand alone."""
+    placeholder = F.col("domain").isin(traffic_job.UNKNOWN, traffic_job.AMBIGUOUS)
+    return F.when(placeholder, F.col("domain")).otherwise(
+        F.concat_ws(" \u00b7 ", "domain", "interface_name"))
+
+
 def _traffic_sections(run: commands.Run, summary: dict[str, Any] | None) -> list[Section]:
     if summary is None:
         note = "No audit records ingested (bin/pipeline ingest --audit DIR)."
@@ -148,14 +172,14 @@ def _traffic_sections(run: commands.Run, summary: dict[str, Any] | None) -> list
                 Section("security", "Refusals", text=[note])]
     settings = run.config.report
     hourly = _read(run, "traffic/hourly")
-    label = F.when(F.col("domain") == traffic_job.UNKNOWN, F.lit(traffic_job.UNKNOWN)).otherwise(
-        F.concat_ws("/", "domain", "interface_name"))
+    label = _interface_label()
     top = _top(hourly, label, "messages", settings.chart_series)
     # epoch ms computed by Spark: Python's datetimes would be in the local time zone
-    span = hourly.agg(F.unix_millis(F.min("hour")), F.unix_millis(F.max("hour"))).first()
+    span = hourly.agg(F.unix_millis(F.min("hour")), F.unix_millis(F.max("hour")),
+                      F.count_distinct(label)).first()
     charts: list[Chart] = []
     if span is not None and span[0] is not None:
-        first, last = int(span[0]), int(span[1])
+        first, last, labels = int(span[0]), int(span[1]), int(span[2])
         width = time_bin_ms(first, last, settings.max_chart_bins)
         bin_start = (F.floor(F.unix_millis("hour") / width) * width).cast("long")
         cells = (hourly.groupBy(_label(label, top).alias("i"), bin_start.alias("bin"))
@@ -163,17 +187,24 @@ def _traffic_sections(run: commands.Run, summary: dict[str, Any] | None) -> list
                       F.sum(F.col("dropped") + F.col("refused")).alias("drops"))
                  .collect())
         xs = list(range(first // width * width, last // width * width + 1, width))
-        names = [*top, *([OTHER] if any(c["i"] == OTHER for c in cells) else [])]
+        has_other = any(c["i"] == OTHER for c in cells)
         for key, measure, caption in (
                 ("traffic", "messages", "Messages per interface and "
                  f"{_width_text(width)} (UTC)"),
                 ("drops", "drops", "Dropped and refused messages per interface and "
                  f"{_width_text(width)} (UTC)")):
             values = {(c["i"], c["bin"]): c[measure] for c in cells}
-            charts.append(Chart(key, caption, {
-                "kind": "lines", "x": xs, "binMs": width, "yLabel": measure,
+            spec: dict[str, Any] = {
+                "kind": "lines", "x": xs, "binMs": width, "yLabel": f"{measure} per "
+                f"{_width_text(width)}",
                 "series": [{"name": n, "values": [values.get((n, x), 0) for x in xs]}
-                           for n in names]}))
+                           for n in top]}
+            if has_other:
+                # the rest, summed: drawn apart, so that it does not flatten the named ones
+                spec["other"] = {"name": f"other: {labels - len(top):,} more interfaces, "
+                                         "summed",
+                                 "values": [values.get((OTHER, x), 0) for x in xs]}
+            charts.append(Chart(key, caption, spec))
     drops = _read(run, "traffic/drops")
     by_reason = (drops.where(F.col("outcome") == "dropped").groupBy("reason")
                  .agg(F.sum("messages").alias("n")).orderBy(F.desc("n"), "reason")
@@ -194,14 +225,19 @@ def _traffic_sections(run: commands.Run, summary: dict[str, Any] | None) -> list
         "traffic", "Traffic",
         text=["Messages are the records of a final outcome (delivered, dropped, refused), "
               "attributed to the provider's domain and interface through the directory."],
-        facts=[(name, summary[name]) for name in ("records", "messages", "delivered", "queued",
-                                                  "dropped", "refused", "bytes",
-                                                  "unattributed")],
+        facts=[*((name, summary[name]) for name in ("records", "messages", "delivered",
+                                                     "queued")),
+               Fact("dropped", summary["dropped"], alert=summary["dropped"] > 0),
+               Fact("refused", summary["refused"], alert=summary["refused"] > 0),
+               Fact("bytes delivered", summary["bytes"], "bytes"),
+               Fact("not in directory", summary["unattributed"]),
+               *([Fact("registrations disagree", summary["ambiguous"])]
+                 if "ambiguous" in summary else [])],
         charts=charts,
         tables=[
             _table(run, "Per interface", per_interface,
                    ["domain", "interface_name", "messages", "bytes", "dropped", "refused",
-                    "worst_hour_p99_queued_ms"], "traffic/hourly"),
+                    "worst_hour_p99_queued_ms"], "traffic/hourly", key="per-interface"),
             _table(run, "Top senders", _read(run, "traffic/top_senders"),
                    ["sender", "messages", "bytes"], "traffic/top_senders"),
         ])
@@ -230,60 +266,200 @@ def _drift_section(run: commands.Run, totals: dict[str, Any] | None) -> Section:
               "routes to remote providers (MQTT, not sticky, without expiry)."],
         facts=[("routing tables", totals["cluster_controllers"]),
                ("routes", totals["routes"]), ("compared", totals["compared"]),
-               ("not in directory", totals["not_in_directory"]),
-               ("expired there", totals["expired_in_directory"]),
-               ("other GBID", totals["other_gbid"]), ("other topic", totals["other_topic"])],
+               *(Fact(label, totals[key], alert=totals[key] > 0) for label, key in (
+                   ("not in directory", "not_in_directory"),
+                   ("expired there", "expired_in_directory"), ("other GBID", "other_gbid"),
+                   ("other topic", "other_topic")))],
         tables=[_table(run, "Drifted routes", _read(run, "drift/rows"),
                        ["proc", "participant_id", "drift", "route_gbid", "route_topic",
                         "directory_gbids", "directory_topic", "taken_ms"], "drift/rows")])
 
 
-def _housekeeping_section(run: commands.Run, plan_dir: Path) -> Section:
-    plan_text = (plan_dir / "plan.txt").read_text(encoding="utf-8").splitlines()
-    return Section(
-        "housekeeping", "Housekeeping plan", text=plan_text,
-        tables=[_table(run, "removeStale calls", _read(run, "housekeeping/stale_cluster_"
-                                                          "controllers")
-                       .orderBy("cluster_controller_id"),
-                       ["cluster_controller_id", "entries", "gbids", "last_seen_ms"],
-                       "housekeeping/stale_cluster_controllers"),
-                _table(run, "remove calls (expired entries)", _read(run, "housekeeping/removes"),
+def _housekeeping_section(run: commands.Run, plan_dir: Path, directory_entries: int
+                          ) -> tuple[Section, dict[str, Any]]:
+    """The plan: what it removes, per cluster controller, and its plan.txt; returns the
+    section and the plan's totals (for the summary)."""
+    planned = _read(run, "housekeeping/planned_entries")
+    stale_call = F.col("action") == housekeeping_job.REMOVE_STALE
+    row = planned.agg(
+        F.count(F.lit(1)).alias("entries"),
+        F.count_distinct("cluster_controller_id").alias("controllers"),
+        F.count_distinct(F.when(stale_call, F.col("cluster_controller_id"))).alias("stale"),
+        F.count(F.when(~stale_call, 1)).alias("removes")).first()
+    assert row is not None
+    totals = row.asDict() | {"share": row["entries"] / directory_entries
+                             if directory_entries else 0.0}
+    per_controller = (planned.groupBy("cluster_controller_id", "action")
+                      .agg(F.count(F.lit(1)).alias("entries"),
+                           F.array_sort(F.collect_set("gbid")).alias("gbids"),
+                           F.max("last_seen_ms").alias("last_seen_ms"))
+                      .orderBy(F.desc("entries"), "cluster_controller_id"))
+    max_share = run.config.housekeeping.max_purge_share
+    large = totals["share"] > max_share
+    section = Section(
+        "housekeeping", "Housekeeping plan",
+        text=["What housekeeping --apply would remove from the directory, through the GCD's "
+              "own calls: removeStale for each stale cluster controller (all its entries), "
+              "remove for each expired entry of the others."],
+        facts=[Fact("entries removed", totals["entries"], alert=totals["entries"] > 0),
+               Fact("of the directory", totals["share"], "share", alert=large,
+                    detail=f"[housekeeping] max_purge_share: {100 * max_share:g} %"),
+               Fact("cluster controllers", totals["controllers"]),
+               Fact("removeStale calls", totals["stale"]),
+               Fact("remove calls", totals["removes"])],
+        tables=[_table(run, "Cluster controllers whose entries the plan removes, most "
+                       "first", per_controller,
+                       ["cluster_controller_id", "action", "entries", "gbids",
+                        "last_seen_ms"], "housekeeping/planned_entries",
+                       key="housekeeping-controllers"),
+                _table(run, "Expired entries of the others (remove calls)",
+                       _read(run, "housekeeping/removes"),
                        ["gbid", "participant_id", "cluster_controller_id", "expiry_ms"],
-                       "housekeeping/removes")])
+                       "housekeeping/removes")],
+        texts=[("The plan as text (plan.txt)",
+                (plan_dir / "plan.txt").read_text(encoding="utf-8"))])
+    return section, totals
 
 
-def _ingest_section(run: commands.Run) -> Section:
+def _ingest_section(run: commands.Run) -> tuple[Section, dict[str, Any] | None]:
     path = run.out / "ingest_files"
     if not path.exists():
-        return Section("ingest", "Input files", text=["Nothing ingested yet."])
+        return Section("ingest", "Input files", text=["Nothing ingested yet."]), None
     files = _read(run, "ingest_files")
-    totals = files.agg(
+    row = files.agg(
         F.count(F.lit(1)).alias("files"),
         F.count(F.when(F.col("status") != "ok", 1)).alias("problems"),
         F.coalesce(F.sum("records"), F.lit(0)).alias("records"),
         *(F.coalesce(F.sum(k.replace("-", "_")), F.lit(0)).alias(k.replace("-", "_"))
           for k in REJECT_KINDS)).first()
-    assert totals is not None
-    return Section(
+    assert row is not None
+    totals = row.asDict()
+    section = Section(
         "ingest", "Input files",
         text=["Every audit and snapshot file of the last ingest, checked: a truncated file "
               "keeps its lines before the cut, a corrupt one is not read; rejected lines are "
               "counted by kind (tables audit_rejects, snapshot_rejects)."],
-        facts=[("files", totals["files"]), ("with problems", totals["problems"]),
+        facts=[("files", totals["files"]),
+               Fact("with problems", totals["problems"], alert=totals["problems"] > 0),
                ("records", totals["records"]),
-               *((k, totals[k.replace("-", "_")]) for k in REJECT_KINDS)],
+               *(Fact(k, totals[k.replace("-", "_")], alert=totals[k.replace("-", "_")] > 0)
+                 for k in REJECT_KINDS)],
         tables=[_table(run, "Files with problems",
                        files.where(F.col("status") != "ok").orderBy("source", "file"),
                        ["source", "file", "status", "gzip", "lines", "records", "corrupt_json",
                         "unknown_version", "bad_field", "too_long", "detail"],
-                       "ingest_files")])
+                       "ingest_files", key="ingest-problems")])
+    return section, totals
+
+
+# ---------------------------------------------------------------------- the summary
+
+
+def _change(now: int, before: int, unit: str = "count") -> str:
+    """``now`` against ``before``: "+3 (+30 %)", "no change", a decrease with a minus sign."""
+    diff = now - before
+    if diff == 0:
+        return "no change"
+    sign = "+" if diff > 0 else "\u2212"
+    amount = byte_text(abs(diff)) if unit == "bytes" else f"{abs(diff):,}"
+    share = f" ({sign}{100 * abs(diff) / before:.0f} %)" if before else ""
+    return f"{sign}{amount}{share}"
+
+
+def _traffic_hours(run: commands.Run) -> tuple[int, dict[str, int], dict[str, int]] | None:
+    """The newest hour of the audit data (epoch ms) and its totals and the hour before's
+    (messages, bytes, drops: dropped and refused)."""
+    hourly = _read(run, "traffic/hourly")
+    rows = (hourly.groupBy(F.unix_millis("hour").alias("hour"))
+            .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
+                 F.sum(F.col("dropped") + F.col("refused")).alias("drops"))
+            .orderBy(F.desc("hour")).limit(2).collect())
+    if not rows:
+        return None
+    newest = int(rows[0]["hour"])
+    zero = {"messages": 0, "bytes": 0, "drops": 0}
+    before = next(({k: int(r[k] or 0) for k in zero} for r in rows[1:]
+                   if r["hour"] == newest - _HOUR_MS), zero)
+    return newest, {k: int(rows[0][k] or 0) for k in zero}, before
+
+
+def _hour_change(hours: tuple[int, dict[str, int], dict[str, int]] | None, measure: str
+                 ) -> str:
+    """The newest hour's figure and its change against the hour before."""
+    if hours is None:
+        return ""
+    newest, last, before = hours
+    hour = dt.datetime.fromtimestamp(newest / 1000, dt.UTC).strftime("%H:%M")
+    unit = "bytes" if measure == "bytes" else "count"
+    value = byte_text(last[measure]) if unit == "bytes" else f"{last[measure]:,}"
+    return f"last hour ({hour}): {value}, {_change(last[measure], before[measure], unit)}"
+
+
+def _summary_section(run: commands.Run, *, directory: dict[str, Any],
+                     traffic: dict[str, Any] | None, drift: dict[str, Any] | None,
+                     plan: dict[str, Any], ingest: dict[str, Any] | None) -> Section:
+    """The figures an operator wants first, with what changed: the directory's in the 24 h up
+    to now; the traffic's in the newest hour of the audit data against the hour before."""
+    day_ago = run.now_ms - _DAY_MS
+    went_stale = (_read(run, "directory/cluster_controllers")
+                  .where(F.col("stale") & (F.col("stale_since_ms") > day_ago)).count())
+    newly_expired = (_read(run, "directory/expired")
+                     .where(F.col("expiry_ms") > day_ago).count())
+    stale = directory["stale_cluster_controllers"]
+    facts = [
+        Fact("directory rows", directory["entries"],
+             detail=f"{directory['live']:,} live, {directory['participants']:,} participants "
+                    f"in {directory['gbids']:,} GBID(s)"),
+        Fact("cluster controllers", directory["cluster_controllers"], alert=stale > 0,
+             detail=f"{stale:,} stale, {_change(went_stale, 0)} in the last 24 h"
+             if stale else "none stale"),
+        Fact("expired rows", directory["expired"], alert=directory["expired"] > 0,
+             detail=f"{_change(newly_expired, 0)} in the last 24 h"),
+    ]
+    compared = ["Directory changes: the 24 h up to now."]
+    hours = _traffic_hours(run) if traffic is not None else None
+    if traffic is not None:
+        drops = traffic["dropped"] + traffic["refused"]
+        if hours is not None:
+            compared.append(f"Traffic changes: the newest hour of the audit records (from "
+                            f"{_utc(hours[0])}) against the hour before.")
+        facts += [
+            Fact("messages", traffic["messages"], detail=_hour_change(hours, "messages")),
+            Fact("bytes delivered", traffic["bytes"], "bytes",
+                 detail=_hour_change(hours, "bytes")),
+            Fact("drops and refusals", drops, alert=drops > 0,
+                 detail=f"{traffic['dropped']:,} dropped, {traffic['refused']:,} refused; "
+                        + _hour_change(hours, "drops")),
+        ]
+    else:
+        facts.append(Fact("messages", None, detail="no audit records ingested"))
+    if drift is not None:
+        findings = sum(drift[k.replace("-", "_")] for k in drift_job.DRIFT_KINDS)
+        facts.append(Fact("drift findings", findings, alert=findings > 0,
+                          detail=f"{drift['compared']:,} routes of {drift['cluster_controllers']:,}"
+                                 " routing table(s) compared (their latest snapshots)"))
+    else:
+        facts.append(Fact("drift findings", None, detail="no routing snapshots ingested"))
+    large = plan["share"] > run.config.housekeeping.max_purge_share
+    facts.append(Fact(
+        "housekeeping would purge", plan["entries"], alert=large,
+        detail=f"entries, {100 * plan['share']:.1f} % of the directory"
+               + (" (above max_purge_share)" if large else "")
+               + f", of {plan['controllers']:,} cluster controller(s), {plan['stale']:,} stale"))
+    if ingest is not None:
+        rejected = sum(ingest[k.replace("-", "_")] for k in REJECT_KINDS)
+        facts.append(Fact("input files", ingest["files"],
+                          alert=bool(ingest["problems"] or rejected),
+                          detail=f"{ingest['problems']:,} with problems, {rejected:,} rejected "
+                                 "line(s)"))
+    return Section("summary", "Summary", facts=facts, notes=[" ".join(compared)])
 
 
 # ---------------------------------------------------------------------- the page
 
 
 def _utc(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _width_text(width_ms: int) -> str:
@@ -291,6 +467,18 @@ def _width_text(width_ms: int) -> str:
     if hours == 1:
         return "hour"
     return f"{hours} hours" if hours < 24 else f"{hours // 24} day(s)"
+
+
+def _header(run: commands.Run, source: DirectorySource) -> list[str]:
+    """Which "now" the figures are judged at and where it came from, when the page was made,
+    from what."""
+    given = run.now_source == "--now-ms"
+    now = (f"Judged at now = {_utc(run.now_ms)} "
+           + ("(given with --now-ms)" if given
+              else f"(from {run.now_source}: no --now-ms given)"))
+    made = dt.datetime.now(dt.UTC)
+    return [now, f"Page made {made.strftime('%Y-%m-%d %H:%M:%S UTC')} (the machine clock)",
+            f"Directory: {source.description}. Tables: {run.out}"]
 
 
 def build_report(run: commands.Run, entries: DataFrame, source: DirectorySource) -> Path:
@@ -305,14 +493,18 @@ def build_report(run: commands.Run, entries: DataFrame, source: DirectorySource)
                         run.out)
     plan_dir = commands.housekeeping(run, entries, source)
     with run.progress.step("report: the page"):
-        sections = [_directory_section(run, directory_summary),
+        housekeeping, plan = _housekeeping_section(run, plan_dir,
+                                                   directory_summary["entries"])
+        ingest, ingest_totals = _ingest_section(run)
+        sections = [_summary_section(run, directory=directory_summary,
+                                     traffic=traffic_summary, drift=drift_totals, plan=plan,
+                                     ingest=ingest_totals),
                     *_traffic_sections(run, traffic_summary),
+                    _directory_section(run, directory_summary),
                     _drift_section(run, drift_totals),
-                    _housekeeping_section(run, plan_dir),
-                    _ingest_section(run)]
-        page = render("Fleet report",
-                      [f"Made {_utc(run.now_ms)} from {source.description}",
-                       f"Tables: {run.out}"], sections)
+                    housekeeping,
+                    ingest]
+        page = render("Fleet report", _header(run, source), sections)
         target = run.out / "report" / "index.html"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(page, encoding="utf-8")
