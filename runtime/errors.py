@@ -21,6 +21,8 @@ __all__ = [
     "MethodInvocationError",
     "ProtocolError",
     "ProviderRuntimeError",
+    "PublicationMissedError",
+    "SubscriptionError",
     "error_from_wire",
 ]
 
@@ -93,6 +95,28 @@ class JoynrTimeoutError(JoynrError):
     wire_type = "JoynrTimeoutException"
 
 
+class SubscriptionError(JoynrError):
+    """A subscription was refused (the error of a subscription reply)."""
+
+    wire_type = "SubscriptionException"
+
+    def __init__(self, message: str = "", subscription_id: str | None = None) -> None:
+        super().__init__(message)
+        self.subscription_id = subscription_id
+
+    def to_wire(self) -> dict[str, Any]:
+        wire = super().to_wire()
+        if self.subscription_id is not None:
+            wire["subscription_id"] = self.subscription_id
+        return wire
+
+
+class PublicationMissedError(SubscriptionError):
+    """A periodic or keep-alive subscription's publication did not arrive in time."""
+
+    wire_type = "PublicationMissedException"
+
+
 _BY_WIRE_TYPE = {
     cls.wire_type: cls
     for cls in (
@@ -118,6 +142,11 @@ def error_from_wire(data: object) -> JoynrError:
         if isinstance(error, str):
             return ApplicationError(error, message)
         return JoynrError(f"malformed application error: {message}")
+    if kind in (SubscriptionError.wire_type, PublicationMissedError.wire_type):
+        sid = data.get("subscription_id")
+        sub_cls = SubscriptionError if kind == SubscriptionError.wire_type else (
+            PublicationMissedError)
+        return sub_cls(message, sid if isinstance(sid, str) else None)
     cls = _BY_WIRE_TYPE.get(kind) if isinstance(kind, str) else None
     if cls is None:
         return JoynrError(f"{kind}: {message}")

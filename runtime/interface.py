@@ -21,6 +21,13 @@ Supported value types: ``int``, ``float``, ``bool``, ``str``, ``bytes``, ``None`
 ``dict[str, T]``, ``T | None``, Enum classes (sent by member name) and dataclasses (sent as
 maps of their fields). Values from the wire are checked against the declared type;
 :class:`ValueTypeError` says which part did not fit.
+
+joynr names (for joynr's JSON payloads, ``runtime/joynr_json.py``): a struct or enum states its
+joynr type name with ``@joynr_name("vehicle.RadioStation")`` (default: the Python class name)
+and, where they are not the lowerCamelCase of the field names, its members' joynr names
+(``members={"cache_max_age_ms": "cacheMaxAge"}``). A method whose joynr parameter types are
+not the ones derived from its annotations (``int`` is ``Long``, ``float`` ``Double``, ``bytes``
+``Byte[]``) states them with ``@joynr_datatypes("Integer", "String")``.
 """
 
 from __future__ import annotations
@@ -48,6 +55,11 @@ __all__ = [
     "errors",
     "from_wire",
     "interface",
+    "joynr_datatypes",
+    "joynr_member_names",
+    "joynr_name",
+    "joynr_type_name",
+    "lower_camel",
     "one_way",
     "to_wire",
     "wire_name",
@@ -82,7 +94,53 @@ def datatype_name(tp: Any) -> str:
         type(None): "Void", Any: "Object",
     }
     found = names.get(tp)
-    return found if found is not None else str(getattr(tp, "__name__", tp))
+    if found is not None:
+        return found
+    declared = vars(tp).get("__joynr_name__") if isinstance(tp, type) else None
+    return declared if declared is not None else str(getattr(tp, "__name__", tp))
+
+
+def lower_camel(name: str) -> str:
+    """``current_station`` -> ``currentStation`` (a name without ``_`` stays as it is)."""
+    first, *rest = name.split("_")
+    return first + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def joynr_name(name: str | None = None, *, members: dict[str, str] | None = None
+               ) -> Callable[[C], C]:
+    """Class decorator for a dataclass or Enum: its joynr type name (``vehicle.RadioStation``;
+    default: the class name) and the joynr names of those members that are not the
+    lowerCamelCase of their field names. Only the class itself is named, not its subclasses."""
+    def mark(cls: C) -> C:
+        if not (dataclasses.is_dataclass(cls) or issubclass(cls, enum.Enum)):
+            raise TypeError(f"{cls.__name__}: joynr_name names a dataclass or an Enum")
+        if members:
+            known = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(
+                cls) else set()
+            unknown = sorted(set(members) - known)
+            if unknown:
+                raise TypeError(f"{cls.__name__}: joynr_name members {unknown} are not fields")
+        type.__setattr__(cls, "__joynr_name__", name or cls.__name__)
+        type.__setattr__(cls, "__joynr_members__", dict(members or {}))
+        return cls
+    return mark
+
+
+def joynr_type_name(tp: type) -> str:
+    """The joynr type name of a struct or enum: as declared with :func:`joynr_name`, else its
+    Python class name."""
+    declared = vars(tp).get("__joynr_name__")
+    return declared if isinstance(declared, str) else tp.__name__
+
+
+def joynr_member_names(tp: type) -> dict[str, str]:
+    """A dataclass's field names -> their joynr member names (declared on it or on the class
+    that declares the field, else lowerCamelCase)."""
+    declared: dict[str, str] = {}
+    for cls in reversed(tp.__mro__):
+        declared.update(vars(cls).get("__joynr_members__") or {})
+    return {f.name: declared.get(f.name) or lower_camel(f.name)
+            for f in dataclasses.fields(tp)}
 
 
 def to_wire(value: Any) -> Any:
@@ -414,6 +472,8 @@ class MethodDef:
     returns: Any
     error_enum: type[enum.Enum] | None = None
     one_way: bool = False
+    #: the joynr parameter types when declared with @joynr_datatypes (else derived)
+    joynr_datatypes: tuple[str, ...] | None = None
     param_datatypes: list[str] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -478,6 +538,15 @@ def one_way(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def joynr_datatypes(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The joynr parameter types of a method (``"Integer"``, ``"Short"``, ``"Float"``, ...) where
+    they differ from those derived from its annotations; one name per parameter."""
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__joynr_datatypes__ = tuple(names)  # type: ignore[attr-defined]
+        return fn
+    return mark
+
+
 def wire_name(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The joynr method name of a Python method, when it differs: overloads (joynr methods of
     one name with different parameter types) are Python methods of different names."""
@@ -506,10 +575,14 @@ def interface(name: str, *, version: tuple[int, int] = (1, 0)) -> Callable[[C], 
                     for p in list(inspect.signature(value).parameters)[1:]
                 )
                 one = getattr(value, "__joynr_one_way__", False)
+                joynr_types = getattr(value, "__joynr_datatypes__", None)
+                if joynr_types is not None and len(joynr_types) != len(params):
+                    raise TypeError(f"{cls.__name__}.{attr_name}: joynr_datatypes names "
+                                    f"{len(joynr_types)} types for {len(params)} parameters")
                 methods[attr_name] = MethodDef(
                     getattr(value, "__joynr_name__", attr_name), params,
                     hints.get("return", type(None)), getattr(value, "__joynr_errors__", None),
-                    one,
+                    one, joynr_types,
                 )
         signatures: dict[tuple[str, tuple[str, ...]], str] = {}
         for attr_name, method in methods.items():

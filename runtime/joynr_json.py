@@ -1,0 +1,983 @@
+"""joynr's JSON payloads: the bodies of the ten message types as joynr's own runtimes write
+them, converted to and from this project's payload objects (``runtime/payloads.py``). Pure
+module: no I/O. docs/wire.md, "joynr's JSON payloads", has the tables.
+
+- :func:`encode` writes a payload as joynr JSON (``_typeName`` first, then the members in
+  alphabetical order, null payload members left out, as joynr's Java runtime does);
+- :func:`decode` reads a body of an expected payload class, :func:`decode_any` one of any of
+  the ten (told by its ``_typeName``). Every failure is a :class:`JoynrJsonError` (a
+  ``ValueError``) with a short ``reason``: the body is as hostile as the network it came from.
+
+Values are typed by the interface: a :class:`JoynrSchema` made from an ``InterfaceDef`` names
+methods, attributes and broadcasts the joynr way (``addFavorite``, ``getCurrentStation``),
+derives ``paramDatatypes`` and picks the overload of an incoming request by them; ``types``
+gives the declared types of a reply's or publication's values and ``error_enum`` the modelled
+error enum of the method. Without them values and names travel as they are ("untyped").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import json
+import types
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from runtime.interface import (
+    InterfaceDef,
+    MethodDef,
+    joynr_member_names,
+    joynr_type_name,
+    lower_camel,
+)
+from runtime.payloads import (
+    BroadcastSubscriptionRequest,
+    MulticastPublication,
+    MulticastSubscriptionRequest,
+    OneWayRequest,
+    Payload,
+    PayloadError,
+    Publication,
+    Reply,
+    Request,
+    SubscriptionReply,
+    SubscriptionRequest,
+    SubscriptionStop,
+)
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_DEPTH",
+    "TYPE_NAMES",
+    "JoynrJsonError",
+    "JoynrSchema",
+    "decode",
+    "decode_any",
+    "encode",
+    "joynr_datatype",
+    "reply_types",
+]
+
+#: the largest body decoded (the default frame limit)
+MAX_BODY_BYTES = 4 * 1024 * 1024
+#: the deepest nesting of JSON arrays and objects decoded or encoded
+MAX_DEPTH = 64
+#: the longest identifier (ids, names, type names) accepted
+MAX_NAME_CHARS = 4096
+
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+class JoynrJsonError(PayloadError):
+    """A joynr JSON body was refused (or a payload cannot be written as one); ``reason`` says
+    which kind of problem, the message what exactly."""
+
+    reason = "bad-json"
+
+
+def _refuse(reason: str, detail: str) -> JoynrJsonError:
+    return JoynrJsonError(detail, reason=reason)
+
+
+#: the joynr ``_typeName`` of each payload class
+TYPE_NAMES: dict[type[Payload], str] = {
+    Request: "joynr.Request",
+    Reply: "joynr.Reply",
+    OneWayRequest: "joynr.OneWayRequest",
+    SubscriptionRequest: "joynr.SubscriptionRequest",
+    BroadcastSubscriptionRequest: "joynr.BroadcastSubscriptionRequest",
+    MulticastSubscriptionRequest: "joynr.MulticastSubscriptionRequest",
+    SubscriptionReply: "joynr.SubscriptionReply",
+    SubscriptionStop: "joynr.SubscriptionStop",
+    Publication: "joynr.SubscriptionPublication",
+    MulticastPublication: "joynr.MulticastPublication",
+}
+_BY_TYPE_NAME = {name: cls for cls, name in TYPE_NAMES.items()}
+
+# ---------------------------------------------------------------------- subscription QoS
+
+_QOS_MEMBERS: dict[str, tuple[str, ...]] = {
+    "joynr.SubscriptionQos": ("expiryDateMs",),
+    "joynr.UnicastSubscriptionQos": ("expiryDateMs", "publicationTtlMs"),
+    "joynr.OnChangeSubscriptionQos": ("expiryDateMs", "publicationTtlMs", "minIntervalMs"),
+    "joynr.OnChangeWithKeepAliveSubscriptionQos": (
+        "expiryDateMs", "publicationTtlMs", "minIntervalMs", "maxIntervalMs",
+        "alertAfterIntervalMs"),
+    "joynr.PeriodicSubscriptionQos": (
+        "expiryDateMs", "publicationTtlMs", "periodMs", "alertAfterIntervalMs"),
+    "joynr.MulticastSubscriptionQos": ("expiryDateMs",),
+}
+_QOS_KEYS = {"expiryDateMs": "expiry_date_ms", "publicationTtlMs": "publication_ttl_ms",
+             "minIntervalMs": "min_interval_ms", "maxIntervalMs": "max_interval_ms",
+             "alertAfterIntervalMs": "alert_after_interval_ms", "periodMs": "period_ms"}
+_QOS_MEMBER_OF_KEY = {key: member for member, key in _QOS_KEYS.items()}
+_QOS_PROJECT_KEYS = {name: frozenset(_QOS_KEYS[m] for m in members)
+                     for name, members in _QOS_MEMBERS.items()}
+
+
+def _infer_qos(keys: frozenset[str], default: str) -> str | None:
+    """The QoS type a project qos map without ``type`` stands for: the message type's default
+    when its keys fit it, else the first of the on-change, keep-alive, periodic ones they fit."""
+    for name in (default, "joynr.OnChangeSubscriptionQos",
+                 "joynr.OnChangeWithKeepAliveSubscriptionQos", "joynr.PeriodicSubscriptionQos"):
+        if keys <= _QOS_PROJECT_KEYS[name]:
+            return name
+    return None
+
+
+def _qos_default(cls: type[Payload]) -> str:
+    if cls is MulticastSubscriptionRequest:
+        return "joynr.MulticastSubscriptionQos"
+    return "joynr.OnChangeSubscriptionQos"
+
+
+def _qos_to_json(qos: dict[str, Any], default: str) -> dict[str, Any]:
+    keys = frozenset(k for k in qos if k != "type")
+    kind = qos.get("type")
+    if kind is None:
+        name = _infer_qos(keys, default)
+        if name is None:
+            raise _refuse("unencodable", f"qos keys {sorted(keys)} fit no joynr QoS type")
+    else:
+        name = f"joynr.{kind}" if isinstance(kind, str) else ""
+        if name not in _QOS_MEMBERS:
+            raise _refuse("unencodable", f"unknown qos type {kind!r}")
+        if not keys <= _QOS_PROJECT_KEYS[name]:
+            raise _refuse("unencodable", f"qos keys {sorted(keys)} are not all of {name}")
+    out: dict[str, Any] = {"_typeName": name}
+    for key in keys:
+        value = qos[key]
+        if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
+            raise _refuse("unencodable", f"qos {key} is not a 64-bit int")
+        out[_QOS_MEMBER_OF_KEY[key]] = value
+    return out
+
+
+def _qos_from_json(data: Any, default: str) -> dict[str, Any]:
+    if data is None:
+        return {}
+    name = _type_name_of(data, "qos")
+    members = _QOS_MEMBERS.get(name)
+    if members is None:
+        raise _refuse("bad-type-name", f"qos has the unknown _typeName {name[:100]!r}")
+    qos: dict[str, Any] = {}
+    for member in members:
+        value = data.get(member)
+        if value is None:
+            continue
+        qos[_QOS_KEYS[member]] = _int64(value, f"qos.{member}")
+    if _infer_qos(frozenset(qos), default) != name:
+        qos["type"] = name.removeprefix("joynr.")
+    return qos
+
+
+# ---------------------------------------------------------------------- exceptions
+
+#: project wire type -> (joynr name, Java class name, extra members: joynr -> project key)
+_EXCEPTIONS: dict[str, tuple[str, str, dict[str, str]]] = {
+    "ApplicationException": ("ApplicationException", "joynr.exceptions.ApplicationException",
+                             {}),
+    "ProviderRuntimeException": ("ProviderRuntimeException",
+                                 "joynr.exceptions.ProviderRuntimeException", {}),
+    "MethodInvocationException": ("MethodInvocationException",
+                                  "joynr.exceptions.MethodInvocationException", {}),
+    "PublicationMissedException": ("PublicationMissedException",
+                                   "joynr.exceptions.PublicationMissedException",
+                                   {"subscriptionId": "subscription_id"}),
+    "SubscriptionException": ("SubscriptionException",
+                              "io.joynr.exceptions.SubscriptionException",
+                              {"subscriptionId": "subscription_id"}),
+    "DiscoveryException": ("DiscoveryException", "io.joynr.exceptions.DiscoveryException", {}),
+    "JoynrMessageNotSentException": ("JoynrMessageNotSentException",
+                                     "io.joynr.exceptions.JoynrMessageNotSentException", {}),
+    "JoynrTimeoutException": ("JoynrTimeOutException",
+                              "io.joynr.exceptions.JoynrTimeoutException", {}),
+    "JoynrDelayMessageException": ("JoynrDelayMessageException",
+                                   "io.joynr.exceptions.JoynrDelayMessageException",
+                                   {"delayMs": "delay_ms"}),
+    "JoynrMessageExpiredException": ("JoynrMessageExpiredException",
+                                     "io.joynr.exceptions.JoynrMessageExpiredException", {}),
+    "JoynrRuntimeException": ("JoynrRuntimeException",
+                              "io.joynr.exceptions.JoynrRuntimeException", {}),
+}
+#: every accepted exception _typeName -> the project wire type (both prefixes, and the
+#: timeout's two spellings)
+_EXCEPTION_OF_NAME: dict[str, str] = {}
+for _wire, (_joynr, _java, _extra) in _EXCEPTIONS.items():
+    for _short in (_joynr, _wire):
+        for _prefix in ("joynr.exceptions.", "io.joynr.exceptions."):
+            _EXCEPTION_OF_NAME[_prefix + _short] = _wire
+_VERSION_TYPE = "joynr.types.Version"
+
+
+def _error_to_json(error: dict[str, Any], error_enum: type[enum.Enum] | None,
+                   java_names: bool) -> dict[str, Any]:
+    kind, message = error.get("type"), error.get("message", "")
+    if not isinstance(message, str):
+        raise _refuse("unencodable", "error message is not a string")
+    if not isinstance(kind, str) or kind not in _EXCEPTIONS:
+        kind, message = "JoynrRuntimeException", f"{kind}: {message}"
+    joynr, java, extra = _EXCEPTIONS[kind]
+    out: dict[str, Any] = {"_typeName": java if java_names else "joynr.exceptions." + joynr,
+                           "detailMessage": message}
+    for member, key in extra.items():
+        value = error.get(key)
+        if value is None:
+            continue
+        if member == "delayMs":
+            value = _int64_out(value, "error delay_ms")
+        elif not isinstance(value, str):
+            raise _refuse("unencodable", f"error {key} is not a string")
+        out[member] = value
+    if kind == "MethodInvocationException" and error.get("provider_version") is not None:
+        version = error["provider_version"]
+        if not isinstance(version, dict):
+            raise _refuse("unencodable", "error provider_version is not a map")
+        out["providerVersion"] = {
+            "_typeName": _VERSION_TYPE,
+            "majorVersion": _int64_out(version.get("major_version"), "major_version"),
+            "minorVersion": _int64_out(version.get("minor_version"), "minor_version")}
+    if kind == "ApplicationException":
+        literal = error.get("error")
+        if not isinstance(literal, str):
+            raise _refuse("unencodable", "application error without its enum value")
+        if error_enum is not None:
+            if literal not in error_enum.__members__:
+                raise _refuse("unencodable",
+                              f"{literal[:100]!r} is not a {error_enum.__name__}")
+            enum_name = joynr_type_name(error_enum)
+        else:
+            named = error.get("error_enum")
+            if not isinstance(named, str):
+                raise _refuse("unencodable", "application error of an unknown error enum")
+            enum_name = named
+        out["error"] = {"_typeName": enum_name, "name": literal}
+    return out
+
+
+def _error_from_json(data: Any, error_enum: type[enum.Enum] | None) -> dict[str, Any]:
+    name = _type_name_of(data, "error")
+    kind = _EXCEPTION_OF_NAME.get(name)
+    if kind is None:
+        raise _refuse("bad-type-name", f"error has the unknown _typeName {name[:100]!r}")
+    message = data.get("detailMessage")
+    if message is None:
+        message = ""
+    elif not isinstance(message, str):
+        raise _refuse("bad-member", f"{name}.detailMessage is not a string")
+    error: dict[str, Any] = {"type": kind, "message": message}
+    for member, key in _EXCEPTIONS[kind][2].items():
+        value = data.get(member)
+        if value is None:
+            continue
+        if member == "delayMs":
+            error[key] = _int64(value, f"{name}.delayMs")
+        else:
+            error[key] = _name(value, f"{name}.{member}")
+    if kind == "MethodInvocationException" and data.get("providerVersion") is not None:
+        version = data["providerVersion"]
+        if not isinstance(version, dict):
+            raise _refuse("bad-member", "providerVersion is not an object")
+        found = version.get("_typeName", _VERSION_TYPE)
+        if found != _VERSION_TYPE:
+            raise _refuse("bad-type-name", "providerVersion is not a joynr.types.Version")
+        error["provider_version"] = {
+            "major_version": _int64(version.get("majorVersion"), "majorVersion"),
+            "minor_version": _int64(version.get("minorVersion"), "minorVersion")}
+    if kind == "ApplicationException":
+        value = data.get("error")
+        if not isinstance(value, dict):
+            raise _refuse("missing-member", "ApplicationException without its error")
+        enum_name = _type_name_of(value, "error enum").replace("$", ".")
+        literal = _name(value.get("name"), "error enum name")
+        if error_enum is not None:
+            if enum_name != joynr_type_name(error_enum):
+                raise _refuse("bad-type-name",
+                              f"error enum {enum_name[:100]!r} is not the method's")
+            if literal not in error_enum.__members__:
+                raise _refuse("bad-value", f"{literal[:100]!r} is not a {enum_name}")
+            error["error"] = literal
+        else:
+            error["error"] = literal
+            error["error_enum"] = enum_name
+    return error
+
+
+# ---------------------------------------------------------------------- typed values
+
+_PRIMITIVE_NAMES: dict[Any, str] = {int: "Long", float: "Double", bool: "Boolean",
+                                    str: "String", bytes: "Byte[]"}
+_INTEGER_NAMES = frozenset({"Byte", "Short", "Integer", "Long"})
+_FLOAT_NAMES = frozenset({"Float", "Double"})
+#: a parameter of a declared ``Any`` / ``dict[str, Any]`` / union type: its joynr datatype is
+#: the ``_typeName`` of its value (joynr's polymorphic structs, e.g. the Routing addresses)
+WILDCARD = "*"
+
+
+def _optional_inner(tp: Any) -> Any:
+    """``T`` of ``T | None``; ``Any`` for other unions; ``tp`` itself otherwise."""
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return args[0] if len(args) == 1 else Any
+    return tp
+
+
+def joynr_datatype(tp: Any) -> str:
+    """The joynr name of a declared parameter type (:data:`WILDCARD` for one told by its value)."""
+    tp = _optional_inner(tp)
+    if tp is Any:
+        return WILDCARD
+    found = _PRIMITIVE_NAMES.get(tp)
+    if found is not None:
+        return found
+    origin = typing.get_origin(tp)
+    if origin is list:
+        return joynr_datatype(typing.get_args(tp)[0]) + "[]"
+    if origin is dict:
+        return WILDCARD if typing.get_args(tp)[1] is Any else "Map"
+    if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or issubclass(tp, enum.Enum)):
+        return joynr_type_name(tp)
+    return WILDCARD
+
+
+def _datatype_fits(declared: str, incoming: str) -> bool:
+    """An incoming joynr datatype name fits a declared one: equal, a wildcard, or another
+    width of the same number kind (``Integer`` for a declared ``Long``, ``Byte[]`` for a
+    declared ``Long[]``)."""
+    if declared in (incoming, WILDCARD):
+        return True
+    while declared.endswith("[]") and incoming.endswith("[]"):
+        declared, incoming = declared[:-2], incoming[:-2]
+    return ((declared in _INTEGER_NAMES and incoming in _INTEGER_NAMES)
+            or (declared in _FLOAT_NAMES and incoming in _FLOAT_NAMES))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Struct:
+    name: str
+    #: (field, joynr member, declared type, required)
+    fields: tuple[tuple[str, str, Any, bool], ...]
+    field_names: frozenset[str]
+
+
+@functools.cache
+def _struct(tp: type) -> _Struct:
+    hints = typing.get_type_hints(tp)
+    members = joynr_member_names(tp)
+    fields = tuple((f.name, members[f.name], hints[f.name],
+                    f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING)
+                   for f in dataclasses.fields(tp))
+    return _Struct(joynr_type_name(tp), fields, frozenset(f[0] for f in fields))
+
+
+def _subtype_named(tp: type, name: str) -> type | None:
+    """The dataclass ``tp`` or a dataclass subclass of it whose joynr name is ``name``."""
+    pending, seen = [tp], 0
+    while pending and seen < 1000:
+        cls = pending.pop()
+        seen += 1
+        if dataclasses.is_dataclass(cls) and joynr_type_name(cls) == name:
+            return cls
+        pending.extend(cls.__subclasses__())
+    return None
+
+
+def _bytes_to_json(value: bytes) -> list[int]:
+    return [b - 256 if b > 127 else b for b in value]
+
+
+def _generic_to_json(value: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise _refuse("unencodable", "a value nested too deep")
+    kind = type(value)
+    if value is None or kind in (str, bool, float):
+        return value
+    if kind is int:
+        return _int64_out(value, "a value")
+    if kind is bytes:
+        return _bytes_to_json(value)
+    if isinstance(value, (list, tuple)):
+        return [_generic_to_json(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise _refuse("unencodable", "a map with a key that is not a string")
+            out[k] = _generic_to_json(v, depth + 1)
+        return out
+    if isinstance(value, enum.Enum):
+        return value.name
+    raise _refuse("unencodable", f"a value of type {kind.__name__}")
+
+
+def _value_to_json(value: Any, tp: Any, depth: int) -> Any:
+    """The joynr JSON of a value in the project's wire form, declared of type ``tp``."""
+    if depth > MAX_DEPTH:
+        raise _refuse("unencodable", "a value nested too deep")
+    if tp in (str, bool) and type(value) is tp:
+        return value
+    inner = _optional_inner(tp)
+    if value is None and inner is not tp:
+        return None
+    tp = inner
+    if tp is Any:
+        return _generic_to_json(value, depth)
+    if tp in (str, bool) and type(value) is tp:
+        return value
+    if tp is int and type(value) is int:
+        return _int64_out(value, "an int value")
+    if tp is float and type(value) in (int, float):
+        return value
+    if tp is bytes and type(value) is bytes:
+        return _bytes_to_json(value)
+    origin = typing.get_origin(tp)
+    if origin is list and isinstance(value, (list, tuple)):
+        item = typing.get_args(tp)[0]
+        return [_value_to_json(v, item, depth + 1) for v in value]
+    if origin is dict and isinstance(value, dict):
+        item = typing.get_args(tp)[1]
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise _refuse("unencodable", "a map with a key that is not a string")
+            out[k] = _value_to_json(v, item, depth + 1)
+        return out
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        name = value.name if isinstance(value, tp) else value
+        if type(name) is str and name in tp.__members__:
+            return name
+    elif isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        if isinstance(value, dict):
+            return _struct_to_json(value, tp, depth)
+    raise _refuse("unencodable", f"a {type(value).__name__} value where {tp!r} is declared")
+
+
+def _struct_to_json(value: dict[str, Any], tp: type, depth: int) -> dict[str, Any]:
+    info = _struct(tp)
+    extra = set(value) - info.field_names
+    if extra:
+        raise _refuse("unencodable", f"{info.name} has no fields {sorted(map(str, extra))}")
+    out: dict[str, Any] = {"_typeName": info.name}
+    for name, member, ftp, required in info.fields:
+        if name in value:
+            out[member] = _value_to_json(value[name], ftp, depth + 1)
+        elif required:
+            raise _refuse("unencodable", f"{info.name} without {name}")
+    return out
+
+
+def _value_from_json(value: Any, tp: Any, where: str) -> Any:
+    """The project's wire form of a JSON value declared of type ``tp`` (the JSON tree's depth
+    is checked already)."""
+    if tp in (str, bool) and type(value) is tp:
+        return value
+    inner = _optional_inner(tp)
+    if value is None and inner is not tp:
+        return None
+    tp = inner
+    if tp is Any:
+        return value
+    if tp in (str, bool) and type(value) is tp:
+        return value
+    if tp is int:
+        return _int64(value, where, "bad-value")
+    if tp is float:
+        if type(value) is float:
+            return value
+        if type(value) is int:
+            try:
+                return float(value)
+            except OverflowError:
+                pass
+    elif tp is bytes:
+        if isinstance(value, list):
+            out = bytearray()
+            for b in value:
+                if type(b) is not int or not -128 <= b <= 255:
+                    raise _refuse("bad-value", f"{where}: not a byte array")
+                out.append(b & 0xFF)
+            return bytes(out)
+    elif tp is type(None) or tp is None:
+        if value is None:
+            return None
+    else:
+        origin = typing.get_origin(tp)
+        if origin is list:
+            if isinstance(value, list):
+                item = typing.get_args(tp)[0]
+                return [_value_from_json(v, item, where) for v in value]
+        elif origin is dict:
+            if isinstance(value, dict):
+                item = typing.get_args(tp)[1]
+                return {k: _value_from_json(v, item, where) for k, v in value.items()}
+        elif isinstance(tp, type) and issubclass(tp, enum.Enum):
+            if type(value) is str and value in tp.__members__:
+                return value
+        elif (isinstance(tp, type) and dataclasses.is_dataclass(tp)
+              and isinstance(value, dict)):
+            return _struct_from_json(value, tp, where)
+    raise _refuse("bad-value", f"{where}: a {type(value).__name__} where {tp!r} is declared")
+
+
+def _struct_from_json(value: dict[str, Any], tp: type, where: str) -> dict[str, Any]:
+    name = value.get("_typeName")
+    if name is not None and name != joynr_type_name(tp):
+        sub = _subtype_named(tp, name) if type(name) is str else None
+        if sub is None:
+            raise _refuse("bad-type-name",
+                          f"{where}: _typeName {str(name)[:100]!r} is not a {joynr_type_name(tp)}")
+        tp = sub
+    out = {}
+    for field_name, member, ftp, required in _struct(tp).fields:
+        if member in value:
+            out[field_name] = _value_from_json(value[member], ftp, where)
+        elif required:
+            raise _refuse("missing-member", f"{where}: {joynr_type_name(tp)} without {member}")
+    return out
+
+
+# ---------------------------------------------------------------------- schema
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Method:
+    definition: MethodDef
+    joynr_name: str
+    #: declared joynr datatypes (WILDCARD where the value tells)
+    datatypes: tuple[str, ...]
+    types: tuple[Any, ...]
+
+
+class JoynrSchema:
+    """The joynr view of one declared interface: its methods (attribute accessors included)
+    by the project's and by joynr's name and parameter types, its attributes and broadcasts
+    by both names."""
+
+    def __init__(self, definition: InterfaceDef) -> None:
+        self.definition = definition
+        self._by_project: dict[tuple[str, tuple[str, ...]], _Method] = {}
+        self._by_joynr: dict[str, list[_Method]] = {}
+        accessor_names = {}
+        for attr in definition.attributes:
+            upper = lower_camel(attr)
+            upper = upper[:1].upper() + upper[1:]
+            accessor_names[f"get_{attr}"] = "get" + upper
+            accessor_names[f"set_{attr}"] = "set" + upper
+        named = [(m, lower_camel(m.name)) for m in definition.methods.values()]
+        named += [(m, accessor_names[m.name]) for m in definition.accessors.values()]
+        for method, joynr in named:
+            types_ = tuple(tp for _, tp in method.params)
+            entry = _Method(method, joynr,
+                            method.joynr_datatypes or tuple(joynr_datatype(t) for t in types_),
+                            types_)
+            self._by_project[(method.name, tuple(method.param_datatypes))] = entry
+            self._by_joynr.setdefault(entry.joynr_name, []).append(entry)
+        for entries in self._by_joynr.values():  # exact declarations before wildcard ones
+            entries.sort(key=lambda e: e.datatypes.count(WILDCARD))
+        names = {**definition.attributes, **definition.broadcasts}
+        self._joynr_names = {name: lower_camel(name) for name in names}
+        self._project_names = {joynr: name for name, joynr in self._joynr_names.items()}
+
+    def method_for(self, method_name: str, param_datatypes: Sequence[str]) -> MethodDef | None:
+        """The declared method a project request calls."""
+        entry = self._by_project.get((method_name, tuple(param_datatypes)))
+        return entry.definition if entry is not None else None
+
+    def select(self, method_name: str, param_datatypes: Sequence[str]) -> MethodDef | None:
+        """The overload a joynr request calls, by its joynr name and ``paramDatatypes``."""
+        entry = self._select(method_name, param_datatypes)
+        return entry.definition if entry is not None else None
+
+    def _select(self, method_name: str, param_datatypes: Sequence[str]) -> _Method | None:
+        candidates = self._by_joynr.get(method_name, ())
+        for exact in (True, False):
+            for entry in candidates:
+                if len(entry.datatypes) != len(param_datatypes):
+                    continue
+                if all(d == i or (not exact and _datatype_fits(d, i))
+                       for d, i in zip(entry.datatypes, param_datatypes, strict=True)):
+                    return entry
+        return None
+
+    def joynr_name(self, name: str) -> str:
+        """joynr's name of an attribute or broadcast (unknown names unchanged)."""
+        return self._joynr_names.get(name, name)
+
+    def project_name(self, joynr_name: str) -> str:
+        """The project's name of a joynr attribute or broadcast name (unknown unchanged)."""
+        return self._project_names.get(joynr_name, joynr_name)
+
+
+def reply_types(method: MethodDef) -> list[Any]:
+    """The declared types of a reply's ``response`` to ``method``."""
+    return [] if method.returns in (type(None), None) else [method.returns]
+
+
+# ---------------------------------------------------------------------- members
+
+
+def _name(value: Any, where: str) -> str:
+    if type(value) is not str:
+        raise _refuse("bad-member", f"{where} is not a string")
+    if len(value) > MAX_NAME_CHARS:
+        raise _refuse("bad-member", f"{where} is longer than {MAX_NAME_CHARS} chars")
+    return value
+
+
+def _int64(value: Any, where: str, reason: str = "bad-member") -> int:
+    if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
+        raise _refuse(reason, f"{where} is not a 64-bit int")
+    return value
+
+
+def _int64_out(value: Any, where: str) -> int:
+    if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
+        raise _refuse("unencodable", f"{where} is not a 64-bit int")
+    return value
+
+
+def _type_name_of(data: Any, where: str) -> str:
+    if not isinstance(data, dict):
+        raise _refuse("bad-member", f"{where} is not an object")
+    name = data.get("_typeName")
+    if name is None:
+        raise _refuse("bad-type-name", f"{where} has no _typeName")
+    return _name(name, f"{where}._typeName")
+
+
+def _required(data: dict[str, Any], member: str, cls: type) -> Any:
+    value = data.get(member)
+    if value is None:
+        raise _refuse("missing-member", f"{cls.__name__} body has no {member}")
+    return value
+
+
+def _str_list(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list):
+        raise _refuse("bad-member", f"{where} is not an array")
+    return [_name(v, where) for v in value]
+
+
+def _values(values: list[Any], tps: Sequence[Any] | None, where: str) -> list[Any]:
+    if tps is None:
+        return values
+    if len(values) != len(tps):
+        raise _refuse("bad-value", f"{where} has {len(values)} values, {len(tps)} declared")
+    return [_value_from_json(v, tp, f"{where}[{i}]")
+            for i, (v, tp) in enumerate(zip(values, tps, strict=True))]
+
+
+def _values_out(values: list[Any], tps: Sequence[Any] | None) -> list[Any]:
+    if tps is None:
+        return [_generic_to_json(v, 1) for v in values]
+    if len(values) != len(tps):
+        raise _refuse("unencodable", f"{len(values)} values, {len(tps)} declared")
+    return [_value_to_json(v, tp, 1) for v, tp in zip(values, tps, strict=True)]
+
+
+def _multicast_partitions(multicast_id: str) -> list[str]:
+    return multicast_id.split("/")[2:]
+
+
+# ---------------------------------------------------------------------- encode
+
+
+def encode(payload: Payload, *, schema: JoynrSchema | None = None,
+           types: Sequence[Any] | None = None, error_enum: type[enum.Enum] | None = None,
+           java_exception_names: bool = False) -> bytes:
+    """``payload`` as a joynr JSON body (UTF-8).
+
+    ``schema`` names requests and subscription requests the joynr way and types request
+    parameters; ``types`` are the declared types of a reply's or publication's values;
+    ``error_enum`` is the modelled error enum of an ApplicationException; with
+    ``java_exception_names`` exceptions carry the Java class names (``io.joynr.exceptions.*``)
+    instead of joynr's (``joynr.exceptions.*``). Raises :class:`JoynrJsonError` (reason
+    ``unencodable``) for a payload that has no joynr form."""
+    cls = type(payload)
+    out: dict[str, Any] = {"_typeName": TYPE_NAMES[cls]}
+    if isinstance(payload, (Request, OneWayRequest)):
+        _request_to_json(payload, schema, out)
+    elif isinstance(payload, (Reply, Publication)):
+        if payload.response is not None and payload.error is not None:
+            raise _refuse("unencodable", f"{cls.__name__} with both a response and an error")
+        if isinstance(payload, Reply):
+            out["requestReplyId"] = payload.request_reply_id
+        else:
+            out["subscriptionId"] = payload.subscription_id
+        if payload.response is not None:
+            out["response"] = _values_out(payload.response, types)
+        if payload.error is not None:
+            out["error"] = _error_to_json(payload.error, error_enum, java_exception_names)
+    elif isinstance(payload, MulticastPublication):
+        out["multicastId"] = payload.multicast_id
+        out["response"] = _values_out(payload.response, types)
+    elif isinstance(payload, (SubscriptionRequest, BroadcastSubscriptionRequest,
+                              MulticastSubscriptionRequest)):
+        out["subscriptionId"] = payload.subscription_id
+        name = payload.subscribe_to_name
+        out["subscribedToName"] = schema.joynr_name(name) if schema is not None else name
+        out["qos"] = _qos_to_json(payload.qos, _qos_default(cls))
+        if isinstance(payload, BroadcastSubscriptionRequest):
+            filters = payload.filter_parameters
+            if not all(type(k) is str and type(v) is str for k, v in filters.items()):
+                raise _refuse("unencodable", "filter parameters are not strings")
+            out["filterParameters"] = {"_typeName": "joynr.BroadcastFilterParameters",
+                                       "filterParameters": dict(filters)}
+        elif isinstance(payload, MulticastSubscriptionRequest):
+            if payload.partitions != _multicast_partitions(payload.multicast_id):
+                raise _refuse("unencodable", "partitions are not those of the multicast id")
+            out["multicastId"] = payload.multicast_id
+    elif isinstance(payload, SubscriptionReply):
+        out["subscriptionId"] = payload.subscription_id
+        if payload.error is not None:
+            error = payload.error
+            if error.get("type") != "SubscriptionException":  # joynr's srp error type
+                error = {"type": "SubscriptionException",
+                         "message": f"{error.get('type')}: {error.get('message', '')}",
+                         "subscription_id": payload.subscription_id}
+            out["error"] = _error_to_json(error, None, java_exception_names)
+    elif isinstance(payload, SubscriptionStop):
+        out["subscriptionId"] = payload.subscription_id
+    try:
+        text = json.dumps(out, ensure_ascii=False, allow_nan=False, sort_keys=True,
+                          separators=(",", ":"))
+        return text.encode("utf-8")
+    except (ValueError, TypeError, RecursionError) as exc:  # (UnicodeEncodeError included)
+        raise _refuse("unencodable", f"{cls.__name__}: {exc}") from None
+
+
+def _request_to_json(payload: Request | OneWayRequest, schema: JoynrSchema | None,
+                     out: dict[str, Any]) -> None:
+    method = schema._by_project.get((payload.method_name, tuple(payload.param_datatypes))
+                                    ) if schema is not None else None
+    if method is None:
+        out["methodName"] = payload.method_name
+        out["paramDatatypes"] = list(payload.param_datatypes)
+        out["params"] = _values_out(payload.params, None)
+    else:
+        params = _values_out(payload.params, method.types)
+        out["methodName"] = method.joynr_name
+        out["paramDatatypes"] = [
+            d if d != WILDCARD else _value_type_name(v)
+            for d, v in zip(method.datatypes, payload.params, strict=True)]
+        out["params"] = params
+    if isinstance(payload, Request):
+        out["requestReplyId"] = payload.request_reply_id
+
+
+def _value_type_name(value: Any) -> str:
+    if isinstance(value, dict):
+        name = value.get("_typeName")
+        if type(name) is str:
+            return name
+    return "Object"
+
+
+# ---------------------------------------------------------------------- decode
+
+
+def _parse(body: bytes) -> dict[str, Any]:
+    if len(body) > MAX_BODY_BYTES:
+        raise _refuse("oversized", f"body of {len(body)} bytes, limit {MAX_BODY_BYTES}")
+    try:
+        text = body.decode("utf-8")
+        data = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:  # (UnicodeDecodeError, JSONDecodeError)
+        raise _refuse("not-json", f"body is not JSON: {str(exc)[:200]}") from None
+    _check_tree(data, "\\u" in text)
+    if not isinstance(data, dict):
+        raise _refuse("not-an-object", f"body is a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _check_tree(data: Any, escapes: bool) -> None:
+    """Refuse a tree nested deeper than MAX_DEPTH, or with strings that are not valid Unicode
+    (lone surrogates from ``\\u`` escapes; only looked for when the body has escapes)."""
+    pending: list[tuple[Any, int]] = [(data, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+            if escapes:
+                for key in node:
+                    _check_text(key)
+        elif isinstance(node, list):
+            children = node
+        else:
+            if escapes and type(node) is str:
+                _check_text(node)
+            continue
+        if depth > MAX_DEPTH:
+            raise _refuse("too-deep", f"JSON nested deeper than {MAX_DEPTH}")
+        pending.extend((child, depth + 1) for child in children)
+
+
+def _check_text(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _refuse("not-json", "a string that is not valid Unicode") from None
+
+
+def decode_any(body: bytes, **kwargs: Any) -> Payload:
+    """Decode a body of any of the ten payload types, told by its ``_typeName`` (keyword
+    arguments as for :func:`decode`)."""
+    data = _parse(body)
+    name = _type_name_of(data, "body")
+    cls = _BY_TYPE_NAME.get(name)
+    if cls is None:
+        raise _refuse("bad-type-name", f"body has the unknown _typeName {name[:100]!r}")
+    return _decode(cls, data, **kwargs)
+
+
+def decode(cls: type[Payload], body: bytes, *, schema: JoynrSchema | None = None,
+           types: Sequence[Any] | None = None,
+           error_enum: type[enum.Enum] | None = None) -> Payload:
+    """Decode a joynr JSON body of payload class ``cls``; raises :class:`JoynrJsonError`.
+
+    ``schema`` picks a request's overload (by ``methodName`` and ``paramDatatypes``) and gives
+    its parameters' types and the project's names; a request for no declared method keeps its
+    names and untyped values (the provider then answers that it has no such method).
+    ``types`` and ``error_enum`` as for :func:`encode`."""
+    data = _parse(body)
+    name = _type_name_of(data, "body")
+    if name != TYPE_NAMES[cls]:
+        raise _refuse("bad-type-name", f"body is a {name[:100]!r}, not a {TYPE_NAMES[cls]}")
+    return _decode(cls, data, schema=schema, types=types, error_enum=error_enum)
+
+
+def _decode(cls: type[Payload], data: dict[str, Any], *, schema: JoynrSchema | None = None,
+            types: Sequence[Any] | None = None,
+            error_enum: type[enum.Enum] | None = None) -> Payload:
+    decoder = _DECODERS[cls]
+    return decoder(data, cls, schema, types, error_enum)
+
+
+def _decode_request(data: dict[str, Any], cls: type[Payload], schema: JoynrSchema | None,
+                    types_: Sequence[Any] | None, error_enum: Any) -> Payload:
+    method_name = _name(_required(data, "methodName", cls), "methodName")
+    raw_types = data.get("paramDatatypes")
+    params = data.get("params")
+    datatypes = [] if raw_types is None else _str_list(raw_types, "paramDatatypes")
+    if params is None:
+        params = []
+    elif not isinstance(params, list):
+        raise _refuse("bad-member", "params is not an array")
+    if len(params) != len(datatypes):
+        raise _refuse("bad-member", f"{len(params)} params for {len(datatypes)} datatypes")
+    entry = schema._select(method_name, datatypes) if schema is not None else None
+    if entry is not None:
+        params = _values(params, entry.types, "params")
+        method_name, datatypes = entry.definition.name, list(entry.definition.param_datatypes)
+    if cls is Request:
+        rid = _name(_required(data, "requestReplyId", cls), "requestReplyId")
+        return Request(rid, method_name, params, datatypes)
+    return OneWayRequest(method_name, params, datatypes)
+
+
+def _answer_parts(data: dict[str, Any], cls: type[Payload], types_: Sequence[Any] | None,
+                  error_enum: type[enum.Enum] | None
+                  ) -> tuple[list[Any] | None, dict[str, Any] | None]:
+    response, error = data.get("response"), data.get("error")
+    if response is not None and error is not None:
+        raise _refuse("bad-member", f"{cls.__name__} with both a response and an error")
+    if response is not None:
+        if not isinstance(response, list):
+            raise _refuse("bad-member", "response is not an array")
+        response = _values(response, types_, "response")
+    if error is not None:
+        error = _error_from_json(error, error_enum)
+    return response, error
+
+
+def _decode_reply(data: dict[str, Any], cls: type[Payload], schema: JoynrSchema | None,
+                  types_: Sequence[Any] | None, error_enum: Any) -> Payload:
+    rid = _name(_required(data, "requestReplyId", cls), "requestReplyId")
+    response, error = _answer_parts(data, cls, types_, error_enum)
+    return Reply(rid, response, error)
+
+
+def _decode_publication(data: dict[str, Any], cls: type[Payload], schema: JoynrSchema | None,
+                        types_: Sequence[Any] | None, error_enum: Any) -> Payload:
+    sid = _name(_required(data, "subscriptionId", cls), "subscriptionId")
+    response, error = _answer_parts(data, cls, types_, error_enum)
+    return Publication(sid, response, error)
+
+
+def _decode_multicast(data: dict[str, Any], cls: type[Payload], schema: JoynrSchema | None,
+                      types_: Sequence[Any] | None, error_enum: Any) -> Payload:
+    mid = _name(_required(data, "multicastId", cls), "multicastId")
+    response, error = _answer_parts(data, cls, types_, error_enum)
+    if error is not None:
+        raise _refuse("unsupported", "a multicast publication carrying an error")
+    return MulticastPublication(mid, response if response is not None else [])
+
+
+def _decode_subscription_request(data: dict[str, Any], cls: type[Payload],
+                                 schema: JoynrSchema | None, types_: Sequence[Any] | None,
+                                 error_enum: Any) -> Payload:
+    sid = _name(_required(data, "subscriptionId", cls), "subscriptionId")
+    name = _name(_required(data, "subscribedToName", cls), "subscribedToName")
+    if schema is not None:
+        name = schema.project_name(name)
+    qos = _qos_from_json(data.get("qos"), _qos_default(cls))
+    if cls is SubscriptionRequest:
+        return SubscriptionRequest(sid, name, qos)
+    if cls is BroadcastSubscriptionRequest:
+        filters: dict[str, Any] = {}
+        raw = data.get("filterParameters")
+        if raw is not None:
+            if not isinstance(raw, dict):
+                raise _refuse("bad-member", "filterParameters is not an object")
+            kind = raw.get("_typeName", "joynr.BroadcastFilterParameters")
+            if kind != "joynr.BroadcastFilterParameters":
+                raise _refuse("bad-type-name", "filterParameters of an unknown _typeName")
+            inner = raw.get("filterParameters")
+            if inner is not None:
+                if not isinstance(inner, dict):
+                    raise _refuse("bad-member", "filterParameters is not a map")
+                filters = {k: _name(v, "filter parameter") for k, v in inner.items()}
+        return BroadcastSubscriptionRequest(sid, name, qos, filters)
+    mid = _name(_required(data, "multicastId", cls), "multicastId")
+    return MulticastSubscriptionRequest(sid, name, mid, qos, _multicast_partitions(mid))
+
+
+def _decode_subscription_reply(data: dict[str, Any], cls: type[Payload],
+                               schema: JoynrSchema | None, types_: Sequence[Any] | None,
+                               error_enum: Any) -> Payload:
+    sid = _name(_required(data, "subscriptionId", cls), "subscriptionId")
+    error = data.get("error")
+    return SubscriptionReply(sid, None if error is None else _error_from_json(error, None))
+
+
+def _decode_subscription_stop(data: dict[str, Any], cls: type[Payload],
+                              schema: JoynrSchema | None, types_: Sequence[Any] | None,
+                              error_enum: Any) -> Payload:
+    return SubscriptionStop(_name(_required(data, "subscriptionId", cls), "subscriptionId"))
+
+
+_Decoder = Callable[[dict[str, Any], type[Payload], "JoynrSchema | None",
+                     "Sequence[Any] | None", Any], Payload]
+_DECODERS: dict[type[Payload], _Decoder] = {
+    Request: _decode_request,
+    OneWayRequest: _decode_request,
+    Reply: _decode_reply,
+    Publication: _decode_publication,
+    MulticastPublication: _decode_multicast,
+    SubscriptionRequest: _decode_subscription_request,
+    BroadcastSubscriptionRequest: _decode_subscription_request,
+    MulticastSubscriptionRequest: _decode_subscription_request,
+    SubscriptionReply: _decode_subscription_reply,
+    SubscriptionStop: _decode_subscription_stop,
+}

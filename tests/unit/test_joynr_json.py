@@ -1,0 +1,709 @@
+"""joynr's JSON payloads (runtime.joynr_json): golden bodies, every message type, every
+exception both ways, typed values, overloads, round trips and hostile bodies."""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runtime.errors import (
+    ApplicationError,
+    JoynrError,
+    MethodInvocationError,
+    PublicationMissedError,
+    SubscriptionError,
+    error_from_wire,
+)
+from runtime.interface import (
+    attribute,
+    broadcast,
+    datatype_name,
+    errors,
+    interface,
+    interface_def,
+    joynr_datatypes,
+    joynr_name,
+    one_way,
+    to_wire,
+    wire_name,
+)
+from runtime.joynr_json import (
+    MAX_DEPTH,
+    TYPE_NAMES,
+    JoynrJsonError,
+    JoynrSchema,
+    decode,
+    decode_any,
+    encode,
+)
+from runtime.payloads import (
+    BroadcastSubscriptionRequest,
+    MulticastPublication,
+    MulticastSubscriptionRequest,
+    OneWayRequest,
+    Payload,
+    PayloadError,
+    Publication,
+    Reply,
+    Request,
+    SubscriptionReply,
+    SubscriptionRequest,
+    SubscriptionStop,
+)
+from runtime.system_interfaces import Routing
+
+# ---------------------------------------------------------------------- a declared interface
+
+
+@joynr_name("vehicle.Country")
+class Country(enum.Enum):
+    AUSTRIA = "AUSTRIA"
+    GERMANY = "GERMANY"
+
+
+@joynr_name("vehicle.RadioStation", members={"track_info": "trackInfo_"})
+@dataclass
+class RadioStation:
+    name: str
+    country: Country
+    frequency: float = 0.0
+    track_info: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+
+@joynr_name("vehicle.Radio.AddFavoriteStationErrorEnum")
+class FavoriteError(enum.Enum):
+    DUPLICATE = "DUPLICATE"
+    FULL = "FULL"
+
+
+@interface("vehicle/Radio", version=(2, 1))
+class Radio:
+    current_station = attribute(RadioStation)
+    volume = attribute(int, readonly=True)
+    new_station = broadcast(station=RadioStation)
+
+    @errors(FavoriteError)
+    async def add_favorite_station(self, station: RadioStation) -> bool: ...
+
+    @wire_name("seek")
+    async def seek_by_name(self, name: str) -> RadioStation: ...
+
+    @wire_name("seek")
+    @joynr_datatypes("Integer")
+    async def seek_by_number(self, number: int) -> RadioStation: ...
+
+    @wire_name("seek")
+    async def seek_many(self, numbers: list[int]) -> list[RadioStation]: ...
+
+    async def all_kinds(  # noqa: PLR0917 - one parameter of each kind
+            self, s: str, b: bool, i: int, f: float, data: bytes,
+                        numbers: list[int], country: Country, station: RadioStation,
+                        counts: dict[str, int], maybe: str | None, anything: Any) -> None: ...
+
+    @one_way
+    async def ping(self, n: int) -> None: ...
+
+
+RADIO = JoynrSchema(interface_def(Radio))
+ROUTING = JoynrSchema(interface_def(Routing))
+FM4 = RadioStation("FM4", Country.AUSTRIA, 103.8, None, ["alt"])
+FM4_WIRE = to_wire(FM4)
+FM4_JSON = {"_typeName": "vehicle.RadioStation", "country": "AUSTRIA", "frequency": 103.8,
+            "name": "FM4", "tags": ["alt"], "trackInfo_": None}
+
+
+def j(body: bytes) -> Any:
+    return json.loads(body)
+
+
+def text(obj: Any) -> bytes:
+    """The JSON of ``obj`` as joynr's Java runtime writes it: compact, members sorted."""
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True).encode()
+
+
+# ---------------------------------------------------------------------- golden bodies
+
+ADD_NEXT_HOP = (
+    b'{"_typeName":"joynr.Request","methodName":"addNextHop",'
+    b'"paramDatatypes":["String","joynr.system.RoutingTypes.WebSocketClientAddress","Boolean"],'
+    b'"params":["<participantId>",{"_typeName":"joynr.system.RoutingTypes.WebSocketClientAddress",'
+    b'"id":"<clientId>"},false],"requestReplyId":"<id>"}'
+)
+
+
+def test_golden_add_next_hop_request_both_ways() -> None:
+    request = decode(Request, ADD_NEXT_HOP, schema=ROUTING)
+    assert request == Request(
+        "<id>", "add_next_hop",
+        ["<participantId>",
+         {"_typeName": "joynr.system.RoutingTypes.WebSocketClientAddress", "id": "<clientId>"},
+         False],
+        ["String", "Map", "Boolean"])
+    assert encode(request, schema=ROUTING) == ADD_NEXT_HOP
+
+
+def test_golden_get_reply_to_address_and_its_reply() -> None:
+    body = (b'{"_typeName":"joynr.Request","methodName":"getReplyToAddress",'
+            b'"paramDatatypes":[],"params":[],"requestReplyId":"r1"}')
+    request = decode(Request, body, schema=ROUTING)
+    assert request == Request("r1", "get_reply_to_address", [], [])
+    assert encode(request, schema=ROUTING) == body
+    address = {"_typeName": "joynr.system.RoutingTypes.MqttAddress",
+               "brokerUri": "joynrdefaultgbid", "topic": "cc/1"}
+    reply = Reply("r1", [address])
+    method = interface_def(Routing).accessors["get_reply_to_address"]
+    expected = text({"_typeName": "joynr.Reply", "requestReplyId": "r1", "response": [address]})
+    assert encode(reply, types=[method.returns]) == expected
+    assert decode(Reply, expected, types=[method.returns]) == reply
+
+
+def test_void_reply_carries_an_empty_response() -> None:
+    assert encode(Reply("r", [])) == (
+        b'{"_typeName":"joynr.Reply","requestReplyId":"r","response":[]}')
+
+
+GOLDEN: list[tuple[Payload, dict[str, Any]]] = [
+    (Request("r1", "add_favorite_station", [FM4_WIRE], ["vehicle.RadioStation"]),
+     {"_typeName": "joynr.Request", "methodName": "addFavoriteStation",
+      "paramDatatypes": ["vehicle.RadioStation"], "params": [FM4_JSON], "requestReplyId": "r1"}),
+    (OneWayRequest("ping", [7], ["Long"]),
+     {"_typeName": "joynr.OneWayRequest", "methodName": "ping", "paramDatatypes": ["Long"],
+      "params": [7]}),
+    (Request("r2", "get_current_station", [], []),
+     {"_typeName": "joynr.Request", "methodName": "getCurrentStation", "paramDatatypes": [],
+      "params": [], "requestReplyId": "r2"}),
+    (Request("r3", "set_current_station", [FM4_WIRE], ["vehicle.RadioStation"]),
+     {"_typeName": "joynr.Request", "methodName": "setCurrentStation",
+      "paramDatatypes": ["vehicle.RadioStation"], "params": [FM4_JSON], "requestReplyId": "r3"}),
+    (SubscriptionRequest("s1", "current_station", {"min_interval_ms": 100,
+                                                    "publication_ttl_ms": 10_000,
+                                                    "expiry_date_ms": 0}),
+     {"_typeName": "joynr.SubscriptionRequest", "subscriptionId": "s1",
+      "subscribedToName": "currentStation",
+      "qos": {"_typeName": "joynr.OnChangeSubscriptionQos", "expiryDateMs": 0,
+              "minIntervalMs": 100, "publicationTtlMs": 10_000}}),
+    (SubscriptionRequest("s2", "volume", {"period_ms": 500, "alert_after_interval_ms": 0,
+                                          "publication_ttl_ms": 1000, "expiry_date_ms": 9}),
+     {"_typeName": "joynr.SubscriptionRequest", "subscriptionId": "s2",
+      "subscribedToName": "volume",
+      "qos": {"_typeName": "joynr.PeriodicSubscriptionQos", "alertAfterIntervalMs": 0,
+              "expiryDateMs": 9, "periodMs": 500, "publicationTtlMs": 1000}}),
+    (SubscriptionRequest("s3", "volume", {"min_interval_ms": 1, "max_interval_ms": 2,
+                                          "alert_after_interval_ms": 3,
+                                          "publication_ttl_ms": 4, "expiry_date_ms": 5}),
+     {"_typeName": "joynr.SubscriptionRequest", "subscriptionId": "s3",
+      "subscribedToName": "volume",
+      "qos": {"_typeName": "joynr.OnChangeWithKeepAliveSubscriptionQos",
+              "alertAfterIntervalMs": 3, "expiryDateMs": 5, "maxIntervalMs": 2,
+              "minIntervalMs": 1, "publicationTtlMs": 4}}),
+    (BroadcastSubscriptionRequest("s4", "new_station", {"min_interval_ms": 0},
+                                  {"country": "AUSTRIA"}),
+     {"_typeName": "joynr.BroadcastSubscriptionRequest", "subscriptionId": "s4",
+      "subscribedToName": "newStation",
+      "qos": {"_typeName": "joynr.OnChangeSubscriptionQos", "minIntervalMs": 0},
+      "filterParameters": {"_typeName": "joynr.BroadcastFilterParameters",
+                           "filterParameters": {"country": "AUSTRIA"}}}),
+    (MulticastSubscriptionRequest("s5", "new_station", "prov/newStation/eu/+",
+                                  {"expiry_date_ms": 0}, ["eu", "+"]),
+     {"_typeName": "joynr.MulticastSubscriptionRequest", "subscriptionId": "s5",
+      "subscribedToName": "newStation", "multicastId": "prov/newStation/eu/+",
+      "qos": {"_typeName": "joynr.MulticastSubscriptionQos", "expiryDateMs": 0}}),
+    (SubscriptionReply("s1"),
+     {"_typeName": "joynr.SubscriptionReply", "subscriptionId": "s1"}),
+    (SubscriptionReply("s1", {"type": "SubscriptionException", "message": "no",
+                              "subscription_id": "s1"}),
+     {"_typeName": "joynr.SubscriptionReply", "subscriptionId": "s1",
+      "error": {"_typeName": "joynr.exceptions.SubscriptionException", "detailMessage": "no",
+                "subscriptionId": "s1"}}),
+    (SubscriptionStop("s1"), {"_typeName": "joynr.SubscriptionStop", "subscriptionId": "s1"}),
+    (Publication("s1", [FM4_WIRE]),
+     {"_typeName": "joynr.SubscriptionPublication", "subscriptionId": "s1",
+      "response": [FM4_JSON]}),
+    (Publication("s1", None, {"type": "PublicationMissedException", "message": "late",
+                              "subscription_id": "s1"}),
+     {"_typeName": "joynr.SubscriptionPublication", "subscriptionId": "s1",
+      "error": {"_typeName": "joynr.exceptions.PublicationMissedException",
+                "detailMessage": "late", "subscriptionId": "s1"}}),
+    (MulticastPublication("prov/newStation", [FM4_WIRE]),
+     {"_typeName": "joynr.MulticastPublication", "multicastId": "prov/newStation",
+      "response": [FM4_JSON]}),
+    (Reply("r1", [True]), {"_typeName": "joynr.Reply", "requestReplyId": "r1",
+                           "response": [True]}),
+    (Reply("r1", None, {"type": "ApplicationException", "message": "twice",
+                        "error": "DUPLICATE"}),
+     {"_typeName": "joynr.Reply", "requestReplyId": "r1",
+      "error": {"_typeName": "joynr.exceptions.ApplicationException", "detailMessage": "twice",
+                "error": {"_typeName": "vehicle.Radio.AddFavoriteStationErrorEnum",
+                          "name": "DUPLICATE"}}}),
+]
+
+
+def _context(payload: Payload) -> dict[str, Any]:
+    """The declared types the caller knows for ``payload`` (Radio's)."""
+    if isinstance(payload, (Publication, MulticastPublication)):
+        return {"schema": RADIO, "types": [RadioStation]}
+    if isinstance(payload, Reply):
+        method = interface_def(Radio).methods["add_favorite_station"]
+        return {"types": [bool], "error_enum": method.error_enum}
+    return {"schema": RADIO}
+
+
+@pytest.mark.parametrize(("payload", "expected"), GOLDEN,
+                         ids=[f"{i}-{type(p).__name__}" for i, (p, _) in enumerate(GOLDEN)])
+def test_golden_every_message_type(payload: Payload, expected: dict[str, Any]) -> None:
+    body = encode(payload, **_context(payload))
+    assert body == text(expected)  # byte-exact: _typeName first, members sorted, compact
+    assert decode(type(payload), body, **_context(payload)) == payload
+    assert decode_any(body, **_context(payload)) == payload
+
+
+def test_every_payload_type_has_its_joynr_name() -> None:
+    assert {cls.__name__: name for cls, name in TYPE_NAMES.items()} == {
+        "Request": "joynr.Request", "Reply": "joynr.Reply",
+        "OneWayRequest": "joynr.OneWayRequest", "SubscriptionRequest": "joynr.SubscriptionRequest",
+        "BroadcastSubscriptionRequest": "joynr.BroadcastSubscriptionRequest",
+        "MulticastSubscriptionRequest": "joynr.MulticastSubscriptionRequest",
+        "SubscriptionReply": "joynr.SubscriptionReply",
+        "SubscriptionStop": "joynr.SubscriptionStop",
+        "Publication": "joynr.SubscriptionPublication",
+        "MulticastPublication": "joynr.MulticastPublication"}
+
+
+def test_decoding_ignores_member_order_unknown_members_and_nulls() -> None:
+    body = (b'{"requestReplyId":"x","statelessAsyncCallbackMethodId":"a#b","params":null,'
+            b'"methodName":"getVolume","_typeName":"joynr.Request"}')
+    assert decode(Request, body, schema=RADIO) == Request("x", "get_volume", [], [])
+    body = b'{"response":null,"error":null,"requestReplyId":"x","_typeName":"joynr.Reply"}'
+    assert decode(Reply, body) == Reply("x")
+    body = b'{"_typeName":"joynr.SubscriptionRequest","subscriptionId":"s","subscribedToName":"a"}'
+    assert decode(SubscriptionRequest, body) == SubscriptionRequest("s", "a", {})
+
+
+def test_qos_types_not_implied_by_their_members_are_kept() -> None:
+    body = text({"_typeName": "joynr.SubscriptionRequest", "subscriptionId": "s",
+                 "subscribedToName": "a",
+                 "qos": {"_typeName": "joynr.PeriodicSubscriptionQos", "expiryDateMs": 4}})
+    request = decode(SubscriptionRequest, body)
+    assert request.qos == {"expiry_date_ms": 4, "type": "PeriodicSubscriptionQos"}
+    assert encode(request) == body
+
+
+# ---------------------------------------------------------------------- exceptions
+
+# (project error map, joynr name, Java name, the joynr members besides _typeName)
+EXCEPTIONS: list[tuple[dict[str, Any], str, str, dict[str, Any]]] = [
+    ({"type": "ApplicationException", "message": "m", "error": "FULL"},
+     "ApplicationException", "joynr.exceptions.ApplicationException",
+     {"detailMessage": "m", "error": {"_typeName": "vehicle.Radio.AddFavoriteStationErrorEnum",
+                                      "name": "FULL"}}),
+    ({"type": "ProviderRuntimeException", "message": "m"}, "ProviderRuntimeException",
+     "joynr.exceptions.ProviderRuntimeException", {"detailMessage": "m"}),
+    ({"type": "MethodInvocationException", "message": "m",
+      "provider_version": {"major_version": 2, "minor_version": 1}},
+     "MethodInvocationException", "joynr.exceptions.MethodInvocationException",
+     {"detailMessage": "m", "providerVersion": {"_typeName": "joynr.types.Version",
+                                                "majorVersion": 2, "minorVersion": 1}}),
+    ({"type": "MethodInvocationException", "message": "m"}, "MethodInvocationException",
+     "joynr.exceptions.MethodInvocationException", {"detailMessage": "m"}),
+    ({"type": "PublicationMissedException", "message": "m", "subscription_id": "s"},
+     "PublicationMissedException", "joynr.exceptions.PublicationMissedException",
+     {"detailMessage": "m", "subscriptionId": "s"}),
+    ({"type": "SubscriptionException", "message": "m", "subscription_id": "s"},
+     "SubscriptionException", "io.joynr.exceptions.SubscriptionException",
+     {"detailMessage": "m", "subscriptionId": "s"}),
+    ({"type": "DiscoveryException", "message": "m"}, "DiscoveryException",
+     "io.joynr.exceptions.DiscoveryException", {"detailMessage": "m"}),
+    ({"type": "JoynrMessageNotSentException", "message": "m"}, "JoynrMessageNotSentException",
+     "io.joynr.exceptions.JoynrMessageNotSentException", {"detailMessage": "m"}),
+    ({"type": "JoynrTimeoutException", "message": "m"}, "JoynrTimeOutException",
+     "io.joynr.exceptions.JoynrTimeoutException", {"detailMessage": "m"}),
+    ({"type": "JoynrDelayMessageException", "message": "m", "delay_ms": 50},
+     "JoynrDelayMessageException", "io.joynr.exceptions.JoynrDelayMessageException",
+     {"detailMessage": "m", "delayMs": 50}),
+    ({"type": "JoynrMessageExpiredException", "message": "m"}, "JoynrMessageExpiredException",
+     "io.joynr.exceptions.JoynrMessageExpiredException", {"detailMessage": "m"}),
+    ({"type": "JoynrRuntimeException", "message": "m"}, "JoynrRuntimeException",
+     "io.joynr.exceptions.JoynrRuntimeException", {"detailMessage": "m"}),
+]
+
+
+@pytest.mark.parametrize(("error", "joynr", "java", "members"), EXCEPTIONS,
+                         ids=[f"{e[1]}-{len(e[3])}" for e in EXCEPTIONS])
+def test_every_exception_both_ways_and_both_prefixes(
+        error: dict[str, Any], joynr: str, java: str, members: dict[str, Any]) -> None:
+    enum_ = FavoriteError if joynr == "ApplicationException" else None
+    reply = Reply("r", None, error)
+    for name, java_names in ((f"joynr.exceptions.{joynr}", False), (java, True)):
+        body = encode(reply, error_enum=enum_, java_exception_names=java_names)
+        assert body == text({"_typeName": "joynr.Reply", "requestReplyId": "r",
+                             "error": {"_typeName": name, **members}})
+    for prefix in ("joynr.exceptions.", "io.joynr.exceptions."):
+        body = text({"_typeName": "joynr.Reply", "requestReplyId": "r",
+                     "error": {"_typeName": prefix + joynr, **members}})
+        assert decode(Reply, body, error_enum=enum_) == reply
+    # and to the project's exception class (joynr's two internal Java exceptions have none:
+    # they become the base class, saying what they were)
+    exc = error_from_wire(decode(Reply, body, error_enum=enum_).error)  # type: ignore[attr-defined]
+    if joynr in ("JoynrDelayMessageException", "JoynrMessageExpiredException"):
+        assert type(exc) is JoynrError and joynr in exc.message
+    else:
+        assert exc.to_wire()["type"] == error["type"]
+
+
+def test_exceptions_never_carry_members_they_do_not_have() -> None:
+    error = {"type": "ProviderRuntimeException", "message": "m", "error": "FULL",
+             "subscription_id": "s", "provider_version": {"major_version": 1}, "delay_ms": 3}
+    assert j(encode(Reply("r", None, error)))["error"] == {
+        "_typeName": "joynr.exceptions.ProviderRuntimeException", "detailMessage": "m"}
+
+
+def test_exceptions_map_to_the_project_classes() -> None:
+    decoded = decode(Reply, text({"_typeName": "joynr.Reply", "requestReplyId": "r", "error": {
+        "_typeName": "io.joynr.exceptions.SubscriptionException", "detailMessage": "m",
+        "subscriptionId": "s"}}))
+    assert isinstance(decoded, Reply)
+    exc = error_from_wire(decoded.error)
+    assert isinstance(exc, SubscriptionError) and exc.subscription_id == "s"
+    missed = error_from_wire({"type": "PublicationMissedException", "message": "m",
+                              "subscription_id": "s"})
+    assert isinstance(missed, PublicationMissedError) and missed.to_wire()["subscription_id"] == "s"
+    app = error_from_wire(decode(Reply, encode(
+        Reply("r", None, ApplicationError("FULL", "x").to_wire()), error_enum=FavoriteError),
+        error_enum=FavoriteError).error)  # type: ignore[attr-defined]
+    assert isinstance(app, ApplicationError) and app.error == "FULL"
+    assert isinstance(error_from_wire({"type": "MethodInvocationException", "message": ""}),
+                      MethodInvocationError)
+
+
+def test_application_exception_without_a_declared_enum_keeps_the_enum_name() -> None:
+    body = text({"_typeName": "joynr.Reply", "requestReplyId": "r", "error": {
+        "_typeName": "joynr.exceptions.ApplicationException", "detailMessage": "m",
+        "error": {"_typeName": "vehicle.Radio$AddFavoriteStationErrorEnum", "name": "FULL"}}})
+    reply = decode(Reply, body)
+    assert isinstance(reply, Reply)
+    assert reply.error == {"type": "ApplicationException", "message": "m", "error": "FULL",
+                           "error_enum": "vehicle.Radio.AddFavoriteStationErrorEnum"}
+    with pytest.raises(JoynrJsonError) as refused:
+        decode(Reply, body.replace(b'"FULL"', b'"EMPTY"'), error_enum=FavoriteError)
+    assert refused.value.reason == "bad-value"
+
+
+def test_subscription_reply_errors_are_subscription_exceptions() -> None:
+    body = encode(SubscriptionReply("s", {"type": "MethodInvocationException", "message": "x"}))
+    assert j(body)["error"] == {"_typeName": "joynr.exceptions.SubscriptionException",
+                                "detailMessage": "MethodInvocationException: x",
+                                "subscriptionId": "s"}
+
+
+# ---------------------------------------------------------------------- typed values
+
+
+def test_every_typed_value_kind() -> None:
+    params = ["s", True, -5, 1.5, b"\x00\x7f\x80\xff", [1, 2], "GERMANY", FM4_WIRE,
+              {"a": 1}, None, {"free": [1, "x"]}]
+    method = interface_def(Radio).methods["all_kinds"]
+    request = Request("r", "all_kinds", params, method.param_datatypes)
+    body = encode(request, schema=RADIO)
+    assert j(body) == {
+        "_typeName": "joynr.Request", "methodName": "allKinds", "requestReplyId": "r",
+        "paramDatatypes": ["String", "Boolean", "Long", "Double", "Byte[]", "Long[]",
+                           "vehicle.Country", "vehicle.RadioStation", "Map", "String",
+                           "Object"],
+        "params": ["s", True, -5, 1.5, [0, 127, -128, -1], [1, 2], "GERMANY", FM4_JSON,
+                   {"a": 1}, None, {"free": [1, "x"]}]}
+    assert decode(Request, body, schema=RADIO) == request
+
+
+def test_declared_joynr_names_are_the_project_datatype_names() -> None:
+    assert datatype_name(RadioStation) == "vehicle.RadioStation"
+    assert datatype_name(list[Country]) == "vehicle.Country[]"
+
+    @dataclass
+    class Plain:
+        x: int
+
+    assert datatype_name(Plain) == "Plain"  # the default: the class name
+
+
+def test_struct_subtypes_and_wrong_type_names() -> None:
+    @joynr_name("vehicle.DabStation")
+    @dataclass
+    class DabStation(RadioStation):
+        ensemble: str = ""
+
+    body = text({"_typeName": "joynr.SubscriptionPublication", "subscriptionId": "s",
+                 "response": [{**FM4_JSON, "_typeName": "vehicle.DabStation", "ensemble": "E"}]})
+    publication = decode(Publication, body, types=[RadioStation])
+    assert isinstance(publication, Publication)
+    assert publication.response == [{**FM4_WIRE, "ensemble": "E"}]
+    with pytest.raises(JoynrJsonError) as refused:
+        decode(Publication, body.replace(b"vehicle.DabStation", b"vehicle.Other"),
+               types=[RadioStation])
+    assert refused.value.reason == "bad-type-name"
+
+
+# ---------------------------------------------------------------------- overloads
+
+
+def _seek(datatypes: list[str], params: list[Any]) -> Payload:
+    return decode(Request, text({"_typeName": "joynr.Request", "methodName": "seek",
+                                 "paramDatatypes": datatypes, "params": params,
+                                 "requestReplyId": "r"}), schema=RADIO)
+
+
+def test_overloads_are_told_apart_by_param_datatypes() -> None:
+    assert _seek(["String"], ["FM4"]) == Request("r", "seek", ["FM4"], ["String"])
+    by_number = Request("r", "seek", [4], ["Long"])
+    assert _seek(["Integer"], [4]) == by_number
+    assert _seek(["Long"], [4]) == by_number  # another width of the same kind fits
+    assert _seek(["Integer[]"], [[4]]) == Request("r", "seek", [[4]], ["Long[]"])
+    assert RADIO.select("seek", ["String"]) is interface_def(Radio).methods["seek_by_name"]
+    assert j(encode(by_number, schema=RADIO))["paramDatatypes"] == ["Integer"]
+    assert j(encode(Request("r", "seek", [[4]], ["Long[]"]), schema=RADIO))[
+        "paramDatatypes"] == ["Long[]"]
+    # no such overload: names and values as they came (the provider answers it has none)
+    assert _seek(["Boolean"], [True]) == Request("r", "seek", [True], ["Boolean"])
+
+
+# ---------------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    (b"\xff", "not-json"),
+    (b"{", "not-json"),
+    (b'{"_typeName":"joynr.Reply","requestReplyId":"r","response":[NaN]}', "not-json"),
+    (b'{"_typeName":"joynr.Reply","requestReplyId":"r","response":["\\ud800"]}', "not-json"),
+    (b"[]", "not-an-object"),
+    (b'{"_typeName":"joynr.Reply","requestReplyId":"r","response":'
+     + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}", "too-deep"),
+    (b"[" * 100_000 + b"]" * 100_000, "not-json"),
+    (b'{"_typeName":"joynr.Request","requestReplyId":"r"}', "bad-type-name"),
+    (b'{"requestReplyId":"r"}', "bad-type-name"),
+    (b'{"_typeName":"joynr.Reply"}', "missing-member"),
+    (b'{"_typeName":"joynr.Reply","requestReplyId":5}', "bad-member"),
+    (b'{"_typeName":"joynr.Reply","requestReplyId":"r","response":[1],"error":{}}', "bad-member"),
+    (b'{"_typeName":"joynr.Reply","requestReplyId":"r","error":{"_typeName":"x.Y"}}',
+     "bad-type-name"),
+    (b'{"_typeName":"joynr.Reply","requestReplyId":"r","error":'
+     b'{"_typeName":"joynr.exceptions.ApplicationException"}}', "missing-member"),
+    (b'{"_typeName":"joynr.Reply","requestReplyId":"r","response":[true,1]}', "bad-value"),
+    (b'{"_typeName":"joynr.Reply","requestReplyId":"r","response":["x"]}', "bad-value"),
+])
+def test_refusals(body: bytes, reason: str) -> None:
+    with pytest.raises(JoynrJsonError) as refused:
+        decode(Reply, body, types=[bool])
+    assert refused.value.reason == reason
+    assert isinstance(refused.value, (PayloadError, ValueError))
+
+
+def test_oversized_and_out_of_range_refused() -> None:
+    with pytest.raises(JoynrJsonError) as refused:
+        decode(Reply, b" " * (4 * 1024 * 1024 + 1))
+    assert refused.value.reason == "oversized"
+    with pytest.raises(JoynrJsonError) as refused:
+        decode(Reply, b'{"_typeName":"joynr.Reply","requestReplyId":"r",'
+               b'"response":[9223372036854775808]}', types=[int])
+    assert refused.value.reason == "bad-value"
+    with pytest.raises(JoynrJsonError) as refused:
+        decode(Reply, b'{"_typeName":"joynr.Reply","requestReplyId":"r","response":[1' + b"0" * 400
+               + b"]}", types=[float])
+    assert refused.value.reason == "bad-value"
+    with pytest.raises(JoynrJsonError) as refused:
+        decode(MulticastPublication, text({
+            "_typeName": "joynr.MulticastPublication", "multicastId": "m",
+            "error": {"_typeName": "joynr.exceptions.ProviderRuntimeException"}}))
+    assert refused.value.reason == "unsupported"
+
+
+def test_unencodable_payloads_are_refused() -> None:
+    for payload, kwargs in [
+        (Reply("r", [1], {"type": "ProviderRuntimeException", "message": ""}), {}),
+        (Reply("r", [2 ** 64]), {}),
+        (Reply("r", [float("nan")]), {}),
+        (Reply("r", ["x"]), {"types": [int]}),
+        (Reply("r", None, {"type": "ApplicationException", "message": "", "error": "X"}), {}),
+        (MulticastSubscriptionRequest("s", "b", "p/b/x", {}, ["y"]), {}),
+        (SubscriptionRequest("s", "a", {"bogus_ms": 1}), {}),
+    ]:
+        with pytest.raises(JoynrJsonError) as refused:
+            encode(payload, **kwargs)
+        assert refused.value.reason == "unencodable"
+
+
+# ---------------------------------------------------------------------- round trips
+
+names = st.text(min_size=0, max_size=30)
+int64 = st.integers(min_value=-(2 ** 63), max_value=2 ** 63 - 1)
+json_values = st.recursive(
+    st.none() | st.booleans() | int64 | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                 max_size=4),
+    max_leaves=20)
+
+
+@st.composite
+def errors_(draw: st.DrawFn, only_subscription: bool = False) -> dict[str, Any]:
+    candidates = [e[0] for e in EXCEPTIONS]
+    if only_subscription:
+        candidates = [e for e in candidates if e["type"] == "SubscriptionException"]
+    error = dict(draw(st.sampled_from(candidates)))
+    error["message"] = draw(names)
+    if "subscription_id" in error:
+        if draw(st.booleans()):
+            error["subscription_id"] = draw(names)
+        else:
+            del error["subscription_id"]
+    if error["type"] == "ApplicationException":
+        error["error_enum"] = draw(names)  # untyped: the enum's name travels in the map
+    return error
+
+
+@st.composite
+def qos_maps(draw: st.DrawFn, multicast: bool) -> dict[str, Any]:
+    kinds = {"OnChangeSubscriptionQos": ["expiry_date_ms", "publication_ttl_ms",
+                                         "min_interval_ms"],
+             "OnChangeWithKeepAliveSubscriptionQos": ["expiry_date_ms", "publication_ttl_ms",
+                                                      "min_interval_ms", "max_interval_ms",
+                                                      "alert_after_interval_ms"],
+             "PeriodicSubscriptionQos": ["expiry_date_ms", "publication_ttl_ms", "period_ms",
+                                         "alert_after_interval_ms"],
+             "MulticastSubscriptionQos": ["expiry_date_ms"]}
+    kind = draw(st.sampled_from(sorted(kinds)))
+    keys = draw(st.lists(st.sampled_from(kinds[kind]), unique=True))
+    qos: dict[str, Any] = {k: draw(int64) for k in keys}
+    # the canonical map names its type only when its keys do not imply it
+    encoded = j(encode(MulticastSubscriptionRequest("s", "b", "p/b", qos, []) if multicast
+                       else SubscriptionRequest("s", "a", qos)))["qos"]["_typeName"]
+    if encoded != f"joynr.{kind}":
+        qos["type"] = kind
+    return qos
+
+
+@st.composite
+def untyped_payloads(draw: st.DrawFn) -> Payload:
+    kind = draw(st.integers(0, 9))
+    values = st.lists(json_values, max_size=4)
+    if kind in (0, 1):
+        params = draw(values)
+        datatypes = draw(st.lists(names, min_size=len(params), max_size=len(params)))
+        if kind == 0:
+            return Request(draw(names), draw(names), params, datatypes)
+        return OneWayRequest(draw(names), params, datatypes)
+    if kind in (2, 3):
+        response, error = draw(st.sampled_from([(True, False), (False, True), (False, False)]))
+        args = (draw(names), draw(values) if response else None,
+                draw(errors_()) if error else None)
+        return Reply(*args) if kind == 2 else Publication(*args)
+    if kind == 4:
+        return SubscriptionRequest(draw(names), draw(names), draw(qos_maps(False)))
+    if kind == 5:
+        return BroadcastSubscriptionRequest(draw(names), draw(names), draw(qos_maps(False)),
+                                            draw(st.dictionaries(names, names, max_size=3)))
+    if kind == 6:
+        partitions = draw(st.lists(st.text("abc+*", min_size=1, max_size=3), max_size=3))
+        mid = "/".join([draw(st.text("xyz", min_size=1, max_size=3)), "b", *partitions])
+        return MulticastSubscriptionRequest(draw(names), draw(names), mid, draw(qos_maps(True)),
+                                            partitions)
+    if kind == 7:
+        return SubscriptionReply(draw(names), draw(st.none() | errors_(only_subscription=True)))
+    if kind == 8:
+        return SubscriptionStop(draw(names))
+    return MulticastPublication(draw(names), draw(values))
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(untyped_payloads())
+def test_round_trip_untyped(payload: Payload) -> None:
+    body = encode(payload)
+    assert decode(type(payload), body) == payload
+    assert decode_any(body) == payload
+
+
+stations = st.builds(RadioStation, names, st.sampled_from(Country),
+                     st.floats(allow_nan=False, allow_infinity=False),
+                     st.none() | names, st.lists(names, max_size=3))
+
+
+@settings(max_examples=200)
+@given(st.data())
+def test_round_trip_typed(data: st.DataObject) -> None:
+    radio = interface_def(Radio)
+    method = data.draw(st.sampled_from([*radio.methods.values(), *radio.accessors.values()]))
+    kinds: dict[Any, st.SearchStrategy[Any]] = {
+        str: names, bool: st.booleans(), int: int64, bytes: st.binary(max_size=8),
+        float: st.floats(allow_nan=False, allow_infinity=False), list[int]: st.lists(int64),
+        Country: st.sampled_from(Country), RadioStation: stations,
+        dict[str, int]: st.dictionaries(names, int64, max_size=3),
+        str | None: st.none() | names, Any: json_values,
+        list[RadioStation]: st.lists(stations, max_size=3),
+    }
+    params = [to_wire(data.draw(kinds[tp])) for _, tp in method.params]
+    request = Request(data.draw(names), method.name, params, list(method.param_datatypes))
+    assert decode(Request, encode(request, schema=RADIO), schema=RADIO) == request
+    if method.returns is not type(None):
+        value = to_wire(data.draw(kinds[method.returns]))
+        reply = Reply(request.request_reply_id, [value])
+        types = [method.returns]
+        assert decode(Reply, encode(reply, types=types), types=types) == reply
+
+
+# ---------------------------------------------------------------------- hostile bodies
+
+PAYLOAD_CLASSES = list(TYPE_NAMES)
+
+
+def _attempt(body: bytes) -> None:
+    """Decoding a body either works or is refused; nothing else may come out."""
+    for cls in PAYLOAD_CLASSES:
+        for kwargs in ({}, _context(cls.__new__(cls))):
+            try:
+                decode(cls, body, **kwargs)
+            except JoynrJsonError as exc:
+                assert exc.reason
+    with contextlib.suppress(JoynrJsonError):
+        decode_any(body, schema=RADIO)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(json_values, st.sampled_from([*sorted(TYPE_NAMES.values()), "x"]))
+def test_hostile_random_json_trees(tree: Any, type_name: str) -> None:
+    _attempt(json.dumps(tree).encode())
+    if isinstance(tree, dict):
+        _attempt(json.dumps({**tree, "_typeName": type_name}).encode())
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([text(g[1]) for g in GOLDEN] + [ADD_NEXT_HOP]), st.data())
+def test_hostile_spoilt_valid_payloads(body: bytes, data: st.DataObject) -> None:
+    tree = json.loads(body)
+    # spoil one place of the tree: replace or delete a member, or an item, at any depth
+    node = tree
+    for _ in range(data.draw(st.integers(0, 4))):
+        children = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+        children = [(k, v) for k, v in children if isinstance(v, (dict, list)) and v]
+        if not children:
+            break
+        node = data.draw(st.sampled_from(children))[1]
+    if node:
+        key = data.draw(st.sampled_from(list(node) if isinstance(node, dict)
+                                        else list(range(len(node)))))
+        if data.draw(st.booleans()):
+            node[key] = data.draw(json_values)
+        else:
+            del node[key]
+    _attempt(json.dumps(tree).encode())
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=64))
+def test_hostile_random_bytes(body: bytes) -> None:
+    _attempt(body)
