@@ -1,6 +1,9 @@
 # Sourced by bin/run and bin/test: make sure the machine has what the project needs.
 # - Python 3.11+ and a virtual environment at .venv with the project and its test extras
 # - Debian packages (mosquitto, postgresql, Java 17, JDBC drivers, chromium), installed with apt-get when running as root
+# - for bin/test only: node and npm (Debian's nodejs and npm when the commands are missing) and
+#   the npm packages the tests use as oracles (tests/oracles: npm ci, again when its package
+#   files change)
 # Fails with a clear message when something cannot be provided.
 set -euo pipefail
 
@@ -9,6 +12,9 @@ VENV="$ROOT/.venv"
 # Java 17 and the JDBC drivers for the pipeline (Spark); chromium for the page tests
 DEBIAN_PACKAGES=(mosquitto openssl postgresql openjdk-17-jre-headless libpostgresql-jdbc-java
     libxerial-sqlite-jdbc-java chromium chromium-driver)
+# node and npm for the oracle tests (tests/oracles); installed only when the commands are missing,
+# so a node from elsewhere (which may bring its own npm) is used as it is
+NODE_PACKAGES=(nodejs npm)
 
 die() { echo "bootstrap: $*" >&2; exit 1; }
 say() { echo "bootstrap: $*" >&2; }
@@ -46,6 +52,30 @@ ensure_debian_packages() {
     if command -v systemctl >/dev/null 2>&1; then systemctl stop postgresql >/dev/null 2>&1 || true; fi
 }
 
+ensure_node() {
+    command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        die "node and npm are missing; install them (sudo apt-get install -y ${NODE_PACKAGES[*]}) or run as root"
+    fi
+    command -v apt-get >/dev/null 2>&1 || die "node and npm are missing and there is no apt-get on this machine"
+    say "installing Debian packages: ${NODE_PACKAGES[*]}"
+    apt-get update -qq >/dev/null || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${NODE_PACKAGES[@]}" >/dev/null ||
+        die "apt-get install ${NODE_PACKAGES[*]} failed"
+}
+
+ensure_oracles() {
+    local dir="$ROOT/tests/oracles" stamp want
+    stamp="$dir/node_modules/.installed"
+    want="$(cat "$dir/package.json" "$dir/package-lock.json" | sha256sum | cut -d' ' -f1)"
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+        say "installing the npm packages of tests/oracles"
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+            die "npm ci in $dir failed (see above)"
+        echo "$want" >"$stamp"
+    fi
+}
+
 ensure_venv() {
     local py stamp want
     py="$(find_python)" || die "Python 3.11 or newer is required (set PYTHON=/path/to/python3.11)"
@@ -65,3 +95,8 @@ ensure_venv() {
 
 ensure_debian_packages
 ensure_venv
+# only the test command needs node and the oracles (bin/test sets BOOTSTRAP_TESTS=1)
+if [ "${BOOTSTRAP_TESTS:-0}" = 1 ]; then
+    ensure_node
+    ensure_oracles
+fi

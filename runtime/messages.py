@@ -162,6 +162,9 @@ class Message:
     # not on the wire: where the message came from, and the frame it was decoded from
     origin: Address | None = field(default=None, compare=False, repr=False)
     raw: bytes | None = field(default=None, compare=False, repr=False)
+    #: SMRF frames only (runtime.smrf): the custom signature appended to the frame (joynr puts
+    #: the owner id there); the msgpack frame does not carry it
+    custom_signature: bytes | None = None
 
     @property
     def is_request_type(self) -> bool:
