@@ -338,7 +338,7 @@ class GcdService:
         acknowledgements; disconnect. All within ``stop_drain_s``: the calls still running
         then are cancelled (runtime.end_calls), the answers not published are dropped."""
         loop = asyncio.get_running_loop()
-        gbid, bound = self.settings.gbid, self.settings.stop_drain_s
+        bound = self.settings.stop_drain_s
         started = loop.time()
         deadline = started + bound
         mqtt, runtime = self.mqtt, self.runtime
@@ -350,17 +350,17 @@ class GcdService:
         unfinished = runtime.calls_busy
         await mqtt.stop(max(0.0, deadline - loop.time()))
         arrived, unpublished = mqtt.received - received, mqtt.pending()
-        log.info("GCD for %s drained in %.2f s: unsubscribed (%s), %d call(s) running at the "
+        log.info("%s: drained in %.2f s: unsubscribed (%s), %d call(s) running at the "
                  "stop and %d request(s) received since: %s; %d answer(s) published, %d not; "
-                 "disconnected", gbid, loop.time() - started,
+                 "disconnected", self.name, loop.time() - started,
                  "the broker confirmed it delivered what it took" if confirmed
                  else "the broker's deliveries not confirmed", running, arrived,
                  f"{unfinished} unfinished" if unfinished else "all finished",
                  mqtt.published - published, unpublished)
         if unfinished or unpublished:
-            log.warning("GCD for %s: the stop's bound (stop_drain_s = %g s) ran out: %d "
-                        "call(s) unfinished (cancelled now), %d answer(s) not published", gbid,
-                        bound, unfinished, unpublished)
+            log.warning("%s: the stop's bound (stop_drain_s = %g s) ran out: %d "
+                        "call(s) unfinished (cancelled now), %d answer(s) not published",
+                        self.name, bound, unfinished, unpublished)
 
     async def _stop_audit(self) -> None:
         audit, self.router.audit = self.audit, None
