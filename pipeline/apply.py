@@ -35,7 +35,7 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,30 +160,23 @@ def read_plan(plan_dir: Path, shown: int = SHOWN_CONTROLLERS) -> PlanSummary:
             when = dt.datetime.fromtimestamp(made / 1000, dt.UTC)
             summary.made = (f"at {when:%Y-%m-%d %H:%M:%S} UTC from "
                             f"{meta.get('directory', '?')}")
-    with plan.open(encoding="utf-8") as lines:
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                action = json.loads(line)
-            except ValueError:
-                action = None
-            if not isinstance(action, dict):
-                summary.bad_lines += 1
-            elif action.get("action") == "removeStale":
-                entries = action.get("entries")
-                entries = entries if isinstance(entries, int) else 0
-                summary.stale_calls += 1
-                summary.stale_entries += entries
-                if len(summary.shown) < shown:
-                    gbids = action.get("gbids")
-                    summary.shown.append((str(action.get("cluster_controller_id")), entries,
-                                          [str(g) for g in gbids]
-                                          if isinstance(gbids, list) else []))
-            elif action.get("action") == "remove":
-                summary.removes[str(action.get("gbid"))] += 1
-            else:
-                summary.bad_lines += 1
+    for _, action in _plan_actions(plan):
+        if action is None:
+            summary.bad_lines += 1
+        elif action.get("action") == "removeStale":
+            entries = action.get("entries")
+            entries = entries if isinstance(entries, int) else 0
+            summary.stale_calls += 1
+            summary.stale_entries += entries
+            if len(summary.shown) < shown:
+                gbids = action.get("gbids")
+                summary.shown.append((str(action.get("cluster_controller_id")), entries,
+                                      [str(g) for g in gbids]
+                                      if isinstance(gbids, list) else []))
+        elif action.get("action") == "remove":
+            summary.removes[str(action.get("gbid"))] += 1
+        else:
+            summary.bad_lines += 1
     return summary
 
 
@@ -248,7 +241,9 @@ class _Gcds:
         return await self._proxies[url]
 
 
-async def _actions(plan: Path) -> AsyncIterator[tuple[int, dict[str, Any] | None]]:
+def _plan_actions(plan: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """The plan's actions, line by line (bounded memory): (line number, the action, or None
+    for a line that is not a JSON object); blank lines are skipped."""
     with plan.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -258,6 +253,11 @@ async def _actions(plan: Path) -> AsyncIterator[tuple[int, dict[str, Any] | None
             except ValueError:
                 action = None
             yield number, action if isinstance(action, dict) else None
+
+
+async def _actions(plan: Path) -> AsyncIterator[tuple[int, dict[str, Any] | None]]:
+    for item in _plan_actions(plan):
+        yield item
 
 
 async def _carry_out(action: dict[str, Any], gcds: _Gcds, targets: dict[str, str],

@@ -10,7 +10,6 @@ deadlocks; every instance is a PostgresStore of its own (its own pool), as in a 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Awaitable
 from pathlib import Path
@@ -19,15 +18,14 @@ import asyncpg
 import pytest
 
 from gcd.postgres_store import PostgresStore
-from gcd.store import COLUMNS, INDEXES, StoredEntry, StoreError
+from gcd.store import COLUMNS, INDEXES, StoreError
 from tests.support.gcd_stores import fresh_postgres_dsn, shared_postgres
 from tests.support.postgres import PostgresServer
 from tests.test_gcd_migration import ROWS, previous_version_database
+from tests.test_gcd_postgres import LATER, NOW, row
 
 pytestmark = pytest.mark.network
 
-NOW = 1_800_000_000_000
-LATER = NOW + 3_600_000
 #: the stated bound: no write of another instance may take longer while an instance starts,
 #: restarts, migrates the database or builds an index (a write usually takes milliseconds; a
 #: deadlock costs at least PostgreSQL's deadlock_timeout, 1 s, and a blocked schema change the
@@ -38,14 +36,6 @@ START_BOUND_S = 2.0
 INDEX_NAMES = [s.split(" EXISTS ")[1].split()[0] for s in INDEXES]
 
 
-def row(pid: str, gbid: str = "g1", *, cc: str = "cc-1", **changes: object) -> StoredEntry:
-    entry = StoredEntry(
-        gbid=gbid, participant_id=pid, domain="vehicle", interface_name="test/Radio",
-        major_version=1, minor_version=2, priority=5, scope="GLOBAL", supports_on_change=True,
-        custom_parameters="[]", last_seen_ms=NOW, expiry_ms=LATER, public_key_id="",
-        topic=f"joynr/cc/{cc}", cluster_controller_id=cc,
-    )
-    return dataclasses.replace(entry, **changes)  # type: ignore[arg-type]
 
 
 class ServerLog:
