@@ -339,6 +339,7 @@ def test_the_run_says_which_now_it_judges_at(tripwire: Tripwire, fleet_inputs: F
     out = tmp_path / "out"
     (out / "audit").mkdir(parents=True)  # tables as ingest leaves them (empty will do)
     (out / "snapshots").mkdir()
+    (out / "ingest_files").mkdir()
     clock = cli("directory", "--sqlite", store, "--out", str(out), tripwire=tripwire)
     assert re.search(r"judging expiry and staleness at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC "
                      r"\(\d+ epoch ms, from the machine clock\)", clock.stderr), clock.stderr
