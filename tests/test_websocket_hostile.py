@@ -431,8 +431,8 @@ async def test_oversized_frame_is_refused_then_too_big_closes(
 
 
 async def assert_connection_refused(raw: RawClient, cc: ClusterController, reason: str,
-                                    close_fragment: str) -> None:
-    code, close_reason = await raw.closed()
+                                    close_fragment: str, timeout_s: float = WAIT_S) -> None:
+    code, close_reason = await raw.closed(timeout_s)
     assert code == 1008, (code, close_reason)
     assert close_reason and close_fragment in close_reason, close_reason
     await wait_until(lambda: cc.websocket.counters[reason] == 1, f"counter {reason}")
@@ -531,6 +531,38 @@ async def test_bad_init_with_non_ascii_content_is_still_closed_with_1008(
     assert_logged(caplog, "refused", "init version")
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], (
         "the refusal must not end in an error")
+    await legit.still_works()
+    assert legit.entries() == before_entries
+
+
+@pytest.mark.parametrize("reading", [True, False], ids=["client-reads", "client-reads-nothing"])
+async def test_a_refused_first_frame_closes_at_once_despite_frames_after_it(
+        stack: AsyncExitStack, cc: ClusterController, legit: Legit,
+        caplog: pytest.LogCaptureFixture, reading: bool) -> None:
+    # a runtime of another joynr sends its own init message (unreadable here) and its first
+    # requests right after it, without waiting for an answer; one of them reads nothing at all
+    # stated bounds, "at once": a client that reads answers the close frame at once and the CC
+    # reads that answer behind the frames (not only after its 1 s bound for a silent client)
+    bound_s = 0.5 if reading else 2.0
+    before_entries = legit.entries()
+    raw = await RawClient.open(stack, cc.websocket_address.url, init=False)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    if not reading:
+        raw.ws.transport.pause_reading()
+    await raw.send(b"\xc1" + bytes(range(256)) * 2)
+    for i in range(20):
+        await raw.send(bytes([i]) * 1024)
+
+    if not reading:  # the CC ends the connection although the client never answers its close
+        here = raw.ws.local_address
+        await wait_until(lambda: all(c.remote_address != here for c in cc.websocket._connections),
+                         "the refused connection ended", bound_s)
+        raw.ws.transport.resume_reading()
+    await assert_connection_refused(raw, cc, "bad-init", "not msgpack", timeout_s=bound_s)
+    took = loop.time() - started
+    assert took < bound_s, took
+    assert_logged(caplog, "refused", "not msgpack")
     await legit.still_works()
     assert legit.entries() == before_entries
 

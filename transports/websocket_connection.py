@@ -19,9 +19,11 @@ joynr connection needs and no more:
   control for the writer above (see :class:`transports.websocket_common.Outbox`);
 - keep-alive: a ping every ``ping_interval_s``; no pong within ``ping_timeout_s`` fails the
   connection (1011). :meth:`WebSocketConnection.ping` pings on demand;
-- closing: :meth:`WebSocketConnection.close` runs the close handshake; whenever websockets
-  expects the TCP connection to end (a close frame sent or received, a failure, a refused
-  handshake), it is aborted if it is still there after ``close_timeout_s``;
+- closing: :meth:`WebSocketConnection.close` runs the close handshake (what the peer still
+  sends before its close frame is read, and dropped when no handler is set); whenever
+  websockets expects the TCP connection to end (a close frame sent or received, a failure, a
+  refused handshake), it is aborted if it is still there after ``close_timeout_s`` (or the
+  shorter bound given to ``close``);
 - opening: the server side answers the handshake request (``accept``, or the response an
   ``on_request`` callback returns instead, e.g. a 404) within ``handshake_timeout_s``;
   :func:`open_client_connection` connects, sends the handshake request and waits for the
@@ -118,6 +120,9 @@ class WebSocketConnection(asyncio.Protocol):
         self._close_timer: asyncio.TimerHandle | None = None
         self._made = False  # connection_made() was called
         self._abort_when_made = False
+        #: this end started the close handshake (close()): what the peer still sends is read
+        #: and dropped until its close frame arrives
+        self._close_started = False
 
     # ------------------------------------------------------------------ public API
 
@@ -190,14 +195,20 @@ class WebSocketConnection(asyncio.Protocol):
         self._resume_own_reading()
         self._flush()
 
-    async def close(self, code: int = 1000, reason: str = "") -> None:
-        """Run the close handshake (at most ``close_timeout_s`` for the peer's part) and wait
-        until the connection has ended. Idempotent."""
+    async def close(self, code: int = 1000, reason: str = "", *,
+                    timeout_s: float | None = None) -> None:
+        """Run the close handshake (at most ``close_timeout_s`` for the peer's part, or
+        ``timeout_s`` when that is shorter) and wait until the connection has ended. What the
+        peer sends until its close frame goes to the handler if one is set, and is dropped
+        otherwise (reading goes on, so that its close frame is read). Idempotent."""
         if not self._made:  # e.g. a TLS handshake in progress: it will not go further
             self._abort_when_made = True
             return
         state = self.protocol.state
         if state is OPEN:
+            if timeout_s is not None:
+                self.close_timeout_s = min(self.close_timeout_s, timeout_s)
+            self._close_started = True
             self.protocol.send_close(code, reason)
             self._resume_own_reading()  # the peer's close frame must be read
             self._flush()
@@ -307,6 +318,9 @@ class WebSocketConnection(asyncio.Protocol):
         handler = self._handler
         if handler is not None:
             self._call(handler, data)
+            return
+        if self._close_started:
+            # nobody takes it any more; reading must go on, the peer's close frame is behind
             return
         self._backlog.append(data)
         # the backlog holds at most what one read brought

@@ -17,6 +17,10 @@ message frame. Only ``path`` is served: other paths get an HTTP 404. Identity ru
 - when a connection ends, every route and multicast receiver behind it is removed, and what was
   queued for it but not written is routed again (it waits for the client's next connection).
 
+A connection refused with 1008 is closed at once: what it sent after the refused frame is read
+and dropped, and it has ``REFUSAL_CLOSE_TIMEOUT_S`` to answer the close frame before it is
+aborted.
+
 Every refused message is counted in ``counters`` and logged with its reason (rate-limited per
 reason and peer: runtime.logs); the connection stays open, except for messages over twice
 ``max_frame_bytes``, which close it with 1009 (counted as "oversized-closed"), and messages in
@@ -58,6 +62,10 @@ log = get_logger(__name__)
 GOING_AWAY = 1001
 POLICY_VIOLATION = 1008
 MESSAGE_TOO_BIG = 1009
+
+#: seconds a refused connection (1008) has to send its close frame before it is aborted: the
+#: refusal does not wait for a client that writes without reading
+REFUSAL_CLOSE_TIMEOUT_S = 1.0
 
 
 def _host_port(peer: object) -> str:
@@ -241,11 +249,13 @@ class WebSocketServerTransport:
             client_id = decode_init(first)
         except TimeoutError:
             self._refuse("init-timeout", "no init frame in time", peer)
-            await ws.close(POLICY_VIOLATION, "init frame expected")
+            await ws.close(POLICY_VIOLATION, "init frame expected",
+                           timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
             return
         except FrameError as exc:
             self._refuse(exc.reason, str(exc), peer)
-            await ws.close(POLICY_VIOLATION, _close_reason(str(exc)))
+            await ws.close(POLICY_VIOLATION, _close_reason(str(exc)),
+                           timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
             return
         except ConnectionClosed:
             return
@@ -269,7 +279,8 @@ class WebSocketServerTransport:
         """Bind ``client_id`` to ``ws`` unless a live connection holds it."""
         if client_id in self._claimed:
             self._refuse("id-in-use", f"client id {client_id} is being taken over", peer)
-            await ws.close(POLICY_VIOLATION, "client id in use")
+            await ws.close(POLICY_VIOLATION, "client id in use",
+                           timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
             return False
         old = self._clients.get(client_id)
         if old is None:
@@ -278,7 +289,8 @@ class WebSocketServerTransport:
         # finds it still held by the silent connection replaces it
         if await self._answers_ping(old.ws) or self._clients.get(client_id) is not old:
             self._refuse("id-in-use", f"client id {client_id} belongs to a live connection", peer)
-            await ws.close(POLICY_VIOLATION, "client id in use")
+            await ws.close(POLICY_VIOLATION, "client id in use",
+                           timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
             return False
         log.warning("websocket client %s: previous connection is dead, replacing it", client_id)
         self.counters["replaced-dead"] += 1
