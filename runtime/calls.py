@@ -89,7 +89,7 @@ class CallRunner(Generic[T]):
         self._idle: asyncio.Future[None] | None = None
         self._tasks = TaskSupervisor(name)
         self._closed = False
-        #: calls that wait, each in a task of its own (see busy)
+        #: calls that wait, each in a task of its own (see __len__)
         self._running = 0
         #: resolved when no call is queued or running any more (see wait_done)
         self._done: asyncio.Future[None] | None = None
@@ -99,20 +99,15 @@ class CallRunner(Generic[T]):
         return self._closed
 
     def __len__(self) -> int:
-        """Calls not finished: queued ones and those waiting in a task of their own."""
-        return len(self._queue) + len(self._tasks) - (self._drainer is not None)
-
-    @property
-    def busy(self) -> int:
-        """Calls queued or waiting (those that did not end yet); 0 when :meth:`wait_done`
-        would return at once."""
+        """Calls not finished: queued ones and those waiting in a task of their own; 0 when
+        :meth:`wait_done` would return at once."""
         return len(self._queue) + self._running
 
     async def wait_done(self) -> None:
         """Wait until every call submitted so far has ended, and those submitted meanwhile
         (returns when none is queued or waiting). Unbounded: the caller bounds it, then
         :meth:`close` ends what is left."""
-        while self.busy:
+        while len(self):
             done = self._done
             if done is None or done.done():
                 done = self._done = asyncio.get_running_loop().create_future()

@@ -370,7 +370,7 @@ class JoynrRuntime:
     @property
     def calls_busy(self) -> int:
         """Provider calls of this runtime queued or running (not ended yet)."""
-        return sum(s.calls.busy for s in self._skeletons())
+        return sum(len(s.calls) for s in self._skeletons())
 
     async def finish_calls(self) -> None:
         """Wait until the provider calls of this runtime have ended and answered, those that

@@ -265,11 +265,11 @@ async def test_wait_done_waits_for_the_calls_taken_and_those_taken_meanwhile() -
     await runner.wait_done()  # nothing to wait for
     runner.submit(call_of(waits(0), "waits 0"))
     runner.submit(call_of(quick(), "quick"))
-    assert runner.busy == 2
+    assert len(runner) == 2
     waiter = asyncio.create_task(runner.wait_done())
     for _ in range(3):
         await asyncio.sleep(0)
-    assert ended == ["quick"] and runner.busy == 1 and not waiter.done()
+    assert ended == ["quick"] and len(runner) == 1 and not waiter.done()
     runner.submit(call_of(waits(1), "waits 1"))  # taken while stopping
     release[0].set()
     for _ in range(3):
@@ -277,12 +277,12 @@ async def test_wait_done_waits_for_the_calls_taken_and_those_taken_meanwhile() -
     assert ended == ["quick", "waits 0"] and not waiter.done()
     release[1].set()
     await asyncio.wait_for(waiter, 5)
-    assert ended == ["quick", "waits 0", "waits 1"] and runner.busy == 0
+    assert ended == ["quick", "waits 0", "waits 1"] and len(runner) == 0
     # a bounded wait that runs out leaves the call running, for close() to cancel
     runner.submit(call_of(waits(0), "waits again"))
     release[0].clear()
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(runner.wait_done(), 0.05)
-    assert runner.busy == 1
+    assert len(runner) == 1
     await runner.close()
-    assert runner.busy == 0
+    assert len(runner) == 0
