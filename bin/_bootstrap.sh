@@ -32,20 +32,27 @@ find_python() {
     return 1
 }
 
+# apt_install WHY PACKAGE...: install the Debian packages as root, or fail saying WHY and how
+apt_install() {
+    local why="$1"
+    shift
+    if [ "$(id -u)" -ne 0 ]; then
+        die "$why; install them (sudo apt-get install -y $*) or run as root"
+    fi
+    command -v apt-get >/dev/null 2>&1 || die "$why and there is no apt-get on this machine"
+    say "installing Debian packages: $*"
+    apt-get update -qq >/dev/null || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null ||
+        die "apt-get install $* failed"
+}
+
 ensure_debian_packages() {
     local missing=() pkg
     for pkg in "${DEBIAN_PACKAGES[@]}"; do
         dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
-    if [ "$(id -u)" -ne 0 ]; then
-        die "missing Debian packages: ${missing[*]}; install them (sudo apt-get install -y ${missing[*]}) or run as root"
-    fi
-    command -v apt-get >/dev/null 2>&1 || die "missing packages ${missing[*]} and no apt-get on this machine"
-    say "installing Debian packages: ${missing[*]}"
-    apt-get update -qq >/dev/null || die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
-        die "apt-get install ${missing[*]} failed"
+    apt_install "missing Debian packages: ${missing[*]}" "${missing[@]}"
     # the Debian package starts a system broker on 1883; the project starts its own brokers
     if command -v systemctl >/dev/null 2>&1; then systemctl stop mosquitto >/dev/null 2>&1 || true; fi
     # likewise a system PostgreSQL cluster on 5432; tests start their own servers
@@ -54,14 +61,7 @@ ensure_debian_packages() {
 
 ensure_node() {
     command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 && return 0
-    if [ "$(id -u)" -ne 0 ]; then
-        die "node and npm are missing; install them (sudo apt-get install -y ${NODE_PACKAGES[*]}) or run as root"
-    fi
-    command -v apt-get >/dev/null 2>&1 || die "node and npm are missing and there is no apt-get on this machine"
-    say "installing Debian packages: ${NODE_PACKAGES[*]}"
-    apt-get update -qq >/dev/null || die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${NODE_PACKAGES[@]}" >/dev/null ||
-        die "apt-get install ${NODE_PACKAGES[*]} failed"
+    apt_install "node and npm are missing" "${NODE_PACKAGES[@]}"
 }
 
 ensure_oracles() {
