@@ -1,4 +1,11 @@
-"""The cluster controller's local capabilities directory (``system/Discovery``)."""
+"""The cluster controller's local capabilities directory (``system/Discovery``, joynr's
+version 0.3 with all its overloads).
+
+The overloads without GBIDs behave as joynr's cluster controllers make them: ``add(entry)`` is
+``add(entry, false)``; ``add(entry, await)`` and ``lookup(domains, interface, qos)`` are the
+forms with an empty GBID list (all of this CC's GBIDs), their modelled errors turned into
+provider runtime errors naming the error; ``lookup(participantId)`` looks locally, then in the
+cache (any age), then in the GCD. An empty GBID list stands for all GBIDs, in every form."""
 
 from __future__ import annotations
 
@@ -38,6 +45,8 @@ from runtime.tasks import TaskSupervisor
 T = TypeVar("T")
 
 log = get_logger(__name__)
+
+_INT64_MAX = 2 ** 63 - 1
 
 
 class LocalDiscovery(Provider, interface=Discovery):
@@ -114,7 +123,15 @@ class LocalDiscovery(Provider, interface=Discovery):
     # ------------------------------------------------------------------ add, remove
 
     async def add(self, entry: DiscoveryEntry) -> None:
-        await self.add_in(entry, False, [])
+        await self.add_awaiting(entry, False)
+
+    async def add_awaiting(self, entry: DiscoveryEntry, await_global_registration: bool
+                           ) -> None:
+        try:
+            await self.add_in(entry, await_global_registration, [])
+        except ApplicationError as exc:
+            raise ProviderRuntimeError(f"Error registering provider {entry.participant_id} "
+                                       f"in default backend: {exc.error}") from None
 
     async def add_to_all(self, entry: DiscoveryEntry, await_global_registration: bool) -> None:
         await self.add_in(entry, await_global_registration, self.gbids)
@@ -250,7 +267,12 @@ class LocalDiscovery(Provider, interface=Discovery):
 
     async def lookup(self, domains: list[str], interface_name: str,
                      discovery_qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]:
-        return await self.lookup_in(domains, interface_name, discovery_qos, [])
+        try:
+            return await self.lookup_in(domains, interface_name, discovery_qos, [])
+        except ApplicationError as exc:
+            raise ProviderRuntimeError(
+                f"Error discovering provider for domain {domains[:10]} and interface "
+                f"{interface_name[:200]} in all backends: {exc.error}") from None
 
     async def lookup_in(self, domains: list[str], interface_name: str,
                         discovery_qos: DiscoveryQos, gbids: list[str]
@@ -290,9 +312,19 @@ class LocalDiscovery(Provider, interface=Discovery):
         return local + [e for e in remote if e.participant_id not in mine
                         and e.participant_id not in self._entries]
 
-    async def lookup_participant(self, participant_id: str,
-                                 discovery_qos: DiscoveryQos) -> DiscoveryEntryWithMetaInfo:
-        return await self.lookup_participant_in(participant_id, discovery_qos, [])
+    async def lookup_participant(self, participant_id: str) -> DiscoveryEntryWithMetaInfo:
+        # joynr's: local, else cached (any age), else the GCD; here within the CC's own
+        # time to live of a GCD call
+        link = self._gcd
+        qos = DiscoveryQos(cache_max_age_ms=_INT64_MAX,
+                           discovery_timeout_ms=(link.request_ttl_ms if link is not None
+                                                 else DiscoveryQos().discovery_timeout_ms),
+                           discovery_scope=DiscoveryScope.LOCAL_AND_GLOBAL)
+        try:
+            return await self.lookup_participant_in(participant_id, qos, [])
+        except ApplicationError as exc:
+            raise ProviderRuntimeError(f"Error discovering provider {participant_id[:200]} "
+                                       f"in all backends: {exc.error}") from None
 
     async def lookup_participant_in(self, participant_id: str, discovery_qos: DiscoveryQos,
                                     gbids: list[str]) -> DiscoveryEntryWithMetaInfo:

@@ -7,7 +7,13 @@ runtime registers next hops at its own address only, and removes or subscribes f
 participants only (the rules are in runtime.rules). A participant routed to another live
 connection cannot be claimed: ``liveness`` (the websocket server's ``connection_alive``)
 decides whether its connection is gone (then it is taken over, as a provider restarted after a
-crash needs) or alive (then the claim is refused)."""
+crash needs) or alive (then the claim is refused).
+
+It takes each of joynr's eight address structs of ``addNextHop``: a WebSocketClientAddress
+(the caller's own) is routed; the structs of transports this cluster controller does not have
+(Channel, Browser, Uds, UdsClient, Binder) are refused with a provider runtime error naming the
+struct and why; a WebSocketAddress or MqttAddress is refused by the rules as any address that is
+not the caller's own."""
 
 from __future__ import annotations
 
@@ -27,12 +33,26 @@ from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
 from runtime.rules import Refusal, check_claim, check_next_hop, check_owner, contested_owner
 from runtime.system_interfaces import (
+    ADDRESS_TYPE_NAMES,
     Routing,
+    address_to_json,
 )
 
 T = TypeVar("T")
 
 log = get_logger(__name__)
+
+#: the address structs of addNextHop no transport of this cluster controller reaches, and why
+UNROUTABLE_ADDRESS_TYPES: dict[str, str] = {
+    "joynr.system.RoutingTypes.ChannelAddress":
+        "joynr's HTTP channel messaging, which joynr no longer supports",
+    "joynr.system.RoutingTypes.BrowserAddress":
+        "a browser window, which joynr no longer supports",
+    "joynr.system.RoutingTypes.UdsAddress": "a Unix domain socket server",
+    "joynr.system.RoutingTypes.UdsClientAddress": "a Unix domain socket client",
+    "joynr.system.RoutingTypes.BinderAddress": "an Android binder service",
+}
+assert set(UNROUTABLE_ADDRESS_TYPES) <= set(ADDRESS_TYPE_NAMES)
 
 
 def caller_may_act_for(table: RoutingTable, participant_id: str) -> bool:
@@ -54,17 +74,29 @@ class RoutingProvider(Provider, interface=Routing):
         #: whether the connection behind a WebSocketClientAddress is alive (None: every
         #: owner counts as alive)
         self._liveness = liveness
-        # the CC's address in wire form ({} without MQTT): both attributes read it
-        self._address = {} if global_address is None else global_address.to_dict()
+        # the CC's address serialized as JSON ("" without MQTT): both attributes read it
+        self._address = "" if global_address is None else address_to_json(global_address)
 
-    async def get_global_address(self) -> dict[str, Any]:
-        return dict(self._address)
+    async def get_global_address(self) -> str:
+        return self._address
 
-    async def get_reply_to_address(self) -> dict[str, Any]:
-        return dict(self._address)
+    async def get_reply_to_address(self) -> str:
+        return self._address
 
     async def add_next_hop(self, participant_id: str, address: dict[str, Any],
                            is_globally_visible: bool) -> None:
+        kind = address.get("_typeName")
+        unroutable = UNROUTABLE_ADDRESS_TYPES.get(kind) if isinstance(kind, str) else None
+        if unroutable is not None:
+            short = str(kind).removeprefix("joynr.system.RoutingTypes.")
+            self.router.counters["unroutable-address-type"] += 1
+            self.router.warnings.warning(log, "unroutable-address-type",
+                                         peer_of(current_origin()),
+                                         "add_next_hop %s -> %s refused: not routable here",
+                                         participant_id, short)
+            raise ProviderRuntimeError(
+                f"add_next_hop {participant_id} refused: a {short} names {unroutable}; this "
+                "cluster controller has no transport for it")
         try:
             decoded = address_from_dict(address)
         except AddressError as exc:

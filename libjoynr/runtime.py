@@ -29,7 +29,6 @@ from runtime.addresses import (
     InProcessAddress,
     WebSocketAddress,
     WebSocketClientAddress,
-    address_from_dict,
 )
 from runtime.errors import JoynrError
 from runtime.housekeeping import RouterHousekeeping
@@ -39,7 +38,7 @@ from runtime.messages import Message
 from runtime.proxies import Proxy
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable, RuntimeKind
-from runtime.system_interfaces import Discovery, Routing
+from runtime.system_interfaces import Discovery, Routing, address_from_json
 from runtime.tasks import TaskSupervisor
 from transports.inprocess import InProcessTransport
 from transports.websocket_client import WebSocketClientTransport
@@ -123,8 +122,9 @@ class LibjoynrRuntime(JoynrRuntime):
     async def _on_connected(self) -> None:
         await self.remote.register_system_proxies()
         try:
+            # the CC's address serialized as JSON ("": it has none)
             address = await self.remote.routing.global_address.get()
-            self.reply_to_address = address_from_dict(address) if address else None
+            self.reply_to_address = address_from_json(address) if address else None
         except (JoynrError, AddressError) as exc:
             log.warning("could not read the cluster controller's reply-to address: %s", exc)
         if self.transport.connections > 1:

@@ -1,4 +1,11 @@
-"""The discovery data types described in docs/discovery.md."""
+"""The discovery data types described in docs/discovery.md.
+
+Their joynr names are joynr's (``joynr.types.DiscoveryEntry``, ...), and so are their members'
+in joynr's JSON (``cacheMaxAge``, ``discoveryTimeout``, ``isLocal``, ...): one declaration is
+right in msgpack (this project's field names) and in joynr's JSON. joynr carries
+``GlobalDiscoveryEntry.address`` as a string holding the serialized address JSON; here (and
+in msgpack) it is the address's map.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.errors import ApplicationError
+from runtime.interface import joynr_name
 
 __all__ = [
     "CustomParameter",
@@ -27,11 +35,13 @@ __all__ = [
 DEFAULT_PROVIDER_EXPIRY_MS = 6 * 7 * 24 * 3600 * 1000
 
 
+@joynr_name("joynr.types.ProviderScope")
 class ProviderScope(enum.Enum):
     GLOBAL = "GLOBAL"
     LOCAL = "LOCAL"
 
 
+@joynr_name("joynr.types.DiscoveryScope")
 class DiscoveryScope(enum.Enum):
     LOCAL_ONLY = "LOCAL_ONLY"
     LOCAL_THEN_GLOBAL = "LOCAL_THEN_GLOBAL"
@@ -39,18 +49,21 @@ class DiscoveryScope(enum.Enum):
     GLOBAL_ONLY = "GLOBAL_ONLY"
 
 
+@joynr_name("joynr.types.Version")
 @dataclass
 class Version:
     major_version: int = 1
     minor_version: int = 0
 
 
+@joynr_name("joynr.types.CustomParameter")
 @dataclass
 class CustomParameter:
     name: str
     value: str
 
 
+@joynr_name("joynr.types.ProviderQos")
 @dataclass
 class ProviderQos:
     custom_parameters: list[CustomParameter] = field(default_factory=list)
@@ -59,6 +72,7 @@ class ProviderQos:
     supports_on_change_subscriptions: bool = True
 
 
+@joynr_name("joynr.types.DiscoveryEntry")
 @dataclass
 class DiscoveryEntry:
     provider_version: Version
@@ -71,11 +85,14 @@ class DiscoveryEntry:
     public_key_id: str = ""
 
 
+@joynr_name("joynr.types.DiscoveryEntryWithMetaInfo")
 @dataclass
 class DiscoveryEntryWithMetaInfo(DiscoveryEntry):
     is_local: bool = True
 
 
+@joynr_name("joynr.types.DiscoveryQos",
+            members={"cache_max_age_ms": "cacheMaxAge", "discovery_timeout_ms": "discoveryTimeout"})
 @dataclass
 class DiscoveryQos:
     cache_max_age_ms: int = 0
@@ -84,14 +101,17 @@ class DiscoveryQos:
     provider_must_support_on_change: bool = False
 
 
+@joynr_name("joynr.types.GlobalDiscoveryEntry", serialized=("address",))
 @dataclass
 class GlobalDiscoveryEntry(DiscoveryEntry):
     """A provider as the GCD knows it: with its global address (the wire form of an
-    MqttAddress whose broker_uri is the GBID)."""
+    MqttAddress whose broker_uri is the GBID; in joynr's JSON a string holding that form's
+    JSON)."""
 
     address: dict[str, Any] = field(default_factory=dict)
 
 
+@joynr_name("joynr.types.DiscoveryError")
 class DiscoveryErrorCode(enum.Enum):
     """The modelled errors of discovery (GCD and local directory): the ``error`` of the
     ApplicationError a discovery call raises. Not to be confused with the exception

@@ -25,9 +25,13 @@ maps of their fields). Values from the wire are checked against the declared typ
 joynr names (for joynr's JSON payloads, ``runtime/joynr_json.py``): a struct or enum states its
 joynr type name with ``@joynr_name("vehicle.RadioStation")`` (default: the Python class name)
 and, where they are not the lowerCamelCase of the field names, its members' joynr names
-(``members={"cache_max_age_ms": "cacheMaxAge"}``). A method whose joynr parameter types are
-not the ones derived from its annotations (``int`` is ``Long``, ``float`` ``Double``, ``bytes``
-``Byte[]``) states them with ``@joynr_datatypes("Integer", "String")``.
+(``members={"cache_max_age_ms": "cacheMaxAge"}``), and the members joynr carries as a string
+holding their serialized JSON (``serialized=("address",)``: a map here and in msgpack, a
+string in joynr's JSON). A method whose joynr parameter types are not the ones derived from
+its annotations (``int`` is ``Long``, ``float`` ``Double``, ``bytes`` ``Byte[]``) states them
+with ``@joynr_datatypes("Integer", "String")``; a parameter that is one of several joynr
+structs (a map here, told by its ``_typeName``) names them all as a tuple:
+``@joynr_datatypes("String", ("joynr.system.RoutingTypes.MqttAddress", ...), "Boolean")``.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ __all__ = [
     "joynr_datatypes",
     "joynr_member_names",
     "joynr_name",
+    "joynr_serialized_members",
     "joynr_type_name",
     "lower_camel",
     "one_way",
@@ -106,22 +111,25 @@ def lower_camel(name: str) -> str:
     return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def joynr_name(name: str | None = None, *, members: dict[str, str] | None = None
-               ) -> Callable[[C], C]:
+def joynr_name(name: str | None = None, *, members: dict[str, str] | None = None,
+               serialized: tuple[str, ...] = ()) -> Callable[[C], C]:
     """Class decorator for a dataclass or Enum: its joynr type name (``vehicle.RadioStation``;
-    default: the class name) and the joynr names of those members that are not the
-    lowerCamelCase of their field names. Only the class itself is named, not its subclasses."""
+    default: the class name), the joynr names of those members that are not the
+    lowerCamelCase of their field names, and the fields joynr carries as a string holding
+    their serialized JSON (``serialized``). Only the class itself is named, not its
+    subclasses (they inherit the member names and serialized fields)."""
     def mark(cls: C) -> C:
         if not (dataclasses.is_dataclass(cls) or issubclass(cls, enum.Enum)):
             raise TypeError(f"{cls.__name__}: joynr_name names a dataclass or an Enum")
-        if members:
+        if members or serialized:
             known = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(
                 cls) else set()
-            unknown = sorted(set(members) - known)
+            unknown = sorted((set(members or {}) | set(serialized)) - known)
             if unknown:
                 raise TypeError(f"{cls.__name__}: joynr_name members {unknown} are not fields")
         type.__setattr__(cls, "__joynr_name__", name or cls.__name__)
         type.__setattr__(cls, "__joynr_members__", dict(members or {}))
+        type.__setattr__(cls, "__joynr_serialized__", frozenset(serialized))
         return cls
     return mark
 
@@ -141,6 +149,15 @@ def joynr_member_names(tp: type) -> dict[str, str]:
         declared.update(vars(cls).get("__joynr_members__") or {})
     return {f.name: declared.get(f.name) or lower_camel(f.name)
             for f in dataclasses.fields(tp)}
+
+
+def joynr_serialized_members(tp: type) -> frozenset[str]:
+    """The fields of a dataclass that joynr carries as a string holding their serialized JSON
+    (declared with :func:`joynr_name` on it or on a class it derives from)."""
+    found: set[str] = set()
+    for cls in tp.__mro__:
+        found.update(vars(cls).get("__joynr_serialized__") or ())
+    return frozenset(found)
 
 
 def to_wire(value: Any) -> Any:
@@ -472,8 +489,9 @@ class MethodDef:
     returns: Any
     error_enum: type[enum.Enum] | None = None
     one_way: bool = False
-    #: the joynr parameter types when declared with @joynr_datatypes (else derived)
-    joynr_datatypes: tuple[str, ...] | None = None
+    #: the joynr parameter types when declared with @joynr_datatypes (else derived); a tuple
+    #: in place of a name: the joynr structs that parameter may be (told by its _typeName)
+    joynr_datatypes: tuple[str | tuple[str, ...], ...] | None = None
     param_datatypes: list[str] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -538,9 +556,16 @@ def one_way(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def joynr_datatypes(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def joynr_datatypes(*names: str | tuple[str, ...]
+                    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The joynr parameter types of a method (``"Integer"``, ``"Short"``, ``"Float"``, ...) where
-    they differ from those derived from its annotations; one name per parameter."""
+    they differ from those derived from its annotations; one per parameter. A tuple of names
+    for a parameter: it is one of these joynr structs (its value is a map whose ``_typeName``
+    says which; joynr declares one overload per struct, this project one method)."""
+    for name in names:
+        if isinstance(name, tuple) and not (name and all(isinstance(n, str) for n in name)):
+            raise TypeError(f"joynr_datatypes: {name!r} is not a tuple of type names")
+
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
         fn.__joynr_datatypes__ = tuple(names)  # type: ignore[attr-defined]
         return fn

@@ -30,6 +30,7 @@ from runtime.interface import (
     InterfaceDef,
     MethodDef,
     joynr_member_names,
+    joynr_serialized_members,
     joynr_type_name,
     lower_camel,
 )
@@ -52,8 +53,10 @@ __all__ = [
     "MAX_BODY_BYTES",
     "MAX_DEPTH",
     "TYPE_NAMES",
+    "WILDCARD",
     "JoynrJsonError",
     "JoynrSchema",
+    "compact_json",
     "decode",
     "decode_any",
     "encode",
@@ -359,8 +362,8 @@ def _datatype_fits(declared: str, incoming: str) -> bool:
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Struct:
     name: str
-    #: (field, joynr member, declared type, required)
-    fields: tuple[tuple[str, str, Any, bool], ...]
+    #: (field, joynr member, declared type, required, carried as serialized JSON)
+    fields: tuple[tuple[str, str, Any, bool, bool], ...]
     field_names: frozenset[str]
 
 
@@ -368,11 +371,54 @@ class _Struct:
 def _struct(tp: type) -> _Struct:
     hints = typing.get_type_hints(tp)
     members = joynr_member_names(tp)
+    serialized = joynr_serialized_members(tp)
     fields = tuple((f.name, members[f.name], hints[f.name],
                     f.default is dataclasses.MISSING
-                    and f.default_factory is dataclasses.MISSING)
+                    and f.default_factory is dataclasses.MISSING,
+                    f.name in serialized)
                    for f in dataclasses.fields(tp))
     return _Struct(joynr_type_name(tp), fields, frozenset(f[0] for f in fields))
+
+
+def _ordered(value: Any) -> Any:
+    """``value`` with every object's ``_typeName`` first, then its other members sorted."""
+    if isinstance(value, dict):
+        out = {}
+        if "_typeName" in value:
+            out["_typeName"] = value["_typeName"]
+        for key in sorted(k for k in value if k != "_typeName"):
+            out[key] = _ordered(value[key])
+        return out
+    if isinstance(value, list):
+        return [_ordered(v) for v in value]
+    return value
+
+
+def compact_json(value: Any) -> str:
+    """``value`` (JSON types only) as joynr writes a serialized struct inside a string member
+    (``GlobalDiscoveryEntry.address``, the Routing addresses): compact, ``_typeName`` first,
+    then the members in alphabetical order. Raises :class:`JoynrJsonError` (``unencodable``)
+    for a value that is not JSON."""
+    try:
+        return json.dumps(_ordered(value), ensure_ascii=False, allow_nan=False,
+                          separators=(",", ":"))
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise _refuse("unencodable", f"a value that is not JSON: {exc}") from None
+
+
+def _serialized_from_json(value: Any, where: str) -> Any:
+    """The JSON held by a serialized member's string (an object in its place is taken as it
+    is)."""
+    if isinstance(value, dict):
+        return value
+    if type(value) is not str:
+        raise _refuse("bad-value", f"{where}: not a string holding JSON")
+    try:
+        parsed = json.loads(value, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        raise _refuse("bad-value", f"{where}: a string that is not JSON") from None
+    _check_tree(parsed, "\\u" in value)
+    return parsed
 
 
 def _subtype_named(tp: type, name: str) -> type | None:
@@ -453,6 +499,8 @@ def _value_to_json(value: Any, tp: Any, depth: int) -> Any:
             return name
     elif isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            if isinstance(value, tp):
+                tp = type(value)  # a derived struct is written as what it is
             value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
         if isinstance(value, dict):
             return _struct_to_json(value, tp, depth)
@@ -465,9 +513,11 @@ def _struct_to_json(value: dict[str, Any], tp: type, depth: int) -> dict[str, An
     if extra:
         raise _refuse("unencodable", f"{info.name} has no fields {sorted(map(str, extra))}")
     out: dict[str, Any] = {"_typeName": info.name}
-    for name, member, ftp, required in info.fields:
+    for name, member, ftp, required, serialized in info.fields:
         if name in value:
             out[member] = _value_to_json(value[name], ftp, depth + 1)
+            if serialized and out[member] is not None:
+                out[member] = compact_json(out[member])
         elif required:
             raise _refuse("unencodable", f"{info.name} without {name}")
     return out
@@ -535,9 +585,12 @@ def _struct_from_json(value: dict[str, Any], tp: type, where: str) -> dict[str, 
                           f"{where}: _typeName {str(name)[:100]!r} is not a {joynr_type_name(tp)}")
         tp = sub
     out = {}
-    for field_name, member, ftp, required in _struct(tp).fields:
+    for field_name, member, ftp, required, serialized in _struct(tp).fields:
         if member in value:
-            out[field_name] = _value_from_json(value[member], ftp, where)
+            found = value[member]
+            if serialized and found is not None:
+                found = _serialized_from_json(found, f"{where}.{member}")
+            out[field_name] = _value_from_json(found, ftp, where)
         elif required:
             raise _refuse("missing-member", f"{where}: {joynr_type_name(tp)} without {member}")
     return out
@@ -553,6 +606,38 @@ class _Method:
     #: declared joynr datatypes (WILDCARD where the value tells)
     datatypes: tuple[str, ...]
     types: tuple[Any, ...]
+    #: per parameter: the joynr structs it may be (declared as a tuple of names; its datatype
+    #: is then WILDCARD and the value's _typeName must be one of them), else None
+    choices: tuple[frozenset[str] | None, ...] = ()
+
+    def fits(self, param_datatypes: Sequence[str], exact: bool) -> bool:
+        if len(self.datatypes) != len(param_datatypes):
+            return False
+        for i, (declared, incoming) in enumerate(zip(self.datatypes, param_datatypes,
+                                                     strict=True)):
+            allowed = self.choices[i] if self.choices else None
+            if allowed is not None:
+                if incoming not in allowed:
+                    return False
+            elif not (declared == incoming or (not exact and _datatype_fits(declared,
+                                                                            incoming))):
+                return False
+        return True
+
+    def wildcards(self) -> int:
+        """How many parameters any datatype fits (fewer: tried first)."""
+        return sum(1 for i, d in enumerate(self.datatypes)
+                   if d == WILDCARD and not (self.choices and self.choices[i]))
+
+
+def _declared_datatypes(method: MethodDef, types_: tuple[Any, ...]
+                        ) -> tuple[tuple[str, ...], tuple[frozenset[str] | None, ...]]:
+    declared = method.joynr_datatypes
+    if declared is None:
+        return tuple(joynr_datatype(t) for t in types_), ()
+    names = tuple(WILDCARD if isinstance(d, tuple) else d for d in declared)
+    choices = tuple(frozenset(d) if isinstance(d, tuple) else None for d in declared)
+    return names, choices if any(c is not None for c in choices) else ()
 
 
 class JoynrSchema:
@@ -574,13 +659,12 @@ class JoynrSchema:
         named += [(m, accessor_names[m.name]) for m in definition.accessors.values()]
         for method, joynr in named:
             types_ = tuple(tp for _, tp in method.params)
-            entry = _Method(method, joynr,
-                            method.joynr_datatypes or tuple(joynr_datatype(t) for t in types_),
-                            types_)
+            datatypes, choices = _declared_datatypes(method, types_)
+            entry = _Method(method, joynr, datatypes, types_, choices)
             self._by_project[(method.name, tuple(method.param_datatypes))] = entry
             self._by_joynr.setdefault(entry.joynr_name, []).append(entry)
         for entries in self._by_joynr.values():  # exact declarations before wildcard ones
-            entries.sort(key=lambda e: e.datatypes.count(WILDCARD))
+            entries.sort(key=_Method.wildcards)
         names = {**definition.attributes, **definition.broadcasts}
         self._joynr_names = {name: lower_camel(name) for name in names}
         self._project_names = {joynr: name for name, joynr in self._joynr_names.items()}
@@ -599,10 +683,7 @@ class JoynrSchema:
         candidates = self._by_joynr.get(method_name, ())
         for exact in (True, False):
             for entry in candidates:
-                if len(entry.datatypes) != len(param_datatypes):
-                    continue
-                if all(d == i or (not exact and _datatype_fits(d, i))
-                       for d, i in zip(entry.datatypes, param_datatypes, strict=True)):
+                if entry.fits(param_datatypes, exact):
                     return entry
         return None
 
@@ -764,9 +845,13 @@ def _request_to_json(payload: Request | OneWayRequest, schema: JoynrSchema | Non
     else:
         params = _values_out(payload.params, method.types)
         out["methodName"] = method.joynr_name
-        out["paramDatatypes"] = [
-            d if d != WILDCARD else _value_type_name(v)
-            for d, v in zip(method.datatypes, payload.params, strict=True)]
+        datatypes = [d if d != WILDCARD else _value_type_name(v)
+                     for d, v in zip(method.datatypes, payload.params, strict=True)]
+        for i, allowed in enumerate(method.choices):
+            if allowed is not None and datatypes[i] not in allowed:
+                raise _refuse("unencodable", f"{method.joynr_name} parameter {i + 1} is a "
+                              f"{datatypes[i][:100]!r}, not one of {sorted(allowed)}")
+        out["paramDatatypes"] = datatypes
         out["params"] = params
     if isinstance(payload, Request):
         out["requestReplyId"] = payload.request_reply_id
@@ -878,12 +963,35 @@ def _decode_request(data: dict[str, Any], cls: type[Payload], schema: JoynrSchem
         raise _refuse("bad-member", f"{len(params)} params for {len(datatypes)} datatypes")
     entry = schema._select(method_name, datatypes) if schema is not None else None
     if entry is not None:
+        if entry.choices:
+            params = _chosen_structs(params, datatypes, entry.choices)
         params = _values(params, entry.types, "params")
         method_name, datatypes = entry.definition.name, list(entry.definition.param_datatypes)
     if cls is Request:
         rid = _name(_required(data, "requestReplyId", cls), "requestReplyId")
         return Request(rid, method_name, params, datatypes)
     return OneWayRequest(method_name, params, datatypes)
+
+
+def _chosen_structs(params: list[Any], datatypes: list[str],
+                    choices: tuple[frozenset[str] | None, ...]) -> list[Any]:
+    """A request's parameters declared as one of several structs: each an object of the
+    struct its datatype names (a missing ``_typeName`` is taken from the datatype)."""
+    out = list(params)
+    for i, allowed in enumerate(choices):
+        if allowed is None:
+            continue
+        value = out[i]
+        if not isinstance(value, dict):
+            raise _refuse("bad-value", f"params[{i}]: a {type(value).__name__}, not a "
+                          f"{datatypes[i][:100]}")
+        name = value.get("_typeName")
+        if name is None:
+            out[i] = {"_typeName": datatypes[i], **value}
+        elif name != datatypes[i]:
+            raise _refuse("bad-value", f"params[{i}]: a {str(name)[:100]!r} declared as a "
+                          f"{datatypes[i][:100]}")
+    return out
 
 
 def _answer_parts(data: dict[str, Any], cls: type[Payload], types_: Sequence[Any] | None,

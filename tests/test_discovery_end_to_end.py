@@ -209,7 +209,7 @@ async def test_an_expired_entry_is_no_longer_found(world: World) -> None:
     await asyncio.sleep(1.6)
     assert await world.one.discovery.lookup([world.domain], "test/Radio", qos) == []
     with pytest.raises(ApplicationError) as raised:
-        await world.one.discovery.lookup_participant(pid, qos)
+        await world.one.discovery.lookup_participant_in(pid, qos, [])
     assert raised.value.error == "NO_ENTRY_FOR_PARTICIPANT"
 
 

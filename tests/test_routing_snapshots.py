@@ -165,7 +165,8 @@ async def test_the_snapshot_command_against_a_running_cluster_controller(tmp_pat
         # participant the runtime registered with it (its in-process ones), at its connection
         own = {pid for pid, entry in rt.router.table.items()
                if entry.address.type_name == "InProcessAddress"}
-        assert set(rows) == {"system.routing.provider", "system.discovery.provider",
+        assert set(rows) == {"CC.RoutingProvider.ParticipantId",
+                             "CC.DiscoveryProvider.ParticipantId",
                              "far-radio"} | own
         assert provider_pid in own
         assert {k: v for k, v in rows["far-radio"].items()

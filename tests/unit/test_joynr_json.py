@@ -156,8 +156,8 @@ def test_golden_get_reply_to_address_and_its_reply() -> None:
     request = decode(Request, body, schema=ROUTING)
     assert request == Request("r1", "get_reply_to_address", [], [])
     assert encode(request, schema=ROUTING) == body
-    address = {"_typeName": "joynr.system.RoutingTypes.MqttAddress",
-               "brokerUri": "joynrdefaultgbid", "topic": "cc/1"}
+    address = ('{"_typeName":"joynr.system.RoutingTypes.MqttAddress",'
+               '"brokerUri":"joynrdefaultgbid","topic":"cc/1"}')
     reply = Reply("r1", [address])
     method = interface_def(Routing).accessors["get_reply_to_address"]
     expected = text({"_typeName": "joynr.Reply", "requestReplyId": "r1", "response": [address]})

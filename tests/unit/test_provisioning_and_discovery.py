@@ -121,11 +121,12 @@ async def test_lookup_participant_finds_provisioned_entries_unless_local_only(
     discovery = LocalDiscovery(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER))
     for provider in load_provisioning(write(tmp_path, GOOD)):
         discovery.add_global(provider.entry)
-    found = await discovery.lookup_participant("p-2", DiscoveryQos())
+    found = await discovery.lookup_participant_in("p-2", DiscoveryQos(), [])
     assert found.interface_name == "test/Other" and not found.is_local
+    assert await discovery.lookup_participant("p-2") == found
     with pytest.raises(ApplicationError):
-        await discovery.lookup_participant(
-            "p-2", DiscoveryQos(discovery_scope=DiscoveryScope.LOCAL_ONLY))
+        await discovery.lookup_participant_in(
+            "p-2", DiscoveryQos(discovery_scope=DiscoveryScope.LOCAL_ONLY), [])
 
 
 @pytest.mark.parametrize(("url", "expected"), [
