@@ -12,6 +12,11 @@ Two kinds of runtime share it:
         await runtime.register_provider("my.domain", RadioProvider())
         radio = await runtime.build_proxy(Radio, "my.domain")
         await radio.add_favorite("FM4")
+
+Body formats (runtime/bodies.py): every provider registered here carries the custom parameter
+``pyjoynr-body`` = ``msgpack`` in its ProviderQos, so that this project's proxies write msgpack
+to it; a proxy built through discovery writes msgpack to a provider whose entry carries it and
+joynr's JSON to any other. Providers read both and answer in the format of the request.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any, Protocol
 from runtime.addresses import (
     Address,
 )
+from runtime.bodies import BodyFormat, proxy_body_format, with_body_parameter
 from runtime.clock import now_ms
 from runtime.discovery_types import (
     DEFAULT_PROVIDER_EXPIRY_MS,
@@ -106,11 +112,17 @@ class JoynrRuntime:
     serves system providers only."""
 
     def __init__(self, router: MessageRouter, system: SystemServices | None = None, *,
-                 reply_grace_s: float = 1.0) -> None:
+                 reply_grace_s: float = 1.0,
+                 multicast_body: BodyFormat = BodyFormat.JSON) -> None:
         self.router = router
         self._system = system
         #: seconds a proxy waits for a reply beyond its request's expiry date
         self.reply_grace_s = reply_grace_s
+        #: the body format of the multicasts (broadcasts) of the providers registered here from
+        #: now on: JSON (the default) since their receivers may be joynr's runtimes, which read
+        #: JSON only and the provider cannot know who receives; msgpack (smaller, faster) only
+        #: for fleets of this project's runtimes, which read both
+        self.multicast_body = multicast_body
         self.reply_to_address: Address | None = None
         self._providers: dict[str, tuple[ProviderSkeleton, DiscoveryEntry]] = {}
         self._proxies: dict[str, tuple[Proxy, ProxyEndpoint]] = {}
@@ -150,11 +162,14 @@ class JoynrRuntime:
 
         With ``qos.scope`` GLOBAL the cluster controller also registers it with the GCD, in
         ``gbids`` (default: all its backends); ``await_global_registration`` waits for that
-        (and fails with the GCD's error), else it happens in the background."""
-        qos = qos or ProviderQos()
+        (and fails with the GCD's error), else it happens in the background. The entry's
+        ProviderQos carries the custom parameter ``pyjoynr-body`` = ``msgpack`` (added to a copy
+        of ``qos`` unless it names that parameter already)."""
+        qos = with_body_parameter(qos or ProviderQos())
         definition = interface_def(provider.interface)
         pid = participant_id or f"{uuid.uuid4()}"
-        skeleton = ProviderSkeleton(self.router, provider, pid)
+        skeleton = ProviderSkeleton(self.router, provider, pid,
+                                    multicast_body=self.multicast_body)
         visible = qos.scope is ProviderScope.GLOBAL
         result = self.router.add_route(pid, skeleton.address, is_globally_visible=visible)
         if not result.accepted:
@@ -215,9 +230,14 @@ class JoynrRuntime:
         ttl_ms: int = 60_000,
         discovery_retry_s: float = 0.25,
         gbids: Sequence[str] = (),
+        body_format: BodyFormat | None = None,
     ) -> Proxy:
         """Discover a provider of ``interface`` in ``domain`` (in ``gbids``, default: all
         backends of the cluster controller) and build a proxy for it.
+
+        The proxy writes msgpack bodies when the provider's entry carries the custom parameter
+        ``pyjoynr-body`` = ``msgpack`` (a provider of this project), joynr's JSON otherwise;
+        ``body_format`` (not None) chooses instead.
 
         Discovery takes at most ``discovery_qos.discovery_timeout_ms`` (default 10 s), also
         when the GCD does not answer: the lookups are retried every ``discovery_retry_s``
@@ -247,10 +267,11 @@ class JoynrRuntime:
             # (an InProcess entry has precedence and is kept)
             self.router.add_route(entry.participant_id, self.router.parent,
                                   is_globally_visible=not entry.is_local)
-        proxy = Proxy(self, definition, entry.participant_id, endpoint, ttl_ms)
+        fmt = proxy_body_format(entry) if body_format is None else body_format
+        proxy = Proxy(self, definition, entry.participant_id, endpoint, ttl_ms, body_format=fmt)
         self._proxies[pid] = (proxy, endpoint)
-        log.info("proxy %s built for %s %s (provider %s)", pid, definition.name, domain,
-                 entry.participant_id)
+        log.info("proxy %s built for %s %s (provider %s, %s bodies)", pid, definition.name,
+                 domain, entry.participant_id, fmt.value)
         return proxy
 
     async def _discover(self, definition: InterfaceDef, domains: list[str], qos: DiscoveryQos,
@@ -299,15 +320,19 @@ class JoynrRuntime:
                                      f"{qos.discovery_timeout_ms} ms ({why})")
             await asyncio.sleep(retry_s)
 
-    def system_proxy(self, interface: type, participant_id: str, ttl_ms: int) -> Proxy:
+    def system_proxy(self, interface: type, participant_id: str, ttl_ms: int, *,
+                     body_format: BodyFormat = BodyFormat.MSGPACK) -> Proxy:
         """A proxy of a provider whose participantId is known (no discovery) for the
         runtime's own use: the cluster controller's Routing and Discovery, the GCD. Only this
-        runtime's router knows it (the caller tells the cluster controller, if needed)."""
+        runtime's router knows it (the caller tells the cluster controller, if needed).
+        ``body_format``: what it writes (msgpack to this project's providers, JSON to joynr's;
+        its answers are read in either)."""
         endpoint = ProxyEndpoint(f"{uuid.uuid4()}", self.router.warnings)
         self.router.add_route(endpoint.participant_id, endpoint.address,
                               is_globally_visible=False)
         self._system_endpoints.append(endpoint)
-        return Proxy(self, interface_def(interface), participant_id, endpoint, ttl_ms)
+        return Proxy(self, interface_def(interface), participant_id, endpoint, ttl_ms,
+                     body_format=body_format)
 
     async def forget_proxy(self, proxy: Proxy) -> None:
         """Remove a closed proxy's routes here and in the cluster controller (Proxy.close)."""
@@ -356,7 +381,8 @@ class JoynrRuntime:
 
     def register_system_provider(self, participant_id: str, provider: Provider) -> None:
         """A provider of the runtime itself: sticky route, not in the directory."""
-        skeleton = ProviderSkeleton(self.router, provider, participant_id)
+        skeleton = ProviderSkeleton(self.router, provider, participant_id,
+                                    multicast_body=self.multicast_body)
         result = self.router.add_route(participant_id, skeleton.address,
                                        is_globally_visible=False, is_sticky=True)
         if not result.accepted:

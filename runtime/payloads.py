@@ -241,15 +241,18 @@ for _cls in PAYLOAD_TYPES.values():
     _cls._field_values = staticmethod(_values_getter(_cls._field_names))
 
 
-def answer_to(request: Message, payload: Payload, *, expiry_date_ms: int | None = None) -> Message:
+def answer_to(request: Message, payload: Payload, *, expiry_date_ms: int | None = None,
+              body: bytes | None = None) -> Message:
     """The message that answers ``request`` (reply or subscription reply): back to its sender,
-    the request's expiry unless told otherwise, the request's custom headers echoed."""
+    the request's expiry unless told otherwise, the request's custom headers echoed. ``body``:
+    the payload already encoded (in the request's body format, runtime.bodies); None: as
+    msgpack."""
     return Message(
         type=payload.message_type,
         sender=request.recipient,
         recipient=request.sender,
         expiry_date_ms=request.expiry_date_ms if expiry_date_ms is None else expiry_date_ms,
-        body=payload.to_body(),
+        body=payload.to_body() if body is None else body,
         effort=request.effort,
         custom_headers=dict(request.custom_headers),
     )

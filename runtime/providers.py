@@ -21,6 +21,14 @@ broadcasts into publications and multicasts:
   Discovery providers) refuses calls that arrive over MQTT: requests get a ProviderRuntime
   error, everything else is dropped (logged).
 
+Bodies come in either format (runtime/bodies.py): every request, one-way call, subscription
+request and stop is read in its own format (a JSON one with the interface's joynr schema, which
+picks the overload by joynr's method name and parameter datatypes), and every answer is written
+in the format of its request. Multicasts (broadcasts) are written in the skeleton's
+``multicast_body`` format (JSON unless the runtime says otherwise: their receivers may be
+joynr's runtimes); a broadcast some subscriber asked for under joynr's name of it
+(``newStation`` for ``new_station``) goes out under that name as well.
+
 Input from the network is hostile: a request with a body that does not decode, an unknown
 method or parameters of the wrong types is answered with a MethodInvocation error; a provider
 method that raises something other than a JoynrError is answered with a ProviderRuntime error
@@ -37,6 +45,14 @@ from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
 from runtime.addresses import Address, InProcessAddress
+from runtime.bodies import (
+    BodyFormat,
+    decode_body,
+    encode_body,
+    format_of,
+    make_error_answer,
+    schema_of,
+)
 from runtime.calls import Call, CallRunner
 from runtime.clock import now_ms
 from runtime.errors import (
@@ -54,6 +70,7 @@ from runtime.interface import (
     interface_def,
     to_wire,
 )
+from runtime.joynr_json import JoynrSchema, reply_types
 from runtime.logs import get_logger, peer_of
 from runtime.messages import REQUEST_TYPES, Message, MessageType
 from runtime.multicast import make_multicast_id
@@ -65,8 +82,6 @@ from runtime.payloads import (
     Reply,
     Request,
     answer_to,
-    decode_payload,
-    make_error_answer,
 )
 from runtime.router import MessageRouter
 from runtime.rules import Refusal, admit_caller
@@ -79,6 +94,7 @@ log = get_logger(__name__)
 
 # enum members as module constants for the per-message paths (cheaper to look up in 3.11)
 _ONE_WAY, _REQUEST = MessageType.ONE_WAY, MessageType.REQUEST
+_MSGPACK, _JSON = BodyFormat.MSGPACK, BodyFormat.JSON
 
 _origin: contextvars.ContextVar[Address | None] = contextvars.ContextVar("joynr_origin",
                                                                         default=None)
@@ -231,11 +247,15 @@ _Bound = tuple[MethodDef, Callable[..., Any], bool]
 class ProviderSkeleton:
     """The participant of one registered provider (see the module docstring)."""
 
-    def __init__(self, router: MessageRouter, provider: Provider, participant_id: str) -> None:
+    def __init__(self, router: MessageRouter, provider: Provider, participant_id: str, *,
+                 multicast_body: BodyFormat = BodyFormat.JSON) -> None:
+        """``multicast_body``: the body format of this participant's multicasts (see
+        ``JoynrRuntime.multicast_body``)."""
         self.router = router
         self.provider = provider
         self.participant_id = participant_id
         self.definition: InterfaceDef = interface_def(provider.interface)
+        self.multicast_body = multicast_body
         self.address = InProcessAddress(self)
         #: the on-change attribute subscriptions of this participant
         self.publisher = OnChangePublisher(router, participant_id, self.definition,
@@ -261,6 +281,11 @@ class ProviderSkeleton:
             impl = self._getter(name) if kind == "get" else self._setter(name)
             table[(accessor.name, tuple(accessor.param_datatypes))] = (accessor, impl, False)
         return table
+
+    @property
+    def schema(self) -> JoynrSchema:
+        """The joynr schema of the interface (reads and writes JSON bodies)."""
+        return schema_of(self.definition)
 
     def _getter(self, name: str) -> Callable[[], Any]:
         custom = getattr(self.provider, f"get_{name}", None)
@@ -324,8 +349,10 @@ class ProviderSkeleton:
         if message.type is _REQUEST:
             return self._invoke(message), context, "request"
         # one-way, fire and forget: decode and check, then run the provider's method itself
+        body = message.body
         try:
-            payload = decode_payload(OneWayRequest, message.body)
+            payload = decode_body(OneWayRequest, body, schema=None if format_of(body) is _MSGPACK
+                                  else self.schema)
             (_, impl, _), args = self._prepare(payload)
         except (PayloadError, JoynrError) as exc:
             self.router.warnings.warning(log, "bad-one-way", peer_of(message.origin),
@@ -336,21 +363,62 @@ class ProviderSkeleton:
         return impl(*args), context, f"one-way {payload.method_name}"
 
     async def _invoke(self, message: Message) -> None:
+        body = message.body
+        fmt = format_of(body)
         try:
-            payload = decode_payload(Request, message.body)
+            payload = decode_body(Request, body,
+                                  schema=None if fmt is _MSGPACK else self.schema)
         except PayloadError as exc:
             self.router.warnings.warning(log, "bad-request", peer_of(message.origin),
                                          "provider %s: bad request %s: %s", self.participant_id,
                                          message.id, exc)
+            if fmt is _JSON:
+                self._answer_bad_json_request(message, exc)
             return
+        method: MethodDef | None = None
         try:
             bound, args = self._prepare(payload)
+            method = bound[0]
             reply = Reply(payload.request_reply_id,
                           response=await self._call(bound, args, message.origin,
                                                     message.expiry_date_ms))
         except JoynrError as exc:
             reply = Reply(payload.request_reply_id, error=exc.to_wire())
-        self.router.route(answer_to(message, reply))
+        if fmt is _MSGPACK:
+            self.router.route(answer_to(message, reply))
+            return
+        answer = self._json_reply(message, reply, method)
+        if answer is not None:
+            self.router.route(answer_to(message, reply, body=answer))
+
+    def _answer_bad_json_request(self, message: Message, exc: PayloadError) -> None:
+        """A JSON request whose values do not fit the method it calls is answered with a
+        MethodInvocation error, as a msgpack one is, when its requestReplyId can be read."""
+        try:
+            rid = decode_body(Request, message.body).request_reply_id  # untyped
+            reply = Reply(rid, error=MethodInvocationError(f"wrong parameter: {exc}").to_wire())
+            body = encode_body(reply, _JSON)
+        except PayloadError:
+            return
+        self.router.route(answer_to(message, reply, body=body))
+
+    def _json_reply(self, message: Message, reply: Reply, method: MethodDef | None
+                    ) -> bytes | None:
+        """The JSON body of ``reply`` to a call of ``method`` (None: the request's method was
+        not found); a result that JSON cannot hold becomes a ProviderRuntime error."""
+        try:
+            return encode_body(reply, _JSON,
+                               types=None if method is None else reply_types(method),
+                               error_enum=None if method is None else method.error_enum)
+        except PayloadError as exc:
+            self.router.warnings.warning(log, "unencodable-reply", peer_of(message.origin),
+                                         "provider %s: reply to %s not written as JSON: %s",
+                                         self.participant_id, message.id, exc)
+            error = ProviderRuntimeError(f"the answer cannot be written as joynr JSON: {exc}")
+        try:
+            return encode_body(Reply(reply.request_reply_id, error=error.to_wire()), _JSON)
+        except PayloadError:  # (not expected: the id came in a JSON body)
+            return None
 
     def _prepare(self, payload: Request | OneWayRequest
                  ) -> tuple[_Bound, list[Any]]:
@@ -404,8 +472,11 @@ class ProviderSkeleton:
     # ------------------------------------------------------------------ subscriptions
 
     def _ack_multicast_subscription(self, message: Message) -> None:
+        body = message.body
+        json_body = format_of(body) is _JSON
         try:
-            request = decode_payload(MulticastSubscriptionRequest, message.body)
+            request = decode_body(MulticastSubscriptionRequest, body,
+                                  schema=self.schema if json_body else None)
         except PayloadError as exc:
             self.router.warnings.warning(log, "bad-multicast-subscription",
                                          peer_of(message.origin),
@@ -413,8 +484,9 @@ class ProviderSkeleton:
                                          self.participant_id, message.id, exc)
             return
         error = None
-        if request.subscribe_to_name not in self.definition.broadcasts:
-            error = MethodInvocationError(f"no broadcast {request.subscribe_to_name}")
+        name = request.subscribe_to_name
+        if name not in self.definition.broadcasts:
+            error = MethodInvocationError(f"no broadcast {name}")
         answer_subscription(self.router, message, request.subscription_id, error)
 
     def attribute_changed(self, name: str, value: Any) -> None:
@@ -422,13 +494,29 @@ class ProviderSkeleton:
         self.publisher.attribute_changed(name, value)
 
     def fire(self, name: str, values: list[Any], partitions: list[str], ttl_ms: int) -> None:
-        """Send a broadcast as a multicast (the routers deliver it to its receivers)."""
-        multicast_id = make_multicast_id(self.participant_id, name, partitions)
-        body = MulticastPublication(multicast_id=multicast_id,
-                                    response=[to_wire(v) for v in values]).to_body()
+        """Send a broadcast as a multicast (the routers deliver it to its receivers), in the
+        body format :attr:`multicast_body`, under joynr's name of the broadcast
+        (``newStation`` for ``new_station``), as joynr's providers publish it and every
+        subscriber of either dialect subscribes to it. TypeError if the values cannot be
+        written in that format."""
+        response = [to_wire(v) for v in values]
+        fmt = self.multicast_body
+        declared = self.definition.broadcasts.get(name)
+        types = None if declared is None else [tp for _, tp in declared.outputs]
+        expiry_date_ms = now_ms() + ttl_ms
+        multicast_id = make_multicast_id(self.participant_id, self.schema.joynr_name(name),
+                                         partitions)
+        publication = MulticastPublication(multicast_id=multicast_id, response=response)
+        if fmt is _MSGPACK:
+            body = publication.to_body()
+        else:
+            try:
+                body = encode_body(publication, fmt, types=types)
+            except PayloadError as exc:
+                raise TypeError(f"broadcast {name}: {exc}") from None
         self.router.route(Message(
             type=MessageType.MULTICAST, sender=self.participant_id, recipient=multicast_id,
-            expiry_date_ms=now_ms() + ttl_ms, body=body,
+            expiry_date_ms=expiry_date_ms, body=body,
         ))
 
     async def close(self) -> None:

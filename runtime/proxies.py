@@ -12,6 +12,13 @@ participant of one proxy (what runs behind its InProcessAddress).
   subscriptions. Synchronous callbacks run at once; async ones run inside tasks of the
   endpoint's :class:`~runtime.calls.CallRunner`, ended when the proxy is closed.
 
+Bodies (runtime/bodies.py): a proxy writes its requests, subscription requests and stops in
+its :attr:`Proxy.body_format` (msgpack for a provider of this project, JSON for one of joynr's
+runtimes; its runtime chooses), and the endpoint reads replies, subscription replies,
+publications and multicasts in whatever format they come (a JSON body typed by the method or
+subscription it answers). A JSON proxy subscribes to a broadcast under joynr's name of it
+(``newStation`` for ``new_station``), the name joynr's providers publish it under.
+
 A proxy is made by its runtime (``build_proxy``), which it reaches through :class:`ProxyHost`.
 """
 
@@ -24,6 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from runtime.addresses import Address, InProcessAddress
+from runtime.bodies import BodyFormat, decode_body, encode_body, format_of, schema_of
 from runtime.calls import Call, CallRunner
 from runtime.clock import now_ms
 from runtime.errors import (
@@ -34,6 +42,7 @@ from runtime.errors import (
     error_from_wire,
 )
 from runtime.interface import InterfaceDef, MethodDef, ValueTypeError, from_wire, to_wire
+from runtime.joynr_json import reply_types
 from runtime.logs import RepeatedWarnings, get_logger, peer_of
 from runtime.messages import Message, MessageType, new_message_id, random_id
 from runtime.multicast import make_multicast_id, matches
@@ -41,6 +50,7 @@ from runtime.payloads import (
     MulticastPublication,
     MulticastSubscriptionRequest,
     OneWayRequest,
+    Payload,
     PayloadError,
     Publication,
     Reply,
@@ -59,6 +69,7 @@ log = get_logger(__name__)
 
 # enum members as module constants for the per-message paths (cheaper to look up in 3.11)
 _ONE_WAY, _REQUEST, _REPLY = MessageType.ONE_WAY, MessageType.REQUEST, MessageType.REPLY
+_MSGPACK, _JSON = BodyFormat.MSGPACK, BodyFormat.JSON
 
 
 #: what a reply's future is answered with when its time is up (Proxy._await_answer)
@@ -95,7 +106,9 @@ class ProxyEndpoint:
         self.participant_id = participant_id
         self.warnings = warnings if warnings is not None else RepeatedWarnings()
         self.address = InProcessAddress(self)
-        self.replies: dict[str, asyncio.Future[Reply]] = {}
+        #: the calls waiting for their reply: answered with the Reply of a msgpack body, or
+        #: with a JSON body itself (checked; the proxy, which knows the method, types it)
+        self.replies: dict[str, asyncio.Future[Reply | bytes]] = {}
         self.subscription_replies: dict[str, asyncio.Future[SubscriptionReply]] = {}
         self.subscriptions: dict[str, Subscription] = {}
         #: runs async subscription callbacks inside tasks (owns them)
@@ -103,28 +116,45 @@ class ProxyEndpoint:
                                                            _start_callback, _discard_callback)
 
     def receive(self, message: Message) -> None:
+        body = message.body
         try:
             if message.type is _REPLY:
-                reply = decode_payload(Reply, message.body)
+                if format_of(body) is _MSGPACK:
+                    reply = decode_payload(Reply, body)
+                    answer: Reply | bytes = reply
+                else:
+                    reply = decode_body(Reply, body)  # checked untyped, typed by the proxy
+                    answer = body
                 future = self.replies.pop(reply.request_reply_id, None)
                 if future is not None and not future.done():
-                    future.set_result(reply)
+                    future.set_result(answer)
             elif message.type is MessageType.SUBSCRIPTION_REPLY:
-                sreply = decode_payload(SubscriptionReply, message.body)
+                sreply = decode_body(SubscriptionReply, body)
                 sfuture = self.subscription_replies.pop(sreply.subscription_id, None)
                 if sfuture is not None and not sfuture.done():
                     sfuture.set_result(sreply)
             elif message.type is MessageType.PUBLICATION:
-                publication = decode_payload(Publication, message.body)
+                publication = decode_body(Publication, body)
                 subscription = self.subscriptions.get(publication.subscription_id)
                 if subscription is not None and subscription.multicast_pattern is None:
+                    if publication.response is not None and format_of(body) is _JSON:
+                        publication = decode_body(Publication, body, types=subscription.types)
                     self._deliver(subscription, publication.response, publication.error)
             elif message.type is MessageType.MULTICAST:
-                multicast = decode_payload(MulticastPublication, message.body)
+                multicast = decode_body(MulticastPublication, body)
+                typed: dict[tuple[Any, ...], list[Any]] = {}  # JSON: values by declared types
+                json_body = format_of(body) is _JSON
                 for subscription in list(self.subscriptions.values()):
                     pattern = subscription.multicast_pattern
                     if pattern is not None and matches(pattern, message.recipient):
-                        self._deliver(subscription, multicast.response, None)
+                        values: list[Any] | None = multicast.response
+                        if json_body:
+                            values = typed.get(subscription.types)
+                            if values is None:
+                                values = decode_body(MulticastPublication, body,
+                                                     types=subscription.types).response
+                                typed[subscription.types] = values
+                        self._deliver(subscription, values, None)
             else:
                 self.warnings.warning(log, "ignored", peer_of(message.origin),
                                       "proxy %s: ignored %s", self.participant_id,
@@ -236,17 +266,20 @@ class Proxy:
 
     The interface's members are found by name; the proxy's own public names (``close``,
     ``subscriptions``, ``participant_id``, ``provider_participant_id``, ``ttl_ms``,
-    ``with_ttl``) come first.
+    ``body_format``, ``with_ttl``) come first.
     """
 
     def __init__(self, host: ProxyHost, definition: InterfaceDef, provider_id: str,
-                 endpoint: ProxyEndpoint, ttl_ms: int) -> None:
+                 endpoint: ProxyEndpoint, ttl_ms: int, *,
+                 body_format: BodyFormat = BodyFormat.MSGPACK) -> None:
         self._host = host
         self._definition = definition
         self.provider_participant_id = provider_id
         self.participant_id = endpoint.participant_id
         self._endpoint = endpoint
         self.ttl_ms = ttl_ms
+        #: the format of the bodies this proxy writes (what its provider reads)
+        self.body_format = body_format
 
     def __getattr__(self, name: str) -> Any:
         definition = self.__dict__.get("_definition")
@@ -269,13 +302,23 @@ class Proxy:
         """This proxy with another time to live for its calls (same provider, same endpoint):
         for one call with a deadline of its own, without changing :attr:`ttl_ms` for others."""
         return Proxy(self._host, self._definition, self.provider_participant_id, self._endpoint,
-                     ttl_ms)
+                     ttl_ms, body_format=self.body_format)
 
     async def _call_accessor(self, name: str, args: tuple[Any, ...]) -> Any:
         method = self._definition.accessors.get(name)
         if method is None:
             raise AttributeError(f"{name} is not available (read-only attribute?)")
         return await self._invoke(method, args)
+
+    def _body(self, payload: Payload) -> bytes:
+        """``payload`` in this proxy's body format; TypeError for values it cannot hold."""
+        if self.body_format is _MSGPACK:
+            return payload.to_body()
+        try:
+            return encode_body(payload, self.body_format, schema=schema_of(self._definition))
+        except PayloadError as exc:
+            raise TypeError(f"{type(payload).__name__} cannot be written as joynr JSON: {exc}"
+                            ) from None
 
     def _message(self, kind: MessageType, body: bytes) -> Message:
         return Message(
@@ -289,7 +332,7 @@ class Proxy:
             raise TypeError(f"{method.name}() takes {len(method.params)} arguments")
         params = [to_wire(a) for a in args]
         if method.one_way:
-            body = OneWayRequest(method.name, params, method.param_datatypes).to_body()
+            body = self._body(OneWayRequest(method.name, params, method.param_datatypes))
             message = self._message(_ONE_WAY, body)
             if not self._host.router.route(message):
                 raise MessageNotSentError(
@@ -298,10 +341,16 @@ class Proxy:
             await self._host.flow_control()
             return None
         rid = random_id()
-        body = Request(rid, method.name, params, method.param_datatypes).to_body()
+        body = self._body(Request(rid, method.name, params, method.param_datatypes))
         reply = await self._await_answer(self._endpoint.replies, rid,
                                          self._message(_REQUEST, body),
                                          f"{method.name}()")
+        if type(reply) is bytes:  # a JSON reply, typed by the method it answers
+            try:
+                reply = decode_body(Reply, reply, types=reply_types(method),
+                                    error_enum=method.error_enum)
+            except PayloadError as exc:
+                raise ProviderRuntimeError(f"bad reply: {exc}") from None
         if reply.error is not None:
             raise error_from_wire(reply.error)
         if method.returns is type(None) or method.returns is None:
@@ -345,14 +394,17 @@ class Proxy:
         subscription = Subscription(sid, name, callback, (attr.type,), self._unsubscribe,
                                     on_error=on_error)
         self._endpoint.subscriptions[sid] = subscription
-        body = SubscriptionRequest(sid, name, qos.to_wire()).to_body()
+        body = self._body(SubscriptionRequest(sid, name, qos.to_wire()))
         await self._confirm(subscription, self._message(MessageType.SUBSCRIPTION_REQUEST, body))
         return subscription
 
     async def _subscribe_broadcast(self, name: str, callback: Callable[..., Any],
                                    partitions: list[str]) -> Subscription:
         broadcast = self._definition.broadcasts[name]
-        pattern = make_multicast_id(self.provider_participant_id, name, partitions,
+        # every provider (joynr's and this project's) publishes a broadcast under joynr's name
+        # of it
+        spelled = schema_of(self._definition).joynr_name(name)
+        pattern = make_multicast_id(self.provider_participant_id, spelled, partitions,
                                     for_subscription=True)
         sid = random_id()
         subscription = Subscription(sid, name, callback,
@@ -361,7 +413,7 @@ class Proxy:
         self._endpoint.subscriptions[sid] = subscription
         await self._host.add_multicast_receiver(pattern, self.participant_id,
                                                 self.provider_participant_id)
-        body = MulticastSubscriptionRequest(sid, name, pattern, {}, partitions).to_body()
+        body = self._body(MulticastSubscriptionRequest(sid, name, pattern, {}, partitions))
         await self._confirm(subscription,
                             self._message(MessageType.MULTICAST_SUBSCRIPTION_REQUEST, body))
         return subscription
@@ -388,7 +440,7 @@ class Proxy:
                 subscription.multicast_pattern, self.participant_id,
                 self.provider_participant_id)
         if tell_provider:
-            body = SubscriptionStop(subscription.subscription_id).to_body()
+            body = self._body(SubscriptionStop(subscription.subscription_id))
             self._host.router.route(self._message(MessageType.SUBSCRIPTION_STOP, body))
 
     @property

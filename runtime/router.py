@@ -40,12 +40,13 @@ from typing import NamedTuple, Protocol
 
 from runtime import rules
 from runtime.addresses import Address
+from runtime.bodies import make_error_answer
 from runtime.clock import now_ms
 from runtime.errors import JoynrError, MessageNotSentError
 from runtime.logs import RepeatedWarnings, get_logger, message_fields, peer_of
 from runtime.messages import REQUEST_TYPES, Message, MessageType, held_bytes
 from runtime.multicast import MulticastReceivers, to_mqtt_topic
-from runtime.payloads import PayloadError, make_error_answer
+from runtime.payloads import PayloadError
 from runtime.records import QUEUED, outcome_of
 from runtime.routing import (
     DEFAULT_MAX_LEARNED_ROUTES,
@@ -556,7 +557,8 @@ class MessageRouter:
             ))
 
     def _answer_not_sent(self, request: Message, error: JoynrError) -> None:
-        """Tell the sender of an undeliverable request (a reply, or a subscription reply)."""
+        """Tell the sender of an undeliverable request (a reply, or a subscription reply), in
+        the body format of the request."""
         try:
             answer = make_error_answer(
                 request,

@@ -11,6 +11,10 @@
 
 Broadcasts are not subscriptions here: they are multicasts, which the routers deliver to the
 receivers registered for them (see runtime/multicast.py); a provider only acknowledges them.
+
+Bodies come in either format (runtime/bodies.py): a subscription request or stop is read in
+its own, and its subscription reply and the publications of the subscription are written in
+the format of the request.
 """
 
 from __future__ import annotations
@@ -20,19 +24,20 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.bodies import BodyFormat, decode_body, encode_body, format_of, schema_of
 from runtime.clock import now_ms
 from runtime.errors import JoynrError, MethodInvocationError, ProviderRuntimeError
 from runtime.interface import InterfaceDef, to_wire
 from runtime.logs import get_logger, peer_of
 from runtime.messages import Message, MessageType
 from runtime.payloads import (
+    PAYLOAD_TYPES,
     PayloadError,
     Publication,
     SubscriptionReply,
     SubscriptionRequest,
     SubscriptionStop,
     answer_to,
-    decode_payload,
 )
 from runtime.router import MessageRouter
 
@@ -75,16 +80,26 @@ class AttributeSubscriptionQos:
 
 def answer_subscription(router: MessageRouter, message: Message, subscription_id: str | None,
                         error: JoynrError | None) -> None:
-    """Answer a subscription request (of any kind): accepted, or refused with ``error``.
-    ``subscription_id`` None: read it from the request (no answer if it does not decode)."""
+    """Answer a subscription request (of any kind), in its body format: accepted, or refused
+    with ``error``. ``subscription_id`` None: read it from the request (no answer if it does
+    not decode)."""
+    fmt = format_of(message.body)
     if subscription_id is None:
+        cls = PAYLOAD_TYPES.get(message.type, SubscriptionRequest)
         try:
-            subscription_id = decode_payload(SubscriptionRequest, message.body).subscription_id
+            subscription_id = decode_body(cls, message.body).subscription_id  # type: ignore[attr-defined]
         except PayloadError:
             return
     reply = SubscriptionReply(subscription_id=subscription_id,
                               error=None if error is None else error.to_wire())
-    router.route(answer_to(message, reply))
+    try:
+        body = encode_body(reply, fmt)
+    except PayloadError as exc:  # (an id no JSON can hold; it came in JSON, so not expected)
+        router.warnings.warning(log, "unencodable-answer", peer_of(message.origin),
+                                "subscription reply to %s not written: %s",
+                                message.describe(), exc)
+        return
+    router.route(answer_to(message, reply, body=body))
 
 
 # ====================================================================== provider side
@@ -98,6 +113,8 @@ class _OnChange:
     subscriber: str
     attribute: str
     qos: AttributeSubscriptionQos
+    #: the body format of the request, in which its publications are written
+    body_format: BodyFormat = BodyFormat.MSGPACK
     last_sent: float = -1e18
     #: the publication waiting for the minimum interval to pass, and its value
     deferred: asyncio.TimerHandle | None = None
@@ -124,8 +141,11 @@ class OnChangePublisher:
 
     def subscribe(self, message: Message) -> None:
         """A subscription request: answer it, then publish the current value (if any)."""
+        fmt = format_of(message.body)
         try:
-            request = decode_payload(SubscriptionRequest, message.body)
+            request = decode_body(SubscriptionRequest, message.body,
+                                  schema=None if fmt is BodyFormat.MSGPACK
+                                  else schema_of(self.definition))
             qos = AttributeSubscriptionQos.from_wire(request.qos)
         except PayloadError as exc:
             self.router.warnings.warning(log, "bad-subscription-request",
@@ -146,7 +166,7 @@ class OnChangePublisher:
             return
         if old is not None:
             self._drop(old)
-        subscription = _OnChange(request.subscription_id, message.sender, attr.name, qos)
+        subscription = _OnChange(request.subscription_id, message.sender, attr.name, qos, fmt)
         self._subscriptions[subscription.subscription_id] = subscription
         answer_subscription(self.router, message, request.subscription_id, None)
         if attr.name in self.values:
@@ -155,8 +175,11 @@ class OnChangePublisher:
     def stop(self, message: Message) -> None:
         """A subscription stop: honoured only from the subscriber itself."""
         try:
-            stop = decode_payload(SubscriptionStop, message.body)
-        except PayloadError:
+            stop = decode_body(SubscriptionStop, message.body)
+        except PayloadError as exc:
+            self.router.warnings.warning(log, "bad-subscription-stop", peer_of(message.origin),
+                                         "provider %s: bad subscription stop %s: %s",
+                                         self.participant_id, message.id, exc)
             return
         subscription = self._subscriptions.get(stop.subscription_id)
         if subscription is not None and subscription.subscriber == message.sender:
@@ -194,10 +217,23 @@ class OnChangePublisher:
         subscription.last_sent = loop.time()
         publication = Publication(subscription_id=subscription.subscription_id,
                                   response=[to_wire(value)])
+        if subscription.body_format is BodyFormat.MSGPACK:
+            body = publication.to_body()
+        else:
+            try:
+                body = encode_body(publication, subscription.body_format,
+                                   types=[self.definition.attributes[subscription.attribute].type])
+            except PayloadError as exc:
+                self.router.warnings.warning(
+                    log, "unencodable-publication", f"attribute {subscription.attribute}",
+                    "provider %s: publication of %s for %s not written: %s",
+                    self.participant_id, subscription.attribute, subscription.subscription_id,
+                    exc)
+                return
         self.router.route(Message(
             type=MessageType.PUBLICATION, sender=self.participant_id,
             recipient=subscription.subscriber,
-            expiry_date_ms=now_ms() + qos.publication_ttl_ms, body=publication.to_body(),
+            expiry_date_ms=now_ms() + qos.publication_ttl_ms, body=body,
         ))
 
     def _publish_deferred(self, subscription: _OnChange) -> None:

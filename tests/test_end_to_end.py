@@ -191,7 +191,7 @@ async def test_routing_entries_follow_registration_and_cleanup(cc, pair):
     assert isinstance(provider_rt.router.table.get(pid).address, InProcessAddress)
 
     subscription = await proxy.new_station.subscribe(lambda s: None, partitions=["a"])
-    assert cc.router.multicast_receivers.receivers_for(f"{pid}/new_station/a") == {
+    assert cc.router.multicast_receivers.receivers_for(f"{pid}/newStation/a") == {
         proxy.participant_id}
     await subscription.unsubscribe()
     assert len(cc.router.multicast_receivers) == 0

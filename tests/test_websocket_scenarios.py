@@ -128,7 +128,7 @@ async def test_crash_without_unregister(cc, runtimes):
     proxy = await consumer.build_proxy(Radio, "d", ttl_ms=400)
     subscription_seen: list[Station] = []
     await proxy.new_station.subscribe(subscription_seen.append)
-    assert cc.router.multicast_receivers.receivers_for(f"{pid}/new_station")
+    assert cc.router.multicast_receivers.receivers_for(f"{pid}/newStation")
 
     await provider_rt.stop()
     await eventually(lambda: pid not in cc.routing_table, what="routes removed")
