@@ -145,9 +145,12 @@ class Message:
     """One message. ``body`` is the msgpack-encoded payload (see runtime.payloads).
 
     Messages are not changed after they are made; a changed copy is made with
-    ``dataclasses.replace``. ``origin`` and ``raw`` are not on the wire: the receiving transport
-    passes the address the message arrived from to :func:`decode_frame`, which keeps the
-    received frame in ``raw`` so that forwarding sends those bytes again without encoding."""
+    ``dataclasses.replace``, which must clear ``raw`` and ``raw_smrf`` (``raw=None,
+    raw_smrf=None``) when it changes anything on the wire. ``origin``, ``raw`` and ``raw_smrf``
+    are not on the wire: the receiving transport passes the address the message arrived from to
+    :func:`decode_frame`, which keeps the received frame in ``raw`` so that forwarding sends
+    those bytes again without encoding; ``runtime.smrf.decode`` keeps a received SMRF frame in
+    ``raw_smrf`` the same way. Each encoder uses only its own one."""
 
     type: MessageType
     sender: str
@@ -165,6 +168,8 @@ class Message:
     #: SMRF frames only (runtime.smrf): the custom signature appended to the frame (joynr puts
     #: the owner id there); the msgpack frame does not carry it
     custom_signature: bytes | None = None
+    #: not on the wire: the SMRF frame the message was decoded from (runtime.smrf)
+    raw_smrf: bytes | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_request_type(self) -> bool:
@@ -181,9 +186,11 @@ MESSAGE_OVERHEAD_BYTES: Final = 512
 
 def held_bytes(message: Message) -> int:
     """The memory a waiting message holds, about: its body, the frame it arrived in (a
-    decoded message keeps both) and its other fields. Queues are bounded by this sum."""
-    raw = message.raw
-    return len(message.body) + (0 if raw is None else len(raw)) + MESSAGE_OVERHEAD_BYTES
+    decoded message keeps both; ``raw`` or ``raw_smrf``) and its other fields. Queues are
+    bounded by this sum."""
+    raw, raw_smrf = message.raw, message.raw_smrf
+    return (len(message.body) + (0 if raw is None else len(raw))
+            + (0 if raw_smrf is None else len(raw_smrf)) + MESSAGE_OVERHEAD_BYTES)
 
 
 def encode_frame(message: Message) -> bytes:

@@ -19,7 +19,10 @@ Two layers:
   nothing else.
 - :func:`encode` / :func:`decode` map :class:`~runtime.messages.Message` to a frame and back:
   header ``t`` = type, ``id`` = message id, ``re`` = replyTo (the address as JSON), ``ef`` =
-  effort, ``c-<key>`` = custom headers, ``ttlMs`` = the absolute expiry date.
+  effort, ``c-<key>`` = custom headers, ``ttlMs`` = the absolute expiry date. :func:`decode`
+  keeps the received frame in ``Message.raw_smrf`` and :func:`encode` returns it as it is, so
+  that a forwarded frame goes on byte for byte (its signature too), as ``Message.raw`` does
+  for the msgpack frame.
 
 The writer stores ``isSigned`` and ``isEncrypted`` as ``false`` explicitly (their schema default
 is true) and ``ttlAbsolute`` as ``true``; headers are sorted by key. A body is zlib-compressed
@@ -35,7 +38,7 @@ import json
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 from runtime.addresses import Address, AddressError, address_from_dict
 from runtime.clock import now_ms as _wall_clock_ms
@@ -421,7 +424,10 @@ def _frame_and_body(message: Message, compress_above: int | None
 
 
 def encode(message: Message, compress_above: int | None = DEFAULT_COMPRESS_ABOVE_BYTES) -> bytes:
-    """The SMRF frame of ``message``."""
+    """The SMRF frame of ``message``: the one it arrived in (``raw_smrf``), if it did."""
+    raw_smrf = message.raw_smrf
+    if raw_smrf is not None:
+        return raw_smrf
     frame, stored = _frame_and_body(message, compress_above)
     _check_encodable(frame)
     return _encode(frame, stored)
@@ -457,10 +463,11 @@ def _split_headers(
 
 
 def message_from_frame(frame: SmrfFrame, *, origin: Address | None = None,
-                       now_ms: int | None = None) -> Message:
+                       now_ms: int | None = None, raw_smrf: bytes | None = None) -> Message:
     """The :class:`Message` of a decoded frame; raises :class:`SmrfError` for a frame that is
     no valid joynr message. A relative ttl is turned into an expiry date with ``now_ms``
-    (default: the wall clock)."""
+    (default: the wall clock). ``raw_smrf`` (the frame's bytes) is kept in the message when its
+    ttl is absolute: forwarding a relative ttl unchanged would extend the message's life."""
     fields, custom = _split_headers(frame.headers)
     raw_id = fields.get("id")
     message_id = raw_id if raw_id is not None and len(raw_id) <= MAX_ID_LENGTH else None
@@ -487,7 +494,9 @@ def message_from_frame(frame: SmrfFrame, *, origin: Address | None = None,
         try:
             if len(raw_reply_to) > MAX_REPLY_TO_CHARS:
                 raise AddressError(f"longer than {MAX_REPLY_TO_CHARS} chars")
-            reply_to = address_from_dict(json.loads(raw_reply_to))
+            data = json.loads(raw_reply_to)
+            _check_encodable_strings(data)
+            reply_to = address_from_dict(data)
         except (ValueError, RecursionError) as exc:  # AddressError and JSONDecodeError too
             raise SmrfError(f"replyTo is not a valid address: {exc}",
                             reason="bad-reply-to") from None
@@ -500,13 +509,31 @@ def message_from_frame(frame: SmrfFrame, *, origin: Address | None = None,
         effort = found
     return Message(message_type, frame.sender, frame.recipient, expiry, frame.body, raw_id,
                    reply_to, effort, custom, frame.compressed, origin, None,
-                   frame.custom_signature)
+                   frame.custom_signature, raw_smrf if frame.ttl_absolute else None)
+
+
+def _check_encodable_strings(data: object) -> None:
+    """Refuse a lone surrogate (JSON's ``\\ud800``) in the keys and string values of a JSON
+    object: every frame this message goes out in must be able to encode it."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            for text in (key, value):
+                if isinstance(text, str):
+                    try:
+                        text.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise AddressError("a string is not encodable as UTF-8") from None
 
 
 def decode(data: bytes | bytearray | memoryview | str,
            max_bytes: int = DEFAULT_MAX_FRAME_BYTES, *, origin: Address | None = None,
            now_ms: int | None = None) -> Message:
     """Decode one SMRF frame into a :class:`Message`; raises :class:`SmrfError` (a
-    ``ValueError``) with the reason for anything else. ``Message.raw`` stays ``None``: it
-    holds msgpack frames only."""
-    return message_from_frame(decode_smrf(data, max_bytes), origin=origin, now_ms=now_ms)
+    ``ValueError``) with the reason for anything else. The frame is kept in
+    ``Message.raw_smrf`` (when its ttl is absolute, as joynr's runtimes write it), so that
+    :func:`encode` sends it again unchanged; ``Message.raw`` stays ``None``: it holds msgpack
+    frames only."""
+    frame = decode_smrf(data, max_bytes)
+    # binary: decode_smrf refused anything else
+    raw = data if isinstance(data, bytes) else bytes(cast("bytearray | memoryview", data))
+    return message_from_frame(frame, origin=origin, now_ms=now_ms, raw_smrf=raw)

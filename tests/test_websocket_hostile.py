@@ -715,7 +715,7 @@ async def test_spoofed_sender_on_every_message_type_is_refused(
     raw = await registered_raw(stack, cc)
     before = cc.websocket.counters["spoofed-sender"]
     for message_type in MessageType:
-        recipient = (f"{legit.provider_pid}/new_station" if message_type is MessageType.MULTICAST
+        recipient = (f"{legit.provider_pid}/newStation" if message_type is MessageType.MULTICAST
                      else legit.provider_pid)
         await raw.send(encode_frame(Message(
             type=message_type, sender=legit.proxy.participant_id, recipient=recipient,
@@ -918,7 +918,7 @@ async def test_forged_multicasts_are_refused(
     received: asyncio.Queue[Station] = asyncio.Queue()
     await asyncio.wait_for(legit.proxy.new_station.subscribe(received.put_nowait), WAIT_S)
     raw = await registered_raw(stack, cc)
-    multicast_id = f"{legit.provider_pid}/new_station"
+    multicast_id = f"{legit.provider_pid}/newStation"
     body = MulticastPublication(multicast_id, [to_wire(Station("forged", Country.AUSTRIA))]
                                 ).to_body()
     before = cc.websocket.counters.copy()

@@ -1,11 +1,14 @@
 """libjoynr side of the websocket transport: the connection to the cluster controller.
 
 Connects, sends the init frame with this runtime's client id, and hands every message frame
-to the router as it arrives. When the connection breaks it reconnects with exponential backoff
-(with jitter), sends init again, runs ``on_connected`` (the runtime re-registers its
-participants and multicast receivers there) and then lets the router retry what waited in its
-queues. Until ``on_connected`` is done, only the messages ``early`` lets through (the runtime's
-own registration calls) are accepted; the others wait in the router's queues: the cluster
+to the router as it arrives. Frames are those of the settings' ``dialect``: the project's
+msgpack frames (``native``), or joynr's init frame and SMRF frames (``joynr``, for a cluster
+controller of joynr's), then custom-signed with the settings' ``owner_id`` when it is set.
+When the connection breaks it reconnects with exponential backoff (with jitter), sends init
+again, runs ``on_connected`` (the runtime re-registers its participants and multicast
+receivers there) and then lets the router retry what waited in its queues. Until
+``on_connected`` is done, only the messages ``early`` lets through (the runtime's own
+registration calls) are accepted; the others wait in the router's queues: the cluster
 controller refuses a provider's answers and multicasts whose sender is not (yet again) routed
 to the connection. What was queued for the connection but not written when it broke is routed
 again and waits for the next connection.
@@ -27,12 +30,18 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from runtime.addresses import Address, WebSocketAddress
 from runtime.logs import get_logger
-from runtime.messages import FrameError, Message, decode_frame
+from runtime.messages import FrameError, Message
 from runtime.router import MessageRouter
 from runtime.tasks import TaskSupervisor
-from transports.websocket_common import Outbox, encode_init
+from transports.websocket_common import (
+    Outbox,
+    encode_init,
+    encode_joynr_init,
+    frame_decoder,
+    frame_encoder,
+)
 from transports.websocket_connection import ClientSideConnection, open_client_connection
-from transports.websocket_settings import WebSocketClientSettings, client_ssl_context
+from transports.websocket_settings import NATIVE, WebSocketClientSettings, client_ssl_context
 
 __all__ = ["WebSocketClientSettings", "WebSocketClientTransport"]
 
@@ -165,10 +174,14 @@ class WebSocketClientTransport:
             delay = min(delay * 2, s.reconnect_max_s)
 
     async def _serve(self, ws: ClientSideConnection) -> None:
-        if not ws.send_frames([encode_init(self.client_id)]):
+        s = self.settings
+        init = (encode_init(self.client_id) if s.dialect == NATIVE
+                else encode_joynr_init(self.client_id))
+        if not ws.send_frames([init]):
             return
-        outbox = Outbox(ws, "cluster controller", self.settings.max_queued,
-                        self.settings.max_queued_bytes)
+        outbox = Outbox(ws, "cluster controller", s.max_queued, s.max_queued_bytes,
+                        encode=frame_encoder(s.dialect, s.owner_id),
+                        on_unencodable=self._unencodable)
         self._outbox = outbox
         self._connected.set()
         self.connections += 1
@@ -202,14 +215,21 @@ class WebSocketClientTransport:
         self._registered = True
         self.router.transport_ready()
 
+    def _unencodable(self, message: Message, error: Exception) -> None:
+        self.counters["unencodable"] += 1
+        self.router.warnings.warning(log, "unencodable", "the cluster controller",
+                                     "dropped %s: not encodable as a %s frame: %s",
+                                     message.describe(), self.settings.dialect, error)
+
     async def _receive(self, ws: ClientSideConnection) -> None:
         """Route the cluster controller's messages as they arrive until the connection ends."""
         router, origin = self.router, self.cc_address
         max_bytes = self.settings.max_frame_bytes
+        decode = frame_decoder(self.settings.dialect)
 
         def on_frame(frame: bytes | str) -> None:
             try:
-                message = decode_frame(frame, max_bytes, origin=origin)
+                message = decode(frame, max_bytes, origin=origin)
             except FrameError as exc:
                 self.counters[exc.reason] += 1
                 router.warnings.warning(log, exc.reason, "the cluster controller",

@@ -2,7 +2,12 @@
 
 Protocol: the client's first message is an init frame carrying its WebSocketClientAddress id
 (see transports.websocket_common), within ``init_timeout_s``; every later message is a binary
-message frame. Only ``path`` is served: other paths get an HTTP 404. Identity rules:
+message frame. Both frame dialects are served on one port: the init frame tells the
+connection's dialect (the project's msgpack init, or joynr's JSON one), and the connection
+keeps it: its frames are read in it (msgpack frames, or SMRF frames) and what is routed to it
+is written in it, whatever dialect the message arrived in (the envelope is translated, the body
+goes on untouched). Only ``path`` is served: other paths get an HTTP 404. Identity rules (the
+same for both dialects):
 
 - one live connection per id: a second connection claiming the id of a connection that still
   answers a ping is refused (close 1008, "client id in use"); one whose connection does not answer
@@ -15,7 +20,12 @@ message frame. Only ``path`` is served: other paths get an HTTP 404. Identity ru
   the Routing provider accepts add_next_hop from a connection only for that connection's
   own address (see cluster_controller.routing_provider);
 - when a connection ends, every route and multicast receiver behind it is removed, and what was
-  queued for it but not written is routed again (it waits for the client's next connection).
+  queued for it but not written is routed again (it waits for the client's next connection);
+- owner ids (wss with ``tls_client_ca_file``): the CN of a client's verified certificate is the
+  owner id of its connection (a certificate without exactly one non-empty CN is refused, 1008,
+  ``bad-certificate``); on a joynr-dialect connection with an owner id, every message must be
+  custom-signed with exactly the owner id's UTF-8 bytes, as joynr's C++ cluster controller
+  requires, else it is refused (``bad-owner``). Forwarded SMRF frames keep their signature.
 
 A connection refused with 1008 is closed at once: what it sent after the refused frame is read
 and dropped, and it has ``REFUSAL_CLOSE_TIMEOUT_S`` to answer the close frame before it is
@@ -45,14 +55,14 @@ from websockets.http11 import Request, Response
 
 from runtime.addresses import Address, WebSocketAddress, WebSocketClientAddress
 from runtime.logs import get_logger, message_fields
-from runtime.messages import FrameError, Message, decode_frame
+from runtime.messages import FrameError, Message
 from runtime.records import outcome_of
 from runtime.router import MessageRouter
 from runtime.rules import admit_from_client
 from runtime.tasks import TaskSupervisor
-from transports.websocket_common import Outbox, decode_init
+from transports.websocket_common import Outbox, decode_any_init, frame_decoder, frame_encoder
 from transports.websocket_connection import ServerSideConnection
-from transports.websocket_settings import WebSocketServerSettings, server_ssl_context
+from transports.websocket_settings import JOYNR, WebSocketServerSettings, server_ssl_context
 
 __all__ = ["ClientSummary", "WebSocketServerSettings", "WebSocketServerTransport"]
 
@@ -66,6 +76,9 @@ MESSAGE_TOO_BIG = 1009
 #: seconds a refused connection (1008) has to send its close frame before it is aborted: the
 #: refusal does not wait for a client that writes without reading
 REFUSAL_CLOSE_TIMEOUT_S = 1.0
+
+#: reason of a message on a joynr-dialect connection not signed with the connection's owner id
+BAD_OWNER = "bad-owner"
 
 
 def _host_port(peer: object) -> str:
@@ -81,14 +94,31 @@ def _close_reason(text: str) -> str:
     return text.encode()[:120].decode(errors="ignore")
 
 
+def _owner_id(ws: ServerSideConnection) -> str | None:
+    """The owner id of a connection: the CN of the client's verified certificate, None when it
+    presented none (or the connection is not TLS); FrameError (``bad-certificate``) for a
+    certificate without exactly one non-empty CN."""
+    certificate = ws.transport.get_extra_info("peercert")
+    if not certificate:  # None without TLS, {} when no certificate was asked for or given
+        return None
+    names = [value for rdn in certificate.get("subject", ()) for key, value in rdn
+             if key == "commonName"]
+    if len(names) != 1 or not names[0]:
+        raise FrameError("bad-certificate",
+                         "the client certificate needs exactly one non-empty common name (CN)")
+    return str(names[0])
+
+
 class _Client:
-    __slots__ = ("address", "outbox", "since", "ws")
+    __slots__ = ("address", "dialect", "outbox", "owner_id", "since", "ws")
 
     def __init__(self, ws: ServerSideConnection, address: WebSocketClientAddress,
-                 outbox: Outbox) -> None:
+                 outbox: Outbox, dialect: str, owner_id: str | None) -> None:
         self.ws = ws
         self.address = address
         self.outbox = outbox
+        self.dialect = dialect
+        self.owner_id = owner_id
         self.since = time.time()
 
 
@@ -102,6 +132,10 @@ class ClientSummary:
     since_s: float
     pending: int
     pending_bytes: int
+    #: the frame dialect it speaks: "native" or "joynr"
+    dialect: str = "native"
+    #: the CN of its client certificate (wss), if it presented one
+    owner_id: str | None = None
 
 
 class WebSocketServerTransport:
@@ -208,7 +242,7 @@ class WebSocketServerTransport:
 
     def client_summaries(self) -> list[ClientSummary]:
         return [ClientSummary(c.address, _host_port(c.ws.remote_address), c.since,
-                              c.outbox.pending, c.outbox.pending_bytes)
+                              c.outbox.pending, c.outbox.pending_bytes, c.dialect, c.owner_id)
                 for c in self._clients.values()]
 
     def pending_to(self, client_id: str) -> int:
@@ -245,8 +279,9 @@ class WebSocketServerTransport:
     async def _handle(self, ws: ServerSideConnection) -> None:
         peer = ws.remote_address
         try:
+            owner_id = _owner_id(ws)
             first = await asyncio.wait_for(ws.recv(), self.settings.init_timeout_s)
-            client_id = decode_init(first)
+            client_id, dialect = decode_any_init(first)
         except TimeoutError:
             self._refuse("init-timeout", "no init frame in time", peer)
             await ws.close(POLICY_VIOLATION, "init frame expected",
@@ -263,12 +298,19 @@ class WebSocketServerTransport:
         if not await self._take_id(client_id, ws, peer):
             return
         address = WebSocketClientAddress(client_id)
-        client = _Client(ws, address, Outbox(ws, f"client {client_id}",
-                                             self.settings.max_queued_per_connection,
-                                             self.settings.max_queued_bytes_per_connection))
+
+        def unencodable(message: Message, error: Exception) -> None:
+            self._refuse("unencodable", f"client {client_id}: {message.describe()}: not "
+                         f"encodable as a {dialect} frame: {error}", peer, client_id, message)
+
+        outbox = Outbox(ws, f"client {client_id}", self.settings.max_queued_per_connection,
+                        self.settings.max_queued_bytes_per_connection,
+                        encode=frame_encoder(dialect), on_unencodable=unencodable)
+        client = _Client(ws, address, outbox, dialect, owner_id)
         self._clients[client_id] = client
         self._claimed.discard(client_id)
-        log.info("websocket client %s connected from %s", client_id, peer,
+        log.info("websocket client %s connected from %s (%s frames%s)", client_id, peer,
+                 dialect, "" if owner_id is None else f", owner id {owner_id}",
                  extra={"clientId": client_id})
         try:
             await self._receive(client, peer)
@@ -336,27 +378,37 @@ class WebSocketServerTransport:
         max_bytes = self.settings.max_frame_bytes
         address = client.address
         ws = client.ws
+        decode = frame_decoder(client.dialect)
+        # on a joynr connection with an owner id, the signature every message must carry
+        signature = (client.owner_id.encode("utf-8")
+                     if client.owner_id is not None and client.dialect == JOYNR else None)
         # the peer of this connection's refusals in the audit log: the id it claimed and the
         # host it connected from
         host = peer[0] if isinstance(peer, tuple) and peer else peer
         audit_peer = f"client {address.id} from {host}"
 
+        def refused(message: Message, reason: str, detail: str) -> None:
+            self._refuse(reason, f"client {address.id}: {message.describe()}: {detail}", peer,
+                         address.id, message)
+            audit = router.audit
+            if audit is not None:
+                audit.decided(message, outcome_of(reason), None, reason, audit_peer)
+
         def on_frame(frame: bytes | str) -> None:
             if self._clients.get(address.id) is not client:
                 return  # replaced or disconnected: what it still sends is not routed
             try:
-                message = decode_frame(frame, max_bytes, origin=address)
+                message = decode(frame, max_bytes, origin=address)
             except FrameError as exc:
                 self._refuse(exc.reason, f"client {address.id}: {exc}", peer, address.id)
                 return
+            if signature is not None and message.custom_signature != signature:
+                refused(message, BAD_OWNER, "not custom-signed with the owner id "
+                        f"{client.owner_id!r} of the connection's certificate")
+                return
             refusal = admit_from_client(message, table.get(message.sender), address)
             if refusal is not None:
-                self._refuse(refusal.reason, f"client {address.id}: {message.describe()}: "
-                             f"{refusal.detail}", peer, address.id, message)
-                audit = router.audit
-                if audit is not None:
-                    audit.decided(message, outcome_of(refusal.reason), None, refusal.reason,
-                                  audit_peer)
+                refused(message, refusal.reason, refusal.detail)
                 return
             router.route(message)
 

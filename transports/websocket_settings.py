@@ -6,6 +6,18 @@ section as it is (the TOML loader builds it; the server transport takes it);
 controller is made of. Both hold only values a TOML file can say: TLS is named by PEM file
 paths, and the transports build their SSL contexts from them (:func:`server_ssl_context`,
 :func:`client_ssl_context`).
+
+Frame dialects (see transports.websocket_common): the server speaks both on one port and tells a
+connection's dialect by its first frame; a client speaks the one of its ``dialect`` setting:
+``"native"`` (the msgpack frame of runtime.messages) or ``"joynr"`` (joynr's init frame and
+SMRF frames of runtime.smrf, as joynr's Java, C++ and JavaScript runtimes speak).
+
+Owner ids (wss only): a server with ``tls_client_ca_file`` asks clients for a certificate and
+verifies it against those CAs; the common name (CN) of a client's certificate is the owner id of
+its connection. On a joynr-dialect connection with an owner id, every message must be
+custom-signed with exactly the owner id's UTF-8 bytes, as joynr's C++ cluster controller
+requires; other messages are refused (``bad-owner``). A client signs its SMRF frames with its
+``owner_id`` setting (the CN of its ``tls_certificate``).
 """
 
 from __future__ import annotations
@@ -17,7 +29,10 @@ from runtime.messages import DEFAULT_MAX_FRAME_BYTES
 
 __all__ = [
     "DEFAULT_MAX_FRAGMENTS",
+    "DIALECTS",
+    "JOYNR",
     "MIN_FRAME_BYTES",
+    "NATIVE",
     "WebSocketClientSettings",
     "WebSocketServerSettings",
     "client_ssl_context",
@@ -28,6 +43,12 @@ __all__ = [
 MIN_FRAME_BYTES = 1024
 #: fragments a websocket message may come in, by default (the project's own ends send one)
 DEFAULT_MAX_FRAGMENTS = 4096
+#: the frame dialects: the project's msgpack frame, and joynr's SMRF
+NATIVE = "native"
+JOYNR = "joynr"
+DIALECTS = (NATIVE, JOYNR)
+#: the longest owner id (a custom signature's size is a uint16)
+MAX_OWNER_ID_BYTES = 0xFFFF
 
 
 def _check_common(settings: WebSocketServerSettings | WebSocketClientSettings) -> None:
@@ -55,6 +76,14 @@ class WebSocketServerSettings:
     #: TLS (wss) when both are set: PEM certificate chain file and private key file
     tls_certificate: str = ""
     tls_private_key: str = ""
+    #: wss: PEM file of the CA certificates that sign client certificates. When set, a client
+    #: may present a certificate, which must verify against these CAs (else the TLS handshake
+    #: fails); its CN is the owner id of the connection (see the module docstring). Empty: no
+    #: client certificates are asked for
+    tls_client_ca_file: str = ""
+    #: wss with ``tls_client_ca_file``: a client without a valid certificate is refused in the
+    #: TLS handshake (mutual TLS, as joynr's C++ cluster controller does)
+    tls_require_client_certificate: bool = False
     #: messages larger than this are refused one by one (counted, connection kept); larger
     #: than twice this, the connection is closed with 1009
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
@@ -78,6 +107,11 @@ class WebSocketServerSettings:
             raise ValueError(f"path must start with '/', got {self.path!r}")
         if bool(self.tls_certificate) != bool(self.tls_private_key):
             raise ValueError("tls_certificate and tls_private_key go together")
+        if self.tls_client_ca_file and not self.tls_certificate:
+            raise ValueError("tls_client_ca_file needs wss (tls_certificate and "
+                             "tls_private_key)")
+        if self.tls_require_client_certificate and not self.tls_client_ca_file:
+            raise ValueError("tls_require_client_certificate needs tls_client_ca_file")
         _check_common(self)
         if not self.init_timeout_s > 0:
             raise ValueError(f"init_timeout_s must be > 0, got {self.init_timeout_s}")
@@ -117,9 +151,37 @@ class WebSocketClientSettings:
     max_fragments_per_message: int = DEFAULT_MAX_FRAGMENTS
     #: for wss: PEM file of the CA certificates to trust; empty: the system's
     tls_ca_file: str = ""
+    #: for wss: this runtime's client certificate (PEM chain) and its private key, presented
+    #: to a cluster controller that asks for one; both or neither
+    tls_certificate: str = ""
+    tls_private_key: str = ""
+    #: the frame dialect: "native" (the msgpack frame) or "joynr" (joynr's init frame, SMRF
+    #: frames), for a cluster controller of joynr's
+    dialect: str = NATIVE
+    #: joynr dialect: every frame is custom-signed with these bytes (UTF-8), as joynr's
+    #: runtimes sign with their owner id; a cluster controller that knows the connection's
+    #: owner id (the CN of its client certificate) refuses frames signed otherwise. Empty: not
+    #: signed
+    owner_id: str = ""
 
     def __post_init__(self) -> None:
         _check_common(self)
+        if self.dialect not in DIALECTS:
+            raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got "
+                             f"{self.dialect!r}")
+        if self.owner_id:
+            if self.dialect != JOYNR:
+                raise ValueError("owner_id needs the joynr dialect (the native frame carries "
+                                 "no signature)")
+            try:
+                size = len(self.owner_id.encode("utf-8"))
+            except UnicodeEncodeError:
+                raise ValueError("owner_id must be encodable as UTF-8") from None
+            if size > MAX_OWNER_ID_BYTES:
+                raise ValueError(f"owner_id must be at most {MAX_OWNER_ID_BYTES} bytes, got "
+                                 f"{size}")
+        if bool(self.tls_certificate) != bool(self.tls_private_key):
+            raise ValueError("tls_certificate and tls_private_key go together")
         if not self.open_timeout_s > 0:
             raise ValueError(f"open_timeout_s must be > 0, got {self.open_timeout_s}")
         if not 0 < self.reconnect_initial_s <= self.reconnect_max_s:
@@ -137,9 +199,17 @@ def server_ssl_context(settings: WebSocketServerSettings) -> ssl.SSLContext | No
         return None
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(settings.tls_certificate, settings.tls_private_key)
+    if settings.tls_client_ca_file:
+        context.load_verify_locations(cafile=settings.tls_client_ca_file)
+        context.verify_mode = (ssl.CERT_REQUIRED if settings.tls_require_client_certificate
+                               else ssl.CERT_OPTIONAL)
     return context
 
 
 def client_ssl_context(settings: WebSocketClientSettings) -> ssl.SSLContext:
-    """The SSL context for wss: the configured CA file, or the system's trust store."""
-    return ssl.create_default_context(cafile=settings.tls_ca_file or None)
+    """The SSL context for wss: the configured CA file, or the system's trust store; the
+    client certificate, when one is configured."""
+    context = ssl.create_default_context(cafile=settings.tls_ca_file or None)
+    if settings.tls_certificate:
+        context.load_cert_chain(settings.tls_certificate, settings.tls_private_key)
+    return context

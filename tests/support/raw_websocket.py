@@ -1,10 +1,12 @@
 """A websocket client of a cluster controller that writes joynr frames by hand (to send what
-a libjoynr runtime never would: spoofed senders, expired or unroutable messages), and the
+a libjoynr runtime never would: spoofed senders, expired or unroutable messages), in either
+frame dialect (the project's msgpack frames, or joynr's init frame and SMRF frames), and the
 Radio's one-way ``note`` built as a message."""
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 import uuid
 from contextlib import AsyncExitStack
 
@@ -12,40 +14,77 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from runtime.clock import now_ms
 from runtime.interface import interface_def
-from runtime.messages import Message, MessageType, encode_frame
+from runtime.messages import Message, MessageType
 from runtime.payloads import OneWayRequest
 from tests.support.radio import Radio
-from transports.websocket_common import encode_init
+from transports.websocket_common import (
+    encode_init,
+    encode_joynr_init,
+    frame_decoder,
+    frame_encoder,
+)
+from transports.websocket_settings import NATIVE
 
 __all__ = ["RawClient", "note"]
 
 CONNECT_TIMEOUT_S = 10.0
+RECEIVE_TIMEOUT_S = 5.0
 RADIO = interface_def(Radio)
 
 
 class RawClient:
-    """A websocket connection to a cluster controller that writes frames by hand."""
+    """A websocket connection to a cluster controller that writes frames by hand, in its
+    ``dialect`` (``native`` or ``joynr``; joynr frames custom-signed with ``owner_id`` when it
+    is set)."""
 
-    def __init__(self, ws: ClientConnection, client_id: str) -> None:
+    def __init__(self, ws: ClientConnection, client_id: str, dialect: str = NATIVE,
+                 owner_id: str = "") -> None:
         self.ws = ws
         self.client_id = client_id
+        self.dialect = dialect
         #: a participantId of its own, to send from
         self.pid = f"raw-{uuid.uuid4().hex[:8]}"
+        self._encode = frame_encoder(dialect, owner_id)
+        self._decode = frame_decoder(dialect)
 
     @classmethod
-    async def open(cls, stack: AsyncExitStack, url: str) -> RawClient:
-        """Connect to ``url`` and say who this client is (closed when ``stack`` closes)."""
-        ws = await asyncio.wait_for(connect(url, compression=None), CONNECT_TIMEOUT_S)
+    async def open(cls, stack: AsyncExitStack, url: str, *, dialect: str = NATIVE,
+                   client_id: str | None = None, owner_id: str = "", init: bool = True,
+                   ssl_context: ssl.SSLContext | None = None) -> RawClient:
+        """Connect to ``url`` and say who this client is, in ``dialect`` (closed when
+        ``stack`` closes); ``init=False``: say nothing yet."""
+        ws = await asyncio.wait_for(connect(url, compression=None, max_size=None,
+                                            ssl=ssl_context), CONNECT_TIMEOUT_S)
         stack.push_async_callback(ws.close)
-        client = cls(ws, f"raw-client-{uuid.uuid4().hex[:8]}")
-        await ws.send(encode_init(client.client_id))
+        client = cls(ws, client_id or f"raw-client-{uuid.uuid4().hex[:8]}", dialect, owner_id)
+        if init:
+            await ws.send(encode_init(client.client_id) if dialect == NATIVE
+                          else encode_joynr_init(client.client_id))
         return client
+
+    def frame(self, message: Message) -> bytes:
+        """The frame of ``message`` in this client's dialect."""
+        return self._encode(message)
 
     async def send(self, message: Message) -> int:
         """Send ``message``; the size of its frame."""
-        frame = encode_frame(message)
+        frame = self._encode(message)
         await self.ws.send(frame)
         return len(frame)
+
+    async def send_frame(self, frame: bytes | str) -> None:
+        """Send one websocket message as it is (binary, or text for a ``str``)."""
+        await self.ws.send(frame)
+
+    async def receive_frame(self, timeout_s: float = RECEIVE_TIMEOUT_S) -> bytes:
+        frame = await asyncio.wait_for(self.ws.recv(), timeout_s)
+        assert isinstance(frame, bytes), f"a text frame: {frame!r}"
+        return frame
+
+    async def receive(self, timeout_s: float = RECEIVE_TIMEOUT_S) -> Message:
+        """The next message, read in this client's dialect."""
+        message: Message = self._decode(await self.receive_frame(timeout_s), 1 << 30)
+        return message
 
 
 def note(sender: str, recipient: str, text: str, *, ttl_ms: int = 5_000,

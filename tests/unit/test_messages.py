@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from runtime import smrf
 from runtime.addresses import (
     Address,
     MqttAddress,
@@ -24,6 +25,7 @@ from runtime.messages import (
     MAX_HEADER_LENGTH,
     MAX_HEADERS,
     MAX_ID_LENGTH,
+    MESSAGE_OVERHEAD_BYTES,
     REQUEST_TYPES,
     WIRE_VERSION,
     Effort,
@@ -32,6 +34,7 @@ from runtime.messages import (
     MessageType,
     decode_frame,
     encode_frame,
+    held_bytes,
     new_message_id,
     random_id,
 )
@@ -244,11 +247,34 @@ def test_a_decoded_message_carries_its_origin_and_frame() -> None:
     assert encode_frame(message) is message.raw
 
 
+def test_held_bytes_counts_the_body_the_frames_kept_and_the_overhead() -> None:
+    message = full_message(MessageType.REQUEST, None)
+    assert held_bytes(message) == len(message.body) + MESSAGE_OVERHEAD_BYTES
+    native = decode_frame(encode_frame(message))
+    assert native.raw is not None
+    assert held_bytes(native) == len(native.body) + len(native.raw) + MESSAGE_OVERHEAD_BYTES
+    joynr = smrf.decode(smrf.encode(dataclasses.replace(message, compressed=False)))
+    assert joynr.raw_smrf is not None
+    assert held_bytes(joynr) == len(joynr.body) + len(joynr.raw_smrf) + MESSAGE_OVERHEAD_BYTES
+    both = dataclasses.replace(native, raw_smrf=b"x" * 1000)
+    assert held_bytes(both) == held_bytes(native) + 1000
+
+
+def test_encode_frame_uses_its_own_frame_only() -> None:
+    message = full_message(MessageType.REQUEST, REPLY_TO_ADDRESSES[0])
+    joynr = smrf.decode(smrf.encode(message))
+    assert joynr.raw_smrf is not None and joynr.raw is None
+    frame = encode_frame(joynr)
+    assert frame != joynr.raw_smrf and decode_frame(frame) == joynr
+
+
 def test_raw_and_origin_do_not_take_part_in_equality() -> None:
     raw = pack(frame_dict())
     a, b = decode_frame(raw), decode_frame(raw)
-    b = dataclasses.replace(b, origin=WebSocketClientAddress("c"), raw=None)
+    b = dataclasses.replace(b, origin=WebSocketClientAddress("c"), raw=None,
+                            raw_smrf=b"an smrf frame")
     assert a == b
+    assert "raw_smrf" not in repr(b) and "an smrf frame" not in repr(b)
 
 
 # ---------------------------------------------------------------------- refusals: envelope

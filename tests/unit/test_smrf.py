@@ -9,6 +9,7 @@ import json
 import os
 import struct
 import zlib
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -225,6 +226,68 @@ def test_a_relative_ttl_becomes_an_expiry_date() -> None:
 def test_unknown_headers_are_read_and_dropped() -> None:
     raw = encode_smrf(SmrfFrame("s", "r", 5, True, (("t", "o"), ("id", "m1"), ("cr", "x"))))
     assert decode(raw) == Message(MessageType.ONE_WAY, "s", "r", 5, b"", "m1")
+
+
+# ---------------------------------------------------------------------- raw_smrf reuse
+
+
+@pytest.mark.parametrize("wrap", [bytes, bytearray, memoryview], ids=lambda w: w.__name__)
+def test_decode_keeps_the_frame_and_encode_sends_it_again(wrap: Any) -> None:
+    # headers in joynr's order (not sorted) and one this project drops: re-encoding would
+    # change the bytes, forwarding must not
+    raw = encode_smrf(SmrfFrame("s", "r", 1_800_000_000_000, True, (
+        ("t", "o"), ("id", "m1"), ("cr", "creator"), ("c-k", "v")), b'{"a":1}',
+        custom_signature=b"owner"))
+    message = decode(wrap(raw))
+    assert type(message.raw_smrf) is bytes and message.raw_smrf == raw
+    assert message.raw is None  # the msgpack frame's field is not this one
+    assert encode(message) == raw
+    assert encode(message) is message.raw_smrf
+    rebuilt = encode(dataclasses.replace(message, raw_smrf=None))
+    assert rebuilt != raw and decode(rebuilt) == message
+
+
+def test_a_changed_message_is_encoded_anew_when_raw_smrf_is_cleared() -> None:
+    message = decode(encode(full_message()))
+    assert message.raw_smrf is not None
+    changed = dataclasses.replace(message, reply_to=None, raw=None, raw_smrf=None)
+    assert decode(encode(changed)) == changed != message
+
+
+def test_a_frame_with_a_relative_ttl_is_not_kept() -> None:
+    # sent again as it is, a relative ttl would start anew at the next hop
+    raw = encode_smrf(SmrfFrame("s", "r", 5000, False, (("t", "o"), ("id", "m1"))))
+    message = decode(raw, now_ms=1_000_000)
+    assert message.raw_smrf is None
+    again = decode_smrf(encode(message))
+    assert (again.ttl_absolute, again.ttl_ms) == (True, 1_005_000)
+
+
+def test_raw_smrf_is_not_compared_nor_shown() -> None:
+    message = decode(encode(full_message()))
+    assert message == full_message()
+    assert "raw_smrf" not in repr(message)
+
+
+def test_encode_does_not_use_the_msgpack_frame() -> None:
+    from runtime.messages import decode_frame, encode_frame  # noqa: PLC0415
+
+    native = decode_frame(encode_frame(full_message(custom_signature=None)))
+    assert native.raw is not None and native.raw_smrf is None
+    raw = encode(native)
+    assert raw[:2] == b"\x01\x00" and decode(raw) == native
+
+
+def test_a_reply_to_with_a_lone_surrogate_is_refused() -> None:
+    # JSON may escape one; no frame could carry it on (UTF-8 has no encoding for it)
+    reply_to = ('{"_typeName":"joynr.system.RoutingTypes.MqttAddress","brokerUri":"b",'
+                '"topic":"t\\ud800"}')
+    raw = encode_smrf(SmrfFrame("s", "r", 5, True, (("t", "o"), ("id", "m1"),
+                                                    ("re", reply_to))))
+    with pytest.raises(SmrfError) as caught:
+        decode(raw)
+    assert caught.value.reason == "bad-reply-to"
+    assert "UTF-8" in str(caught.value)
 
 
 def test_bodies_above_the_threshold_are_compressed_when_it_pays() -> None:
