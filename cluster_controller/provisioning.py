@@ -10,6 +10,8 @@ The file is TOML with one ``[[provider]]`` table per entry::
     version = "1.2"                          # major.minor (default "1.0")
     gbid = "joynrdefaultgbid"                # backend it is reached in
     topic = "joynr/cc/cc-1234"               # MQTT topic of its cluster controller
+    body = "msgpack"                         # its runtime reads msgpack bodies (default
+                                             # "json": any joynr runtime reads JSON)
 
 At start the cluster controller installs each as a sticky routing entry (MqttAddress(gbid,
 topic), globally visible) and as a global entry of its discovery directory.
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.addresses import AddressError, MqttAddress
+from runtime.bodies import BodyFormat, with_body_parameter
 from runtime.config import ConfigError, read_toml
 from runtime.discovery_types import (
     DiscoveryEntryWithMetaInfo,
@@ -32,7 +35,8 @@ from runtime.routing import NO_EXPIRY_MS
 
 __all__ = ["ProvisionedProvider", "load_provisioning"]
 
-_KEYS = {"participant_id", "domain", "interface", "version", "gbid", "topic"}
+_KEYS = {"participant_id", "domain", "interface", "version", "gbid", "topic", "body"}
+_BODIES = {f.value: f for f in BodyFormat}
 
 
 class ProvisionedProvider:
@@ -91,12 +95,19 @@ def load_provisioning(path: Path) -> list[ProvisionedProvider]:
             address = MqttAddress(_text(table, "gbid", where), _text(table, "topic", where))
         except AddressError as exc:
             raise ConfigError(f"{where}: {exc}") from None
+        body = _BODIES.get(table.get("body", "json"))
+        if body is None:
+            raise ConfigError(f"{where}: body must be one of {sorted(_BODIES)}, "
+                              f"got {table.get('body')!r}")
+        qos = ProviderQos(scope=ProviderScope.GLOBAL)
+        if body is BodyFormat.MSGPACK:  # what a runtime of this project says at registration
+            qos = with_body_parameter(qos)
         entry = DiscoveryEntryWithMetaInfo(
             provider_version=_version(version, where),
             domain=_text(table, "domain", where),
             interface_name=_text(table, "interface", where),
             participant_id=pid,
-            qos=ProviderQos(scope=ProviderScope.GLOBAL),
+            qos=qos,
             last_seen_date_ms=0,
             expiry_date_ms=NO_EXPIRY_MS,
             is_local=False,

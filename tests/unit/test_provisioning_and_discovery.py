@@ -9,6 +9,7 @@ import pytest
 from cluster_controller.local_discovery import LocalDiscovery
 from cluster_controller.provisioning import load_provisioning
 from runtime.addresses import MqttAddress
+from runtime.bodies import BodyFormat, proxy_body_format
 from runtime.config import ConfigError
 from runtime.discovery_types import (
     DiscoveryEntry,
@@ -30,6 +31,7 @@ interface = "test/Radio"
 version = "1.2"
 gbid = "gbid-a"
 topic = "joynr/cc/cc-9"
+body = "msgpack"
 
 [[provider]]
 participant_id = "p-2"
@@ -60,6 +62,9 @@ def test_provisioned_entries(tmp_path: Path) -> None:
     assert first.entry.qos.scope is ProviderScope.GLOBAL
     assert first.entry.expiry_date_ms == NO_EXPIRY_MS
     assert second.entry.provider_version == Version(1, 0)  # the default
+    # what the proxies of either write: msgpack for the first, JSON (the default) otherwise
+    assert proxy_body_format(first.entry) is BodyFormat.MSGPACK
+    assert proxy_body_format(second.entry) is BodyFormat.JSON
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -72,6 +77,8 @@ def test_provisioned_entries(tmp_path: Path) -> None:
      "topic = 't'\ncolour = 'red'\n", "unknown key(s) ['colour']"),
     (GOOD + "\n[[provider]]\nparticipant_id = 'p-1'\ndomain = 'd'\ninterface = 'i'\n"
      "gbid = 'g'\ntopic = 't'\n", "appears twice"),
+    ("[[provider]]\nparticipant_id = 'p'\ndomain = 'd'\ninterface = 'i'\ngbid = 'g'\n"
+     "topic = 't'\nbody = 'xml'\n", "body must be one of ['json', 'msgpack']"),
     ("[providers]\n", "unknown table(s)"),
     ("provider = 3\n", "array of tables"),
     ("[[provider]\n", "not valid TOML"),
