@@ -5,7 +5,13 @@ The link keeps its figures for the admin endpoint: calls per method and outcome 
 ``error``: the GCD answered with a modelled error, ``timeout``: it did not answer in time,
 ``failed``: the call failed otherwise), their latency per method, and when the GCD last
 answered or failed to (:attr:`GlobalLink.state`). :meth:`GlobalLink.probe` asks it something
-cheap to learn whether it answers (readiness)."""
+cheap to learn whether it answers (readiness).
+
+Every call carries the custom header ``gb``: the GBID it is for (the first of the call's GBIDs;
+the default backend's for touch, removeStale and the probe), as joynr's cluster controllers
+send it. The MQTT transport sends a call to the GCD's topic in the backend that header names
+(transports.mqtt), so each backend's GCD instance gets the calls for its backend; a GBID
+whose backend has no GCD instance (``gcd_gbids``) is asked of the first that has one."""
 
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -33,6 +39,9 @@ from runtime.system_interfaces import (
 from runtime.tasks import TaskSupervisor
 
 T = TypeVar("T")
+
+#: the custom header naming the backend (GBID) a call to the GCD is for
+GBID_HEADER = "gb"
 
 log = get_logger(__name__)
 
@@ -82,9 +91,13 @@ class GlobalLink:
                  cluster_controller_id: str, *, tasks: TaskSupervisor,
                  request_ttl_ms: int = 10_000,
                  ready: Callable[[], Awaitable[object]] | None = None,
-                 retry_initial_s: float = 0.5, retry_max_s: float = 30.0) -> None:
+                 retry_initial_s: float = 0.5, retry_max_s: float = 30.0,
+                 gcd_gbids: Sequence[str] | None = None) -> None:
+        """``gcd_gbids``: the backends where a GCD instance answers (default: every one of
+        ``gbids``; a GCD embedded in the cluster controller: its default backend only)."""
         self.gcd = gcd
         self.gbids = list(gbids)
+        self.gcd_gbids = list(gcd_gbids) if gcd_gbids else list(gbids)
         self.address = address
         self.cluster_controller_id = cluster_controller_id
         self.request_ttl_ms = request_ttl_ms
@@ -115,11 +128,28 @@ class GlobalLink:
     def _global_entry(self, entry: DiscoveryEntry) -> GlobalDiscoveryEntry:
         return GlobalDiscoveryEntry(**vars(entry), address=self.address.to_dict())
 
+    def header_gbid(self, gbids: Sequence[str] = ()) -> str:
+        """The ``gb`` header of a call for ``gbids``: the first of them, if a GCD instance
+        answers in its backend; else (and without GBIDs) the first backend that has one."""
+        if gbids and gbids[0] in self.gcd_gbids:
+            return gbids[0]
+        return self.gcd_gbids[0] if self.gcd_gbids else ""
+
+    def _proxy(self, ttl: int, gbid: str) -> Any:
+        """The GCD proxy for one call: its time to live, and the header ``gb``."""
+        gcd = self.gcd if ttl == self.request_ttl_ms else self.gcd.with_ttl(ttl)
+        # (a proxy without per-call headers calls the GCD of its provisioned address)
+        with_headers = getattr(gcd, "with_headers", None)
+        if with_headers is None or not gbid:
+            return gcd
+        return with_headers({GBID_HEADER: gbid})
+
     async def _call(self, method: str, what: str, call: Callable[[Any], Awaitable[T]],
-                    ttl_ms: int | None = None) -> T:
+                    ttl_ms: int | None = None, gbids: Sequence[str] = ()) -> T:
         """``call(gcd proxy)`` within ``ttl_ms`` (default: ``request_ttl_ms``): modelled errors
         pass; anything else is INTERNAL_ERROR for the caller, saying what happened.
-        ``method``: the GCD method, for the figures; ``what``: for the messages."""
+        ``method``: the GCD method, for the figures; ``what``: for the messages; ``gbids``:
+        the GBIDs the call is for (its ``gb`` header: :meth:`header_gbid`)."""
         ttl = self.request_ttl_ms if ttl_ms is None else ttl_ms
         if ttl <= 0:
             raise ApplicationError(DiscoveryErrorCode.INTERNAL_ERROR.name,
@@ -129,8 +159,7 @@ class GlobalLink:
             async with asyncio.timeout(ttl / 1000):
                 if self._ready is not None:
                     await self._ready()
-                result = await call(self.gcd if ttl == self.request_ttl_ms
-                                    else self.gcd.with_ttl(ttl))
+                result = await call(self._proxy(ttl, self.header_gbid(gbids)))
         except ApplicationError:
             self._outcome(method, "error", started)
             raise
@@ -154,7 +183,7 @@ class GlobalLink:
             await self._call("probe", "a lookup of the readiness probe",
                              lambda gcd: gcd.lookup_participant_in(PROBE_PARTICIPANT_ID,
                                                                    self.gbids[:1]),
-                             timeout_ms)
+                             timeout_ms, self.gbids[:1])
         except ApplicationError as exc:
             if exc.error in _PROBE_ANSWERS:
                 return None
@@ -165,14 +194,14 @@ class GlobalLink:
                   ) -> None:
         global_entry = self._global_entry(entry)
         await self._call("add", f"add {entry.participant_id}",
-                         lambda gcd: gcd.add_in(global_entry, gbids), ttl_ms)
+                         lambda gcd: gcd.add_in(global_entry, gbids), ttl_ms, gbids)
         log.info("provider %s registered globally in %s", entry.participant_id,
                  ", ".join(gbids), extra={"participantId": entry.participant_id})
 
     async def remove(self, participant_id: str, gbids: list[str]) -> None:
         try:
             await self._call("remove", f"remove {participant_id}",
-                             lambda gcd: gcd.remove_in(participant_id, gbids))
+                             lambda gcd: gcd.remove_in(participant_id, gbids), gbids=gbids)
         except ApplicationError as exc:
             if exc.error not in (DiscoveryErrorCode.NO_ENTRY_FOR_PARTICIPANT.name,
                                  DiscoveryErrorCode.NO_ENTRY_FOR_SELECTED_BACKENDS.name):
@@ -184,14 +213,14 @@ class GlobalLink:
                      ttl_ms: int | None = None) -> list[GlobalDiscoveryEntry]:
         result: list[GlobalDiscoveryEntry] = await self._call(
             "lookup", f"lookup {interface_name}", lambda gcd: gcd.lookup_in(domains, interface_name,
-                                                                  gbids), ttl_ms)
+                                                                  gbids), ttl_ms, gbids)
         return result
 
     async def lookup_participant(self, participant_id: str, gbids: list[str],
                                  ttl_ms: int | None = None) -> GlobalDiscoveryEntry:
         result: GlobalDiscoveryEntry = await self._call(
             "lookupParticipant", f"lookup {participant_id}",
-            lambda gcd: gcd.lookup_participant_in(participant_id, gbids), ttl_ms)
+            lambda gcd: gcd.lookup_participant_in(participant_id, gbids), ttl_ms, gbids)
         return result
 
     async def touch(self, participant_ids: list[str]) -> None:

@@ -95,7 +95,7 @@ async def test_multicast_across_cluster_controllers(pair: MqttPair) -> None:
     anywhere: asyncio.Queue[Station] = asyncio.Queue()
     sub_eu = await proxy.new_station.subscribe(europe.put_nowait, partitions=["eu", "+"])
     sub_any = await proxy.new_station.subscribe(anywhere.put_nowait, partitions=["*"])
-    prefix = f"{pair.provider_pid}/new_station"
+    prefix = f"{pair.provider_pid}/newStation"
     assert mqtt_one.multicast_topics(GBID) == {f"{prefix}/eu/+": 1, f"{prefix}/#": 1}
 
     x, y = Station("X", Country.GERMANY), Station("Y", Country.AUSTRIA)
@@ -125,7 +125,7 @@ async def test_a_runtime_that_goes_takes_its_mqtt_subscriptions_along(pair: Mqtt
     mqtt_one = pair.one.mqtt
     assert mqtt_one is not None
     await proxy.new_station.subscribe(lambda s: None, partitions=["*"])
-    assert mqtt_one.multicast_topics(GBID) == {f"{pair.provider_pid}/new_station/#": 1}
+    assert mqtt_one.multicast_topics(GBID) == {f"{pair.provider_pid}/newStation/#": 1}
     await pair.rt_one.close()  # the websocket client is gone for good
     await eventually(lambda: mqtt_one.multicast_topics(GBID) == {}, WAIT_S,
                      "the topic unsubscribed")

@@ -937,7 +937,7 @@ async def test_system_providers_do_not_serve_mqtt_peers(
 
 
 def multicast(scene: Scene, sender: str, name: str) -> bytes:
-    multicast_id = f"{scene.pair.provider_pid}/new_station"
+    multicast_id = f"{scene.pair.provider_pid}/newStation"
     body = MulticastPublication(multicast_id, [to_wire(Station(name, Country.AUSTRIA))]
                                 ).to_body()
     return encode_frame(Message(type=MessageType.MULTICAST, sender=sender,
@@ -971,7 +971,7 @@ async def test_a_multicast_whose_sender_is_not_its_provider_is_refused(
     received: asyncio.Queue[Station] = asyncio.Queue()
     await asyncio.wait_for(scene.proxy.new_station.subscribe(received.put_nowait,
                                                              partitions=["*"]), WAIT_S)
-    topic = f"{scene.pair.provider_pid}/new_station"
+    topic = f"{scene.pair.provider_pid}/newStation"
     await eventually(lambda: mqtt_of(scene.one).multicast_topics(GBID), WAIT_S,
                      "CC one subscribed")
     before = snapshot(scene, caplog)

@@ -18,6 +18,19 @@ cost no loop iteration besides the provider's own.
 Requests that leave this cluster controller carry its reply-to address (the global address:
 MqttAddress(default GBID, own topic)), whatever the local sender put there.
 
+Frame dialects (transports.mqtt_dialect): each backend originates in its dialect (``[mqtt]
+dialect``, or ``?dialect=`` in its URL): ``native`` frames to the address's topic, or joynr's
+SMRF frames to ``<address topic>/low`` (multicasts to their topic, without suffix), every
+custom header also as an MQTT 5 user property ``c-<key>``. A received payload is read in the
+dialect its first bytes tell, whatever the backend's; the dialect each request's replyTo topic
+spoke is remembered (per backend, at most ``max_learned_routes`` topics) and what is written to
+that topic follows it, so that answers go back in the dialect of their request. QoS, expiry,
+queueing and every check below are the same in both.
+
+Calls to the GCD (participantId ``capabilitiesdirectory_participantid``) carrying the custom
+header ``gb`` go to the GCD's topic in the backend that header names, as joynr's cluster
+controllers route them; a GBID no backend has is refused like any unknown GBID.
+
 Incoming (the own topic tree, and the multicast topics that local receivers need): frames are
 decoded and checked like websocket frames; duplicates and expired messages are dropped; a
 request-type message teaches the routing table its sender's replyTo address (with the GBID of
@@ -56,7 +69,8 @@ from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from runtime import records, rules
+from gcd.interface import GCD_PARTICIPANT_ID
+from runtime import records, rules, smrf
 from runtime.addresses import Address, MqttAddress
 from runtime.clock import now_ms
 from runtime.logs import get_logger, message_fields
@@ -80,6 +94,13 @@ from transports.mqtt_client import (
     MqttSessionError,
     open_session,
 )
+from transports.mqtt_dialect import (
+    NATIVE,
+    DialectMemory,
+    frame_dialect,
+    publish_topic,
+    user_properties,
+)
 from transports.mqtt_settings import BrokerUrl, MqttSettings
 
 __all__ = ["MqttTransport"]
@@ -87,6 +108,9 @@ __all__ = ["MqttTransport"]
 log = get_logger(__name__)
 
 _MULTICAST = MessageType.MULTICAST
+
+#: the custom header that names the backend (GBID) a call to the GCD is for
+GBID_HEADER = "gb"
 
 
 #: names of PUBACK reason codes, for counters
@@ -114,6 +138,7 @@ def stop_marker_topic(own_topic: str, mqtt_client_id: str) -> str:
 class _Outgoing:
     seq: int
     message: Message
+    #: the topic it is published to (with the dialect's suffix)
     topic: str
     qos: int
     #: when it was queued (epoch ms) and the bytes it holds (runtime.messages.held_bytes)
@@ -122,6 +147,8 @@ class _Outgoing:
     #: the packet id of its last publish (0: none): when that was not acknowledged and the
     #: broker kept the session, it goes out again with this id and DUP set
     packet_id: int = 0
+    #: published as an SMRF frame (joynr's dialect), else as a native frame
+    joynr: bool = False
 
 
 def _where(backend: _Backend, topic: str) -> str:
@@ -140,6 +167,13 @@ class _Backend:
         self.origin = MqttAddress(gbid, transport.own_topic)
         #: names it in rate-limited log lines (their key) and refusals
         self.peer = f"backend {gbid}"
+        #: the dialect of what this process originates here, and the dialect each replyTo
+        #: topic last spoke in (what is written to a topic follows it)
+        self.dialect = transport.settings.dialect_of(url)
+        self.dialects = DialectMemory(self.dialect, transport.routing.max_learned_routes)
+        #: messages received and published in joynr's dialect (SMRF), of those above
+        self.received_joynr = 0
+        self.published_joynr = 0
         self.queue: deque[_Outgoing] = deque()
         self.inflight: dict[int, _Outgoing] = {}
         #: the bytes the messages in the queue and in flight hold
@@ -440,15 +474,31 @@ class _Backend:
             self.transport.dropped_outgoing(self, item.message, refusal.reason,
                                             f"{refusal.detail}; not published")
             return
+        message = item.message
+        properties: tuple[tuple[str, str], ...] = ()
+        if item.joynr:
+            try:
+                payload = smrf.encode(message)
+            except (smrf.SmrfError, ValueError) as exc:  # (e.g. a string not UTF-8)
+                self._release_slot(self._writer_run)
+                self._release(item)
+                self._settled()
+                self.transport.dropped_outgoing(self, message, "unencodable",
+                                                f"no SMRF frame of it: {exc}")
+                return
+            if message.custom_headers:
+                properties = user_properties(message.custom_headers)
+        else:
+            payload = encode_frame(message)
         self.inflight[item.seq] = item
-        remaining_ms = item.message.expiry_date_ms - now
+        remaining_ms = message.expiry_date_ms - now
         expiry_s = min(-(-remaining_ms // 1000), MAX_EXPIRY_INTERVAL_S)
         started = time.perf_counter()
         # MQTT-4.4.0-1: what was in flight when the broker kept the session goes out again
         # with its packet id (the native client sets DUP); otherwise as a new publish
-        publish = session.start_publish(item.topic, encode_frame(item.message), item.qos,
-                                        expiry_s,
-                                        item.packet_id if session.session_present else 0)
+        publish = session.start_publish(item.topic, payload, item.qos, expiry_s,
+                                        item.packet_id if session.session_present else 0,
+                                        user_properties=properties)
         item.packet_id = session.last_packet_id
         run = self._writer_run
         if publish.done():
@@ -497,6 +547,8 @@ class _Backend:
                           item.message.describe())
             self.published += 1
             self.transport.published += 1
+            if item.joynr:
+                self.published_joynr += 1
             return
         self.transport.puback_codes[PUBACK_NAMES.get(code, hex(code))] += 1
         # the broker refused it (not authorized, quota exceeded, topic invalid, ...): publishing
@@ -617,7 +669,8 @@ class MqttTransport:
     def backends(self) -> list[_Backend]:
         """Every backend, the default one first (for the metrics and the status page: read
         ``gbid``, ``url``, ``connected``, ``connections``, ``connect_failures``, ``queue``,
-        ``inflight``, ``bytes``, ``published``, ``received``, ``publish_latency``)."""
+        ``inflight``, ``bytes``, ``published``, ``received``, ``publish_latency``, and of
+        the frame dialects ``dialect``, ``received_joynr``, ``published_joynr``)."""
         return list(self._backends.values())
 
     def connected(self, gbid: str) -> bool:
@@ -666,30 +719,43 @@ class MqttTransport:
     def send(self, address: Address, message: Message) -> bool:
         assert type(address) is MqttAddress
         # (the router does not hand over what came from MQTT: runtime.rules.check_forward)
-        backend = self._backends.get(address.broker_uri)
+        gbid = address.broker_uri
+        if message.recipient == GCD_PARTICIPANT_ID and message.custom_headers:
+            # a call to the GCD goes to the GCD's topic in the backend it is for
+            gbid = message.custom_headers.get(GBID_HEADER, gbid)
+        backend = self._backends.get(gbid)
         if backend is None:
             # rate-limited per GBID by the router's warnings (bounded in keys: a GBID comes
             # from an address, which a peer may have made up)
             self.router.warnings.warning(
-                log, "unknown-gbid", f"GBID {address.broker_uri[:200]!r}",
+                log, "unknown-gbid", f"GBID {gbid[:200]!r}",
                 "no MQTT backend for GBID %r (known: %s): messages to %r wait until they "
-                "expire", address.broker_uri[:200], ", ".join(self._backends), address)
+                "expire", gbid[:200], ", ".join(self._backends),
+                address if gbid == address.broker_uri
+                else f"{message.recipient} (header {GBID_HEADER})")
             self.counters["unknown-gbid"] += 1
             return False
         reply_to = rules.outgoing_reply_to(message, self.global_address)
         if reply_to is not None:  # the answer must come back here
-            message = dataclasses.replace(message, reply_to=reply_to, raw=None)
-        return backend.put(self._outgoing(message, address.topic))
+            # (a changed copy keeps neither frame it arrived in)
+            message = dataclasses.replace(message, reply_to=reply_to, raw=None, raw_smrf=None)
+        return backend.put(self._outgoing(message, address.topic,
+                                          backend.dialects.dialect_of(address.topic)))
 
-    def _outgoing(self, message: Message, topic: str) -> _Outgoing:
+    def _outgoing(self, message: Message, topic: str, dialect: str) -> _Outgoing:
+        """``message`` for ``topic`` (an address's, or a multicast's) in ``dialect``."""
         self._seq += 1
         qos = 0 if message.effort is Effort.BEST_EFFORT else 1
-        return _Outgoing(self._seq, message, topic, qos, now_ms(), held_bytes(message))
+        if dialect == NATIVE:
+            return _Outgoing(self._seq, message, topic, qos, now_ms(), held_bytes(message))
+        return _Outgoing(self._seq, message,
+                         publish_topic(topic, dialect, multicast=message.type is _MULTICAST),
+                         qos, now_ms(), held_bytes(message), joynr=True)
 
     def publish_multicast(self, message: Message) -> None:
         """A globally visible local provider's multicast: to its topic in every backend."""
         for backend in self._backends.values():
-            if not backend.put(self._outgoing(message, message.recipient)):
+            if not backend.put(self._outgoing(message, message.recipient, backend.dialect)):
                 self.dropped_outgoing(backend, message, "queue-full",
                                        "the backend's queue is full")
             else:
@@ -750,12 +816,19 @@ class MqttTransport:
             return
         self.received += 1
         backend.received += 1
+        dialect = frame_dialect(payload)
         try:
-            message = decode_frame(payload, self.settings.max_message_bytes,
-                                   origin=backend.origin)
-        except FrameError as exc:
+            if dialect == NATIVE:
+                message = decode_frame(payload, self.settings.max_message_bytes,
+                                       origin=backend.origin)
+            else:
+                backend.received_joynr += 1
+                message = smrf.decode(payload, self.settings.max_message_bytes,
+                                      origin=backend.origin)
+        except FrameError as exc:  # (SmrfError too)
             message_id = f" (message {exc.message_id})" if exc.message_id else ""
-            self._refuse(exc.reason, f"{_where(backend, topic)}{message_id}: {exc}",
+            what = "" if dialect == NATIVE else "SMRF frame: "
+            self._refuse(exc.reason, f"{_where(backend, topic)}{message_id}: {what}{exc}",
                          backend.peer)
             return
         except Exception:  # never let one payload end the connection
@@ -788,6 +861,10 @@ class MqttTransport:
             return
         if not self._learn_reply_to(backend, message, now, topic):
             return
+        reply_to = message.reply_to
+        if type(reply_to) is MqttAddress and message.is_request_type:
+            # its answer goes back in the dialect it came in
+            backend.dialects.note(reply_to.topic, dialect)
         if len(seen) >= self.settings.duplicate_window:
             self._forget_seen(now)
         seen[message.id] = message.expiry_date_ms  # accepted: a redelivery is a duplicate

@@ -36,7 +36,8 @@ from transports.mqtt5 import client as native
 from transports.mqtt5 import packets
 from transports.mqtt_settings import BrokerUrl, MqttSettings
 
-__all__ = ["PACKET_OVERHEAD_BYTES", "MqttSession", "MqttSessionError", "open_session"]
+__all__ = ["PACKET_OVERHEAD_BYTES", "MqttSession", "MqttSessionError", "UserProperties",
+           "open_session"]
 
 log = get_logger(__name__)
 
@@ -54,20 +55,26 @@ MqttSessionError = native.ConnectionBroken
 #: PUBACK reason codes (MQTT 5) that are no failure: success, no matching subscribers
 PUBACK_ACCEPTED = frozenset({0x00, 0x10})
 
+#: MQTT 5 user properties of a PUBLISH: (name, value) pairs, in order
+UserProperties = tuple[tuple[str, str], ...]
+
 
 class MqttSession(Protocol):
     """One connection to one broker."""
 
-    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> int:
+    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None, *,
+                      user_properties: UserProperties = ()) -> int:
         """Return when the broker has the message (QoS 1: PUBACK) with the PUBACK's reason
         code (0 where the client cannot tell); MqttSessionError when the connection broke
         first, another exception when the message cannot be published at all (e.g. larger
-        than the broker takes). ``expiry_s``: MQTT 5 message expiry interval (ignored by
-        3.1.1)."""
+        than the broker takes). ``expiry_s``: MQTT 5 message expiry interval;
+        ``user_properties``: MQTT 5 user properties, (name, value) in order (3.1.1 carries
+        neither)."""
         ...
 
     def start_publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None,
-                      resend_id: int = 0) -> asyncio.Future[int]:
+                      resend_id: int = 0, *, user_properties: UserProperties = ()
+                      ) -> asyncio.Future[int]:
         """:meth:`publish` started now (the packet is on its way to the socket before this
         returns), its outcome in the future. ``resend_id``: the packet id the message had
         on the previous connection, when the broker kept the session (:attr:`session_present`):
@@ -172,10 +179,17 @@ class _AiomqttSession:
             self._expiry_properties[expiry_s] = properties
         return properties
 
-    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> int:
+    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None, *,
+                      user_properties: UserProperties = ()) -> int:
         properties = None
-        if self._v5 and expiry_s is not None:
-            properties = self._properties(expiry_s)
+        if self._v5:
+            if user_properties:  # (made for this message alone: they differ per message)
+                properties = Properties(PacketTypes.PUBLISH)
+                if expiry_s is not None:
+                    properties.MessageExpiryInterval = max(1, expiry_s)
+                properties.UserProperty = list(user_properties)
+            elif expiry_s is not None:
+                properties = self._properties(expiry_s)
         try:
             await self._client.publish(topic, payload, qos=qos, properties=properties,
                                        timeout=math.inf)
@@ -188,11 +202,12 @@ class _AiomqttSession:
     last_packet_id = 0
 
     def start_publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None,
-                      resend_id: int = 0) -> asyncio.Future[int]:
+                      resend_id: int = 0, *, user_properties: UserProperties = ()
+                      ) -> asyncio.Future[int]:
         # the coroutine runs up to its first wait here (paho writes the packet), the rest in
         # a task: what the writer would otherwise do one loop iteration later
         loop = asyncio.get_running_loop()
-        coro = self.publish(topic, payload, qos, expiry_s)
+        coro = self.publish(topic, payload, qos, expiry_s, user_properties=user_properties)
         try:
             awaited = coro.send(None)
         except StopIteration as stop:
@@ -254,8 +269,10 @@ class _NativeSession:
     def last_packet_id(self) -> int:
         return self._protocol.last_packet_id
 
-    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None) -> int:
-        return await self._protocol.start_publish(topic, payload, qos, expiry_s)
+    async def publish(self, topic: str, payload: bytes, qos: int, expiry_s: int | None, *,
+                      user_properties: UserProperties = ()) -> int:
+        return await self._protocol.start_publish(topic, payload, qos, expiry_s,
+                                                  user_properties=user_properties)
 
     async def subscribe(self, topic: str, qos: int) -> None:
         suback = await self._protocol.request(

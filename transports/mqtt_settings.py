@@ -4,12 +4,21 @@ configuration and taken as it is by the MQTT transport and the client seam.
 What is not configuration but follows from the process (the topic a cluster controller is
 reached at, its client id, broker URLs resolved from ``"embedded"``, a TLS context) is passed to
 the transport beside this section.
+
+Frame dialects: a backend speaks ``native`` (this project's msgpack frames, published to the
+address's topic) or ``joynr`` (joynr's SMRF frames, unicast to ``<address topic>/low``, custom
+headers also as MQTT 5 user properties ``c-<key>``) in what this process originates on it:
+``dialect`` below, or ``?dialect=`` in a backend's URL. Whatever a backend's dialect, what
+arrives is read in its own, and answers go back in the dialect of their request
+(transports.mqtt_dialect).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from transports.mqtt_dialect import DIALECTS
 
 __all__ = ["EMBEDDED", "BrokerUrl", "MqttSettings", "parse_broker_url"]
 
@@ -33,11 +42,16 @@ class BrokerUrl:
     password: str | None = None
     #: "5" or "3.1.1"; None: the transport's default
     version: str | None = None
+    #: the frame dialect of what this process originates on the backend: "native" or
+    #: "joynr"; None: the settings' ``dialect``
+    dialect: str | None = None
 
     def __str__(self) -> str:  # never shows the password
         user = f"{self.username}@" if self.username else ""
-        version = f"?version={self.version}" if self.version else ""
-        return f"{'mqtts' if self.tls else 'mqtt'}://{user}{self.host}:{self.port}{version}"
+        query = "&".join(f"{name}={value}" for name, value in (
+            ("version", self.version), ("dialect", self.dialect)) if value)
+        return (f"{'mqtts' if self.tls else 'mqtt'}://{user}{self.host}:{self.port}"
+                f"{'?' if query else ''}{query}")
 
 
 def parse_broker_url(url: str) -> BrokerUrl:
@@ -55,13 +69,19 @@ def parse_broker_url(url: str) -> BrokerUrl:
     tls = _SCHEMES[parts.scheme]
     version = None
     query = parse_qs(parts.query)
-    unknown = set(query) - {"version"}
+    unknown = set(query) - {"version", "dialect"}
     if unknown:
         raise ValueError(f"bad broker URL {url!r}: unknown parameter(s) {sorted(unknown)}")
     if "version" in query:
         version = _VERSIONS.get(query["version"][-1])
         if version is None:
             raise ValueError(f"bad broker URL {url!r}: version must be 5 or 3.1.1")
+    dialect = None
+    if "dialect" in query:
+        dialect = query["dialect"][-1]
+        if dialect not in DIALECTS:
+            raise ValueError(f"bad broker URL {url!r}: dialect must be one of "
+                             f"{', '.join(DIALECTS)}")
     return BrokerUrl(
         host=parts.hostname,
         port=port or (8883 if tls else 1883),
@@ -69,6 +89,7 @@ def parse_broker_url(url: str) -> BrokerUrl:
         username=unquote(parts.username) if parts.username else None,
         password=unquote(parts.password) if parts.password else None,
         version=version,
+        dialect=dialect,
     )
 
 
@@ -111,6 +132,12 @@ class MqttSettings:
     duplicate_window: int = 100_000
     #: the MQTT client: "native" (the project's own, transports.mqtt5) or "aiomqtt"
     client: str = "native"
+    #: the frame dialect of what this process originates on backends whose URL does not say
+    #: (?dialect=): "native" (msgpack frames, to the address's topic) or "joynr" (SMRF
+    #: frames: unicast to <address topic>/low, multicast to the multicast topic, custom
+    #: headers also as MQTT 5 user properties c-<key>). Received messages are read in their
+    #: own dialect whatever this says, and answers go back in the dialect of their request
+    dialect: str = "native"
 
     def __post_init__(self) -> None:
         for gbid, url in self.backends.items():
@@ -125,6 +152,9 @@ class MqttSettings:
                      "max_message_bytes", "duplicate_window"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if self.dialect not in DIALECTS:
+            raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, not "
+                             f"{self.dialect!r}")
         if self.client not in CLIENTS:
             raise ValueError(f"client must be one of {', '.join(CLIENTS)}, not "
                              f"{self.client!r}")
@@ -137,6 +167,10 @@ class MqttSettings:
             raise ValueError("connect_timeout_s must be > 0")
         if not 0 < self.reconnect_initial_s <= self.reconnect_max_s:
             raise ValueError("reconnect_initial_s must be > 0 and <= reconnect_max_s")
+
+    def dialect_of(self, url: BrokerUrl) -> str:
+        """The dialect of a backend at ``url``: its own, else the section's."""
+        return url.dialect or self.dialect
 
     @property
     def default_gbid(self) -> str | None:

@@ -248,37 +248,53 @@ class MqttClientProtocol(asyncio.Protocol):
         if self._keepalive is not None:
             self._keepalive.last_sent = self.loop.time()
 
-    def _parts_of(self, topic: str, expiry_s: int | None) -> tuple[bytes, bytes]:
+    def _parts_of(self, topic: str, expiry_s: int | None,
+                  user_properties: tuple[tuple[str, str], ...] = ()) -> tuple[bytes, bytes]:
+        """The encoded topic and property block of a PUBLISH; kept per topic and expiry
+        (those with user properties, which differ from message to message, are not kept)."""
+        if user_properties:
+            return self._encode_parts(topic, expiry_s, user_properties)
         key = (topic, expiry_s)
         parts = self._parts.get(key)
         if parts is None:
             if len(self._parts) >= 4096:
                 self._parts.clear()
-            properties = b""
-            if self.version == p.V5:
-                properties = p.encode_properties(
-                    {} if expiry_s is None else {p.MESSAGE_EXPIRY: max(1, expiry_s)})
-            encoded = topic.encode()
-            if not encoded or len(encoded) > 0xFFFF or "+" in topic or "#" in topic:
-                raise ValueError(f"not a topic name to publish to: {topic[:200]!r}")
-            parts = self._parts[key] = (len(encoded).to_bytes(2, "big") + encoded, properties)
+            parts = self._parts[key] = self._encode_parts(topic, expiry_s, ())
         return parts
 
+    def _encode_parts(self, topic: str, expiry_s: int | None,
+                      user_properties: tuple[tuple[str, str], ...]) -> tuple[bytes, bytes]:
+        properties = b""
+        if self.version == p.V5:
+            wanted: p.Properties = {}
+            if expiry_s is not None:
+                wanted[p.MESSAGE_EXPIRY] = max(1, expiry_s)
+            if user_properties:
+                wanted[p.USER_PROPERTY] = list(user_properties)
+            properties = p.encode_properties(wanted)
+        encoded = topic.encode()
+        if not encoded or len(encoded) > 0xFFFF or "+" in topic or "#" in topic:
+            raise ValueError(f"not a topic name to publish to: {topic[:200]!r}")
+        return len(encoded).to_bytes(2, "big") + encoded, properties
+
     def start_publish(self, topic: str, payload: bytes, qos: int,
-                      expiry_s: int | None, resend_id: int = 0) -> asyncio.Future[int]:
+                      expiry_s: int | None, resend_id: int = 0, *,
+                      user_properties: tuple[tuple[str, str], ...] = ()
+                      ) -> asyncio.Future[int]:
         """Publish: the future gets the PUBACK's reason code (QoS 0: 0 at once),
         ConnectionBroken when the connection ends first, ValueError for a message the
         broker cannot take (too large, bad topic). ``resend_id``: a QoS 1 publish that was
         in flight on an earlier connection of a session the broker kept goes out again with
         that packet id and DUP set (MQTT-4.4.0-1), where the id is free. The packet id used
-        (0: none yet, or QoS 0) is :attr:`last_packet_id` afterwards."""
+        (0: none yet, or QoS 0) is :attr:`last_packet_id` afterwards. ``user_properties``:
+        MQTT 5 user properties, (name, value) in order (MQTT 3.1.1 has none)."""
         self.last_packet_id = 0
         future: asyncio.Future[int] = self.loop.create_future()
         if self.closed.done():
             future.set_exception(ConnectionBroken(self.closed.result()))
             return future
         try:
-            topic_bytes, properties = self._parts_of(topic, expiry_s)
+            topic_bytes, properties = self._parts_of(topic, expiry_s, user_properties)
             size = len(topic_bytes) + len(properties) + len(payload) + 2
             size += len(p.encode_varint(size)) + 1
             if size > self.server_max_packet:
