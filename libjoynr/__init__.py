@@ -36,7 +36,9 @@ provider and call it through a proxy (from this or any other process of the clus
 
 ``connect`` also works as ``runtime = await connect(url)`` ... ``await runtime.close()``; its
 ``config=`` takes a :class:`LibjoynrConfig` (with :class:`RouterSettings` and
-:class:`WebSocketClientSettings` inside).
+:class:`WebSocketClientSettings` inside). ``LibjoynrConfig(dialect="joynr")`` connects to a
+cluster controller of joynr's (Java or C++) as joynr's own runtimes do: joynr's frames, JSON
+bodies and start sequence (see :mod:`libjoynr.config`).
 
 Errors a call can raise: :class:`ApplicationError` (one of the method's modelled ``errors``),
 :class:`ProviderRuntimeError` (the provider failed), :class:`MethodInvocationError` (no such

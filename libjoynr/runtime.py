@@ -12,6 +12,19 @@ websocket connection, the router's timers).
     runtime = await connect("ws://127.0.0.1:4242/")
     ...
     await runtime.close()
+
+On every connection (the first and each reconnect) the runtime first makes its system proxies
+routable at the cluster controller and reads the cluster controller's reply-to address, then
+(after a reconnect) registers its participants, multicast receivers and providers again: a
+cluster controller forgets the routes of a connection that closed. The order depends on the
+configured dialect (:class:`~libjoynr.config.LibjoynrConfig`):
+
+- native: ``addNextHop`` of the routing proxy, ``addNextHop`` of the discovery proxy, then
+  ``getGlobalAddress``, all with msgpack bodies;
+- joynr (joynr's runtimes' start sequence, which a cluster controller of joynr's expects):
+  ``addNextHop`` of the routing proxy's own participantId (its reply finds the way back because
+  the cluster controller adds the route before it answers), ``getReplyToAddress``, then
+  ``addNextHop`` of the discovery proxy, all with joynr's JSON bodies in SMRF frames.
 """
 
 from __future__ import annotations
@@ -30,6 +43,7 @@ from runtime.addresses import (
     WebSocketAddress,
     WebSocketClientAddress,
 )
+from runtime.bodies import BodyFormat
 from runtime.errors import JoynrError
 from runtime.housekeeping import RouterHousekeeping
 from runtime.joynr_runtime import DirectoryCalls, JoynrRuntime
@@ -55,21 +69,44 @@ class RemoteSystem(DirectoryCalls):
                  config: LibjoynrConfig) -> None:
         self.runtime = runtime
         self.own_address = own_address
+        self.joynr_dialect = config.joynr_dialect
         ttl_ms = config.system_ttl_ms
+        # the system providers of this project's CC read both; joynr's read JSON only
+        fmt = BodyFormat.JSON if config.joynr_dialect else BodyFormat.MSGPACK
         self.routing: Proxy = runtime.system_proxy(Routing, config.routing_participant_id,
-                                                   ttl_ms)
+                                                   ttl_ms, body_format=fmt)
         self.discovery: Proxy = runtime.system_proxy(Discovery,
-                                                     config.discovery_participant_id, ttl_ms)
+                                                     config.discovery_participant_id, ttl_ms,
+                                                     body_format=fmt)
 
     def directory(self, ttl_ms: int | None) -> Proxy:
         return self.discovery if ttl_ms is None else self.discovery.with_ttl(ttl_ms)
 
-    async def register_system_proxies(self) -> None:
-        # the first call registers the routing proxy itself: its reply finds the way back
-        # because the CC adds the route before it answers
-        for proxy in (self.routing, self.discovery):
-            await self.routing.add_next_hop(proxy.participant_id, self.own_address.to_dict(),
-                                            False)
+    async def start_sequence(self) -> None:
+        """Make the system proxies routable at the cluster controller and read its reply-to
+        address into the runtime's ``reply_to_address``, in the order of the runtime's dialect
+        (see the module docstring). The first call registers the routing proxy itself: its
+        reply finds the way back because the CC adds the route before it answers."""
+        if not self.joynr_dialect:
+            await self._add_own_hop(self.routing)
+            await self._add_own_hop(self.discovery)
+            await self._read_reply_to_address(self.routing.global_address)
+            return
+        await self._add_own_hop(self.routing)
+        await self._read_reply_to_address(self.routing.reply_to_address)
+        await self._add_own_hop(self.discovery)
+
+    async def _add_own_hop(self, proxy: Proxy) -> None:
+        await self.routing.add_next_hop(proxy.participant_id, self.own_address.to_dict(), False)
+
+    async def _read_reply_to_address(self, attribute: Any) -> None:
+        """The runtime's reply-to address from a Routing address attribute (the address
+        serialized as JSON; "": the CC has none); kept as it was when it cannot be read."""
+        try:
+            text = await attribute.get()
+            self.runtime.reply_to_address = address_from_json(text) if text else None
+        except (JoynrError, AddressError) as exc:
+            log.warning("could not read the cluster controller's reply-to address: %s", exc)
 
     async def add_next_hop(self, participant_id: str, is_globally_visible: bool) -> None:
         await self.routing.add_next_hop(participant_id, self.own_address.to_dict(),
@@ -98,7 +135,9 @@ class LibjoynrRuntime(JoynrRuntime):
         router = MessageRouter(table, config.router, parent=cc_address)
         own = WebSocketClientAddress(client_id)
         router.register_transport(InProcessAddress, InProcessTransport())
-        super().__init__(router, reply_grace_s=config.reply_grace_s)
+        super().__init__(router, reply_grace_s=config.reply_grace_s,
+                         multicast_body=config.multicast_body_format,
+                         joynr_dialect=config.joynr_dialect)
         self.client_id = client_id
         self.remote = RemoteSystem(self, own, config)
         self._system_ids = frozenset({config.routing_participant_id,
@@ -108,7 +147,7 @@ class LibjoynrRuntime(JoynrRuntime):
         #: the owner of this runtime's background tasks
         self.tasks = TaskSupervisor(f"libjoynr runtime {client_id}")
         self.transport = WebSocketClientTransport(router, cc_address, client_id,
-                                                  config.websocket,
+                                                  config.websocket_settings,
                                                   on_connected=self._on_connected,
                                                   tasks=self.tasks, early=self._early)
         #: the router's timers: queue sweep and retries, routing table purge
@@ -120,13 +159,7 @@ class LibjoynrRuntime(JoynrRuntime):
         return message.recipient in self._system_ids
 
     async def _on_connected(self) -> None:
-        await self.remote.register_system_proxies()
-        try:
-            # the CC's address serialized as JSON ("": it has none)
-            address = await self.remote.routing.global_address.get()
-            self.reply_to_address = address_from_json(address) if address else None
-        except (JoynrError, AddressError) as exc:
-            log.warning("could not read the cluster controller's reply-to address: %s", exc)
+        await self.remote.start_sequence()
         if self.transport.connections > 1:
             await self.reregister()
         if self._first_connect is not None and not self._first_connect.done():

@@ -17,6 +17,12 @@ Body formats (runtime/bodies.py): every provider registered here carries the cus
 ``pyjoynr-body`` = ``msgpack`` in its ProviderQos, so that this project's proxies write msgpack
 to it; a proxy built through discovery writes msgpack to a provider whose entry carries it and
 joynr's JSON to any other. Providers read both and answer in the format of the request.
+
+joynr's dialect (``joynr_dialect``, a libjoynr runtime's setting for a cluster controller of
+joynr's): proxies put the reply-to address only on their requests to providers that are not
+local and make broadcast subscriptions with the multicast receiver alone (runtime/proxies.py),
+and a proxy's next hop is globally visible when its provider is not local, as joynr's
+JavaScript runtime registers it.
 """
 
 from __future__ import annotations
@@ -113,11 +119,15 @@ class JoynrRuntime:
 
     def __init__(self, router: MessageRouter, system: SystemServices | None = None, *,
                  reply_grace_s: float = 1.0,
-                 multicast_body: BodyFormat = BodyFormat.JSON) -> None:
+                 multicast_body: BodyFormat = BodyFormat.JSON,
+                 joynr_dialect: bool = False) -> None:
         self.router = router
         self._system = system
         #: seconds a proxy waits for a reply beyond its request's expiry date
         self.reply_grace_s = reply_grace_s
+        #: the runtime behaves as joynr's runtimes do towards their cluster controller (see
+        #: the module docstring); False: this project's native behaviour
+        self.joynr_dialect = joynr_dialect
         #: the body format of the multicasts (broadcasts) of the providers registered here from
         #: now on: JSON (the default) since their receivers may be joynr's runtimes, which read
         #: JSON only and the provider cannot know who receives; msgpack (smaller, faster) only
@@ -257,8 +267,11 @@ class JoynrRuntime:
         pid = f"{uuid.uuid4()}"
         endpoint = ProxyEndpoint(pid, self.router.warnings)
         self.router.add_route(pid, endpoint.address, is_globally_visible=False)
+        # joynr's dialect: globally visible when the provider is not local, as joynr's
+        # JavaScript runtime registers a proxy
+        visible = self.joynr_dialect and not entry.is_local
         try:
-            await self.system.add_next_hop(pid, False)
+            await self.system.add_next_hop(pid, visible)
         except BaseException:
             self.router.remove_route(pid)
             raise
@@ -268,7 +281,8 @@ class JoynrRuntime:
             self.router.add_route(entry.participant_id, self.router.parent,
                                   is_globally_visible=not entry.is_local)
         fmt = proxy_body_format(entry) if body_format is None else body_format
-        proxy = Proxy(self, definition, entry.participant_id, endpoint, ttl_ms, body_format=fmt)
+        proxy = Proxy(self, definition, entry.participant_id, endpoint, ttl_ms, body_format=fmt,
+                      provider_is_local=entry.is_local)
         self._proxies[pid] = (proxy, endpoint)
         log.info("proxy %s built for %s %s (provider %s, %s bodies)", pid, definition.name,
                  domain, entry.participant_id, fmt.value)
@@ -326,13 +340,15 @@ class JoynrRuntime:
         runtime's own use: the cluster controller's Routing and Discovery, the GCD. Only this
         runtime's router knows it (the caller tells the cluster controller, if needed).
         ``body_format``: what it writes (msgpack to this project's providers, JSON to joynr's;
-        its answers are read in either)."""
+        its answers are read in either). Its provider counts as local (joynr's runtimes
+        provision the cluster controller's providers as local entries): in joynr's dialect its
+        requests carry no replyTo."""
         endpoint = ProxyEndpoint(f"{uuid.uuid4()}", self.router.warnings)
         self.router.add_route(endpoint.participant_id, endpoint.address,
                               is_globally_visible=False)
         self._system_endpoints.append(endpoint)
         return Proxy(self, interface_def(interface), participant_id, endpoint, ttl_ms,
-                     body_format=body_format)
+                     body_format=body_format, provider_is_local=True)
 
     async def forget_proxy(self, proxy: Proxy) -> None:
         """Remove a closed proxy's routes here and in the cluster controller (Proxy.close)."""

@@ -19,12 +19,21 @@ publications and multicasts in whatever format they come (a JSON body typed by t
 subscription it answers). A JSON proxy subscribes to a broadcast under joynr's name of it
 (``newStation`` for ``new_station``), the name joynr's providers publish it under.
 
+joynr's dialect (the runtime's :attr:`ProxyHost.joynr_dialect`, for a cluster controller of
+joynr's, which routes answers by the replyTo of the requests): the requests (``rq``, ``arq``,
+``mrq``) to a provider that is not local carry the runtime's reply-to address and nothing else
+does (the native dialect puts it on every message but one-way requests); a broadcast
+subscription only registers the proxy as a multicast receiver and is complete then, without a
+multicast subscription request on the wire, and its end only removes the receiver (no
+subscription stop), as joynr's proxies do.
+
 A proxy is made by its runtime (``build_proxy``), which it reaches through :class:`ProxyHost`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
@@ -44,7 +53,7 @@ from runtime.errors import (
 from runtime.interface import InterfaceDef, MethodDef, ValueTypeError, from_wire, to_wire
 from runtime.joynr_json import reply_types
 from runtime.logs import RepeatedWarnings, get_logger, peer_of
-from runtime.messages import Message, MessageType, new_message_id, random_id
+from runtime.messages import REQUEST_TYPES, Message, MessageType, new_message_id, random_id
 from runtime.multicast import make_multicast_id, matches
 from runtime.payloads import (
     MulticastPublication,
@@ -71,6 +80,11 @@ log = get_logger(__name__)
 _ONE_WAY, _REQUEST, _REPLY = MessageType.ONE_WAY, MessageType.REQUEST, MessageType.REPLY
 _MSGPACK, _JSON = BodyFormat.MSGPACK, BodyFormat.JSON
 
+#: the message types a proxy puts the reply-to address on: native dialect, and joynr's dialect
+#: towards a provider that is not local (towards a local one: none)
+_NATIVE_REPLY_TO: frozenset[MessageType] = frozenset(MessageType) - {_ONE_WAY}
+_JOYNR_REPLY_TO: frozenset[MessageType] = REQUEST_TYPES
+
 
 #: what a reply's future is answered with when its time is up (Proxy._await_answer)
 _EXPIRED: Any = object()
@@ -89,6 +103,9 @@ class ProxyHost(Protocol):
     reply_to_address: Address | None
     #: seconds a caller waits for a reply beyond the request's expiry date
     reply_grace_s: float
+    #: the runtime speaks joynr's dialect: replyTo and broadcast subscriptions as joynr's
+    #: runtimes do (see the module docstring)
+    joynr_dialect: bool
 
     async def flow_control(self) -> None: ...
     async def add_multicast_receiver(self, pattern: str, subscriber: str, provider: str
@@ -266,12 +283,13 @@ class Proxy:
 
     The interface's members are found by name; the proxy's own public names (``close``,
     ``subscriptions``, ``participant_id``, ``provider_participant_id``, ``ttl_ms``,
-    ``body_format``, ``with_ttl``) come first.
+    ``body_format``, ``provider_is_local``, ``with_ttl``) come first.
     """
 
     def __init__(self, host: ProxyHost, definition: InterfaceDef, provider_id: str,
                  endpoint: ProxyEndpoint, ttl_ms: int, *,
-                 body_format: BodyFormat = BodyFormat.MSGPACK) -> None:
+                 body_format: BodyFormat = BodyFormat.MSGPACK,
+                 provider_is_local: bool = False) -> None:
         self._host = host
         self._definition = definition
         self.provider_participant_id = provider_id
@@ -280,6 +298,13 @@ class Proxy:
         self.ttl_ms = ttl_ms
         #: the format of the bodies this proxy writes (what its provider reads)
         self.body_format = body_format
+        #: the provider is registered at the same cluster controller (its discovery entry's
+        #: isLocal): in joynr's dialect, requests to it carry no replyTo
+        self.provider_is_local = provider_is_local
+        joynr = host.joynr_dialect
+        self._joynr = joynr
+        self._reply_to_kinds = (_NATIVE_REPLY_TO if not joynr
+                                else frozenset() if provider_is_local else _JOYNR_REPLY_TO)
 
     def __getattr__(self, name: str) -> Any:
         definition = self.__dict__.get("_definition")
@@ -302,7 +327,8 @@ class Proxy:
         """This proxy with another time to live for its calls (same provider, same endpoint):
         for one call with a deadline of its own, without changing :attr:`ttl_ms` for others."""
         return Proxy(self._host, self._definition, self.provider_participant_id, self._endpoint,
-                     ttl_ms, body_format=self.body_format)
+                     ttl_ms, body_format=self.body_format,
+                     provider_is_local=self.provider_is_local)
 
     async def _call_accessor(self, name: str, args: tuple[Any, ...]) -> Any:
         method = self._definition.accessors.get(name)
@@ -324,7 +350,7 @@ class Proxy:
         return Message(
             kind, self.participant_id, self.provider_participant_id, now_ms() + self.ttl_ms,
             body, new_message_id(),
-            None if kind is _ONE_WAY else self._host.reply_to_address,
+            self._host.reply_to_address if kind in self._reply_to_kinds else None,
         )
 
     async def _invoke(self, method: MethodDef, args: tuple[Any, ...]) -> Any:
@@ -411,8 +437,19 @@ class Proxy:
                                     tuple(tp for _, tp in broadcast.outputs), self._unsubscribe,
                                     multicast_pattern=pattern)
         self._endpoint.subscriptions[sid] = subscription
-        await self._host.add_multicast_receiver(pattern, self.participant_id,
-                                                self.provider_participant_id)
+        try:
+            await self._host.add_multicast_receiver(pattern, self.participant_id,
+                                                    self.provider_participant_id)
+        except BaseException:
+            subscription.active = False
+            self._endpoint.subscriptions.pop(sid, None)
+            with contextlib.suppress(JoynrError):  # what the runtime noted of it
+                await self._host.remove_multicast_receiver(pattern, self.participant_id,
+                                                           self.provider_participant_id)
+            raise
+        if self._joynr:
+            # joynr's proxies send no multicast subscription request: the receiver is all
+            return subscription
         body = self._body(MulticastSubscriptionRequest(sid, name, pattern, {}, partitions))
         await self._confirm(subscription,
                             self._message(MessageType.MULTICAST_SUBSCRIPTION_REQUEST, body))
@@ -439,6 +476,8 @@ class Proxy:
             await self._host.remove_multicast_receiver(
                 subscription.multicast_pattern, self.participant_id,
                 self.provider_participant_id)
+            if self._joynr:
+                return  # the provider was never told of it (joynr's proxies send no stop)
         if tell_provider:
             body = self._body(SubscriptionStop(subscription.subscription_id))
             self._host.router.route(self._message(MessageType.SUBSCRIPTION_STOP, body))
