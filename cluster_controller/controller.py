@@ -26,6 +26,7 @@ from gcd.interface import (
 from gcd.service import GcdService, GcdSettings
 from runtime.addresses import InProcessAddress, MqttAddress, WebSocketAddress
 from runtime.audit import AuditLog
+from runtime.bodies import BodyFormat
 from runtime.clock import now_ms
 from runtime.config import ConfigError
 from runtime.discovery_types import (
@@ -194,14 +195,21 @@ class ClusterController:
     async def _start_gcd_link(self) -> None:
         """The local directory's link to the GCD, and the freshness jobs."""
         d = self.config.discovery
-        proxy = self.runtime.system_proxy(GlobalCapabilitiesDirectory, GCD_PARTICIPANT_ID,
-                                          d.gcd_request_ttl_ms)
         global_address = self.global_address
         assert global_address is not None
-        link = self.gcd_link = GlobalLink(proxy, list(self.config.mqtt.backends),
-                                          global_address, self.id, tasks=self.tasks,
-                                          request_ttl_ms=d.gcd_request_ttl_ms,
-                                          ready=self._gcd_ready)
+        # the GCD of a fleet of joynr cluster controllers (the default backend speaks joynr's
+        # dialect) may be joynr's, which reads JSON bodies only; this project's reads both
+        default_url = parse_broker_url(self._backend_urls[global_address.broker_uri])
+        body = (BodyFormat.JSON if self.config.mqtt.dialect_of(default_url) == "joynr"
+                else BodyFormat.MSGPACK)
+        proxy = self.runtime.system_proxy(GlobalCapabilitiesDirectory, GCD_PARTICIPANT_ID,
+                                          d.gcd_request_ttl_ms, body_format=body)
+        backends = list(self.config.mqtt.backends)
+        link = self.gcd_link = GlobalLink(
+            proxy, backends, global_address, self.id, tasks=self.tasks,
+            request_ttl_ms=d.gcd_request_ttl_ms, ready=self._gcd_ready,
+            # an embedded GCD answers in the default backend only
+            gcd_gbids=backends[:1] if self.config.embedded_gcd.enabled else None)
         self.discovery.attach_gcd(link)
         started = now_ms()
         # providers of this CC's previous life disappear from the GCD

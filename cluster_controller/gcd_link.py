@@ -138,11 +138,7 @@ class GlobalLink:
     def _proxy(self, ttl: int, gbid: str) -> Any:
         """The GCD proxy for one call: its time to live, and the header ``gb``."""
         gcd = self.gcd if ttl == self.request_ttl_ms else self.gcd.with_ttl(ttl)
-        # (a proxy without per-call headers calls the GCD of its provisioned address)
-        with_headers = getattr(gcd, "with_headers", None)
-        if with_headers is None or not gbid:
-            return gcd
-        return with_headers({GBID_HEADER: gbid})
+        return gcd.with_headers({GBID_HEADER: gbid}) if gbid else gcd
 
     async def _call(self, method: str, what: str, call: Callable[[Any], Awaitable[T]],
                     ttl_ms: int | None = None, gbids: Sequence[str] = ()) -> T:

@@ -36,7 +36,7 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from runtime.addresses import Address, InProcessAddress
@@ -289,7 +289,8 @@ class Proxy:
     def __init__(self, host: ProxyHost, definition: InterfaceDef, provider_id: str,
                  endpoint: ProxyEndpoint, ttl_ms: int, *,
                  body_format: BodyFormat = BodyFormat.MSGPACK,
-                 provider_is_local: bool = False) -> None:
+                 provider_is_local: bool = False,
+                 custom_headers: Mapping[str, str] | None = None) -> None:
         self._host = host
         self._definition = definition
         self.provider_participant_id = provider_id
@@ -301,6 +302,9 @@ class Proxy:
         #: the provider is registered at the same cluster controller (its discovery entry's
         #: isLocal): in joynr's dialect, requests to it carry no replyTo
         self.provider_is_local = provider_is_local
+        #: custom headers of every message this proxy sends (joynr prefixes them c- on its
+        #: wire); answers echo them
+        self.custom_headers: dict[str, str] = dict(custom_headers or {})
         joynr = host.joynr_dialect
         self._joynr = joynr
         self._reply_to_kinds = (_NATIVE_REPLY_TO if not joynr
@@ -328,7 +332,16 @@ class Proxy:
         for one call with a deadline of its own, without changing :attr:`ttl_ms` for others."""
         return Proxy(self._host, self._definition, self.provider_participant_id, self._endpoint,
                      ttl_ms, body_format=self.body_format,
-                     provider_is_local=self.provider_is_local)
+                     provider_is_local=self.provider_is_local,
+                     custom_headers=self.custom_headers)
+
+    def with_headers(self, headers: Mapping[str, str]) -> Proxy:
+        """This proxy with further custom headers on the messages it sends (same provider,
+        same endpoint); e.g. ``gb``, the backend a GCD call is for."""
+        return Proxy(self._host, self._definition, self.provider_participant_id, self._endpoint,
+                     self.ttl_ms, body_format=self.body_format,
+                     provider_is_local=self.provider_is_local,
+                     custom_headers={**self.custom_headers, **headers})
 
     async def _call_accessor(self, name: str, args: tuple[Any, ...]) -> Any:
         method = self._definition.accessors.get(name)
@@ -351,6 +364,7 @@ class Proxy:
             kind, self.participant_id, self.provider_participant_id, now_ms() + self.ttl_ms,
             body, new_message_id(),
             self._host.reply_to_address if kind in self._reply_to_kinds else None,
+            custom_headers=dict(self.custom_headers) if self.custom_headers else {},
         )
 
     async def _invoke(self, method: MethodDef, args: tuple[Any, ...]) -> Any:

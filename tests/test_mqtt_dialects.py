@@ -34,7 +34,6 @@ from runtime.errors import ApplicationError
 from runtime.interface import from_wire, interface_def, to_wire
 from runtime.messages import Effort, Message, MessageType, decode_frame, encode_frame
 from runtime.payloads import OneWayRequest, Reply, Request, decode_payload
-from runtime.proxies import Proxy
 from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
@@ -449,8 +448,6 @@ async def test_a_joynr_dialect_cc_and_the_gcd_talk_smrf(
     assert service.mqtt.backends[0].received_joynr >= 1
 
 
-@pytest.mark.xfail(not hasattr(Proxy, "with_headers"), strict=True,
-                   reason="runtime.proxies.Proxy has no per-call custom headers yet")
 async def test_the_ccs_gcd_calls_carry_the_gb_header(
         stack: AsyncExitStack, tmp_path: Path, broker: Mosquitto) -> None:
     _, cc = await gcd_and_cc(stack, tmp_path, broker, dialect="joynr")
