@@ -366,6 +366,17 @@ def entry_now(pid: str, scope: ProviderScope = ProviderScope.LOCAL) -> Discovery
                           ProviderQos(scope=scope), now, now + 60_000)
 
 
+class DirectGcd(GcdProvider):
+    """The GCD called in-process as the link calls its proxy (per-call ttl and headers do
+    not apply to a direct call)."""
+
+    def with_ttl(self, ttl_ms: int) -> DirectGcd:
+        return self
+
+    def with_headers(self, headers: dict[str, str]) -> DirectGcd:
+        return self
+
+
 @pytest.fixture
 async def linked(tmp_path: Path) -> AsyncIterator[tuple[LocalDiscovery, SqliteStore]]:
     """A local directory linked to a GCD (SQLite in tmp_path, called in-process) of the GBIDs
@@ -374,7 +385,7 @@ async def linked(tmp_path: Path) -> AsyncIterator[tuple[LocalDiscovery, SqliteSt
     await store.open()
     tasks = TaskSupervisor("test")
     try:
-        link = GlobalLink(GcdProvider(store, "g1", ["g1", "g2"]), ["g1", "g2"],
+        link = GlobalLink(DirectGcd(store, "g1", ["g1", "g2"]), ["g1", "g2"],
                           MqttAddress("g1", "joynr/cc/cc-1"), "cc-1", tasks=tasks)
         discovery = LocalDiscovery(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER))
         discovery.attach_gcd(link)
