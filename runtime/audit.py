@@ -384,6 +384,8 @@ class AuditLog:
         if room < 0 and not self._reclaim(cost):
             return
         raw = message.raw
+        if raw is None:
+            raw = message.raw_smrf  # (an SMRF frame received)
         batch = self._batch
         batch.append((self.clock_ns(), ident, message.type, sender, recipient, hop,
                       len(message.body) if raw is None else len(raw), queued_ms))
@@ -412,6 +414,8 @@ class AuditLog:
         if room < 0 and not self._reclaim(cost):
             return
         raw = message.raw
+        if raw is None:
+            raw = message.raw_smrf
         self._batch.append((self.clock_ns(), ident, message.type, sender, recipient, hop,
                             len(message.body) if raw is None else len(raw), None, gbid,
                             outcome, reason, peer))

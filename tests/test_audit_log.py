@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from cluster_controller.config import ClusterControllerConfig
-from runtime import records
+from runtime import records, smrf
 from runtime.addresses import WebSocketClientAddress
 from runtime.audit import AuditLog, AuditSettings, AuditWriter
 from runtime.config import ConfigError
-from runtime.messages import Message, MessageType
+from runtime.messages import Message, MessageType, decode_frame, encode_frame
 from tests.support.audit import audit_files, read_audit, read_jsonl_gz
 from tests.support.cluster import eventually
 
@@ -198,6 +198,23 @@ async def test_close_writes_every_record_taken_and_leaves_no_part_file(tmp_path)
     log.delivered(message(1), HOP, 0)
     assert log.records_dropped == 1
     await log.close()  # idempotent
+
+
+async def test_the_size_of_a_message_is_the_frame_it_arrived_in_in_either_dialect(tmp_path):
+    log = AuditLog(AuditSettings(enabled=True), tmp_path, "cc-1")
+    log.start()
+    native = decode_frame(encode_frame(message(1)))
+    joynr = smrf.decode(smrf.encode(message(2), compress_above=None))
+    made_here = message(3)
+    for m in (native, joynr, made_here):
+        log.delivered(m, HOP, 0)
+    log.decided(joynr, records.REFUSED, None, "spoofed-sender", "client x from h")
+    await log.close()
+    sizes = [r["bytes"] for r in read_audit(tmp_path, "cc-1")]
+    assert native.raw is not None and joynr.raw_smrf is not None
+    assert sizes == [len(native.raw), len(joynr.raw_smrf), len(made_here.body),
+                     len(joynr.raw_smrf)]
+    assert len(joynr.raw_smrf) != len(joynr.body)
 
 
 async def test_write_errors_are_counted_and_do_not_stop_the_writer(tmp_path):
