@@ -225,6 +225,12 @@ def mqtt_metrics(prefix: str, mqtt: MqttTransport) -> list[Metric]:
                 "over)", ["gbid"], [([b.gbid], b.published) for b in backends]),
         counter(f"{prefix}_mqtt_received", "Messages received from the broker (before any "
                 "check)", ["gbid"], [([b.gbid], b.received) for b in backends]),
+        counter(f"{prefix}_mqtt_published_joynr", "Of the published messages, those in joynr's "
+                "dialect (SMRF frames)", ["gbid"],
+                [([b.gbid], b.published_joynr) for b in backends]),
+        counter(f"{prefix}_mqtt_received_joynr", "Of the received messages, those in joynr's "
+                "dialect (SMRF frames)", ["gbid"],
+                [([b.gbid], b.received_joynr) for b in backends]),
         gauge(f"{prefix}_mqtt_multicast_topics", "Multicast topics subscribed for local "
               "receivers", ["gbid"], [([b.gbid], len(b.topics)) for b in backends]),
         histogram(f"{prefix}_mqtt_publish_latency_seconds", "From handing a message to the "

@@ -101,15 +101,16 @@ def page_status(*, title: str, started_s: float, started_monotonic: float, refre
 
 def mqtt_section(mqtt: MqttTransport | None, title: str = "MQTT backends",
                  section_id: str = "backends") -> dict[str, Any]:
-    columns = ("GBID", "broker", "connected", "connections", "connect failures", "queued",
-               "in flight", "bytes", "published", "received", "publish ms mean",
-               "publish ms p50", "publish ms p99")
+    columns = ("GBID", "broker", "dialect", "connected", "connections", "connect failures",
+               "queued", "in flight", "bytes", "published", "received", "of them joynr's",
+               "publish ms mean", "publish ms p50", "publish ms p99")
     rows = []
     for b in mqtt.backends if mqtt is not None else ():
         mean, p50, p99 = latency_ms(b.publish_latency.snapshot())
-        rows.append((b.gbid, str(b.url), b.connected.is_set(), b.connections,
+        rows.append((b.gbid, str(b.url), b.dialect, b.connected.is_set(), b.connections,
                      b.connect_failures, len(b.queue), len(b.inflight), b.bytes, b.published,
-                     b.received, mean, p50, p99))
+                     b.received, f"{b.published_joynr} out, {b.received_joynr} in",
+                     mean, p50, p99))
     return table(section_id, title, columns, rows, max_rows=1000,
                  note="" if mqtt is not None else "no MQTT backends configured")
 

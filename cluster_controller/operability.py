@@ -106,6 +106,9 @@ class ClusterControllerOps(ProgramOps):
                   [([cc.id, self.version], 1.0)]),
             gauge(f"{PREFIX}_websocket_clients", "libjoynr runtimes connected over websocket",
                   [], [((), len(clients))]),
+            gauge(f"{PREFIX}_websocket_clients_by_dialect", "libjoynr runtimes connected over "
+                  "websocket, by the frame dialect they speak (native, joynr)", ["dialect"],
+                  [([d], sum(c.dialect == d for c in clients)) for d in ("native", "joynr")]),
             gauge(f"{PREFIX}_websocket_outbox_messages", "Messages waiting to be written to "
                   "websocket clients (all connections)", [],
                   [((), sum(c.pending for c in clients))]),
@@ -247,9 +250,9 @@ class ClusterControllerOps(ProgramOps):
         clients = sorted(cc.websocket.client_summaries(), key=lambda c: c.address.id)
         table_ = cc.routing_table
         return table("runtimes", "Connected libjoynr runtimes",
-                     ("client id", "from", "connected since", "participants", "outbox messages",
-                      "outbox bytes"),
-                     ((c.address.id, c.peer, stamp(c.since_s),
+                     ("client id", "from", "dialect", "owner id", "connected since",
+                      "participants", "outbox messages", "outbox bytes"),
+                     ((c.address.id, c.peer, c.dialect, c.owner_id or "", stamp(c.since_s),
                        len(table_.participants_at(c.address)), c.pending, c.pending_bytes)
                       for c in clients), max_rows=max_rows)
 

@@ -406,6 +406,8 @@ async def test_metrics_of_a_cc_process_count_exactly_what_the_test_did(tmp_path:
             proxy = await consumer_rt.build_proxy(Radio, "count", ttl_ms=10_000)
             m = await scrape(admin)
             assert m["joynr_cc_websocket_clients"] == 2
+            assert m["joynr_cc_websocket_clients_by_dialect", {"dialect": "native"}] == 2
+            assert m["joynr_cc_websocket_clients_by_dialect", {"dialect": "joynr"}] == 0
             routed = ("joynr_cc_messages_routed_total", {"type": "ONE_WAY"})
             forwarded = ("joynr_cc_messages_total", {"type": "ONE_WAY", "outcome": "forwarded"})
             for i in range(25):
