@@ -355,6 +355,7 @@ class ProviderSkeleton:
                                   else self.schema)
             (_, impl, _), args = self._prepare(payload)
         except (PayloadError, JoynrError) as exc:
+            self.router.counters["dropped-bad-one-way"] += 1
             self.router.warnings.warning(log, "bad-one-way", peer_of(message.origin),
                                          "provider %s: one-way call %s refused: %s",
                                          self.participant_id, message.id, exc)
@@ -369,6 +370,7 @@ class ProviderSkeleton:
             payload = decode_body(Request, body,
                                   schema=None if fmt is _MSGPACK else self.schema)
         except PayloadError as exc:
+            self.router.counters["dropped-bad-request"] += 1
             self.router.warnings.warning(log, "bad-request", peer_of(message.origin),
                                          "provider %s: bad request %s: %s", self.participant_id,
                                          message.id, exc)
@@ -478,6 +480,7 @@ class ProviderSkeleton:
             request = decode_body(MulticastSubscriptionRequest, body,
                                   schema=self.schema if json_body else None)
         except PayloadError as exc:
+            self.router.counters["dropped-bad-multicast-subscription"] += 1
             self.router.warnings.warning(log, "bad-multicast-subscription",
                                          peer_of(message.origin),
                                          "provider %s: bad multicast subscription %s: %s",

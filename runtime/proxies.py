@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -118,10 +119,13 @@ class ProxyHost(Protocol):
 class ProxyEndpoint:
     """The participant of one proxy: replies, subscription replies, publications, multicasts."""
 
-    def __init__(self, participant_id: str, warnings: RepeatedWarnings | None = None) -> None:
-        """``warnings``: the rate limit of the process's repeated warnings (its router's)."""
+    def __init__(self, participant_id: str, warnings: RepeatedWarnings | None = None,
+                 counters: Counter[str] | None = None) -> None:
+        """``warnings``: the rate limit of the process's repeated warnings (its router's);
+        ``counters``: where refused messages are counted (its router's, ``dropped-<reason>``)."""
         self.participant_id = participant_id
         self.warnings = warnings if warnings is not None else RepeatedWarnings()
+        self.counters: Counter[str] = counters if counters is not None else Counter()
         self.address = InProcessAddress(self)
         #: the calls waiting for their reply: answered with the Reply of a msgpack body, or
         #: with a JSON body itself (checked; the proxy, which knows the method, types it)
@@ -177,6 +181,7 @@ class ProxyEndpoint:
                                       "proxy %s: ignored %s", self.participant_id,
                                       message.describe())
         except PayloadError as exc:
+            self.counters["dropped-bad-payload"] += 1
             self.warnings.warning(log, "bad-payload", peer_of(message.origin),
                                   "proxy %s: refused %s: %s", self.participant_id,
                                   message.describe(), exc)
@@ -197,6 +202,7 @@ class ProxyEndpoint:
                      for v, tp in zip(values, subscription.types, strict=True)]
             self._call(subscription.callback, typed, subscription)
         except ValueTypeError as exc:
+            self.counters["dropped-bad-publication"] += 1
             self.warnings.warning(log, "bad-publication", f"subscription {subscription.name}",
                                   "proxy %s: publication for %s refused: %s",
                                   self.participant_id, subscription.name, exc)

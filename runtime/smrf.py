@@ -225,52 +225,51 @@ def _bad(detail: str) -> SmrfError:
     return SmrfError(detail, reason="bad-flatbuffer")
 
 
-class _Table:
-    """A checked FlatBuffer table: its vtable lies in the buffer, the table's inline part
-    too; :meth:`field` checks each field against both."""
+#: the size of each field of the schema's tables, by slot (schema order): Message's recipient,
+#: sender, ttlMs, ttlAbsolute, isSigned, isEncrypted, isCompressed, headers, body,
+#: isCustomSigned; Header's key and value (uoffsets: 4)
+_MESSAGE_WIDTHS: Final = (4, 4, 8, 1, 1, 1, 1, 4, 4, 1)
+_HEADER_WIDTHS: Final = (4, 4)
+_U16_PAIR = struct.Struct("<HH")
+#: readers of the first n entries of a vtable (n up to the fields of the largest table)
+_VTABLE_ENTRIES: Final = tuple(struct.Struct(f"<{n}H")
+                               for n in range(len(_MESSAGE_WIDTHS) + 1))
 
-    __slots__ = ("buf", "pos", "size", "vtable", "vtable_size")
 
-    def __init__(self, buf: bytes, pos: int, what: str) -> None:
-        end = len(buf)
-        if pos % 4 or pos + 4 > end:
-            raise _bad(f"{what} table at {pos} is misaligned or outside the buffer")
-        vtable = pos - _I32.unpack_from(buf, pos)[0]
-        if vtable < 0 or vtable % 2 or vtable + 4 > end:
-            raise _bad(f"{what} vtable at {vtable} is misaligned or outside the buffer")
-        vtable_size, size = _U16.unpack_from(buf, vtable)[0], _U16.unpack_from(buf, vtable + 2)[0]
-        if vtable_size < 4 or vtable_size % 2 or vtable + vtable_size > end:
-            raise _bad(f"{what} vtable size {vtable_size} is invalid")
-        if size < 4 or pos + size > end:
-            raise _bad(f"{what} table size {size} is invalid")
-        self.buf, self.pos, self.size = buf, pos, size
-        self.vtable, self.vtable_size = vtable, vtable_size
+def _fields(buf: bytes, pos: int, what: str, widths: tuple[int, ...]) -> list[int]:
+    """The position of each field of the table at ``pos`` (``widths``: the schema's fields'
+    sizes, by slot), -1 for an absent one. Checked: the table and its vtable lie in the
+    buffer, each field inside the table's inline part and aligned to its size; the vtable's
+    entries beyond the schema's fields are not read."""
+    end = len(buf)
+    if pos % 4 or pos + 4 > end:
+        raise _bad(f"{what} table at {pos} is misaligned or outside the buffer")
+    vtable = pos - _I32.unpack_from(buf, pos)[0]
+    if vtable < 0 or vtable % 2 or vtable + 4 > end:
+        raise _bad(f"{what} vtable at {vtable} is misaligned or outside the buffer")
+    vtable_size, size = _U16_PAIR.unpack_from(buf, vtable)
+    if vtable_size < 4 or vtable_size % 2 or vtable + vtable_size > end:
+        raise _bad(f"{what} vtable size {vtable_size} is invalid")
+    if size < 4 or pos + size > end:
+        raise _bad(f"{what} table size {size} is invalid")
+    entries = _VTABLE_ENTRIES[min(vtable_size // 2 - 2, len(widths))]
+    fields = [-1] * len(widths)
+    for slot, offset in enumerate(entries.unpack_from(buf, vtable + 4)):
+        if offset:
+            width = widths[slot]
+            if offset < 4 or offset + width > size or (pos + offset) % width:
+                raise _bad(f"field {slot} at table offset {offset} is invalid")
+            fields[slot] = pos + offset
+    return fields
 
-    def field(self, slot: int, width: int) -> int:
-        """The position of field ``slot`` (``width`` bytes, aligned to it), -1 if absent."""
-        entry = 4 + 2 * slot
-        if entry >= self.vtable_size:
-            return -1
-        offset = _U16.unpack_from(self.buf, self.vtable + entry)[0]
-        if offset == 0:
-            return -1
-        if offset < 4 or offset + width > self.size or (self.pos + offset) % width:
-            raise _bad(f"field {slot} at table offset {offset} is invalid")
-        return self.pos + offset
 
-    def flag(self, slot: int, default: bool) -> bool:
-        at = self.field(slot, 1)
-        return default if at < 0 else self.buf[at] != 0
-
-    def target(self, slot: int, what: str) -> int:
-        """Where the uoffset field ``slot`` points (checked: aligned, 4 bytes inside), -1."""
-        at = self.field(slot, 4)
-        if at < 0:
-            return -1
-        return _target(self.buf, at, what)
+def _flag(buf: bytes, at: int, default: bool) -> bool:
+    """The bool field at ``at`` (-1: absent, ``default``)."""
+    return default if at < 0 else buf[at] != 0
 
 
 def _target(buf: bytes, at: int, what: str) -> int:
+    """Where the uoffset at ``at`` points (checked: aligned, 4 bytes inside the buffer)."""
     target = at + _U32.unpack_from(buf, at)[0]
     if target % 4 or target + 4 > len(buf):
         raise _bad(f"{what} at {target} is misaligned or outside the buffer")
@@ -278,6 +277,10 @@ def _target(buf: bytes, at: int, what: str) -> int:
 
 
 def _string(buf: bytes, at: int, what: str) -> str:
+    """The string field at ``at`` (the uoffset to it; -1: absent, refused)."""
+    if at < 0:
+        raise SmrfError(f"frame has no {what}", reason="missing-field")
+    at = _target(buf, at, what)
     length = _U32.unpack_from(buf, at)[0]
     end = at + 4 + length
     if end >= len(buf) or buf[end] != 0:
@@ -286,13 +289,6 @@ def _string(buf: bytes, at: int, what: str) -> str:
         return buf[at + 4:end].decode("utf-8")
     except UnicodeDecodeError:
         raise SmrfError(f"{what} is not valid UTF-8", reason="bad-utf8") from None
-
-
-def _required_string(table: _Table, slot: int, what: str) -> str:
-    at = table.target(slot, what)
-    if at < 0:
-        raise SmrfError(f"frame has no {what}", reason="missing-field")
-    return _string(table.buf, at, what)
 
 
 def _inflate(data: bytes, limit: int) -> bytes:
@@ -328,33 +324,34 @@ def decode_smrf(data: bytes | bytearray | memoryview | str,
     buf = frame[PREFIX_BYTES:PREFIX_BYTES + msg_size]
     if msg_size < 8:
         raise _bad(f"FlatBuffer of {msg_size} bytes is too short")
-    message = _Table(buf, _U32.unpack_from(buf, 0)[0], "Message")
-    if message.flag(5, True):
+    (recipient_at, sender_at, ttl_at, absolute_at, signed_at, encrypted_at, compressed_at,
+     headers_at, body_at, custom_signed_at) = _fields(buf, _U32.unpack_from(buf, 0)[0],
+                                                      "Message", _MESSAGE_WIDTHS)
+    if _flag(buf, encrypted_at, True):
         raise SmrfError("encrypted messages are not supported", reason="encrypted")
-    if message.flag(4, True):
+    if _flag(buf, signed_at, True):
         raise SmrfError("signed messages are not supported (only custom signatures)",
                         reason="signed")
-    custom_signed = message.flag(9, False)
+    custom_signed = _flag(buf, custom_signed_at, False)
     if sig_size and not custom_signed:
         raise SmrfError(f"frame has a signature of {sig_size} bytes but is not custom-signed",
                         reason="bad-signature")
-    recipient = _required_string(message, 0, "recipient")
-    sender = _required_string(message, 1, "sender")
-    ttl_at = message.field(2, 8)
+    recipient = _string(buf, recipient_at, "recipient")
+    sender = _string(buf, sender_at, "sender")
     ttl_ms = 0 if ttl_at < 0 else _I64.unpack_from(buf, ttl_at)[0]
-    headers = _headers(message)
+    headers = () if headers_at < 0 else _headers(buf, _target(buf, headers_at, "headers"))
     body = b""
-    vector = message.target(8, "body")
-    if vector >= 0:
+    if body_at >= 0:
+        vector = _target(buf, body_at, "body")
         length = _U32.unpack_from(buf, vector)[0]
         if vector + 4 + length > len(buf):
             raise _bad(f"body of {length} bytes is not inside the buffer")
         body = buf[vector + 4:vector + 4 + length]
-    compressed = message.flag(6, False)
+    compressed = _flag(buf, compressed_at, False)
     if compressed:
         body = _inflate(body, max_bytes)
     signature = frame[PREFIX_BYTES + msg_size:] if custom_signed else None
-    return SmrfFrame(sender, recipient, ttl_ms, message.flag(3, True), headers, body,
+    return SmrfFrame(sender, recipient, ttl_ms, _flag(buf, absolute_at, True), headers, body,
                      compressed, signature)
 
 
@@ -374,11 +371,8 @@ def _check_prefix(frame: bytes) -> tuple[int, int]:
     return msg_size, sig_size
 
 
-def _headers(message: _Table) -> tuple[tuple[str, str], ...]:
-    buf = message.buf
-    vector = message.target(7, "headers")
-    if vector < 0:
-        return ()
+def _headers(buf: bytes, vector: int) -> tuple[tuple[str, str], ...]:
+    """The header list, the vector at ``vector`` of Header tables (checked)."""
     count = _U32.unpack_from(buf, vector)[0]
     if count > MAX_SMRF_HEADERS:
         raise SmrfError(f"{count} headers exceed {MAX_SMRF_HEADERS}", reason="bad-field")
@@ -386,9 +380,10 @@ def _headers(message: _Table) -> tuple[tuple[str, str], ...]:
         raise _bad(f"headers vector of {count} entries is not inside the buffer")
     headers = []
     for entry in range(vector + 4, vector + 4 + 4 * count, 4):
-        header = _Table(buf, _target(buf, entry, "header"), "Header")
-        headers.append((_required_string(header, 0, "header key"),
-                        _required_string(header, 1, "header value")))
+        key_at, value_at = _fields(buf, _target(buf, entry, "header"), "Header",
+                                   _HEADER_WIDTHS)
+        headers.append((_string(buf, key_at, "header key"),
+                        _string(buf, value_at, "header value")))
     return tuple(headers)
 
 

@@ -148,6 +148,7 @@ class OnChangePublisher:
                                   else schema_of(self.definition))
             qos = AttributeSubscriptionQos.from_wire(request.qos)
         except PayloadError as exc:
+            self.router.counters["dropped-bad-subscription-request"] += 1
             self.router.warnings.warning(log, "bad-subscription-request",
                                          peer_of(message.origin),
                                          "provider %s: bad subscription request %s: %s",
@@ -177,6 +178,7 @@ class OnChangePublisher:
         try:
             stop = decode_body(SubscriptionStop, message.body)
         except PayloadError as exc:
+            self.router.counters["dropped-bad-subscription-stop"] += 1
             self.router.warnings.warning(log, "bad-subscription-stop", peer_of(message.origin),
                                          "provider %s: bad subscription stop %s: %s",
                                          self.participant_id, message.id, exc)

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from contextlib import AsyncExitStack
 from typing import Any
 
 import pytest
 
 from libjoynr import ApplicationError
-from runtime.smrf import decode_smrf
+from runtime.smrf import SmrfFrame, decode_smrf, encode_smrf
 from tests.support.cluster import eventually
-from tests.support.joynr_js import JoynrCallError, JoynrJsClient
+from tests.support.joynr_js import JoynrCallError, JoynrJsClient, new_id
 from tests.support.radio import Country, Radio, RadioProvider, Station
 
 STATION = "Station"  # the joynr type name of tests.support.radio.Station (its class name)
@@ -192,3 +193,39 @@ async def test_js_provider_and_js_proxy_through_the_cc(cc, stack):
     assert message.body["response"] == [1]
     await provider.unregister_provider(pid)
     assert await consumer.lookup(["linz"], "test/Echo", scope="LOCAL_ONLY") == []
+
+
+HOSTILE_BODIES = [
+    b"{",                                              # not JSON
+    b'{"_typeName":"joynr.Request"}',                  # no methodName, no requestReplyId
+    b'{"_typeName":"joynr.Reply","requestReplyId":"x","response":[]}',  # not a request
+    b'{"_typeName":"joynr.Request","methodName":7,"requestReplyId":"r"}',
+    b'{"_typeName":"joynr.Request","methodName":"addNextHop","requestReplyId":"r",'
+    b'"paramDatatypes":"String","params":[]}',
+    b'{"_typeName":"joynr.Request","methodName":"resolveNextHop","requestReplyId":"r",'
+    b'"paramDatatypes":["String"],"params":[' + b"[" * 5000 + b"]" * 5000 + b"]}",
+    b'{"_typeName":"joynr.Request","methodName":"resolveNextHop","requestReplyId":"r",'
+    b'"paramDatatypes":["String"],"params":[1e999]}',
+    b'{"_typeName":"joynr.Request","methodName":"resolveNextHop","requestReplyId":"r",'
+    b'"paramDatatypes":["String"],"params":["\\ud800"]}',
+    "{\"_typeName\":\"joynr.Request\",\"methodName\":\"x\",\"requestReplyId\":\"\u00e9\"".encode(
+        "latin-1"),                                     # not UTF-8
+]
+
+
+async def test_hostile_json_bodies_to_the_system_providers_are_refused_and_counted(cc, stack):
+    """Bodies a joynr runtime would never send, to the CC's Routing provider: each refused
+    (counted; answered with an error where its requestReplyId can be read), nothing crashes,
+    and the connection goes on serving."""
+    client = await js(stack, cc)
+    counters = cc.router.counters
+    before = sum(n for k, n in counters.items() if k.startswith("dropped-bad-"))
+    for body in HOSTILE_BODIES:
+        await client.ws.send(encode_smrf(SmrfFrame(
+            client.routing_proxy, "CC.RoutingProvider.ParticipantId",
+            int(time.time() * 1000) + 10_000, True, (("t", "rq"), ("id", new_id())), body)))
+    await eventually(lambda: sum(n for k, n in counters.items()
+                                 if k.startswith("dropped-bad-")) - before
+                     == len(HOSTILE_BODIES), what="every body refused and counted")
+    # the connection is still served
+    assert await client.resolve_next_hop(client.routing_proxy) is True
