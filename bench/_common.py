@@ -1,10 +1,12 @@
 """Shared helpers of the benchmarks (bench/websocket_oneway.py, bench/websocket_rpc.py,
-bench/mqtt_oneway.py, bench/mqtt_rpc.py).
+bench/mqtt_oneway.py, bench/mqtt_rpc.py, bench/dialects.py).
 
 - :class:`Sink` / :class:`SinkProvider`: the benchmark interface (a one-way ``push`` and a
   request/reply ``echo``) and its provider, which counts pushes in a :class:`Progress`;
 - :class:`ProjectSetup`: an in-process cluster controller with two libjoynr runtimes, each on
-  its own websocket connection: the provider lives in runtime B, the proxy in runtime A;
+  its own websocket connection: the provider lives in runtime B, the proxy in runtime A (the
+  runtimes' configuration, e.g. joynr's dialect, and the proxy's body format may be chosen);
+  :func:`one_way_body`: the body of the proxy's ``push`` call in either body format;
 - :func:`start_raw_server`: a bare ``websockets`` server (its asyncio API) on 127.0.0.1 with the
   same connection options as the project's transports (no compression, same frame limit and
   keep-alive);
@@ -59,6 +61,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from cluster_controller.config import ClusterControllerConfig
 from cluster_controller.controller import ClusterController
 from libjoynr import (
+    LibjoynrConfig,
     LibjoynrRuntime,
     Provider,
     ProviderQos,
@@ -68,6 +71,7 @@ from libjoynr import (
     interface,
     one_way,
 )
+from runtime.bodies import BodyFormat, encode_body, schema_of
 from runtime.clock import now_ms
 from runtime.interface import interface_def
 from runtime.messages import DEFAULT_MAX_FRAME_BYTES, Message, MessageType, encode_frame
@@ -303,9 +307,15 @@ class ProjectSetup:
     provider: SinkProvider
     proxy: Proxy
 
-    def __init__(self, ttl_ms: int = 60_000, **cc_overrides: str) -> None:
-        """``cc_overrides``: settings of the CC(s), as for :func:`cc_config`."""
+    def __init__(self, ttl_ms: int = 60_000, *, runtime_config: LibjoynrConfig | None = None,
+                 body_format: BodyFormat | None = None, **cc_overrides: str) -> None:
+        """``cc_overrides``: settings of the CC(s), as for :func:`cc_config`;
+        ``runtime_config``: both runtimes' (e.g. ``LibjoynrConfig(dialect="joynr")``; default
+        native); ``body_format``: the proxy's bodies (default: what the provider's entry
+        says, see ``build_proxy``)."""
         self.ttl_ms = ttl_ms
+        self.runtime_config = runtime_config
+        self.body_format = body_format
         self.cc_overrides = cc_overrides
         self._stack = AsyncExitStack()
 
@@ -319,11 +329,15 @@ class ProjectSetup:
         self.cc = await stack.enter_async_context(ClusterController(cc_config(
             data_dir, **self.cc_overrides)))
         url = self.cc.websocket_address.url
-        self.a = await stack.enter_async_context(connect(url, client_id="bench-a"))
-        self.b = await stack.enter_async_context(connect(url, client_id="bench-b"))
+        config = self.runtime_config
+        self.a = await stack.enter_async_context(connect(url, client_id="bench-a",
+                                                         config=config))
+        self.b = await stack.enter_async_context(connect(url, client_id="bench-b",
+                                                         config=config))
         self.provider = SinkProvider()
         await self.b.register_provider(DOMAIN, self.provider)
-        self.proxy = await self.a.build_proxy(Sink, DOMAIN, ttl_ms=self.ttl_ms)
+        self.proxy = await self.a.build_proxy(Sink, DOMAIN, ttl_ms=self.ttl_ms,
+                                              body_format=self.body_format)
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
@@ -377,15 +391,31 @@ class ProjectSetup:
 
     def one_way_frame(self, data: str) -> bytes:
         """A frame as the proxy sends for ``push(data)`` (same fields and sizes)."""
-        types = interface_def(Sink).methods["push"].param_datatypes
-        return self._frame(MessageType.ONE_WAY,
-                           OneWayRequest("push", [data], types).to_body())
+        return self._frame(MessageType.ONE_WAY, one_way_body(data, BodyFormat.MSGPACK))
+
+    def one_way_message(self, data: str, body_format: BodyFormat) -> Message:
+        """A message as the proxy sends for ``push(data)`` with a body in ``body_format`` (to
+        be encoded in either frame dialect)."""
+        proxy = self.proxy
+        return Message(type=MessageType.ONE_WAY, sender=proxy.participant_id,
+                       recipient=proxy.provider_participant_id,
+                       expiry_date_ms=now_ms() + self.ttl_ms,
+                       body=one_way_body(data, body_format))
 
     def request_frame(self, data: str) -> bytes:
         """A frame as the proxy sends for ``echo(data)`` (same fields and sizes)."""
         types = interface_def(Sink).methods["echo"].param_datatypes
         body = Request("0" * 32, "echo", [data], types).to_body()  # a uuid4().hex id
         return self._frame(MessageType.REQUEST, body)
+
+
+def one_way_body(data: str, body_format: BodyFormat) -> bytes:
+    """The body of a ``push(data)`` call in ``body_format``, as a proxy writes it."""
+    definition = interface_def(Sink)
+    payload = OneWayRequest("push", [data], definition.methods["push"].param_datatypes)
+    if body_format is BodyFormat.MSGPACK:
+        return payload.to_body()
+    return encode_body(payload, body_format, schema=schema_of(definition))
 
 
 # ---------------------------------------------------------------------- MQTT
@@ -435,9 +465,11 @@ class MqttProjectSetup(ProjectSetup):
     cc1: ClusterController
     cc2: ClusterController
 
-    def __init__(self, broker_url: str, ttl_ms: int = 60_000, mqtt_client: str = "native",
-                 **cc_overrides: str) -> None:
-        super().__init__(ttl_ms, **cc_overrides)
+    def __init__(self, broker_url: str, ttl_ms: int = 60_000, mqtt_client: str = "native", *,
+                 runtime_config: LibjoynrConfig | None = None,
+                 body_format: BodyFormat | None = None, **cc_overrides: str) -> None:
+        super().__init__(ttl_ms, runtime_config=runtime_config, body_format=body_format,
+                         **cc_overrides)
         self.broker_url = broker_url
         self.mqtt_client = mqtt_client
 
@@ -458,6 +490,7 @@ class MqttProjectSetup(ProjectSetup):
             "interface": interface_def(Sink).name,
             "version": ".".join(map(str, interface_def(Sink).version)),
             "gbid": GBID, "topic": self.cc2.own_topic,
+            "body": "msgpack",  # a provider of this project's runtimes (proxies may force JSON)
         })
         self.cc1 = self.cc = await stack.enter_async_context(ClusterController(cc_config(
             str(data_dir / "cc1"), cluster_controller__id=f"bench-cc1-{suffix}",
@@ -466,14 +499,15 @@ class MqttProjectSetup(ProjectSetup):
         for cc in (self.cc1, self.cc2):
             assert cc.mqtt is not None
             await cc.mqtt.wait_connected(10.0)
-        self.b = await stack.enter_async_context(
-            connect(self.cc2.websocket_address.url, client_id="bench-b"))
-        self.a = await stack.enter_async_context(
-            connect(self.cc1.websocket_address.url, client_id="bench-a"))
+        self.b = await stack.enter_async_context(connect(
+            self.cc2.websocket_address.url, client_id="bench-b", config=self.runtime_config))
+        self.a = await stack.enter_async_context(connect(
+            self.cc1.websocket_address.url, client_id="bench-a", config=self.runtime_config))
         self.provider = SinkProvider()
         await self.b.register_provider(DOMAIN, self.provider, participant_id=provider_id,
                                        qos=ProviderQos(scope=ProviderScope.GLOBAL))
-        self.proxy = await self.a.build_proxy(Sink, DOMAIN, ttl_ms=self.ttl_ms)
+        self.proxy = await self.a.build_proxy(Sink, DOMAIN, ttl_ms=self.ttl_ms,
+                                              body_format=self.body_format)
         return self
 
     def counters(self) -> dict[str, dict[str, int]]:

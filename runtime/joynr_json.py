@@ -24,7 +24,7 @@ import json
 import types
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from runtime.interface import (
     InterfaceDef,
@@ -827,9 +827,7 @@ def encode(payload: Payload, *, schema: JoynrSchema | None = None,
     elif isinstance(payload, SubscriptionStop):
         out["subscriptionId"] = payload.subscription_id
     try:
-        text = json.dumps(out, ensure_ascii=False, allow_nan=False, sort_keys=True,
-                          separators=(",", ":"))
-        return text.encode("utf-8")
+        return _BODY_ENCODER.encode(out).encode("utf-8")
     except (ValueError, TypeError, RecursionError) as exc:  # (UnicodeEncodeError included)
         raise _refuse("unencodable", f"{cls.__name__}: {exc}") from None
 
@@ -873,7 +871,7 @@ def _parse(body: bytes) -> dict[str, Any]:
         raise _refuse("oversized", f"body of {len(body)} bytes, limit {MAX_BODY_BYTES}")
     try:
         text = body.decode("utf-8")
-        data = json.loads(text, parse_constant=_no_constant)
+        data = _BODY_DECODER.decode(text)
     except (ValueError, RecursionError) as exc:  # (UnicodeDecodeError, JSONDecodeError)
         raise _refuse("not-json", f"body is not JSON: {str(exc)[:200]}") from None
     _check_tree(data, "\\u" in text)
@@ -886,26 +884,35 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+#: a body's writer and reader, made once (json.dumps and json.loads make one a call when
+#: given options)
+_BODY_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False, sort_keys=True,
+                                        separators=(",", ":"))
+_BODY_DECODER: Final = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def _check_tree(data: Any, escapes: bool) -> None:
     """Refuse a tree nested deeper than MAX_DEPTH, or with strings that are not valid Unicode
     (lone surrogates from ``\\u`` escapes; only looked for when the body has escapes)."""
-    pending: list[tuple[Any, int]] = [(data, 1)]
-    while pending:
+    if escapes and type(data) is str:
+        _check_text(data)
+    pending: list[tuple[Any, int]] = [(data, 1)] if isinstance(data, (dict, list)) else []
+    while pending:  # (arrays and objects only)
         node, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise _refuse("too-deep", f"JSON nested deeper than {MAX_DEPTH}")
         if isinstance(node, dict):
             children: Any = node.values()
             if escapes:
                 for key in node:
                     _check_text(key)
-        elif isinstance(node, list):
-            children = node
         else:
-            if escapes and type(node) is str:
-                _check_text(node)
-            continue
-        if depth > MAX_DEPTH:
-            raise _refuse("too-deep", f"JSON nested deeper than {MAX_DEPTH}")
-        pending.extend((child, depth + 1) for child in children)
+            children = node
+        for child in children:
+            if isinstance(child, (dict, list)):
+                pending.append((child, depth + 1))
+            elif escapes and type(child) is str:
+                _check_text(child)
 
 
 def _check_text(text: str) -> None:

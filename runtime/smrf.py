@@ -88,7 +88,6 @@ _TYPES: Final = {t.value: t for t in MessageType}
 _EFFORTS: Final = {e.value: e for e in Effort}
 
 _PREFIX = struct.Struct("<HHI")
-_U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 _I32 = struct.Struct("<i")
 _I64 = struct.Struct("<q")
@@ -160,9 +159,13 @@ def _check_encodable(frame: SmrfFrame) -> None:
                         reason="bad-field")
 
 
+#: the NUL that ends a string and the padding to 4 bytes, by the string's length % 4
+_STRING_ENDS: Final = (b"\0\0\0\0", b"\0\0\0", b"\0\0", b"\0")
+
+
 def _encode(frame: SmrfFrame, body: bytes) -> bytes:
     """The frame with ``body`` as the stored body (already compressed if it is to be)."""
-    signature = frame.custom_signature
+    signature = b"" if frame.custom_signature is None else frame.custom_signature
     headers = sorted(
         (_utf8(key, "a header key"), _utf8(value, "a header value"))
         for key, value in frame.headers
@@ -183,6 +186,7 @@ def _encode(frame: SmrfFrame, body: bytes) -> bytes:
     size = body_at + 4 + len(body)
     padding = -size % 8
     parts = [
+        _PREFIX.pack(SMRF_VERSION, len(signature), size + padding),
         _FIXED.pack(
             _MESSAGE_TABLE, *_MESSAGE_VTABLE,
             _MESSAGE_TABLE - 4,  # soffset: the vtable is at 4
@@ -195,7 +199,7 @@ def _encode(frame: SmrfFrame, body: bytes) -> bytes:
             0,  # isSigned, written although false: its default is true
             0,  # isEncrypted, likewise
             1 if frame.compressed else 0,
-            0 if signature is None else 1,
+            0 if frame.custom_signature is None else 1,
             8, 12, 4, 8,  # the Header vtable
         ),
         struct.pack(f"<{count + 1}I", count, *(4 * count + 8 * i for i in range(count))),
@@ -208,15 +212,9 @@ def _encode(frame: SmrfFrame, body: bytes) -> bytes:
             string_at[3 + 2 * i] - (table + 8),
         ))
     for data in strings:
-        parts.append(_U32.pack(len(data)))
-        parts.append(data)
-        parts.append(b"\0" * (4 - len(data) % 4))  # the NUL and the padding
-    parts.append(_U32.pack(len(body)))
-    parts.append(body)
-    parts.append(b"\0" * padding)
-    flatbuffer = b"".join(parts)
-    sig = b"" if signature is None else signature
-    return b"".join((_PREFIX.pack(SMRF_VERSION, len(sig), len(flatbuffer)), flatbuffer, sig))
+        parts += (_U32.pack(len(data)), data, _STRING_ENDS[len(data) % 4])
+    parts += (_U32.pack(len(body)), body, b"\0" * padding, signature)
+    return b"".join(parts)
 
 
 # --- decoding ------------------------------------------------------------------------------
