@@ -16,8 +16,8 @@ from typing import Any, ClassVar, TypeVar
 
 import msgpack
 
-from runtime.errors import JoynrError, ProtocolError
-from runtime.messages import REQUEST_TYPES, Message, MessageType
+from runtime.errors import ProtocolError
+from runtime.messages import Message, MessageType
 
 __all__ = [
     "BroadcastSubscriptionRequest",
@@ -33,7 +33,6 @@ __all__ = [
     "SubscriptionStop",
     "answer_to",
     "decode_payload",
-    "make_error_answer",
 ]
 
 P = TypeVar("P", bound="Payload")
@@ -256,20 +255,6 @@ def answer_to(request: Message, payload: Payload, *, expiry_date_ms: int | None 
         effort=request.effort,
         custom_headers=dict(request.custom_headers),
     )
-
-
-def make_error_answer(request: Message, error: JoynrError, *, expiry_date_ms: int) -> Message:
-    """An error answer to a request-type message; raises PayloadError if its body is bad."""
-    if request.type is MessageType.REQUEST:
-        rid = decode_payload(Request, request.body).request_reply_id
-        payload: Payload = Reply(request_reply_id=rid, error=error.to_wire())
-    elif request.type in REQUEST_TYPES:
-        cls = PAYLOAD_TYPES[request.type]
-        sid = decode_payload(cls, request.body).subscription_id  # type: ignore[attr-defined]
-        payload = SubscriptionReply(subscription_id=sid, error=error.to_wire())
-    else:
-        raise PayloadError(f"a {request.type.name} message is not answered")
-    return answer_to(request, payload, expiry_date_ms=expiry_date_ms)
 
 
 def _all_str(items: list[Any]) -> bool:

@@ -28,7 +28,6 @@ from libjoynr import (
     broadcast,
     interface,
 )
-from runtime.addresses import Address
 from runtime.bodies import BODY_PARAMETER, BodyFormat, format_of
 from runtime.clock import now_ms
 from runtime.discovery_types import CustomParameter
@@ -37,42 +36,9 @@ from runtime.messages import Message, MessageType
 from runtime.proxies import Proxy
 from tests.support.cluster import eventually
 from tests.support.radio import Country, FavoriteError, Radio, RadioProvider, Station
+from tests.support.wire import Wire
 
 MSGPACK, JSON = BodyFormat.MSGPACK, BodyFormat.JSON
-
-
-class Wire:
-    """The messages the cluster controller's router handed to a transport (its audit hook;
-    an audit log that was set is told as well)."""
-
-    def __init__(self, cc: ClusterController) -> None:
-        self.seen: list[Message] = []
-        self._next = cc.router.audit
-        cc.router.audit = self
-
-    def delivered(self, message: Message, hop: Address, queued_ms: int) -> None:
-        self.seen.append(message)
-        if self._next is not None:
-            self._next.delivered(message, hop, queued_ms)
-
-    def decided(self, message: Message, outcome: str, hop: Address | None = None,
-                reason: str | None = None, peer: str | None = None) -> None:
-        if self._next is not None:
-            self._next.decided(message, outcome, hop, reason, peer)
-
-    def bodies(self, kind: MessageType, *, sender: str | None = None,
-               recipient: str | None = None) -> list[bytes]:
-        return [m.body for m in self.seen if m.type is kind
-                and sender in (None, m.sender) and recipient in (None, m.recipient)]
-
-    def json(self, kind: MessageType, **who: str) -> list[dict[str, Any]]:
-        """The bodies of ``kind`` (from ``sender``, to ``recipient``), each checked to be
-        joynr JSON, parsed."""
-        found = []
-        for body in self.bodies(kind, **who):
-            assert format_of(body) is JSON, body[:80]
-            found.append(json.loads(body))
-        return found
 
 
 @dataclass

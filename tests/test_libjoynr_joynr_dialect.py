@@ -38,7 +38,7 @@ from libjoynr import (
     WebSocketClientSettings,
     connect,
 )
-from runtime.addresses import Address, MqttAddress, WebSocketClientAddress
+from runtime.addresses import MqttAddress
 from runtime.bodies import BodyFormat, format_of
 from runtime.messages import Message, MessageType
 from runtime.payloads import Request, decode_payload
@@ -50,6 +50,7 @@ from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, mqtt_cc_config, write_provisioning
 from tests.support.radio import Country, FavoriteError, Radio, RadioProvider, Station
+from tests.support.wire import Wire
 from transports.websocket_settings import JOYNR, NATIVE
 
 pytestmark = pytest.mark.network
@@ -63,38 +64,10 @@ SYSTEM_IDS = (DEFAULT_ROUTING_PARTICIPANT_ID, DEFAULT_DISCOVERY_PARTICIPANT_ID)
 Start = Callable[..., Awaitable[LibjoynrRuntime]]
 
 
-class Wire:
-    """The messages a cluster controller's router handed to a transport (its audit hook)."""
-
-    def __init__(self, cc: ClusterController) -> None:
-        self.seen: list[Message] = []
-        self._next = cc.router.audit
-        cc.router.audit = self
-
-    def delivered(self, message: Message, hop: Address, queued_ms: int) -> None:
-        self.seen.append(message)
-        if self._next is not None:
-            self._next.delivered(message, hop, queued_ms)
-
-    def decided(self, message: Message, outcome: str, hop: Address | None = None,
-                reason: str | None = None, peer: str | None = None) -> None:
-        if self._next is not None:
-            self._next.decided(message, outcome, hop, reason, peer)
-
-    def sent_by(self, runtime: LibjoynrRuntime) -> list[Message]:
-        """What ``runtime`` sent (arrived over its connection), in order."""
-        own = WebSocketClientAddress(runtime.client_id)
-        return [m for m in self.seen if m.origin == own]
-
-    def system_calls(self, runtime: LibjoynrRuntime) -> list[Message]:
-        """``runtime``'s requests to the cluster controller's Routing and Discovery."""
-        return [m for m in self.sent_by(runtime)
-                if m.type is MessageType.REQUEST and m.recipient in SYSTEM_IDS]
-
-    def kinds(self, kind: MessageType, *, sender: str | None = None,
-              recipient: str | None = None) -> list[Message]:
-        return [m for m in self.seen if m.type is kind
-                and sender in (None, m.sender) and recipient in (None, m.recipient)]
+def system_calls(wire: Wire, runtime: LibjoynrRuntime) -> list[Message]:
+    """``runtime``'s requests to the cluster controller's Routing and Discovery."""
+    return [m for m in wire.sent_by(runtime.client_id)
+            if m.type is MessageType.REQUEST and m.recipient in SYSTEM_IDS]
 
 
 def call_of(message: Message) -> tuple[str, str, list[Any]]:
@@ -159,7 +132,7 @@ async def test_the_start_sequence_is_joynrs(cc, runtimes) -> None:
     runtime = await runtimes(config=JOYNR_CONFIG)
     routing, discovery = runtime.remote.routing, runtime.remote.discovery
     own = {"_typeName": WS_CLIENT_TYPE, "id": runtime.client_id}
-    sent = wire.sent_by(runtime)
+    sent = wire.sent_by(runtime.client_id)
     assert_smrf(sent)
     assert [call_of(m) for m in sent] == [
         (DEFAULT_ROUTING_PARTICIPANT_ID, "addNextHop", [routing.participant_id, own, False]),
@@ -181,7 +154,7 @@ async def test_the_start_sequence_is_joynrs(cc, runtimes) -> None:
 async def test_the_native_start_sequence_is_unchanged(cc, runtimes) -> None:
     wire = Wire(cc)
     runtime = await runtimes()
-    sent = wire.sent_by(runtime)
+    sent = wire.sent_by(runtime.client_id)
     assert sent and all(m.raw is not None and format_of(m.body) is MSGPACK for m in sent)
     calls = [(m.recipient, decode_payload(Request, m.body)) for m in sent]
     routing, discovery = runtime.remote.routing, runtime.remote.discovery
@@ -247,13 +220,13 @@ async def test_calls_attributes_and_errors(cc, runtimes, provider_dialect: str,
 
     # each runtime's frames are those of its dialect
     for runtime, dialect in ((provider_rt, provider_dialect), (consumer_rt, consumer_dialect)):
-        sent = wire.sent_by(runtime)
+        sent = wire.sent_by(runtime.client_id)
         if dialect == JOYNR:
             assert_smrf(sent)
         else:
             assert sent and all(m.raw is not None for m in sent)
     # a local provider: joynr's dialect puts no replyTo on anything (and this CC has none)
-    assert all(m.reply_to is None for m in wire.sent_by(consumer_rt))
+    assert all(m.reply_to is None for m in wire.sent_by(consumer_rt.client_id))
     assert pid in cc.routing_table
 
 
@@ -297,7 +270,7 @@ async def test_broadcasts_with_partitions(cc, runtimes, provider_dialect: str,
 
     own = proxy.participant_id
     if consumer_dialect == JOYNR:
-        registrations = [call_of(m)[1:] for m in wire.system_calls(consumer_rt)
+        registrations = [call_of(m)[1:] for m in system_calls(wire, consumer_rt)
                          if b"MulticastReceiver" in m.body]
         assert registrations == [
             ("addMulticastReceiver", [f"{pid}/newStation/eu/+", own, pid]),
@@ -349,17 +322,17 @@ async def test_system_calls_are_smrf_frames_with_json_bodies(cc, runtimes) -> No
     assert pid not in cc.routing_table
     assert not [e for e in cc.discovery.entries() if e.participant_id == pid]
 
-    provider_calls = [call_of(m)[:2] for m in wire.system_calls(provider_rt)]
+    provider_calls = [call_of(m)[:2] for m in system_calls(wire, provider_rt)]
     assert provider_calls[3:] == [
         (DEFAULT_ROUTING_PARTICIPANT_ID, "addNextHop"),
         (DEFAULT_DISCOVERY_PARTICIPANT_ID, "add"),
         (DEFAULT_DISCOVERY_PARTICIPANT_ID, "remove"),
         (DEFAULT_ROUTING_PARTICIPANT_ID, "removeNextHop"),
     ]
-    add = json.loads(wire.system_calls(provider_rt)[4].body)
+    add = json.loads(system_calls(wire, provider_rt)[4].body)
     assert add["paramDatatypes"] == ["joynr.types.DiscoveryEntry", "Boolean", "String[]"]
     assert add["params"][0]["participantId"] == pid
-    consumer_calls = [call_of(m)[:2] for m in wire.system_calls(consumer_rt)]
+    consumer_calls = [call_of(m)[:2] for m in system_calls(wire, consumer_rt)]
     assert consumer_calls[3:] == [
         (DEFAULT_DISCOVERY_PARTICIPANT_ID, "lookup"),
         (DEFAULT_ROUTING_PARTICIPANT_ID, "addNextHop"),
@@ -367,13 +340,13 @@ async def test_system_calls_are_smrf_frames_with_json_bodies(cc, runtimes) -> No
         (DEFAULT_ROUTING_PARTICIPANT_ID, "removeMulticastReceiver"),
         (DEFAULT_ROUTING_PARTICIPANT_ID, "removeNextHop"),
     ]
-    lookup = json.loads(wire.system_calls(consumer_rt)[3].body)
+    lookup = json.loads(system_calls(wire, consumer_rt)[3].body)
     assert lookup["paramDatatypes"] == [
         "String[]", "String", "joynr.types.DiscoveryQos", "String[]"]
     # the proxy of a local provider is not globally visible
-    assert call_of(wire.system_calls(consumer_rt)[4])[2][2] is False
+    assert call_of(system_calls(wire, consumer_rt)[4])[2][2] is False
     for runtime in (provider_rt, consumer_rt):
-        calls = wire.system_calls(runtime)
+        calls = system_calls(wire, runtime)
         assert_smrf(calls)
         answered = {m.sender for m in calls}
         replies = [m for m in wire.kinds(MessageType.REPLY) if m.recipient in answered]
@@ -436,7 +409,8 @@ async def test_requests_to_providers_that_are_not_local_carry_the_reply_to(tmp_p
             return proxy.participant_id
 
         remote = await exercise(remote_rt, wire, local=False)
-        carried = {(m.type, m.reply_to) for m in wire.sent_by(remote_rt) if m.sender == remote}
+        carried = {(m.type, m.reply_to) for m in wire.sent_by(remote_rt.client_id)
+                   if m.sender == remote}
         assert carried == {(MessageType.REQUEST, one.global_address),
                            (MessageType.SUBSCRIPTION_REQUEST, one.global_address),
                            (MessageType.ONE_WAY, None), (MessageType.SUBSCRIPTION_STOP, None)}
@@ -444,10 +418,11 @@ async def test_requests_to_providers_that_are_not_local_carry_the_reply_to(tmp_p
         entry = one.routing_table.get(remote)
         assert entry is not None and entry.is_globally_visible
         # system calls (to local providers) carry none
-        assert {m.reply_to for m in wire.system_calls(remote_rt)} == {None}
+        assert {m.reply_to for m in system_calls(wire, remote_rt)} == {None}
 
         native = await exercise(native_rt, wire, local=False)
-        carried = {(m.type, m.reply_to) for m in wire.sent_by(native_rt) if m.sender == native}
+        carried = {(m.type, m.reply_to) for m in wire.sent_by(native_rt.client_id)
+                   if m.sender == native}
         assert carried == {(MessageType.REQUEST, one.global_address),
                            (MessageType.SUBSCRIPTION_REQUEST, one.global_address),
                            (MessageType.ONE_WAY, None),
@@ -455,7 +430,7 @@ async def test_requests_to_providers_that_are_not_local_carry_the_reply_to(tmp_p
 
         wire_two = Wire(two)
         local = await exercise(local_rt, wire_two, local=True)
-        sent = [m for m in wire_two.sent_by(local_rt) if m.sender == local]
+        sent = [m for m in wire_two.sent_by(local_rt.client_id) if m.sender == local]
         assert {m.type for m in sent} == {
             MessageType.REQUEST, MessageType.SUBSCRIPTION_REQUEST, MessageType.ONE_WAY,
             MessageType.SUBSCRIPTION_STOP}
@@ -496,7 +471,7 @@ async def test_after_a_reconnect_the_start_sequence_and_registrations_again(cc, 
                              f"{pid}/newStation/eu") == {proxy.participant_id}
                          and [e for e in cc.discovery.entries() if e.participant_id == pid],
                          what="registered again")
-        sent = wire.sent_by(runtime)
+        sent = wire.sent_by(runtime.client_id)
         assert_smrf(sent)
         routing, discovery = runtime.remote.routing, runtime.remote.discovery
         address = {"_typeName": WS_CLIENT_TYPE, "id": runtime.client_id}

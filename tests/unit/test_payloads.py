@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from runtime.bodies import make_error_answer
 from runtime.errors import (
     ApplicationError,
     JoynrError,
@@ -33,7 +34,6 @@ from runtime.payloads import (
     SubscriptionStop,
     answer_to,
     decode_payload,
-    make_error_answer,
 )
 
 FULL_PAYLOADS: list[Payload] = [
