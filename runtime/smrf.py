@@ -24,6 +24,13 @@ Two layers:
   that a forwarded frame goes on byte for byte (its signature too), as ``Message.raw`` does
   for the msgpack frame.
 
+Both layers share the checking reader (``_read``) and the writer (``_write``);
+:func:`decode` and :func:`encode`, the transports' per-message paths, go straight between
+bytes and :class:`~runtime.messages.Message` without making an :class:`SmrfFrame`, and give
+exactly what the frame layer and :func:`message_from_frame` / :func:`frame_from_message`
+would. Two bounded caches spare repeated work: the checked layouts of table vtables (a sender
+writes the same few) and the replyTo addresses (a runtime's requests all carry the same).
+
 The writer stores ``isSigned`` and ``isEncrypted`` as ``false`` explicitly (their schema default
 is true) and ``ttlAbsolute`` as ``true``; headers are sorted by key. A body is zlib-compressed
 when the message asks for it (``Message.compressed``) or when it is longer than
@@ -34,11 +41,13 @@ Encrypted and (non-custom) signed frames are refused.
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, cast
+from typing import Final
 
 from runtime.addresses import Address, AddressError, address_from_dict
 from runtime.clock import now_ms as _wall_clock_ms
@@ -86,11 +95,16 @@ CUSTOM_HEADER_PREFIX: Final = "c-"
 _INT64_MIN: Final = -(2**63)
 _TYPES: Final = {t.value: t for t in MessageType}
 _EFFORTS: Final = {e.value: e for e in Effort}
+_NORMAL: Final = Effort.NORMAL  # (a global: a member lookup on the class costs more)
 
 _PREFIX = struct.Struct("<HHI")
 _U32 = struct.Struct("<I")
-_I32 = struct.Struct("<i")
-_I64 = struct.Struct("<q")
+# the readers of the per-message paths, bound once (a method lookup per read costs as much)
+_u32 = _U32.unpack_from
+_u32_pack = _U32.pack
+_i32 = struct.Struct("<i").unpack_from
+_i64 = struct.Struct("<q").unpack_from
+_u16_pair = struct.Struct("<HH").unpack_from
 
 # --- the writer's fixed layout ------------------------------------------------------------
 # 0   uint32 root offset -> 28
@@ -102,12 +116,15 @@ _I64 = struct.Struct("<q")
 _MESSAGE_TABLE: Final = 28
 _HEADER_VTABLE: Final = 64
 _HEADERS_VECTOR: Final = 72
-_FIXED = struct.Struct("<I12Hi4Iq5B3x4H")  # root, vtable, table, header vtable = 72 bytes
-_MESSAGE_VTABLE: Final = (
+#: the bytes 0..27, the same in every frame this module writes: root offset, Message vtable
+_ROOT_AND_VTABLE: Final = struct.pack(
+    "<I12H", _MESSAGE_TABLE,
     24, 36,  # vtable bytes, table bytes
     4, 8, 20, 28, 29, 30, 31, 12, 16, 32,  # field offsets in vtable slot order (schema order)
 )
-_HEADER_TABLE = struct.Struct("<iII")
+#: the prefix and the FlatBuffer's first 72 bytes: root offset and vtable (given as the bytes
+#: above), the Message table, the Header vtable
+_START = struct.Struct("<HHI28si4Iq5B3x4H")
 
 
 class SmrfError(FrameError):
@@ -136,6 +153,8 @@ class SmrfFrame:
 
 
 # --- encoding ------------------------------------------------------------------------------
+# Both encoders end in _write: encode_smrf with a frame's fields (its headers sorted here),
+# encode with a Message's, whose headers it lists in that order by construction.
 
 def _utf8(text: str, what: str) -> bytes:
     try:
@@ -146,78 +165,88 @@ def _utf8(text: str, what: str) -> bytes:
 
 def encode_smrf(frame: SmrfFrame) -> bytes:
     """The frame's bytes: prefix, FlatBuffer, signature (if any), exactly that long."""
-    _check_encodable(frame)
-    return _encode(frame, zlib.compress(frame.body) if frame.compressed else frame.body)
-
-
-def _check_encodable(frame: SmrfFrame) -> None:
-    if not _INT64_MIN <= frame.ttl_ms <= INT64_MAX:
-        raise SmrfError(f"ttlMs {frame.ttl_ms} is outside int64", reason="bad-field")
-    signature = frame.custom_signature
-    if signature is not None and len(signature) > MAX_SIGNATURE_BYTES:
-        raise SmrfError(f"signature of {len(signature)} bytes exceeds {MAX_SIGNATURE_BYTES}",
-                        reason="bad-field")
+    headers = sorted(
+        (_utf8(key, "a header key"), _utf8(value, "a header value"))
+        for key, value in frame.headers
+    )
+    return _write(_utf8(frame.recipient, "recipient"), _utf8(frame.sender, "sender"),
+                  frame.ttl_ms, frame.ttl_absolute, headers,
+                  zlib.compress(frame.body) if frame.compressed else frame.body,
+                  frame.compressed, frame.custom_signature)
 
 
 #: the NUL that ends a string and the padding to 4 bytes, by the string's length % 4
 _STRING_ENDS: Final = (b"\0\0\0\0", b"\0\0\0", b"\0\0", b"\0")
 
 
-def _encode(frame: SmrfFrame, body: bytes) -> bytes:
-    """The frame with ``body`` as the stored body (already compressed if it is to be)."""
-    signature = b"" if frame.custom_signature is None else frame.custom_signature
-    headers = sorted(
-        (_utf8(key, "a header key"), _utf8(value, "a header value"))
-        for key, value in frame.headers
-    )
+def _write(recipient: bytes, sender: bytes, ttl_ms: int,  # noqa: PLR0917 - a frame's fields
+           ttl_absolute: bool, headers: list[tuple[bytes, bytes]], body: bytes, compressed: bool,
+           signature: bytes | None) -> bytes:
+    """The frame of these fields, UTF-8 encoded already: ``headers`` in the order written
+    (sorted by key), ``body`` as stored (already compressed when ``compressed``). The layout
+    is the fixed one above: the headers vector and tables, then the strings (recipient,
+    sender, each header's key and value), then the body."""
+    if not _INT64_MIN <= ttl_ms <= INT64_MAX:
+        raise SmrfError(f"ttlMs {ttl_ms} is outside int64", reason="bad-field")
+    if signature is not None and len(signature) > MAX_SIGNATURE_BYTES:
+        raise SmrfError(f"signature of {len(signature)} bytes exceeds {MAX_SIGNATURE_BYTES}",
+                        reason="bad-field")
     count = len(headers)
-    strings = [_utf8(frame.recipient, "recipient"), _utf8(frame.sender, "sender")]
-    for key, value in headers:
-        strings.append(key)
-        strings.append(value)
-    # positions: the vector, the header tables, then the strings, then the body
     tables_at = _HEADERS_VECTOR + 4 + 4 * count
-    at = tables_at + 12 * count
+    at = tables_at + 12 * count  # where the next string goes
+    # each string: its length, its bytes, a NUL and the padding to 4 bytes; one loop writes
+    # the strings and (words) the headers vector and tables, which refer to them
+    parts = [b"", b""]  # the start and the words, packed last
     string_at = []
-    for data in strings:
+    for data in (recipient, sender):
         string_at.append(at)
-        at += (len(data) + 8) & ~3  # length, bytes, NUL, padded to 4
+        length = len(data)
+        parts += (_u32_pack(length), data, _STRING_ENDS[length % 4])
+        at += (length + 8) & ~3
+    # the vector: its count, each entry's uoffset to its table; each table: the soffset to the
+    # shared Header vtable, the uoffsets to its key and its value (all fit uint32)
+    words = [count, *range(4 * count, 12 * count, 8)]
+    table = tables_at
+    for key, value in headers:
+        length = len(key)
+        parts += (_u32_pack(length), key, _STRING_ENDS[length % 4])
+        words += (table - _HEADER_VTABLE, at - (table + 4))
+        at += (length + 8) & ~3
+        length = len(value)
+        parts += (_u32_pack(length), value, _STRING_ENDS[length % 4])
+        words.append(at - (table + 8))
+        at += (length + 8) & ~3
+        table += 12
     body_at = at
     size = body_at + 4 + len(body)
     padding = -size % 8
-    parts = [
-        _PREFIX.pack(SMRF_VERSION, len(signature), size + padding),
-        _FIXED.pack(
-            _MESSAGE_TABLE, *_MESSAGE_VTABLE,
-            _MESSAGE_TABLE - 4,  # soffset: the vtable is at 4
-            string_at[0] - (_MESSAGE_TABLE + 4),
-            string_at[1] - (_MESSAGE_TABLE + 8),
-            _HEADERS_VECTOR - (_MESSAGE_TABLE + 12),
-            body_at - (_MESSAGE_TABLE + 16),
-            frame.ttl_ms,
-            1 if frame.ttl_absolute else 0,
-            0,  # isSigned, written although false: its default is true
-            0,  # isEncrypted, likewise
-            1 if frame.compressed else 0,
-            0 if frame.custom_signature is None else 1,
-            8, 12, 4, 8,  # the Header vtable
-        ),
-        struct.pack(f"<{count + 1}I", count, *(4 * count + 8 * i for i in range(count))),
-    ]
-    for i in range(count):
-        table = tables_at + 12 * i
-        parts.append(_HEADER_TABLE.pack(
-            table - _HEADER_VTABLE,
-            string_at[2 + 2 * i] - (table + 4),
-            string_at[3 + 2 * i] - (table + 8),
-        ))
-    for data in strings:
-        parts += (_U32.pack(len(data)), data, _STRING_ENDS[len(data) % 4])
-    parts += (_U32.pack(len(body)), body, b"\0" * padding, signature)
+    parts[0] = _START.pack(
+        SMRF_VERSION, 0 if signature is None else len(signature), size + padding,
+        _ROOT_AND_VTABLE,
+        _MESSAGE_TABLE - 4,  # soffset: the vtable is at 4
+        string_at[0] - (_MESSAGE_TABLE + 4),
+        string_at[1] - (_MESSAGE_TABLE + 8),
+        _HEADERS_VECTOR - (_MESSAGE_TABLE + 12),
+        body_at - (_MESSAGE_TABLE + 16),
+        ttl_ms,
+        1 if ttl_absolute else 0,
+        0,  # isSigned, written although false: its default is true
+        0,  # isEncrypted, likewise
+        1 if compressed else 0,
+        0 if signature is None else 1,
+        8, 12, 4, 8,  # the Header vtable
+    )
+    parts[1] = struct.pack(f"<{len(words)}I", *words)
+    parts += (_u32_pack(len(body)), body, b"\0" * padding,
+              b"" if signature is None else signature)
     return b"".join(parts)
 
 
 # --- decoding ------------------------------------------------------------------------------
+# Positions are offsets in the frame, not copied out: the FlatBuffer starts at PREFIX_BYTES
+# (8, which keeps every alignment it has) and ends at ``end``, the first byte after it.
+# _read makes every check of the frame layer and returns the fields; decode_smrf puts them
+# into an SmrfFrame, decode maps them to a Message (_message) without that frame.
 
 def _bad(detail: str) -> SmrfError:
     return SmrfError(detail, reason="bad-flatbuffer")
@@ -226,67 +255,78 @@ def _bad(detail: str) -> SmrfError:
 #: the size of each field of the schema's tables, by slot (schema order): Message's recipient,
 #: sender, ttlMs, ttlAbsolute, isSigned, isEncrypted, isCompressed, headers, body,
 #: isCustomSigned; Header's key and value (uoffsets: 4)
-_MESSAGE_WIDTHS: Final = (4, 4, 8, 1, 1, 1, 1, 4, 4, 1)
-_HEADER_WIDTHS: Final = (4, 4)
-_U16_PAIR = struct.Struct("<HH")
+_WIDTHS: Final = {"Message": (4, 4, 8, 1, 1, 1, 1, 4, 4, 1), "Header": (4, 4)}
 #: readers of the first n entries of a vtable (n up to the fields of the largest table)
 _VTABLE_ENTRIES: Final = tuple(struct.Struct(f"<{n}H")
-                               for n in range(len(_MESSAGE_WIDTHS) + 1))
+                               for n in range(len(_WIDTHS["Message"]) + 1))
+#: where a vtable's entries of the schema's fields end, by table
+_ENTRIES_END: Final = {what: 4 + 2 * len(widths) for what, widths in _WIDTHS.items()}
+#: table layouts (vtable contents) kept checked; a sender writes the same few again and again
+LAYOUTS_CACHED: Final = 64
 
 
-def _fields(buf: bytes, pos: int, what: str, widths: tuple[int, ...]) -> list[int]:
-    """The position of each field of the table at ``pos`` (``widths``: the schema's fields'
-    sizes, by slot), -1 for an absent one. Checked: the table and its vtable lie in the
-    buffer, each field inside the table's inline part and aligned to its size; the vtable's
-    entries beyond the schema's fields are not read."""
-    end = len(buf)
+@functools.lru_cache(maxsize=LAYOUTS_CACHED)
+def _layout(what: str, entries: bytes, size: int, alignment: int) -> tuple[int, ...]:
+    """The offset of each field in a ``what`` table by slot, 0 for an absent one, from its
+    vtable's ``entries`` (those after the two sizes, of the schema's fields). Checked: each
+    field lies inside the table's ``size`` bytes, aligned to its width (``alignment``: the
+    table's position % 8). It depends on these arguments alone: kept for the next table of
+    the same layout (a refusal is not kept)."""
+    widths = _WIDTHS[what]
+    present = _VTABLE_ENTRIES[len(entries) // 2].unpack(entries)
+    offsets = present + (0,) * (len(widths) - len(present))
+    for slot, offset in enumerate(offsets):
+        if offset:
+            width = widths[slot]
+            if offset < 4 or offset + width > size or (alignment + offset) % width:
+                raise _bad(f"{what} field {slot} at table offset {offset} is invalid")
+    return offsets
+
+
+def _table(buf: bytes, pos: int, end: int, what: str) -> tuple[int, int, tuple[int, ...]]:
+    """The ``what`` table at ``pos``: its vtable's position, its size and its fields' offsets
+    (:func:`_layout`). Checked: the table and its vtable lie in the FlatBuffer."""
     if pos % 4 or pos + 4 > end:
         raise _bad(f"{what} table at {pos} is misaligned or outside the buffer")
-    vtable = pos - _I32.unpack_from(buf, pos)[0]
-    if vtable < 0 or vtable % 2 or vtable + 4 > end:
+    vtable = pos - _i32(buf, pos)[0]
+    if vtable < PREFIX_BYTES or vtable % 2 or vtable + 4 > end:
         raise _bad(f"{what} vtable at {vtable} is misaligned or outside the buffer")
-    vtable_size, size = _U16_PAIR.unpack_from(buf, vtable)
+    vtable_size, size = _u16_pair(buf, vtable)
     if vtable_size < 4 or vtable_size % 2 or vtable + vtable_size > end:
         raise _bad(f"{what} vtable size {vtable_size} is invalid")
     if size < 4 or pos + size > end:
         raise _bad(f"{what} table size {size} is invalid")
-    entries = _VTABLE_ENTRIES[min(vtable_size // 2 - 2, len(widths))]
-    fields = [-1] * len(widths)
-    for slot, offset in enumerate(entries.unpack_from(buf, vtable + 4)):
-        if offset:
-            width = widths[slot]
-            if offset < 4 or offset + width > size or (pos + offset) % width:
-                raise _bad(f"field {slot} at table offset {offset} is invalid")
-            fields[slot] = pos + offset
-    return fields
+    # the schema's entries only: a kept layout's key stays small, whatever the vtable's size
+    entries = buf[vtable + 4:vtable + min(vtable_size, _ENTRIES_END[what])]
+    return vtable, size, _layout(what, entries, size, pos % 8)
 
 
-def _flag(buf: bytes, at: int, default: bool) -> bool:
-    """The bool field at ``at`` (-1: absent, ``default``)."""
-    return default if at < 0 else buf[at] != 0
-
-
-def _target(buf: bytes, at: int, what: str) -> int:
-    """Where the uoffset at ``at`` points (checked: aligned, 4 bytes inside the buffer)."""
-    target = at + _U32.unpack_from(buf, at)[0]
-    if target % 4 or target + 4 > len(buf):
+def _target(buf: bytes, at: int, end: int, what: str) -> int:
+    """Where the uoffset at ``at`` points (checked: aligned, 4 bytes inside the FlatBuffer)."""
+    target = at + _u32(buf, at)[0]
+    if target % 4 or target + 4 > end:
         raise _bad(f"{what} at {target} is misaligned or outside the buffer")
     return target
 
 
-def _string(buf: bytes, at: int, what: str) -> str:
-    """The string field at ``at`` (the uoffset to it; -1: absent, refused)."""
-    if at < 0:
-        raise SmrfError(f"frame has no {what}", reason="missing-field")
-    at = _target(buf, at, what)
-    length = _U32.unpack_from(buf, at)[0]
-    end = at + 4 + length
-    if end >= len(buf) or buf[end] != 0:
+def _string(buf: bytes, at: int, end: int, what: str) -> str:
+    """The string the uoffset at ``at`` points to (checked as by :func:`_target`, and:
+    inside, NUL-terminated, UTF-8)."""
+    at += _u32(buf, at)[0]
+    if at % 4 or at + 4 > end:  # _target's check, inline: the header loop calls this a lot
+        raise _bad(f"{what} at {at} is misaligned or outside the buffer")
+    length = _u32(buf, at)[0]
+    stop = at + 4 + length
+    if stop >= end or buf[stop] != 0:
         raise _bad(f"{what}: string of {length} bytes is not inside the buffer or unterminated")
     try:
-        return buf[at + 4:end].decode("utf-8")
+        return buf[at + 4:stop].decode("utf-8")
     except UnicodeDecodeError:
         raise SmrfError(f"{what} is not valid UTF-8", reason="bad-utf8") from None
+
+
+def _missing(what: str) -> SmrfError:
+    return SmrfError(f"frame has no {what}", reason="missing-field")
 
 
 def _inflate(data: bytes, limit: int) -> bytes:
@@ -309,6 +349,21 @@ def decode_smrf(data: bytes | bytearray | memoryview | str,
                 max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> SmrfFrame:
     """Decode and check one frame; raises :class:`SmrfError` with the reason. ``max_bytes``
     bounds the frame and the inflated body of a compressed one."""
+    (_, sender, recipient, ttl_ms, ttl_absolute, headers, body, compressed,
+     signature) = _read(data, max_bytes)
+    return SmrfFrame(sender, recipient, ttl_ms, ttl_absolute, tuple(headers), body, compressed,
+                     signature)
+
+
+#: what _read returns: the frame's bytes (the ``raw_smrf`` to keep), sender, recipient, ttlMs,
+#: ttlAbsolute, the headers, the body (inflated), isCompressed, the custom signature (None:
+#: not custom-signed)
+_Fields = tuple[bytes | None, str, str, int, bool, Sequence[tuple[str, str]], bytes, bool,
+                bytes | None]
+
+
+def _read(data: bytes | bytearray | memoryview | str, max_bytes: int) -> _Fields:
+    """Every check of the frame layer (see :func:`decode_smrf`); the frame's fields."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise SmrfError(f"a frame must be binary, got {type(data).__name__}",
                         reason="not-binary")
@@ -317,72 +372,82 @@ def decode_smrf(data: bytes | bytearray | memoryview | str,
         raise SmrfError(f"frame of {size} bytes exceeds {max_bytes} bytes", reason="oversized")
     if size < PREFIX_BYTES:
         raise SmrfError(f"frame of {size} bytes is shorter than its prefix", reason="truncated")
-    frame = bytes(data)
-    msg_size, sig_size = _check_prefix(frame)
-    buf = frame[PREFIX_BYTES:PREFIX_BYTES + msg_size]
-    if msg_size < 8:
-        raise _bad(f"FlatBuffer of {msg_size} bytes is too short")
-    (recipient_at, sender_at, ttl_at, absolute_at, signed_at, encrypted_at, compressed_at,
-     headers_at, body_at, custom_signed_at) = _fields(buf, _U32.unpack_from(buf, 0)[0],
-                                                      "Message", _MESSAGE_WIDTHS)
-    if _flag(buf, encrypted_at, True):
-        raise SmrfError("encrypted messages are not supported", reason="encrypted")
-    if _flag(buf, signed_at, True):
-        raise SmrfError("signed messages are not supported (only custom signatures)",
-                        reason="signed")
-    custom_signed = _flag(buf, custom_signed_at, False)
-    if sig_size and not custom_signed:
-        raise SmrfError(f"frame has a signature of {sig_size} bytes but is not custom-signed",
-                        reason="bad-signature")
-    recipient = _string(buf, recipient_at, "recipient")
-    sender = _string(buf, sender_at, "sender")
-    ttl_ms = 0 if ttl_at < 0 else _I64.unpack_from(buf, ttl_at)[0]
-    headers = () if headers_at < 0 else _headers(buf, _target(buf, headers_at, "headers"))
-    body = b""
-    if body_at >= 0:
-        vector = _target(buf, body_at, "body")
-        length = _U32.unpack_from(buf, vector)[0]
-        if vector + 4 + length > len(buf):
-            raise _bad(f"body of {length} bytes is not inside the buffer")
-        body = buf[vector + 4:vector + 4 + length]
-    compressed = _flag(buf, compressed_at, False)
-    if compressed:
-        body = _inflate(body, max_bytes)
-    signature = frame[PREFIX_BYTES + msg_size:] if custom_signed else None
-    return SmrfFrame(sender, recipient, ttl_ms, _flag(buf, absolute_at, True), headers, body,
-                     compressed, signature)
-
-
-def _check_prefix(frame: bytes) -> tuple[int, int]:
-    """The FlatBuffer's and the signature's sizes, checked against the frame's."""
-    size = len(frame)
+    frame = data if type(data) is bytes else bytes(data)
     version, sig_size, msg_size = _PREFIX.unpack_from(frame, 0)
     if version != SMRF_VERSION:
         raise SmrfError(f"unsupported SMRF version {version}", reason="unknown-version")
-    expected = PREFIX_BYTES + msg_size + sig_size
-    if size < expected:
-        raise SmrfError(f"frame of {size} bytes is shorter than the {expected} its prefix says",
-                        reason="truncated")
-    if size > expected:
-        raise SmrfError(f"frame of {size} bytes is longer than the {expected} its prefix says",
-                        reason="bad-size")
-    return msg_size, sig_size
+    end = PREFIX_BYTES + msg_size
+    if size < end + sig_size:
+        raise SmrfError(f"frame of {size} bytes is shorter than the {end + sig_size} its "
+                        f"prefix says", reason="truncated")
+    if size > end + sig_size:
+        raise SmrfError(f"frame of {size} bytes is longer than the {end + sig_size} its "
+                        f"prefix says", reason="bad-size")
+    if msg_size < 8:
+        raise _bad(f"FlatBuffer of {msg_size} bytes is too short")
+    table = PREFIX_BYTES + _u32(frame, PREFIX_BYTES)[0]
+    (recipient_at, sender_at, ttl_at, absolute_at, signed_at, encrypted_at, compressed_at,
+     headers_at, body_at, custom_signed_at) = _table(frame, table, end, "Message")[2]
+    # the bools: absent ones have the schema's default (isSigned, isEncrypted: true)
+    if not encrypted_at or frame[table + encrypted_at]:
+        raise SmrfError("encrypted messages are not supported", reason="encrypted")
+    if not signed_at or frame[table + signed_at]:
+        raise SmrfError("signed messages are not supported (only custom signatures)",
+                        reason="signed")
+    custom_signed = bool(custom_signed_at) and frame[table + custom_signed_at] != 0
+    if sig_size and not custom_signed:
+        raise SmrfError(f"frame has a signature of {sig_size} bytes but is not custom-signed",
+                        reason="bad-signature")
+    if not recipient_at:
+        raise _missing("recipient")
+    recipient = _string(frame, table + recipient_at, end, "recipient")
+    if not sender_at:
+        raise _missing("sender")
+    sender = _string(frame, table + sender_at, end, "sender")
+    ttl_ms = _i64(frame, table + ttl_at)[0] if ttl_at else 0
+    headers = _headers(frame, _target(frame, table + headers_at, end, "headers"), end) \
+        if headers_at else []
+    body = b""
+    if body_at:
+        vector = _target(frame, table + body_at, end, "body")
+        length = _u32(frame, vector)[0]
+        if vector + 4 + length > end:
+            raise _bad(f"body of {length} bytes is not inside the buffer")
+        body = frame[vector + 4:vector + 4 + length]
+    compressed = bool(compressed_at) and frame[table + compressed_at] != 0
+    if compressed:
+        body = _inflate(body, max_bytes)
+    ttl_absolute = not absolute_at or frame[table + absolute_at] != 0
+    return (frame, sender, recipient, ttl_ms, ttl_absolute, headers, body, compressed,
+            frame[end:] if custom_signed else None)
 
 
-def _headers(buf: bytes, vector: int) -> tuple[tuple[str, str], ...]:
+def _headers(buf: bytes, vector: int, end: int) -> list[tuple[str, str]]:
     """The header list, the vector at ``vector`` of Header tables (checked)."""
-    count = _U32.unpack_from(buf, vector)[0]
+    count = _u32(buf, vector)[0]
     if count > MAX_SMRF_HEADERS:
         raise SmrfError(f"{count} headers exceed {MAX_SMRF_HEADERS}", reason="bad-field")
-    if vector + 4 + 4 * count > len(buf):
+    if vector + 4 + 4 * count > end:
         raise _bad(f"headers vector of {count} entries is not inside the buffer")
     headers = []
+    # the vtable of the previous table, its size and field offsets: writers share one vtable
+    # among all Header tables, and a table of the same vtable needs only the checks that
+    # depend on where the table is (the fields' alignment does not: they are 4 bytes wide,
+    # and the table 4-aligned)
+    vtable = size = key_at = value_at = -1
     for entry in range(vector + 4, vector + 4 + 4 * count, 4):
-        key_at, value_at = _fields(buf, _target(buf, entry, "header"), "Header",
-                                   _HEADER_WIDTHS)
-        headers.append((_string(buf, key_at, "header key"),
-                        _string(buf, value_at, "header value")))
-    return tuple(headers)
+        table = entry + _u32(buf, entry)[0]
+        if table % 4 or table + 4 > end:  # (_target's check, inline)
+            raise _bad(f"Header table at {table} is misaligned or outside the buffer")
+        if table - _i32(buf, table)[0] != vtable or table + size > end:
+            vtable, size, (key_at, value_at) = _table(buf, table, end, "Header")
+        if not key_at:
+            raise _missing("header key")
+        key = _string(buf, table + key_at, end, "header key")
+        if not value_at:
+            raise _missing("header value")
+        headers.append((key, _string(buf, table + value_at, end, "header value")))
+    return headers
 
 
 # --- the Message mapping -------------------------------------------------------------------
@@ -390,40 +455,69 @@ def _headers(buf: bytes, vector: int) -> tuple[tuple[str, str], ...]:
 def frame_from_message(message: Message,
                        compress_above: int | None = DEFAULT_COMPRESS_ABOVE_BYTES) -> SmrfFrame:
     """The SMRF fields of ``message`` (see the module docstring for the mapping)."""
-    return _frame_and_body(message, compress_above)[0]
-
-
-def _frame_and_body(message: Message, compress_above: int | None
-                    ) -> tuple[SmrfFrame, bytes]:
-    """The frame of ``message`` and its body as stored (compressed or not)."""
     headers = [("t", message.type.value), ("id", message.id)]
     if message.reply_to is not None:
-        headers.append(("re", json.dumps(message.reply_to.to_dict(), separators=(",", ":"))))
+        headers.append(("re", _reply_to_json(message.reply_to)))
     if message.effort is not Effort.NORMAL:
         headers.append(("ef", message.effort.value))
     headers.extend((CUSTOM_HEADER_PREFIX + key, value)
                    for key, value in message.custom_headers.items())
-    body = stored = message.body
-    compressed = message.compressed
-    if compressed:
-        stored = zlib.compress(body)
-    elif compress_above is not None and len(body) > compress_above:
+    return SmrfFrame(message.sender, message.recipient, message.expiry_date_ms, True,
+                     tuple(headers), message.body,
+                     _stored_body(message, compress_above)[1], message.custom_signature)
+
+
+def _stored_body(message: Message, compress_above: int | None) -> tuple[bytes, bool]:
+    """The body as the frame stores it and whether that is compressed."""
+    body = message.body
+    if message.compressed:
+        return zlib.compress(body), True
+    if compress_above is not None and len(body) > compress_above:
         # only when it pays: a frame's reader inflates again
         deflated = zlib.compress(body)
         if len(deflated) < len(body):
-            compressed, stored = True, deflated
-    return SmrfFrame(message.sender, message.recipient, message.expiry_date_ms, True,
-                     tuple(headers), body, compressed, message.custom_signature), stored
+            return deflated, True
+    return body, False
+
+
+#: replyTo JSONs kept (written and read): a runtime's requests all carry the same one
+REPLY_TOS_CACHED: Final = 64
+
+
+@functools.lru_cache(maxsize=REPLY_TOS_CACHED)
+def _reply_to_json(address: Address) -> str:
+    """The ``re`` header of ``address``; addresses are immutable, their hash is kept."""
+    return json.dumps(address.to_dict(), separators=(",", ":"))
 
 
 def encode(message: Message, compress_above: int | None = DEFAULT_COMPRESS_ABOVE_BYTES) -> bytes:
-    """The SMRF frame of ``message``: the one it arrived in (``raw_smrf``), if it did."""
+    """The SMRF frame of ``message``: the one it arrived in (``raw_smrf``), if it did. The
+    same bytes as ``encode_smrf(frame_from_message(message, compress_above))``, without
+    making that frame."""
     raw_smrf = message.raw_smrf
     if raw_smrf is not None:
         return raw_smrf
-    frame, stored = _frame_and_body(message, compress_above)
-    _check_encodable(frame)
-    return _encode(frame, stored)
+    body, compressed = _stored_body(message, compress_above)
+    try:
+        # the headers in the order encode_smrf sorts them to, by construction: every custom
+        # key starts with "c-", and b"c" < b"ef" < b"id" < b"re" < b"t"
+        # (the enums are StrEnums: their members are their values)
+        headers = sorted([((CUSTOM_HEADER_PREFIX + key).encode(), value.encode())
+                          for key, value in message.custom_headers.items()]
+                         ) if message.custom_headers else []
+        if message.effort is not _NORMAL:
+            headers.append((b"ef", message.effort.encode()))
+        headers.append((b"id", message.id.encode()))
+        if message.reply_to is not None:
+            headers.append((b"re", _reply_to_json(message.reply_to).encode()))
+        headers.append((b"t", message.type.encode()))
+        recipient, sender = message.recipient.encode(), message.sender.encode()
+    except UnicodeEncodeError:
+        # a lone surrogate somewhere: the general path says where
+        return encode_smrf(frame_from_message(message, compress_above))
+    return _write(recipient, sender, message.expiry_date_ms, True, headers, body, compressed,
+                  message.custom_signature)
+
 
 
 def _id_like(value: str, name: str, message_id: str | None) -> None:
@@ -432,36 +526,39 @@ def _id_like(value: str, name: str, message_id: str | None) -> None:
                         message_id=message_id)
 
 
-def _split_headers(
-    headers: tuple[tuple[str, str], ...],
-) -> tuple[dict[str, str], dict[str, str]]:
-    """The joynr headers and the custom ones (without their prefix), checked."""
-    fields: dict[str, str] = {}
-    custom: dict[str, str] = {}
-    for key, value in headers:
-        if key in fields or (key.startswith(CUSTOM_HEADER_PREFIX)
-                             and key[len(CUSTOM_HEADER_PREFIX):] in custom):
-            raise SmrfError(f"header {key[:40]!r} appears twice", reason="bad-field")
-        if key.startswith(CUSTOM_HEADER_PREFIX):
-            if len(custom) == MAX_HEADERS:
-                raise SmrfError(f"more than {MAX_HEADERS} custom headers", reason="bad-field")
-            name = key[len(CUSTOM_HEADER_PREFIX):]
-            if len(name) + len(value) > MAX_HEADER_LENGTH:
-                raise SmrfError(f"custom header {name[:40]!r} is longer than "
-                                f"{MAX_HEADER_LENGTH} chars", reason="bad-field")
-            custom[name] = value
-        else:
-            fields[key] = value  # unknown ones (e.g. "cr") are read and not kept
-    return fields, custom
-
-
 def message_from_frame(frame: SmrfFrame, *, origin: Address | None = None,
                        now_ms: int | None = None, raw_smrf: bytes | None = None) -> Message:
     """The :class:`Message` of a decoded frame; raises :class:`SmrfError` for a frame that is
     no valid joynr message. A relative ttl is turned into an expiry date with ``now_ms``
     (default: the wall clock). ``raw_smrf`` (the frame's bytes) is kept in the message when its
     ttl is absolute: forwarding a relative ttl unchanged would extend the message's life."""
-    fields, custom = _split_headers(frame.headers)
+    return _message((raw_smrf, frame.sender, frame.recipient, frame.ttl_ms, frame.ttl_absolute,
+                     frame.headers, frame.body, frame.compressed, frame.custom_signature),
+                    origin, now_ms)
+
+
+def _message(frame: _Fields, origin: Address | None, now_ms: int | None) -> Message:
+    """:func:`message_from_frame` of a frame's fields."""
+    (raw_smrf, sender, recipient, ttl_ms, ttl_absolute, headers, body, compressed,
+     signature) = frame
+    # the joynr headers and the custom ones (without their prefix), checked
+    fields: dict[str, str] = {}
+    custom: dict[str, str] = {}
+    for key, value in headers:
+        if key.startswith(CUSTOM_HEADER_PREFIX):
+            name = key[2:]
+            if name in custom:
+                raise SmrfError(f"header {key[:40]!r} appears twice", reason="bad-field")
+            if len(custom) == MAX_HEADERS:
+                raise SmrfError(f"more than {MAX_HEADERS} custom headers", reason="bad-field")
+            if len(name) + len(value) > MAX_HEADER_LENGTH:
+                raise SmrfError(f"custom header {name[:40]!r} is longer than "
+                                f"{MAX_HEADER_LENGTH} chars", reason="bad-field")
+            custom[name] = value
+        elif key in fields:
+            raise SmrfError(f"header {key[:40]!r} appears twice", reason="bad-field")
+        else:
+            fields[key] = value  # unknown ones (e.g. "cr") are read and not kept
     raw_id = fields.get("id")
     message_id = raw_id if raw_id is not None and len(raw_id) <= MAX_ID_LENGTH else None
     raw_type = fields.get("t")
@@ -472,37 +569,45 @@ def message_from_frame(frame: SmrfFrame, *, origin: Address | None = None,
         raise SmrfError(f"unknown message type {raw_type[:40]!r}", reason="unknown-type")
     if raw_id is None:
         raise SmrfError("frame has no message id header 'id'", reason="missing-field")
-    _id_like(raw_id, "message id", message_id)
-    _id_like(frame.sender, "sender", message_id)
-    _id_like(frame.recipient, "recipient", message_id)
-    if frame.ttl_ms < 0:
-        raise SmrfError(f"ttlMs {frame.ttl_ms} is negative", reason="bad-field",
+    # the common case in one test; the calls below say exactly what is wrong
+    if not (message_id and 0 < len(sender) <= MAX_ID_LENGTH
+            and 0 < len(recipient) <= MAX_ID_LENGTH):
+        _id_like(raw_id, "message id", message_id)
+        _id_like(sender, "sender", message_id)
+        _id_like(recipient, "recipient", message_id)
+    if ttl_ms < 0:
+        raise SmrfError(f"ttlMs {ttl_ms} is negative", reason="bad-field",
                         message_id=message_id)
-    expiry = frame.ttl_ms
-    if not frame.ttl_absolute:
+    expiry = ttl_ms
+    if not ttl_absolute:
         expiry = min((_wall_clock_ms() if now_ms is None else now_ms) + expiry, INT64_MAX)
-    reply_to = None
+        raw_smrf = None
     raw_reply_to = fields.get("re")
-    if raw_reply_to is not None:
-        try:
-            if len(raw_reply_to) > MAX_REPLY_TO_CHARS:
-                raise AddressError(f"longer than {MAX_REPLY_TO_CHARS} chars")
-            data = json.loads(raw_reply_to)
-            _check_encodable_strings(data)
-            reply_to = address_from_dict(data)
-        except (ValueError, RecursionError) as exc:  # AddressError and JSONDecodeError too
-            raise SmrfError(f"replyTo is not a valid address: {exc}",
-                            reason="bad-reply-to") from None
-    effort = Effort.NORMAL
+    reply_to = None if raw_reply_to is None else _reply_to(raw_reply_to)
+    effort = _NORMAL
     raw_effort = fields.get("ef")
     if raw_effort is not None:
         found = _EFFORTS.get(raw_effort)
         if found is None:
             raise SmrfError(f"unknown effort {raw_effort[:40]!r}", reason="bad-field")
         effort = found
-    return Message(message_type, frame.sender, frame.recipient, expiry, frame.body, raw_id,
-                   reply_to, effort, custom, frame.compressed, origin, None,
-                   frame.custom_signature, raw_smrf if frame.ttl_absolute else None)
+    return Message(message_type, sender, recipient, expiry, body, raw_id, reply_to, effort,
+                   custom, compressed, origin, None, signature, raw_smrf)
+
+
+@functools.lru_cache(maxsize=REPLY_TOS_CACHED)
+def _reply_to(raw: str) -> Address:
+    """The address of an ``re`` header (checked). Kept for the next message with the same
+    header: addresses are immutable (a refusal is not kept)."""
+    try:
+        if len(raw) > MAX_REPLY_TO_CHARS:
+            raise AddressError(f"longer than {MAX_REPLY_TO_CHARS} chars")
+        data = json.loads(raw)
+        _check_encodable_strings(data)
+        return address_from_dict(data)
+    except (ValueError, RecursionError) as exc:  # AddressError and JSONDecodeError too
+        raise SmrfError(f"replyTo is not a valid address: {exc}",
+                        reason="bad-reply-to") from None
 
 
 def _check_encodable_strings(data: object) -> None:
@@ -525,8 +630,6 @@ def decode(data: bytes | bytearray | memoryview | str,
     ``ValueError``) with the reason for anything else. The frame is kept in
     ``Message.raw_smrf`` (when its ttl is absolute, as joynr's runtimes write it), so that
     :func:`encode` sends it again unchanged; ``Message.raw`` stays ``None``: it holds msgpack
-    frames only."""
-    frame = decode_smrf(data, max_bytes)
-    # binary: decode_smrf refused anything else
-    raw = data if isinstance(data, bytes) else bytes(cast("bytearray | memoryview", data))
-    return message_from_frame(frame, origin=origin, now_ms=now_ms, raw_smrf=raw)
+    frames only. The same as ``message_from_frame(decode_smrf(data), ...)`` without making
+    that frame."""
+    return _message(_read(data, max_bytes), origin, now_ms)

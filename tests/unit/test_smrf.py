@@ -19,13 +19,17 @@ from runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddr
 from runtime.messages import INT64_MAX, MAX_HEADERS, Effort, Message, MessageType
 from runtime.smrf import (
     DEFAULT_COMPRESS_ABOVE_BYTES,
+    LAYOUTS_CACHED,
     MAX_SMRF_HEADERS,
     SmrfError,
     SmrfFrame,
+    _layout,
     decode,
     decode_smrf,
     encode,
     encode_smrf,
+    frame_from_message,
+    message_from_frame,
 )
 
 # The smrf test message (sender, recipient, two headers, relative ttl 1234567, body 0..99) as
@@ -464,3 +468,181 @@ def test_random_bytes_give_a_refusal_or_a_message(data: bytes, sig_size: int) ->
     # behind a valid prefix, so that the FlatBuffer reader gets them
     msg_size = max(0, len(data) - sig_size)
     decodes_or_refuses(struct.pack("<HHI", 1, len(data) - msg_size, msg_size) + data)
+
+
+# ---------------------------------------------------------------------- the per-message paths
+# decode and encode go straight between bytes and Message; they must give exactly what the
+# frame layer and the mapping give (decode_smrf + message_from_frame, frame_from_message +
+# encode_smrf), on this codec's frames and on frames laid out as joynr's other writers lay
+# them out. Those are made here by rewriting this codec's frames (its fixed layout: Message
+# vtable at FlatBuffer offset 4, table at 28, Header vtable at 64, headers vector at 72).
+
+def frame_layer_message(raw: bytes, **options: Any) -> Message:
+    return message_from_frame(decode_smrf(raw), raw_smrf=raw, **options)
+
+
+def set_flatbuffer(raw: bytes, at: int, fmt: str, *values: int) -> bytes:
+    """``raw`` with ``values`` packed at FlatBuffer offset ``at``."""
+    data = bytearray(raw)
+    struct.pack_into(fmt, data, 8 + at, *values)
+    return bytes(data)
+
+
+def without_field(raw: bytes, slot: int) -> bytes:
+    """The Message field of ``slot`` left out (its vtable entry 0), as writers leave out
+    fields with their default (JavaScript: ttlAbsolute) or empty ones (C++: the body)."""
+    return set_flatbuffer(raw, 4 + 4 + 2 * slot, "<H", 0)
+
+
+def header_tables(raw: bytes) -> list[int]:
+    """Where the Header tables are (FlatBuffer offsets), in the vector's order."""
+    count = struct.unpack_from("<I", raw, 8 + 72)[0]
+    return [76 + 4 * i + struct.unpack_from("<I", raw, 8 + 76 + 4 * i)[0]
+            for i in range(count)]
+
+
+def headers_reversed(raw: bytes) -> bytes:
+    """The headers vector in the reverse order: unsorted, as joynr's JavaScript runtime
+    writes its headers (in the order they were set)."""
+    for i, table in enumerate(reversed(header_tables(raw))):
+        raw = set_flatbuffer(raw, 76 + 4 * i, "<I", table - (76 + 4 * i))
+    return raw
+
+
+def own_header_vtables(raw: bytes, vtable: tuple[int, ...] = (10, 12, 4, 8, 0)) -> bytes:
+    """Every Header table but the first with a vtable of its own, ``vtable`` (default: the
+    same fields with one more entry, absent, as a newer schema's writer would have), placed
+    after the FlatBuffer's end (a negative soffset)."""
+    version, sig_size, msg_size = struct.unpack_from("<HHI", raw)
+    flatbuffer, signature = bytearray(raw[8:8 + msg_size]), raw[8 + msg_size:]
+    for table in header_tables(raw)[1:]:
+        at = len(flatbuffer)
+        flatbuffer += struct.pack(f"<{len(vtable)}H", *vtable)
+        struct.pack_into("<i", flatbuffer, table, table - at)
+    flatbuffer += bytes(-len(flatbuffer) % 8)
+    return struct.pack("<HHI", version, sig_size, len(flatbuffer)) + flatbuffer + signature
+
+
+def as_other_writers_write(raw: bytes) -> list[bytes]:
+    """``raw`` as joynr's other writers could lay the same frame out."""
+    return [
+        headers_reversed(raw),
+        without_field(raw, 3),  # ttlAbsolute: its default, true
+        own_header_vtables(raw),
+        own_header_vtables(headers_reversed(without_field(raw, 3))),
+    ]
+
+
+@given(messages)
+def test_encode_writes_what_the_frame_layer_writes(message: Message) -> None:
+    for compress_above in (None, 100):
+        raw = encode(message, compress_above=compress_above)
+        assert raw == encode_smrf(frame_from_message(message, compress_above))
+        assert decode(raw) == dataclasses.replace(
+            message, compressed=frame_from_message(message, compress_above).compressed)
+
+
+@given(messages)
+def test_decode_reads_what_the_frame_layer_reads(message: Message) -> None:
+    raw = encode(message, compress_above=None)
+    for variant in (raw, *as_other_writers_write(raw)):
+        decoded = decode(variant)
+        assert decoded == frame_layer_message(variant) == message
+        assert decoded.raw_smrf == variant
+    if not message.body and not message.compressed:  # C++ leaves an empty body out
+        assert decode(without_field(raw, 8)) == message
+
+
+@settings(max_examples=300)
+@given(messages, st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)),
+                          min_size=1, max_size=4), st.integers(0, 4))
+def test_decode_refuses_what_the_frame_layer_refuses(
+        message: Message, flips: list[tuple[int, int]], layout: int) -> None:
+    raw = encode(message, compress_above=None)
+    data = bytearray((raw, *as_other_writers_write(raw))[layout])
+    for at, value in flips:
+        data[8 + at % (len(data) - 8)] = value
+    flipped = bytes(data)
+    try:
+        expected = frame_layer_message(flipped, now_ms=5)
+    except SmrfError as exc:
+        with pytest.raises(SmrfError) as caught:
+            decode(flipped, now_ms=5)
+        assert (caught.value.reason, caught.value.message_id) == (exc.reason, exc.message_id)
+    else:
+        decoded = decode(flipped, now_ms=5)
+        assert decoded == expected and decoded.raw_smrf == expected.raw_smrf
+
+
+def test_frames_of_joynrs_other_writers_decode_to_the_message() -> None:
+    message = full_message(body=b"")
+    raw = encode(message)
+    for variant in (*as_other_writers_write(raw), without_field(raw, 8)):
+        assert variant != raw
+        assert decode(variant) == message
+    unsorted = decode_smrf(headers_reversed(raw)).headers
+    assert [key for key, _ in unsorted] == sorted((key for key, _ in unsorted),
+                                                  key=str.encode, reverse=True)
+
+
+def test_a_header_table_of_another_vtable_is_checked_anew() -> None:
+    # the reader keeps the previous header's checked vtable; a table with another one must
+    # not pass on that: here the value lies outside the second table's 12 bytes
+    raw = encode(full_message(custom_signature=None))
+    assert decode(own_header_vtables(raw)) == full_message(custom_signature=None)
+    with pytest.raises(SmrfError) as caught:
+        decode_smrf(own_header_vtables(raw, (8, 12, 4, 12)))
+    assert caught.value.reason == "bad-flatbuffer"
+    assert "Header field 1" in str(caught.value)
+
+
+def test_a_header_table_of_the_same_vtable_is_still_bounded() -> None:
+    # the second header's table moved to the FlatBuffer's last 4 bytes, with the shared
+    # vtable: its 12 bytes would end outside the FlatBuffer
+    raw = encode(full_message(custom_signature=None))
+    msg_size = struct.unpack_from("<I", raw, 4)[0]
+    last = msg_size - 4
+    moved = set_flatbuffer(raw, last, "<i", last - 64)
+    moved = set_flatbuffer(moved, 80, "<I", last - 80)
+    with pytest.raises(SmrfError) as caught:
+        decode_smrf(moved)
+    assert caught.value.reason == "bad-flatbuffer"
+    assert "Header table size 12 is invalid" in str(caught.value)
+
+
+def test_a_kept_table_layout_holds_only_at_the_same_alignment() -> None:
+    # the Message table moved 4 bytes on (4 zero bytes before it): the same vtable bytes, but
+    # ttlMs (8 bytes wide) is then misaligned
+    raw = encode(full_message(custom_signature=None))
+    version, sig_size, msg_size = struct.unpack_from("<HHI", raw)
+    flatbuffer = bytearray(raw[8:8 + 28] + bytes(4) + raw[8 + 28:])
+    struct.pack_into("<I", flatbuffer, 0, 32)  # the root
+    struct.pack_into("<i", flatbuffer, 32, 28)  # the table's soffset to its vtable at 4
+    shifted = struct.pack("<HHI", version, sig_size, msg_size + 4) + flatbuffer
+    assert decode(raw) == full_message(custom_signature=None)  # its layout is kept now
+    for _ in range(2):
+        with pytest.raises(SmrfError) as caught:
+            decode(shifted)
+        assert caught.value.reason == "bad-flatbuffer"
+        assert "Message field 2" in str(caught.value)  # ttlMs
+    assert _layout.cache_info().currsize <= LAYOUTS_CACHED
+
+
+def test_a_refused_table_layout_is_refused_again() -> None:
+    bad_vtable = patched(PLAIN, 20, b"\x15")  # a misaligned ttlMs
+    for _ in range(3):
+        with pytest.raises(SmrfError) as caught:
+            decode_smrf(bad_vtable)
+        assert caught.value.reason == "bad-flatbuffer"
+
+
+def test_a_reply_to_is_read_once_and_a_bad_one_refused_each_time() -> None:
+    one, two = (decode(encode(full_message(id=f"m{i}"))) for i in range(2))
+    assert one.reply_to == REPLY_TO and one.reply_to is two.reply_to
+    assert encode(full_message(reply_to=WebSocketClientAddress("c-9"))) == encode_smrf(
+        frame_from_message(full_message(reply_to=WebSocketClientAddress("c-9"))))
+    bad = with_headers(("t", "rq"), ("id", "m1"), ("re", '{"_typeName":"x"}'))
+    for _ in range(2):
+        with pytest.raises(SmrfError) as caught:
+            decode(bad)
+        assert caught.value.reason == "bad-reply-to"
