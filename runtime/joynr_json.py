@@ -21,6 +21,7 @@ import dataclasses
 import enum
 import functools
 import json
+import math
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -320,8 +321,31 @@ _FLOAT_NAMES = frozenset({"Float", "Double"})
 WILDCARD = "*"
 
 
+#: declared type -> (``_optional_inner`` of it, its origin, its args), as found (bounded)
+_TYPE_PARTS: dict[Any, tuple[Any, Any, tuple[Any, ...]]] = {}
+_MAX_TYPE_PARTS: Final = 4096
+
+
+def _type_parts(tp: Any) -> tuple[Any, Any, tuple[Any, ...]]:
+    """``_optional_inner(tp)``, ``typing.get_origin(tp)`` and ``typing.get_args(tp)``, looked
+    up once per declared type (the values' walk asks them of every value)."""
+    try:
+        return _TYPE_PARTS[tp]
+    except KeyError:
+        parts = (_optional_inner_of(tp), typing.get_origin(tp), typing.get_args(tp))
+        if len(_TYPE_PARTS) < _MAX_TYPE_PARTS:
+            _TYPE_PARTS[tp] = parts
+        return parts
+    except TypeError:  # (an unhashable declared type)
+        return _optional_inner_of(tp), typing.get_origin(tp), typing.get_args(tp)
+
+
 def _optional_inner(tp: Any) -> Any:
     """``T`` of ``T | None``; ``Any`` for other unions; ``tp`` itself otherwise."""
+    return _type_parts(tp)[0]
+
+
+def _optional_inner_of(tp: Any) -> Any:
     origin = typing.get_origin(tp)
     if origin in (types.UnionType, typing.Union):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
@@ -481,12 +505,12 @@ def _value_to_json(value: Any, tp: Any, depth: int) -> Any:
         return value
     if tp is bytes and type(value) is bytes:
         return _bytes_to_json(value)
-    origin = typing.get_origin(tp)
+    _, origin, args = _type_parts(tp)
     if origin is list and isinstance(value, (list, tuple)):
-        item = typing.get_args(tp)[0]
+        item = args[0]
         return [_value_to_json(v, item, depth + 1) for v in value]
     if origin is dict and isinstance(value, dict):
-        item = typing.get_args(tp)[1]
+        item = args[1]
         out = {}
         for k, v in value.items():
             if type(k) is not str:
@@ -558,14 +582,14 @@ def _value_from_json(value: Any, tp: Any, where: str) -> Any:
         if value is None:
             return None
     else:
-        origin = typing.get_origin(tp)
+        _, origin, args = _type_parts(tp)
         if origin is list:
             if isinstance(value, list):
-                item = typing.get_args(tp)[0]
+                item = args[0]
                 return [_value_from_json(v, item, where) for v in value]
         elif origin is dict:
             if isinstance(value, dict):
-                item = typing.get_args(tp)[1]
+                item = args[1]
                 return {k: _value_from_json(v, item, where) for k, v in value.items()}
         elif isinstance(tp, type) and issubclass(tp, enum.Enum):
             if type(value) is str and value in tp.__members__:
@@ -596,6 +620,173 @@ def _struct_from_json(value: dict[str, Any], tp: type, where: str) -> dict[str, 
     return out
 
 
+# ---------------------------------------------------------------------- plain-value plans
+
+#: the body writer's own string writer (``ensure_ascii=False``)
+_json_str: Final[Callable[[str], str]] = json.encoder.encode_basestring
+#: a plain value's JSON text, or None where the general path must decide (and, on a value it
+#: refuses, say why)
+_Writer = Callable[[Any], "str | None"]
+#: a plain JSON value in the project's wire form, or :data:`_MISS` where the general path
+#: must decide
+_Reader = Callable[[Any], Any]
+_MISS: Final = object()
+_int_repr, _float_repr = int.__repr__, float.__repr__
+
+
+def _write_str(value: Any) -> str | None:
+    return _json_str(value) if type(value) is str else None
+
+
+def _write_bool(value: Any) -> str | None:
+    if type(value) is bool:
+        return "true" if value else "false"
+    return None
+
+
+def _write_int(value: Any) -> str | None:
+    if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
+        return _int_repr(value)
+    return None
+
+
+def _write_float(value: Any) -> str | None:
+    kind = type(value)
+    if kind is float:
+        return _float_repr(value) if math.isfinite(value) else None
+    if kind is int:
+        return _int_repr(value)
+    return None
+
+
+def _read_str(value: Any) -> Any:
+    return value if type(value) is str else _MISS
+
+
+def _read_bool(value: Any) -> Any:
+    return value if type(value) is bool else _MISS
+
+
+def _read_int(value: Any) -> Any:
+    if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    return _MISS
+
+
+def _read_float(value: Any) -> Any:
+    return value if type(value) is float else _MISS
+
+
+_PLAIN_WRITERS: dict[Any, _Writer] = {str: _write_str, bool: _write_bool, int: _write_int,
+                                      float: _write_float}
+_PLAIN_READERS: dict[Any, _Reader] = {str: _read_str, bool: _read_bool, int: _read_int,
+                                      float: _read_float}
+
+
+def _enum_writer(tp: type[enum.Enum]) -> _Writer:
+    members = tp.__members__
+
+    def write(value: Any) -> str | None:
+        name = value.name if isinstance(value, tp) else value
+        if type(name) is str and name in members:
+            return _json_str(name)
+        return None
+    return write
+
+
+def _enum_reader(tp: type[enum.Enum]) -> _Reader:
+    members = tp.__members__
+
+    def read(value: Any) -> Any:
+        return value if type(value) is str and value in members else _MISS
+    return read
+
+
+def _list_writer(item: _Writer) -> _Writer:
+    def write(value: Any) -> str | None:
+        if type(value) is not list:
+            return None
+        parts = [item(v) for v in value]
+        return None if None in parts else "[" + ",".join(parts) + "]"  # type: ignore[arg-type]
+    return write
+
+
+def _list_reader(item: _Reader) -> _Reader:
+    def read(value: Any) -> Any:
+        if type(value) is not list:
+            return _MISS
+        out = [item(v) for v in value]
+        return _MISS if _MISS in out else out
+    return read
+
+
+@functools.lru_cache(maxsize=1024)
+def _writer(tp: Any) -> _Writer | None:
+    """The fast writer of a value declared ``tp`` when ``tp`` is plain (str, bool, int,
+    float, an enum, a list of those; no dicts, so no member order to keep), else None."""
+    found = _PLAIN_WRITERS.get(tp)
+    if found is not None:
+        return found
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _enum_writer(tp)
+    if typing.get_origin(tp) is list:
+        args = typing.get_args(tp)
+        item = _PLAIN_WRITERS.get(args[0]) if len(args) == 1 else None
+        return _list_writer(item) if item is not None else None
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _reader(tp: Any) -> _Reader | None:
+    """The fast reader of a value declared ``tp`` (plain as for :func:`_writer`), else None."""
+    found = _PLAIN_READERS.get(tp)
+    if found is not None:
+        return found
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _enum_reader(tp)
+    if typing.get_origin(tp) is list:
+        args = typing.get_args(tp)
+        item = _PLAIN_READERS.get(args[0]) if len(args) == 1 else None
+        return _list_reader(item) if item is not None else None
+    return None
+
+
+def _writers_of(tps: Sequence[Any]) -> tuple[_Writer, ...] | None:
+    """The fast writers of values declared ``tps`` when all of them are plain, else None."""
+    try:
+        return _writers_of_tuple(tuple(tps))
+    except TypeError:  # (an unhashable declared type)
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _writers_of_tuple(tps: tuple[Any, ...]) -> tuple[_Writer, ...] | None:
+    writers = tuple(_writer(tp) for tp in tps)
+    return None if None in writers else writers  # type: ignore[return-value]
+
+
+def _readers_of(tps: Sequence[Any]) -> tuple[_Reader, ...] | None:
+    """The fast readers of values declared ``tps`` when all of them are plain, else None."""
+    try:
+        return _readers_of_tuple(tuple(tps))
+    except TypeError:
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _readers_of_tuple(tps: tuple[Any, ...]) -> tuple[_Reader, ...] | None:
+    readers = tuple(_reader(tp) for tp in tps)
+    return None if None in readers else readers  # type: ignore[return-value]
+
+
+def _write_values(values: Any, writers: tuple[_Writer, ...]) -> str | None:
+    """``[v1,v2,...]`` of plain values, or None where the general path must decide."""
+    if type(values) is not list or len(values) != len(writers):
+        return None
+    parts = [write(v) for write, v in zip(writers, values)]  # noqa: B905 (lengths checked)
+    return None if None in parts else "[" + ",".join(parts) + "]"  # type: ignore[arg-type]
+
+
 # ---------------------------------------------------------------------- schema
 
 
@@ -609,6 +800,12 @@ class _Method:
     #: per parameter: the joynr structs it may be (declared as a tuple of names; its datatype
     #: is then WILDCARD and the value's _typeName must be one of them), else None
     choices: tuple[frozenset[str] | None, ...] = ()
+    #: the fast writers of its parameters when all are plain and their datatypes fixed
+    writers: tuple[_Writer, ...] | None = None
+    #: its Request's and OneWayRequest's JSON up to the parameters (with ``writers`` only)
+    heads: tuple[str, str] = ("", "")
+    #: the fast readers of its parameters when all are plain and none has choices
+    readers: tuple[_Reader, ...] | None = None
 
     def fits(self, param_datatypes: Sequence[str], exact: bool) -> bool:
         if len(self.datatypes) != len(param_datatypes):
@@ -640,6 +837,11 @@ def _declared_datatypes(method: MethodDef, types_: tuple[Any, ...]
     return names, choices if any(c is not None for c in choices) else ()
 
 
+#: the most (name, paramDatatypes) pairs a schema keeps the overload of (beyond: looked for
+#: each time; wildcard parameters let a peer send any number of different pairs)
+_MAX_SELECTED: Final = 256
+
+
 class JoynrSchema:
     """The joynr view of one declared interface: its methods (attribute accessors included)
     by the project's and by joynr's name and parameter types, its attributes and broadcasts
@@ -660,7 +862,15 @@ class JoynrSchema:
         for method, joynr in named:
             types_ = tuple(tp for _, tp in method.params)
             datatypes, choices = _declared_datatypes(method, types_)
-            entry = _Method(method, joynr, datatypes, types_, choices)
+            writers = None
+            if not choices and WILDCARD not in datatypes:
+                writers = _writers_of(types_)
+            rest = (f',"methodName":{_json_str(joynr)},"paramDatatypes":['
+                    f'{",".join(map(_json_str, datatypes))}],"params":[')
+            heads = ('{"_typeName":"joynr.Request"' + rest,
+                     '{"_typeName":"joynr.OneWayRequest"' + rest)
+            readers = _readers_of(types_) if not choices else None
+            entry = _Method(method, joynr, datatypes, types_, choices, writers, heads, readers)
             self._by_project[(method.name, tuple(method.param_datatypes))] = entry
             self._by_joynr.setdefault(entry.joynr_name, []).append(entry)
         for entries in self._by_joynr.values():  # exact declarations before wildcard ones
@@ -668,6 +878,8 @@ class JoynrSchema:
         names = {**definition.attributes, **definition.broadcasts}
         self._joynr_names = {name: lower_camel(name) for name in names}
         self._project_names = {joynr: name for name, joynr in self._joynr_names.items()}
+        #: requests' (joynr name, paramDatatypes) -> their overload, as found (bounded)
+        self._selected: dict[tuple[str, tuple[str, ...]], _Method] = {}
 
     def method_for(self, method_name: str, param_datatypes: Sequence[str]) -> MethodDef | None:
         """The declared method a project request calls."""
@@ -680,10 +892,16 @@ class JoynrSchema:
         return entry.definition if entry is not None else None
 
     def _select(self, method_name: str, param_datatypes: Sequence[str]) -> _Method | None:
+        key = (method_name, tuple(param_datatypes))
+        found = self._selected.get(key)
+        if found is not None:
+            return found
         candidates = self._by_joynr.get(method_name, ())
         for exact in (True, False):
             for entry in candidates:
                 if entry.fits(param_datatypes, exact):
+                    if len(self._selected) < _MAX_SELECTED:
+                        self._selected[key] = entry
                     return entry
         return None
 
@@ -751,6 +969,11 @@ def _values(values: list[Any], tps: Sequence[Any] | None, where: str) -> list[An
         return values
     if len(values) != len(tps):
         raise _refuse("bad-value", f"{where} has {len(values)} values, {len(tps)} declared")
+    readers = _readers_of(tps)
+    if readers is not None:
+        out = [read(v) for read, v in zip(readers, values)]  # noqa: B905 (lengths checked)
+        if _MISS not in out:
+            return out
     return [_value_from_json(v, tp, f"{where}[{i}]")
             for i, (v, tp) in enumerate(zip(values, tps, strict=True))]
 
@@ -782,6 +1005,9 @@ def encode(payload: Payload, *, schema: JoynrSchema | None = None,
     instead of joynr's (``joynr.exceptions.*``). Raises :class:`JoynrJsonError` (reason
     ``unencodable``) for a payload that has no joynr form."""
     cls = type(payload)
+    fast = _encode_plain(payload, cls, schema, types)
+    if fast is not None:
+        return fast
     out: dict[str, Any] = {"_typeName": TYPE_NAMES[cls]}
     if isinstance(payload, (Request, OneWayRequest)):
         _request_to_json(payload, schema, out)
@@ -832,6 +1058,67 @@ def encode(payload: Payload, *, schema: JoynrSchema | None = None,
         raise _refuse("unencodable", f"{cls.__name__}: {exc}") from None
 
 
+def _encode_plain(payload: Payload, cls: type[Payload], schema: JoynrSchema | None,
+                  types: Sequence[Any] | None) -> bytes | None:
+    """The body of a request, reply or publication whose values are all plain (declared so,
+    and of their declared types), written without the general walk: the same bytes as the
+    general path (``_typeName`` first, then the members in order), or None where the general
+    path must write it or say why it cannot."""
+    text: str | None
+    if cls is Request or cls is OneWayRequest:
+        if schema is None:
+            return None
+        request = typing.cast("Request | OneWayRequest", payload)
+        datatypes = request.param_datatypes
+        method = schema._by_project.get((request.method_name, tuple(datatypes)))
+        if method is None or method.writers is None:
+            return None
+        params = _write_values(request.params, method.writers)
+        if params is None:
+            return None
+        if cls is Request:
+            rid = typing.cast(Request, payload).request_reply_id
+            if type(rid) is not str:
+                return None
+            text = f'{method.heads[0]}{params[1:]},"requestReplyId":{_json_str(rid)}}}'
+        else:
+            text = f"{method.heads[1]}{params[1:]}}}"
+    elif cls is Reply or cls is Publication or cls is MulticastPublication:
+        answer = typing.cast("Reply | Publication | MulticastPublication", payload)
+        if types is None or getattr(answer, "error", None) is not None:
+            return None
+        writers = _writers_of(types)
+        if writers is None:
+            return None
+        response = _write_values(answer.response, writers)
+        if response is None:
+            return None
+        if cls is Reply:
+            rid = typing.cast(Reply, payload).request_reply_id
+            if type(rid) is not str:
+                return None
+            text = (f'{{"_typeName":"joynr.Reply","requestReplyId":{_json_str(rid)},'
+                    f'"response":{response}}}')
+        elif cls is Publication:
+            sid = typing.cast(Publication, payload).subscription_id
+            if type(sid) is not str:
+                return None
+            text = (f'{{"_typeName":"joynr.SubscriptionPublication","response":{response},'
+                    f'"subscriptionId":{_json_str(sid)}}}')
+        else:
+            mid = typing.cast(MulticastPublication, payload).multicast_id
+            if type(mid) is not str:
+                return None
+            text = (f'{{"_typeName":"joynr.MulticastPublication","multicastId":'
+                    f'{_json_str(mid)},"response":{response}}}')
+    else:
+        return None
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # (the general path says why)
+        return None
+
+
 def _request_to_json(payload: Request | OneWayRequest, schema: JoynrSchema | None,
                      out: dict[str, Any]) -> None:
     method = schema._by_project.get((payload.method_name, tuple(payload.param_datatypes))
@@ -871,13 +1158,29 @@ def _parse(body: bytes) -> dict[str, Any]:
         raise _refuse("oversized", f"body of {len(body)} bytes, limit {MAX_BODY_BYTES}")
     try:
         text = body.decode("utf-8")
-        data = _BODY_DECODER.decode(text)
+        data = _load(text)
     except (ValueError, RecursionError) as exc:  # (UnicodeDecodeError, JSONDecodeError)
         raise _refuse("not-json", f"body is not JSON: {str(exc)[:200]}") from None
-    _check_tree(data, "\\u" in text)
+    escapes = "\\u" in text
+    if escapes or body.count(b"[") + body.count(b"{") > MAX_DEPTH:
+        _check_tree(data, escapes)  # (fewer brackets than MAX_DEPTH nest no deeper)
     if not isinstance(data, dict):
         raise _refuse("not-an-object", f"body is a JSON {type(data).__name__}, not an object")
     return data
+
+
+def _load(text: str) -> Any:
+    """The JSON value of ``text``: an object from its first to its last char read by the
+    scanner alone, anything else (whitespace around it, errors) by the full decoder."""
+    if text[:1] == "{":
+        try:
+            data, end = _BODY_SCAN(text, 0)
+        except StopIteration:
+            pass
+        else:
+            if end == len(text):
+                return data
+    return _BODY_DECODER.decode(text)
 
 
 def _no_constant(name: str) -> Any:
@@ -889,6 +1192,7 @@ def _no_constant(name: str) -> Any:
 _BODY_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False, sort_keys=True,
                                         separators=(",", ":"))
 _BODY_DECODER: Final = json.JSONDecoder(parse_constant=_no_constant)
+_BODY_SCAN: Final = _BODY_DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def _check_tree(data: Any, escapes: bool) -> None:
@@ -958,21 +1262,39 @@ def _decode(cls: type[Payload], data: dict[str, Any], *, schema: JoynrSchema | N
 
 def _decode_request(data: dict[str, Any], cls: type[Payload], schema: JoynrSchema | None,
                     types_: Sequence[Any] | None, error_enum: Any) -> Payload:
-    method_name = _name(_required(data, "methodName", cls), "methodName")
-    raw_types = data.get("paramDatatypes")
-    params = data.get("params")
-    datatypes = [] if raw_types is None else _str_list(raw_types, "paramDatatypes")
-    if params is None:
-        params = []
-    elif not isinstance(params, list):
-        raise _refuse("bad-member", "params is not an array")
-    if len(params) != len(datatypes):
-        raise _refuse("bad-member", f"{len(params)} params for {len(datatypes)} datatypes")
-    entry = schema._select(method_name, datatypes) if schema is not None else None
+    method_name = data.get("methodName")
+    if type(method_name) is not str or len(method_name) > MAX_NAME_CHARS:
+        method_name = _name(_required(data, "methodName", cls), "methodName")
+    raw_types: Any = data.get("paramDatatypes")
+    params: Any = data.get("params")
+    datatypes: list[str]
+    entry: _Method | None = None
+    if (schema is not None and type(raw_types) is list and type(params) is list
+            and len(params) == len(raw_types)):
+        try:  # noqa: SIM105 (a pair selected before: its datatypes were checked then)
+            entry = schema._selected.get((method_name, tuple(raw_types)))
+        except TypeError:  # (an unhashable datatype: refused below)
+            pass
     if entry is not None:
-        if entry.choices:
-            params = _chosen_structs(params, datatypes, entry.choices)
-        params = _values(params, entry.types, "params")
+        datatypes = raw_types
+    else:
+        datatypes = [] if raw_types is None else _str_list(raw_types, "paramDatatypes")
+        if params is None:
+            params = []
+        elif not isinstance(params, list):
+            raise _refuse("bad-member", "params is not an array")
+        if len(params) != len(datatypes):
+            raise _refuse("bad-member", f"{len(params)} params for {len(datatypes)} datatypes")
+        entry = schema._select(method_name, datatypes) if schema is not None else None
+    if entry is not None:
+        readers = entry.readers
+        if readers is not None:  # (all plain: no choices)
+            out = [read(v) for read, v in zip(readers, params)]  # noqa: B905 (lengths checked)
+            params = out if _MISS not in out else _values(params, entry.types, "params")
+        else:
+            if entry.choices:
+                params = _chosen_structs(params, datatypes, entry.choices)
+            params = _values(params, entry.types, "params")
         method_name, datatypes = entry.definition.name, list(entry.definition.param_datatypes)
     if cls is Request:
         rid = _name(_required(data, "requestReplyId", cls), "requestReplyId")

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from runtime import joynr_json as joynr_json_module
 from runtime.errors import (
     ApplicationError,
     JoynrError,
@@ -707,3 +708,205 @@ def test_hostile_spoilt_valid_payloads(body: bytes, data: st.DataObject) -> None
 @given(st.binary(max_size=64))
 def test_hostile_random_bytes(body: bytes) -> None:
     _attempt(body)
+
+
+# ---------------------------------------------------------------------- fast paths
+
+
+@joynr_name("test.Mode")
+class _Mode(enum.Enum):
+    ECO = "ECO"
+    SPORT = "SPORT"
+
+
+@interface("test/Plain")
+class _Plain:
+    async def call(  # type: ignore[empty-body]  # noqa: PLR0917 (one of each plain type)
+            self, a: str, b: int, c: float, d: bool, e: _Mode, f: list[str], g: list[int],
+            h: list[float], i: list[bool]) -> list[int]: ...
+
+    @one_way
+    async def push(self, data: str) -> None: ...
+
+
+_PLAIN_SCHEMA = JoynrSchema(interface_def(_Plain))
+_PLAIN_METHOD = interface_def(_Plain).methods["call"]
+_PLAIN_TYPES = [str, int, float, bool, _Mode, list[str], list[int], list[float], list[bool]]
+_texts = st.one_of(st.text(max_size=8), st.sampled_from(["\ud800", "a\udfffb", '"\\/\n\x00',
+                                                         "ECO", "SPORT", "é€😀"]))
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2 ** 64, 2 ** 64),
+                     st.sampled_from([2 ** 63 - 1, -(2 ** 63), 2 ** 63, -(2 ** 63) - 1]),
+                     st.floats(), _texts, st.sampled_from(list(_Mode)))
+_values = st.one_of(_scalars, st.lists(_scalars, max_size=3),
+                    st.lists(_scalars, max_size=3).map(tuple),
+                    st.dictionaries(st.text(max_size=3), _scalars, max_size=2))
+_clean_texts = st.one_of(st.text(max_size=8), st.sampled_from(['"\\/\n\x00', "é€😀"]))
+_ints = st.one_of(st.integers(-(2 ** 63), 2 ** 63 - 1),
+                  st.sampled_from([2 ** 63 - 1, -(2 ** 63), 0]))
+_floats = st.one_of(st.floats(allow_nan=False, allow_infinity=False),
+                    st.integers(-(2 ** 70), 2 ** 70))
+_modes = st.one_of(st.sampled_from(list(_Mode)), st.sampled_from(["ECO", "SPORT"]))
+#: values just beside a plain type: a bool for a number, ints beyond 64 bits, NaN, a lone
+#: surrogate, an enum name of the wrong case, a tuple
+_near_misses = st.sampled_from([True, 2 ** 63, -(2 ** 63) - 1, float("nan"), float("inf"),
+                                "\ud800", "eco", 1.5, (1, 2), [1, True], ["a", None]])
+#: per parameter of _Plain.call: mostly (8 in 10) values of its declared type, else a near
+#: miss or anything
+
+
+def _mostly(typed: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.integers(0, 9).flatmap(
+        lambda k: typed if k < 8 else _near_misses if k == 8 else _values)
+
+
+_params = st.tuples(*[_mostly(typed) for typed in (
+    _clean_texts, _ints, _floats, st.booleans(), _modes, st.lists(_clean_texts, max_size=3),
+    st.lists(_ints, max_size=3), st.lists(_floats, max_size=3),
+    st.lists(st.booleans(), max_size=3))]).map(list)
+
+
+def _outcome(call: Any) -> tuple[str, Any]:
+    try:
+        return "ok", call()
+    except JoynrJsonError as exc:
+        return exc.reason, str(exc)
+
+
+def _general_only() -> pytest.MonkeyPatch:
+    """A monkeypatch context in which joynr_json takes its general paths only."""
+    module = joynr_json_module
+    patch = pytest.MonkeyPatch()
+    patch.setattr(module, "_encode_plain", lambda *args: None)
+    patch.setattr(module, "_readers_of", lambda tps: None)
+    patch.setattr(module, "_load", module._BODY_DECODER.decode)
+    patch.setattr(module, "_MAX_SELECTED", 0)
+    return patch
+
+
+def _both(call: Any) -> tuple[tuple[str, Any], tuple[str, Any]]:
+    fast = _outcome(call)
+    patch = _general_only()
+    try:
+        general = _outcome(call)
+    finally:
+        patch.undo()
+    return fast, general
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_params, st.one_of(st.text(max_size=4), st.none(), st.integers()),
+       st.one_of(_texts, _ints, _floats, _modes, _near_misses, _values))
+def test_plain_fast_paths_write_what_the_general_path_writes(params: list[Any],
+                                                              rid: Any, single: Any) -> None:
+    payloads: list[tuple[Payload, dict[str, Any]]] = [
+        (Request(rid or "r", "call", params, list(_PLAIN_METHOD.param_datatypes)),
+         {"schema": _PLAIN_SCHEMA}),
+        (OneWayRequest("push", [single], ["String"]), {"schema": _PLAIN_SCHEMA}),
+        (Reply(rid or "r", [single]), {"types": [list[int]]}),
+        (Reply(rid or "r", [single]), {"types": [int]}),
+        (Reply(rid or "r", [single]), {"types": [bool]}),
+        (Reply(rid or "r", [single]), {"types": [list[float]]}),
+        (Reply(rid or "r", params), {"types": _PLAIN_TYPES}),
+        (Publication(rid or "s", params), {"types": _PLAIN_TYPES}),
+        (Publication(rid or "s", [single]), {"types": [float]}),
+        (MulticastPublication("p/b/x", [single]), {"types": [_Mode]}),
+        (MulticastPublication("p/b/x", [single]), {"types": [float]}),
+    ]
+    for payload, typing_ in payloads:
+        fast, general = _both(lambda p=payload, t=typing_: encode(p, **t))
+        assert fast == general, payload
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_params, st.sampled_from(["", " ", "\n", " x"]))
+def test_plain_fast_paths_read_what_the_general_path_reads(params: list[Any],
+                                                            tail: str) -> None:
+    plain = [p.name if isinstance(p, enum.Enum) else p for p in params]
+    datatypes = ["String", "Long", "Double", "Boolean", "test.Mode", "String[]", "Long[]",
+                 "Double[]", "Boolean[]"]
+    bodies: list[tuple[type[Payload], dict[str, Any], dict[str, Any]]] = [
+        (Request, {"_typeName": "joynr.Request", "methodName": "call",
+                   "paramDatatypes": datatypes, "params": plain, "requestReplyId": "r"},
+         {"schema": _PLAIN_SCHEMA}),
+        (OneWayRequest, {"_typeName": "joynr.OneWayRequest", "methodName": "push",
+                         "paramDatatypes": ["String"], "params": plain[:1]},
+         {"schema": _PLAIN_SCHEMA}),
+        (Reply, {"_typeName": "joynr.Reply", "requestReplyId": "r", "response": plain},
+         {"types": _PLAIN_TYPES}),
+        (Publication, {"_typeName": "joynr.SubscriptionPublication", "subscriptionId": "s",
+                       "response": plain[6:7]}, {"types": [list[int]]}),
+    ]
+    for cls, data, typing_ in bodies:
+        try:
+            text = json.dumps(data, ensure_ascii=False, allow_nan=True)
+        except (TypeError, ValueError):
+            continue
+        body = (text + tail).encode("utf-8", "surrogatepass")
+        fast, general = _both(lambda c=cls, b=body, t=typing_: decode(c, b, **t))
+        assert fast == general, body
+
+
+_EDGE_VALUES = [True, False, 0, 2 ** 63 - 1, -(2 ** 63), 2 ** 63, -(2 ** 63) - 1, 1.5, -0.0,
+                1e308, float("nan"), float("inf"), float("-inf"), "", "\ud800", "a\udfffb",
+                '"\\/\n\x00\x7f', "é€😀", "ECO", "eco", _Mode.SPORT, None, (1, 2), [1, True],
+                ["a", None], [2 ** 63], [1.5, float("nan")], {"a": 1}]
+
+
+@pytest.mark.parametrize("tp", [str, int, float, bool, _Mode, list[str], list[int],
+                                list[float], list[bool]])
+def test_plain_fast_paths_agree_with_the_general_path_on_edge_values(tp: Any) -> None:
+    for value in _EDGE_VALUES:
+        for payload in (Reply("r", [value]), Publication("s", [value]),
+                        MulticastPublication("p/b/x", [value])):
+            fast, general = _both(lambda p=payload: encode(p, types=[tp]))
+            assert fast == general, (tp, value)
+        try:
+            text = json.dumps({"_typeName": "joynr.Reply", "requestReplyId": "r",
+                               "response": [value.name if isinstance(value, enum.Enum)
+                                            else value]}, ensure_ascii=False)
+        except TypeError:
+            continue
+        body = text.encode("utf-8", "surrogatepass")
+        fast, general = _both(lambda b=body: decode(Reply, b, types=[tp]))
+        assert fast == general, (tp, value)
+
+
+def test_the_plain_fast_path_writes_the_golden_bodies() -> None:
+    body = encode(OneWayRequest("push", ['a "quoted" \u00e9'], ["String"]),
+                  schema=_PLAIN_SCHEMA)
+    assert body == ('{"_typeName":"joynr.OneWayRequest","methodName":"push","paramDatatypes":'
+                    '["String"],"params":["a \\"quoted\\" \u00e9"]}').encode()
+    assert encode(Reply("r", [[1, -2]]), types=[list[int]]) == (
+        b'{"_typeName":"joynr.Reply","requestReplyId":"r","response":[[1,-2]]}')
+    assert encode(Publication("s", [1.5]), types=[float]) == (
+        b'{"_typeName":"joynr.SubscriptionPublication","response":[1.5],"subscriptionId":"s"}')
+    assert encode(MulticastPublication("p/b/x", [_Mode.ECO]), types=[_Mode]) == (
+        b'{"_typeName":"joynr.MulticastPublication","multicastId":"p/b/x","response":["ECO"]}')
+
+
+def test_a_schema_keeps_a_bounded_number_of_selected_overloads() -> None:
+    @interface("test/Wild")
+    class Wild:
+        async def take(self, value: Any) -> None: ...
+
+    schema = JoynrSchema(interface_def(Wild))
+    for i in range(600):
+        body = json.dumps({"_typeName": "joynr.OneWayRequest", "methodName": "take",
+                           "paramDatatypes": [f"a.T{i}"], "params": [{"x": i}]}).encode()
+        request = decode(OneWayRequest, body, schema=schema)
+        assert isinstance(request, OneWayRequest) and request.params == [{"x": i}]
+    assert 0 < len(schema._selected) <= 256
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH - 1, MAX_DEPTH])
+def test_depth_is_checked_when_brackets_could_nest_that_deep(depth: int) -> None:
+    nested = "[" * depth + "]" * depth
+    body = ('{"_typeName":"joynr.Reply","requestReplyId":"r","response":' + nested
+            + "}").encode()
+    if depth < MAX_DEPTH:
+        reply = decode(Reply, body)
+        assert isinstance(reply, Reply) and reply.response is not None
+    else:
+        with pytest.raises(JoynrJsonError) as info:
+            decode(Reply, body)
+        assert info.value.reason == "too-deep"
