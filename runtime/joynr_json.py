@@ -720,35 +720,34 @@ def _list_reader(item: _Reader) -> _Reader:
     return read
 
 
-@functools.lru_cache(maxsize=1024)
-def _writer(tp: Any) -> _Writer | None:
-    """The fast writer of a value declared ``tp`` when ``tp`` is plain (str, bool, int,
-    float, an enum, a list of those; no dicts, so no member order to keep), else None."""
-    found = _PLAIN_WRITERS.get(tp)
+def _plain(tp: Any, plain: dict[Any, Any], of_enum: Callable[[Any], Any],
+           of_list: Callable[[Any], Any]) -> Any:
+    """The fast converter of a value declared ``tp`` when ``tp`` is plain (str, bool, int,
+    float, an enum, a list of those; no dicts, so no member order to keep), else None:
+    ``plain`` holds the converters of the plain types, ``of_enum`` and ``of_list`` make those
+    of an enum and of a list of plain items."""
+    found = plain.get(tp)
     if found is not None:
         return found
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return _enum_writer(tp)
+        return of_enum(tp)
     if typing.get_origin(tp) is list:
         args = typing.get_args(tp)
-        item = _PLAIN_WRITERS.get(args[0]) if len(args) == 1 else None
-        return _list_writer(item) if item is not None else None
+        item = plain.get(args[0]) if len(args) == 1 else None
+        return of_list(item) if item is not None else None
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _writer(tp: Any) -> _Writer | None:
+    """The fast writer of a value declared ``tp`` (see :func:`_plain`), else None."""
+    return typing.cast("_Writer | None", _plain(tp, _PLAIN_WRITERS, _enum_writer, _list_writer))
 
 
 @functools.lru_cache(maxsize=1024)
 def _reader(tp: Any) -> _Reader | None:
-    """The fast reader of a value declared ``tp`` (plain as for :func:`_writer`), else None."""
-    found = _PLAIN_READERS.get(tp)
-    if found is not None:
-        return found
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return _enum_reader(tp)
-    if typing.get_origin(tp) is list:
-        args = typing.get_args(tp)
-        item = _PLAIN_READERS.get(args[0]) if len(args) == 1 else None
-        return _list_reader(item) if item is not None else None
-    return None
+    """The fast reader of a value declared ``tp`` (see :func:`_plain`), else None."""
+    return typing.cast("_Reader | None", _plain(tp, _PLAIN_READERS, _enum_reader, _list_reader))
 
 
 def _writers_of(tps: Sequence[Any]) -> tuple[_Writer, ...] | None:
