@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from gcd.interface import GBID_HEADER
 from runtime.addresses import (
     MqttAddress,
 )
@@ -40,8 +41,6 @@ from runtime.tasks import TaskSupervisor
 
 T = TypeVar("T")
 
-#: the custom header naming the backend (GBID) a call to the GCD is for
-GBID_HEADER = "gb"
 
 log = get_logger(__name__)
 

@@ -28,6 +28,7 @@ from runtime.discovery_types import DiscoveryErrorCode, GlobalDiscoveryEntry
 from runtime.interface import errors, interface, wire_name
 
 __all__ = [
+    "GBID_HEADER",
     "GCD_DOMAIN",
     "GCD_INTERFACE",
     "GCD_PARTICIPANT_ID",
@@ -43,6 +44,9 @@ GCD_TOPIC: Final = "discoverydirectory_channelid"
 GCD_DOMAIN: Final = "io.joynr"
 #: the name of its interface
 GCD_INTERFACE: Final = "infrastructure/GlobalCapabilitiesDirectory"
+#: the custom header of a call to the GCD naming the backend (GBID) it is for (``c-gb`` on
+#: joynr's wire): a cluster controller sends the call to the GCD's topic in that backend
+GBID_HEADER: Final = "gb"
 
 
 @interface(GCD_INTERFACE, version=(0, 3))

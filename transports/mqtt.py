@@ -69,7 +69,7 @@ from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gcd.interface import GCD_PARTICIPANT_ID
+from gcd.interface import GBID_HEADER, GCD_PARTICIPANT_ID
 from runtime import records, rules, smrf
 from runtime.addresses import Address, MqttAddress
 from runtime.clock import now_ms
@@ -109,8 +109,6 @@ log = get_logger(__name__)
 
 _MULTICAST = MessageType.MULTICAST
 
-#: the custom header that names the backend (GBID) a call to the GCD is for
-GBID_HEADER = "gb"
 
 
 #: names of PUBACK reason codes, for counters
