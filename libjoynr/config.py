@@ -41,17 +41,16 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from runtime.bodies import BodyFormat
+from runtime.messages import DIALECTS, JOYNR, NATIVE
 from runtime.router import RouterSettings
 from runtime.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
 )
-from transports.websocket_settings import JOYNR, NATIVE, WebSocketClientSettings
+from transports.websocket_settings import WebSocketClientSettings
 
 __all__ = ["DIALECTS", "JOYNR", "MULTICAST_BODIES", "NATIVE", "LibjoynrConfig"]
 
-#: the runtime's dialects: this project's, and joynr's (for a cluster controller of joynr's)
-DIALECTS: Final = (NATIVE, JOYNR)
 #: the body formats of the runtime's multicasts
 MULTICAST_BODIES: Final = tuple(f.value for f in (BodyFormat.JSON, BodyFormat.MSGPACK))
 

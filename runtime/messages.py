@@ -41,6 +41,9 @@ from runtime.errors import ProtocolError
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
+    "DIALECTS",
+    "JOYNR",
+    "NATIVE",
     "REQUEST_TYPES",
     "WIRE_VERSION",
     "Effort",
@@ -54,6 +57,11 @@ __all__ = [
 ]
 
 WIRE_VERSION: Final = 1
+#: the frame dialects: this project's msgpack frame (this module) and joynr's SMRF frame
+#: (runtime.smrf); each transport link speaks one, and a Message is the same in both
+NATIVE: Final = "native"
+JOYNR: Final = "joynr"
+DIALECTS: Final = (NATIVE, JOYNR)
 DEFAULT_MAX_FRAME_BYTES: Final = 4 * 1024 * 1024
 MAX_ID_LENGTH: Final = 512
 MAX_HEADERS: Final = 64

@@ -18,6 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from runtime.messages import DIALECTS, JOYNR, NATIVE
+from runtime.smrf import CUSTOM_HEADER_PREFIX
+
 __all__ = [
     "DIALECTS",
     "JOYNR",
@@ -29,15 +32,8 @@ __all__ = [
     "user_properties",
 ]
 
-NATIVE: Final = "native"
-JOYNR: Final = "joynr"
-#: the frame dialects a backend may speak
-DIALECTS: Final = (NATIVE, JOYNR)
-
 #: what joynr appends to an address's topic for unicast messages (its only priority)
 UNICAST_SUFFIX: Final = "/low"
-#: the prefix of custom headers on joynr's wire (SMRF headers and MQTT 5 user properties)
-CUSTOM_HEADER_PREFIX: Final = "c-"
 
 #: the first two bytes of an SMRF frame: version 1 as a little-endian uint16
 _SMRF_START: Final = b"\x01\x00"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 
-from runtime.messages import DEFAULT_MAX_FRAME_BYTES
+from runtime.messages import DEFAULT_MAX_FRAME_BYTES, DIALECTS, JOYNR, NATIVE
 
 __all__ = [
     "DEFAULT_MAX_FRAGMENTS",
@@ -43,10 +43,6 @@ __all__ = [
 MIN_FRAME_BYTES = 1024
 #: fragments a websocket message may come in, by default (the project's own ends send one)
 DEFAULT_MAX_FRAGMENTS = 4096
-#: the frame dialects: the project's msgpack frame, and joynr's SMRF
-NATIVE = "native"
-JOYNR = "joynr"
-DIALECTS = (NATIVE, JOYNR)
 #: the longest owner id (a custom signature's size is a uint16)
 MAX_OWNER_ID_BYTES = 0xFFFF
 
