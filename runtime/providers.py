@@ -26,8 +26,7 @@ request and stop is read in its own format (a JSON one with the interface's joyn
 picks the overload by joynr's method name and parameter datatypes), and every answer is written
 in the format of its request. Multicasts (broadcasts) are written in the skeleton's
 ``multicast_body`` format (JSON unless the runtime says otherwise: their receivers may be
-joynr's runtimes); a broadcast some subscriber asked for under joynr's name of it
-(``newStation`` for ``new_station``) goes out under that name as well.
+joynr's runtimes), under joynr's name of the broadcast (``newStation`` for ``new_station``).
 
 Input from the network is hostile: a request with a body that does not decode, an unknown
 method or parameters of the wrong types is answered with a MethodInvocation error; a provider
@@ -255,6 +254,8 @@ class ProviderSkeleton:
         self.provider = provider
         self.participant_id = participant_id
         self.definition: InterfaceDef = interface_def(provider.interface)
+        #: the joynr schema of the interface (reads and writes JSON bodies)
+        self.schema: JoynrSchema = schema_of(self.definition)
         self.multicast_body = multicast_body
         self.address = InProcessAddress(self)
         #: the on-change attribute subscriptions of this participant
@@ -281,11 +282,6 @@ class ProviderSkeleton:
             impl = self._getter(name) if kind == "get" else self._setter(name)
             table[(accessor.name, tuple(accessor.param_datatypes))] = (accessor, impl, False)
         return table
-
-    @property
-    def schema(self) -> JoynrSchema:
-        """The joynr schema of the interface (reads and writes JSON bodies)."""
-        return schema_of(self.definition)
 
     def _getter(self, name: str) -> Callable[[], Any]:
         custom = getattr(self.provider, f"get_{name}", None)
@@ -349,10 +345,8 @@ class ProviderSkeleton:
         if message.type is _REQUEST:
             return self._invoke(message), context, "request"
         # one-way, fire and forget: decode and check, then run the provider's method itself
-        body = message.body
         try:
-            payload = decode_body(OneWayRequest, body, schema=None if format_of(body) is _MSGPACK
-                                  else self.schema)
+            payload = decode_body(OneWayRequest, message.body, schema=self.schema)
             (_, impl, _), args = self._prepare(payload)
         except (PayloadError, JoynrError) as exc:
             self.router.counters["dropped-bad-one-way"] += 1
@@ -367,8 +361,7 @@ class ProviderSkeleton:
         body = message.body
         fmt = format_of(body)
         try:
-            payload = decode_body(Request, body,
-                                  schema=None if fmt is _MSGPACK else self.schema)
+            payload = decode_body(Request, body, schema=self.schema)
         except PayloadError as exc:
             self.router.counters["dropped-bad-request"] += 1
             self.router.warnings.warning(log, "bad-request", peer_of(message.origin),
@@ -474,11 +467,8 @@ class ProviderSkeleton:
     # ------------------------------------------------------------------ subscriptions
 
     def _ack_multicast_subscription(self, message: Message) -> None:
-        body = message.body
-        json_body = format_of(body) is _JSON
         try:
-            request = decode_body(MulticastSubscriptionRequest, body,
-                                  schema=self.schema if json_body else None)
+            request = decode_body(MulticastSubscriptionRequest, message.body, schema=self.schema)
         except PayloadError as exc:
             self.router.counters["dropped-bad-multicast-subscription"] += 1
             self.router.warnings.warning(log, "bad-multicast-subscription",

@@ -16,8 +16,8 @@ Bodies (runtime/bodies.py): a proxy writes its requests, subscription requests a
 its :attr:`Proxy.body_format` (msgpack for a provider of this project, JSON for one of joynr's
 runtimes; its runtime chooses), and the endpoint reads replies, subscription replies,
 publications and multicasts in whatever format they come (a JSON body typed by the method or
-subscription it answers). A JSON proxy subscribes to a broadcast under joynr's name of it
-(``newStation`` for ``new_station``), the name joynr's providers publish it under.
+subscription it answers). A proxy subscribes to a broadcast under joynr's name of it
+(``newStation`` for ``new_station``), the name every provider publishes it under.
 
 joynr's dialect (the runtime's :attr:`ProxyHost.joynr_dialect`, for a cluster controller of
 joynr's, which routes answers by the replyTo of the requests): the requests (``rq``, ``arq``,

@@ -144,8 +144,7 @@ class OnChangePublisher:
         fmt = format_of(message.body)
         try:
             request = decode_body(SubscriptionRequest, message.body,
-                                  schema=None if fmt is BodyFormat.MSGPACK
-                                  else schema_of(self.definition))
+                                  schema=schema_of(self.definition))
             qos = AttributeSubscriptionQos.from_wire(request.qos)
         except PayloadError as exc:
             self.router.counters["dropped-bad-subscription-request"] += 1
