@@ -60,8 +60,10 @@ __all__ = [
     "compact_json",
     "decode",
     "decode_any",
+    "decode_parsed",
     "encode",
     "joynr_datatype",
+    "parse",
     "reply_types",
 ]
 
@@ -1245,10 +1247,26 @@ def decode(cls: type[Payload], body: bytes, *, schema: JoynrSchema | None = None
     its parameters' types and the project's names; a request for no declared method keeps its
     names and untyped values (the provider then answers that it has no such method).
     ``types`` and ``error_enum`` as for :func:`encode`."""
+    return _decode(cls, parse(cls, body), schema=schema, types=types, error_enum=error_enum)
+
+
+def parse(cls: type[Payload], body: bytes) -> dict[str, Any]:
+    """A joynr JSON body of payload class ``cls``, parsed and checked as :func:`decode` checks
+    it (its JSON, size, depth and ``_typeName``) but not read into a payload yet: for
+    :func:`decode_parsed`, which may read it more than once (untyped, to find where it goes,
+    then typed by what it answers) without parsing it again. Raises :class:`JoynrJsonError`."""
     data = _parse(body)
     name = _type_name_of(data, "body")
     if name != TYPE_NAMES[cls]:
         raise _refuse("bad-type-name", f"body is a {name[:100]!r}, not a {TYPE_NAMES[cls]}")
+    return data
+
+
+def decode_parsed(cls: type[Payload], data: dict[str, Any], *,
+                  schema: JoynrSchema | None = None, types: Sequence[Any] | None = None,
+                  error_enum: type[enum.Enum] | None = None) -> Payload:
+    """A body :func:`parse` returned, read as :func:`decode` reads it (``data`` is not
+    changed); raises :class:`JoynrJsonError`."""
     return _decode(cls, data, schema=schema, types=types, error_enum=error_enum)
 
 

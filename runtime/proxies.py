@@ -38,8 +38,9 @@ import contextvars
 import inspect
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
+from runtime import joynr_json
 from runtime.addresses import Address, InProcessAddress
 from runtime.bodies import BodyFormat, decode_body, encode_body, format_of, schema_of
 from runtime.calls import Call, CallRunner
@@ -128,8 +129,9 @@ class ProxyEndpoint:
         self.counters: Counter[str] = counters if counters is not None else Counter()
         self.address = InProcessAddress(self)
         #: the calls waiting for their reply: answered with the Reply of a msgpack body, or
-        #: with a JSON body itself (checked; the proxy, which knows the method, types it)
-        self.replies: dict[str, asyncio.Future[Reply | bytes]] = {}
+        #: with a JSON body parsed and checked (joynr_json.parse; the proxy, which knows the
+        #: method, reads it typed)
+        self.replies: dict[str, asyncio.Future[Reply | dict[str, Any]]] = {}
         self.subscription_replies: dict[str, asyncio.Future[SubscriptionReply]] = {}
         self.subscriptions: dict[str, Subscription] = {}
         #: runs async subscription callbacks inside tasks (owns them)
@@ -140,12 +142,12 @@ class ProxyEndpoint:
         body = message.body
         try:
             if message.type is _REPLY:
+                answer: Reply | dict[str, Any]
                 if format_of(body) is _MSGPACK:
-                    reply = decode_payload(Reply, body)
-                    answer: Reply | bytes = reply
-                else:
-                    reply = decode_body(Reply, body)  # checked untyped, typed by the proxy
-                    answer = body
+                    reply = answer = decode_payload(Reply, body)
+                else:  # read untyped here, typed by the proxy from the same parse
+                    answer = joynr_json.parse(Reply, body)
+                    reply = cast(Reply, joynr_json.decode_parsed(Reply, answer))
                 future = self.replies.pop(reply.request_reply_id, None)
                 if future is not None and not future.done():
                     future.set_result(answer)
@@ -155,25 +157,33 @@ class ProxyEndpoint:
                 if sfuture is not None and not sfuture.done():
                     sfuture.set_result(sreply)
             elif message.type is MessageType.PUBLICATION:
-                publication = decode_body(Publication, body)
+                parsed = joynr_json.parse(Publication, body) if format_of(body) is _JSON else None
+                publication = (decode_payload(Publication, body) if parsed is None
+                               else cast(Publication, joynr_json.decode_parsed(Publication,
+                                                                               parsed)))
                 subscription = self.subscriptions.get(publication.subscription_id)
                 if subscription is not None and subscription.multicast_pattern is None:
-                    if publication.response is not None and format_of(body) is _JSON:
-                        publication = decode_body(Publication, body, types=subscription.types)
+                    if publication.response is not None and parsed is not None:
+                        publication = cast(Publication, joynr_json.decode_parsed(
+                            Publication, parsed, types=subscription.types))
                     self._deliver(subscription, publication.response, publication.error)
             elif message.type is MessageType.MULTICAST:
-                multicast = decode_body(MulticastPublication, body)
+                parsed = (joynr_json.parse(MulticastPublication, body)
+                          if format_of(body) is _JSON else None)
+                multicast = (decode_payload(MulticastPublication, body) if parsed is None
+                             else cast(MulticastPublication, joynr_json.decode_parsed(
+                                 MulticastPublication, parsed)))
                 typed: dict[tuple[Any, ...], list[Any]] = {}  # JSON: values by declared types
-                json_body = format_of(body) is _JSON
                 for subscription in list(self.subscriptions.values()):
                     pattern = subscription.multicast_pattern
                     if pattern is not None and matches(pattern, message.recipient):
                         values: list[Any] | None = multicast.response
-                        if json_body:
+                        if parsed is not None:
                             values = typed.get(subscription.types)
                             if values is None:
-                                values = decode_body(MulticastPublication, body,
-                                                     types=subscription.types).response
+                                values = cast(MulticastPublication, joynr_json.decode_parsed(
+                                    MulticastPublication, parsed, types=subscription.types)
+                                              ).response
                                 typed[subscription.types] = values
                         self._deliver(subscription, values, None)
             else:
@@ -391,10 +401,10 @@ class Proxy:
         reply = await self._await_answer(self._endpoint.replies, rid,
                                          self._message(_REQUEST, body),
                                          f"{method.name}()")
-        if type(reply) is bytes:  # a JSON reply, typed by the method it answers
+        if type(reply) is dict:  # a JSON reply, read typed by the method it answers
             try:
-                reply = decode_body(Reply, reply, types=reply_types(method),
-                                    error_enum=method.error_enum)
+                reply = joynr_json.decode_parsed(Reply, reply, types=reply_types(method),
+                                                 error_enum=method.error_enum)
             except PayloadError as exc:
                 raise ProviderRuntimeError(f"bad reply: {exc}") from None
         if reply.error is not None:

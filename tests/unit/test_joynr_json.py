@@ -171,6 +171,21 @@ def test_void_reply_carries_an_empty_response() -> None:
         b'{"_typeName":"joynr.Reply","requestReplyId":"r","response":[]}')
 
 
+def test_a_parsed_body_reads_untyped_then_typed_as_decode_reads_it() -> None:
+    """parse + decode_parsed (a proxy reads a reply untyped to find its call, then typed,
+    from one parse) give what decode gives, and reading leaves the parsed body as it was."""
+    body = encode(Reply("r", [FM4_WIRE]), types=[RadioStation])
+    data = joynr_json_module.parse(Reply, body)
+    before = json.loads(json.dumps(data))
+    assert joynr_json_module.decode_parsed(Reply, data) == decode(Reply, body)
+    assert joynr_json_module.decode_parsed(Reply, data, types=[RadioStation]) == decode(
+        Reply, body, types=[RadioStation])
+    assert data == before
+    with pytest.raises(JoynrJsonError) as refused:
+        joynr_json_module.parse(Publication, body)
+    assert refused.value.reason == "bad-type-name"
+
+
 GOLDEN: list[tuple[Payload, dict[str, Any]]] = [
     (Request("r1", "add_favorite_station", [FM4_WIRE], ["vehicle.RadioStation"]),
      {"_typeName": "joynr.Request", "methodName": "addFavoriteStation",
