@@ -76,6 +76,7 @@ from runtime.clock import now_ms
 from runtime.interface import interface_def
 from runtime.messages import DEFAULT_MAX_FRAME_BYTES, Message, MessageType, encode_frame
 from runtime.payloads import OneWayRequest, Request
+from runtime.smrf import FORM as SMRF_FORM
 from tests.support.brokers import MOSQUITTO
 from tests.support.brokers import Mosquitto as TestMosquitto
 from tests.support.mqtt_cluster import write_provisioning
@@ -131,8 +132,10 @@ class PendingCallsWarnings(logging.Filter):
 
 
 def environment() -> str:
+    codec = "compiled" if SMRF_FORM.compiled else "plain Python"
     return (f"Python {sys.version.split()[0]}, uvloop {version('uvloop')}, "
-            f"websockets {version('websockets')}, msgpack {version('msgpack')}")
+            f"websockets {version('websockets')}, msgpack {version('msgpack')}, "
+            f"SMRF codec {codec}")
 
 
 def mqtt_environment() -> str:

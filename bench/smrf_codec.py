@@ -1,12 +1,14 @@
-"""SMRF codec (runtime/smrf.py) throughput beside the msgpack codec (runtime/messages.py).
+"""SMRF codec (runtime/smrf_core.py) throughput beside the msgpack codec (runtime/messages.py).
 
 Usage: .venv/bin/python bench/smrf_codec.py [--rounds R] [--seconds S]
 
 For each message shape, encode and decode are timed for both codecs in the same run, in
 alternating rounds of about ``S`` seconds; the best round of each counts (this machine is
-noisy). Printed: operations per second, microseconds per operation and the ratio
-SMRF / msgpack (time). Decoding includes every check either codec makes (the SMRF reader
-verifies each offset, vtable, vector and string of the FlatBuffer).
+noisy). The SMRF codec runs in both its forms (runtime/compiled.py): as loaded (compiled with
+mypyc when bin/build-compiled built it) and its plain Python source. Printed: operations per
+second, microseconds per operation and the ratio SMRF / msgpack (time) of each form.
+Decoding includes every check either codec makes (the SMRF reader verifies each offset,
+vtable, vector and string of the FlatBuffer).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime import smrf
+from runtime import compiled, smrf
 from runtime.addresses import MqttAddress
 from runtime.messages import Message, MessageType, decode_frame, encode_frame
 
@@ -67,16 +69,22 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, best of {args.rounds} rounds")
+    plain = compiled.load_source("runtime.smrf_core")
+    form = "compiled" if smrf.FORM.compiled else f"plain Python ({smrf.FORM.reason})"
+    print(f"SMRF codec as loaded: {form}")
     for name, message in shapes().items():
         msgpack_frame = encode_frame(message)
         smrf_frame = smrf.encode(message)
         assert smrf.decode(smrf_frame).body == message.body
+        assert plain.encode(message) == smrf_frame
         assert decode_frame(msgpack_frame).body == message.body
         operations: dict[str, Callable[[], object]] = {
             "msgpack encode": lambda m=message: encode_frame(m),
             "smrf encode": lambda m=message: smrf.encode(m),
+            "plain encode": lambda m=message: plain.encode(m),
             "msgpack decode": lambda f=msgpack_frame: decode_frame(f),
             "smrf decode": lambda f=smrf_frame: smrf.decode(f),
+            "plain decode": lambda f=smrf_frame: plain.decode(f),
         }
         best = dict.fromkeys(operations, 0.0)
         for _ in range(args.rounds):
@@ -86,10 +94,13 @@ def main() -> None:
         print(f"\n{name}: msgpack frame {len(msgpack_frame)} B, SMRF frame "
               f"{len(smrf_frame)} B{compressed}")
         for label, per_second in best.items():
-            print(f"  {label:15} {per_second:12,.0f}/s  {1e6 / per_second:8.2f} us")
+            shown = label.replace("smrf", "smrf (as loaded)").replace("plain",
+                                                                      "smrf (plain Python)")
+            print(f"  {shown:28} {per_second:12,.0f}/s  {1e6 / per_second:8.2f} us")
         for kind in ("encode", "decode"):
-            print(f"  smrf/msgpack {kind}: {best[f'msgpack {kind}'] / best[f'smrf {kind}']:.1f}x")
-
+            print(f"  smrf/msgpack {kind}: as loaded "
+                  f"{best[f'msgpack {kind}'] / best[f'smrf {kind}']:.1f}x, plain Python "
+                  f"{best[f'msgpack {kind}'] / best[f'plain {kind}']:.1f}x")
 
 if __name__ == "__main__":
     main()

@@ -1,5 +1,6 @@
 # Sourced by bin/run and bin/test: make sure the machine has what the project needs.
 # - Python 3.11+ and a virtual environment at .venv with the project and its test extras
+# - the modules compiled with mypyc, built again when their source changes (see ensure_compiled)
 # - Debian packages (mosquitto, postgresql, Java 17, JDBC drivers, chromium), installed with apt-get when running as root
 # - for bin/test only: node and npm (Debian's nodejs and npm when the commands are missing) and
 #   the npm packages the tests use as oracles (tests/oracles: npm ci, again when its package
@@ -93,8 +94,53 @@ ensure_venv() {
     fi
 }
 
+# the modules compiled with mypyc (runtime/compiled.py says how they are loaded): each is
+# compiled again when its source changes; without a C compiler and Python's headers (and no
+# root to install them) they run as plain Python, slower, and this says so
+COMPILED_MODULES=(runtime/smrf_core.py)
+
+# ensure_compiler: a C compiler and the headers of the virtual environment's Python, or why not
+ensure_compiler() {
+    local include base
+    include="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
+    if command -v cc >/dev/null 2>&1 && [ -f "$include/Python.h" ]; then return 0; fi
+    base="$("$VENV/bin/python" -c 'import sys; print(sys._base_executable)')"
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1 || [[ "$base" != /usr/bin/* ]]; then
+        COMPILER_MISSING="no C compiler (cc) or no Python.h in $include"
+        return 1
+    fi
+    apt_install "a C compiler and Python's headers are missing" gcc \
+        "python$("$VENV/bin/python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')-dev"
+}
+
+ensure_compiled() {
+    local src so want suffix log
+    suffix="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
+    for src in "${COMPILED_MODULES[@]}"; do
+        so="$ROOT/${src%.py}$suffix"
+        want="$(sha256sum "$ROOT/$src" | cut -d' ' -f1)"
+        if [ -f "$so" ] && [ "$(cat "$so.sha256" 2>/dev/null)" = "$want" ]; then continue; fi
+        # an old build must not stay: without its digest it would not be loaded, but remove it
+        rm -f "$so" "$so.sha256" "$ROOT/${src%.py}__mypyc$suffix"
+        if ! ensure_compiler; then
+            say "WARNING: $src runs as plain Python (slower): $COMPILER_MISSING"
+            continue
+        fi
+        say "compiling $src with mypyc"
+        mkdir -p "$ROOT/build"
+        log="$ROOT/build/mypyc-$(basename "$src" .py).log"
+        if (cd "$ROOT" && "$VENV/bin/mypyc" "$src") >"$log" 2>&1; then
+            echo "$want" >"$so.sha256"
+        else
+            rm -f "$so" "$ROOT/${src%.py}__mypyc$suffix"
+            say "WARNING: compiling $src failed (see $log); it runs as plain Python (slower)"
+        fi
+    done
+}
+
 ensure_debian_packages
 ensure_venv
+ensure_compiled
 # only the test command needs node and the oracles (bin/test sets BOOTSTRAP_TESTS=1)
 if [ "${BOOTSTRAP_TESTS:-0}" = 1 ]; then
     ensure_node

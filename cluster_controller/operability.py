@@ -58,6 +58,7 @@ from cluster_controller.gcd_link import CALL_OUTCOMES
 from gcd.operability import gcd_metrics, gcd_ready_checks, gcd_sections, store_probe
 from runtime.messages import MessageType
 from runtime.router import OUTCOMES
+from runtime.smrf import FORM as SMRF_FORM
 
 if TYPE_CHECKING:
     from cluster_controller.controller import ClusterController
@@ -243,6 +244,8 @@ class ClusterControllerOps(ProgramOps):
             ("process id", os.getpid()), ("host", socket.gethostname()),
             ("Python", sys.version.split()[0]), ("started", stamp(self.started_s)),
             ("admin endpoint", None if self.server is None else self.server.url),
+            ("SMRF codec", "compiled" if SMRF_FORM.compiled
+             else f"plain Python: {SMRF_FORM.reason}"),
         ])
 
     def _runtimes(self, max_rows: int) -> dict[str, Any]:

@@ -697,3 +697,23 @@ async def test_an_admin_port_in_use_stops_the_process_with_the_setting_to_change
     assert codes == (1, 1), cc.output() + gcd.output()
     assert f"cannot listen for the admin endpoint on 127.0.0.1:{port}" in cc.output()
     assert "JOYNR_CC__ADMIN__PORT" in cc.output() and "JOYNR_GCD__ADMIN__PORT" in gcd.output()
+
+
+async def test_the_smrf_codec_form_is_on_the_status_page_and_a_plain_one_in_the_log(
+        tmp_path: Path) -> None:
+    """A CC process says which form of the SMRF codec it runs: compiled (as built by the
+    README's commands) on its status page; the plain Python form (asked for with
+    PYJOYNR_COMPILED=0) on its status page with the reason, and as a warning in its log."""
+    for switch, expected in (("1", "compiled"),
+                             ("0", "plain Python: PYJOYNR_COMPILED=0 asks for the source")):
+        cc = cc_process(tmp_path / switch, PYJOYNR_COMPILED=switch)
+        try:
+            admin = await cc.admin_url()
+            await _ws_url(cc)
+            status = (await http_get(f"{admin}/status.json")).json()
+            (identity,) = [s for s in status["sections"] if s["id"] == "identity"]
+            assert dict(identity["facts"])["SMRF codec"] == expected
+        finally:
+            assert await cc.astop() == 0, cc.output()[-3000:]
+        warned = "SMRF frames are read and written by the codec's plain Python form"
+        assert (warned in cc.output()) is (switch == "0"), cc.output()[-3000:]

@@ -19,11 +19,9 @@ from runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddr
 from runtime.messages import INT64_MAX, MAX_HEADERS, Effort, Message, MessageType
 from runtime.smrf import (
     DEFAULT_COMPRESS_ABOVE_BYTES,
-    LAYOUTS_CACHED,
     MAX_SMRF_HEADERS,
     SmrfError,
     SmrfFrame,
-    _layout,
     decode,
     decode_smrf,
     encode,
@@ -31,6 +29,7 @@ from runtime.smrf import (
     frame_from_message,
     message_from_frame,
 )
+from runtime.smrf_core import LAYOUTS_CACHED, _layout
 
 # The smrf test message (sender, recipient, two headers, relative ttl 1234567, body 0..99) as
 # the smrf npm package 0.3.3 writes it: plain, compressed, custom-signed with b"owner-id".
