@@ -74,7 +74,8 @@ from runtime.joynr_runtime import Arbitration
 from runtime.providers import Provider, current_origin, wire_form_of
 from runtime.proxies import Proxy
 from runtime.router import RouterSettings
-from runtime.subscriptions import AttributeSubscriptionQos, Subscription
+from runtime.subscribers import Subscription
+from runtime.subscription_qos import AttributeSubscriptionQos
 from transports.websocket_settings import WebSocketClientSettings
 
 __all__ = [

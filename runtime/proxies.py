@@ -72,7 +72,8 @@ from runtime.payloads import (
     decode_payload,
 )
 from runtime.router import MessageRouter
-from runtime.subscriptions import AttributeSubscriptionQos, Subscription
+from runtime.subscribers import Subscription
+from runtime.subscription_qos import AttributeSubscriptionQos
 
 __all__ = ["AttributeHandle", "BroadcastHandle", "Proxy", "ProxyEndpoint", "ProxyHost"]
 

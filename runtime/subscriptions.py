@@ -7,7 +7,7 @@
   change afterwards, never more often than the subscriber's minimum interval (a change within
   the interval is sent when it has passed, and only the latest one), and ends a subscription
   on the subscriber's stop or at its expiry date.
-- :class:`Subscription`: what a proxy's ``subscribe`` returns; ``await unsubscribe()`` ends it.
+- the proxy side (:class:`~runtime.subscribers.Subscription`) is in runtime/subscribers.py.
 
 Broadcasts are not subscriptions here: they are multicasts, which the routers deliver to the
 receivers registered for them (see runtime/multicast.py); a provider only acknowledges them.
@@ -20,7 +20,7 @@ the format of the request.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,6 @@ from runtime.router import MessageRouter
 __all__ = [
     "AttributeSubscriptionQos",
     "OnChangePublisher",
-    "Subscription",
     "answer_subscription",
 ]
 
@@ -242,40 +241,3 @@ class OnChangePublisher:
         value, subscription.deferred_value = subscription.deferred_value, None
         if self._subscriptions.get(subscription.subscription_id) is subscription:
             self._publish(subscription, value)
-
-
-# ====================================================================== proxy side
-
-
-class Subscription:
-    """A live subscription of a proxy (attribute on-change or broadcast); ``await
-    unsubscribe()`` ends it. Made by the proxy, which passes how to end it."""
-
-    def __init__(self, subscription_id: str, name: str, callback: Callable[..., Any],
-                 types: tuple[Any, ...], end: Callable[[Subscription], Awaitable[None]], *,
-                 multicast_pattern: str | None = None,
-                 on_error: Callable[[JoynrError], Any] | None = None) -> None:
-        self.subscription_id = subscription_id
-        #: the attribute's or broadcast's name
-        self.name = name
-        #: called with the typed values of each publication (may be async)
-        self.callback = callback
-        #: the declared types of those values
-        self.types = types
-        #: a broadcast's multicast id pattern (partitions); None for an attribute
-        self.multicast_pattern = multicast_pattern
-        #: called with the provider's error when a publication carries one
-        self.on_error = on_error
-        #: False once ended: no more callbacks
-        self.active = True
-        self._end = end
-
-    def __repr__(self) -> str:
-        return (f"Subscription({self.subscription_id!r}, {self.name!r}, "
-                f"active={self.active})")
-
-    async def unsubscribe(self) -> None:
-        """End it: no more callbacks, the provider (and the routers) are told. Idempotent."""
-        if self.active:
-            self.active = False
-            await self._end(self)
