@@ -96,7 +96,9 @@ class JoynrTimeoutError(JoynrError):
 
 
 class SubscriptionError(JoynrError):
-    """A subscription was refused (the error of a subscription reply)."""
+    """A subscription was refused (the error of a subscription reply), or the provider ended
+    it (the error of a publication: the provider was unregistered). ``subscription_id``: the
+    subscription's."""
 
     wire_type = "SubscriptionException"
 

@@ -4,7 +4,9 @@
     class Radio:
         current_station = attribute(str)                    # get, set, on-change subscriptions
         volume = attribute(int, readonly=True)
-        new_station = broadcast(station=str, country=Country)
+        new_station = broadcast(station=str, country=Country)  # a multicast
+        weak_signal = broadcast(selective=True, filter_parameters=("genre",),
+                                station=str)                     # filtered per subscriber
 
         async def add_favorite(self, station: str) -> bool: ...
 
@@ -510,6 +512,11 @@ class AttributeDef:
 class BroadcastDef:
     outputs: tuple[tuple[str, Any], ...]
     name: str = ""
+    #: True: subscribers send a subscription request with filter parameters and get unicast
+    #: publications the provider's filters let through; False: a multicast
+    selective: bool = False
+    #: the filter parameter names a subscription to a selective broadcast carries
+    filter_parameters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -537,9 +544,27 @@ def attribute(tp: Any, *, readonly: bool = False, notifiable: bool = True) -> An
     return AttributeDef(tp, readonly, notifiable)
 
 
-def broadcast(**outputs: Any) -> Any:
-    """Declare a broadcast with named, typed output values."""
-    return BroadcastDef(tuple(outputs.items()))
+def broadcast(*, selective: bool = False, filter_parameters: tuple[str, ...] = (),
+              **outputs: Any) -> Any:
+    """Declare a broadcast with named, typed output values (so no output can be named
+    ``selective`` or ``filter_parameters``).
+
+    ``selective=False`` (the default): a multicast, published to every subscriber whose
+    partitions match. ``selective=True``: each subscriber subscribes with filter parameters
+    (a map of strings, names ``filter_parameters``) and gets a publication of its own when the
+    provider's filters of the broadcast let the values through
+    (``Provider.add_broadcast_filter``)."""
+    if not isinstance(selective, bool):
+        raise TypeError(f"broadcast(selective=...) must be a bool, not {type(selective).__name__}")
+    if isinstance(filter_parameters, str) or not all(
+            isinstance(p, str) and p for p in filter_parameters):
+        raise TypeError("broadcast(filter_parameters=...) must be a tuple of names")
+    if filter_parameters and not selective:
+        raise TypeError("only a selective broadcast has filter parameters")
+    if len(set(filter_parameters)) != len(tuple(filter_parameters)):
+        raise TypeError("broadcast(filter_parameters=...) names a parameter twice")
+    return BroadcastDef(tuple(outputs.items()), selective=selective,
+                        filter_parameters=tuple(filter_parameters))
 
 
 def errors(error_enum: type[enum.Enum]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -48,6 +48,7 @@ from runtime.payloads import (
     SubscriptionReply,
     SubscriptionRequest,
     SubscriptionStop,
+    check_filter_parameters,
 )
 
 __all__ = [
@@ -1033,11 +1034,12 @@ def encode(payload: Payload, *, schema: JoynrSchema | None = None,
         out["subscribedToName"] = schema.joynr_name(name) if schema is not None else name
         out["qos"] = _qos_to_json(payload.qos, _qos_default(cls))
         if isinstance(payload, BroadcastSubscriptionRequest):
-            filters = payload.filter_parameters
-            if not all(type(k) is str and type(v) is str for k, v in filters.items()):
-                raise _refuse("unencodable", "filter parameters are not strings")
+            try:
+                filters = check_filter_parameters(payload.filter_parameters)
+            except PayloadError as exc:
+                raise _refuse("unencodable", str(exc)) from None
             out["filterParameters"] = {"_typeName": "joynr.BroadcastFilterParameters",
-                                       "filterParameters": dict(filters)}
+                                       "filterParameters": filters}
         elif isinstance(payload, MulticastSubscriptionRequest):
             if payload.partitions != _multicast_partitions(payload.multicast_id):
                 raise _refuse("unencodable", "partitions are not those of the multicast id")
@@ -1399,9 +1401,10 @@ def _decode_subscription_request(data: dict[str, Any], cls: type[Payload],
                 raise _refuse("bad-type-name", "filterParameters of an unknown _typeName")
             inner = raw.get("filterParameters")
             if inner is not None:
-                if not isinstance(inner, dict):
-                    raise _refuse("bad-member", "filterParameters is not a map")
-                filters = {k: _name(v, "filter parameter") for k, v in inner.items()}
+                try:
+                    filters = check_filter_parameters(inner)
+                except PayloadError as exc:
+                    raise _refuse("bad-filter-parameters", str(exc)) from None
         return BroadcastSubscriptionRequest(sid, name, qos, filters)
     mid = _name(_required(data, "multicastId", cls), "multicastId")
     return MulticastSubscriptionRequest(sid, name, mid, qos, _multicast_partitions(mid))

@@ -2,7 +2,10 @@
 
 A body is a msgpack map keyed by the field names below. :func:`decode_payload` validates the
 types of every field and raises :class:`PayloadError` for anything else: the body comes from
-the network and is as hostile as the frame around it.
+the network and is as hostile as the frame around it. A selective broadcast subscription's
+``filter_parameters`` is a map of strings to strings, at most :data:`MAX_FILTER_PARAMETERS`
+entries of at most :data:`MAX_FILTER_PARAMETER_CHARS` chars each
+(:func:`check_filter_parameters`, reason ``bad-filter-parameters``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from runtime.errors import ProtocolError
 from runtime.messages import Message, MessageType
 
 __all__ = [
+    "MAX_FILTER_PARAMETERS",
+    "MAX_FILTER_PARAMETER_CHARS",
     "BroadcastSubscriptionRequest",
     "MulticastPublication",
     "MulticastSubscriptionRequest",
@@ -32,6 +37,7 @@ __all__ = [
     "SubscriptionRequest",
     "SubscriptionStop",
     "answer_to",
+    "check_filter_parameters",
     "decode_payload",
 ]
 
@@ -46,6 +52,33 @@ class PayloadError(ProtocolError):
 
 
 _pack = msgpack.Packer(use_bin_type=True).pack
+
+#: the most filter parameters a selective broadcast subscription may carry
+MAX_FILTER_PARAMETERS = 64
+#: the longest name or value of a filter parameter (chars)
+MAX_FILTER_PARAMETER_CHARS = 4096
+
+
+def check_filter_parameters(value: object) -> dict[str, str]:
+    """``value`` as a selective broadcast's filter parameters (a map of strings to strings,
+    bounded in size, see the module docstring); :class:`PayloadError` (reason
+    ``bad-filter-parameters``) saying what is wrong otherwise."""
+    if not isinstance(value, dict):
+        raise PayloadError(f"filter parameters must be a map, not {type(value).__name__}",
+                           reason="bad-filter-parameters")
+    if len(value) > MAX_FILTER_PARAMETERS:
+        raise PayloadError(f"{len(value)} filter parameters, at most {MAX_FILTER_PARAMETERS}",
+                           reason="bad-filter-parameters")
+    for key, item in value.items():
+        if type(key) is not str or type(item) is not str:
+            raise PayloadError(f"filter parameter {str(key)[:60]!r}: names and values must be "
+                               f"strings, not {type(key).__name__} and {type(item).__name__}",
+                               reason="bad-filter-parameters")
+        if len(key) > MAX_FILTER_PARAMETER_CHARS or len(item) > MAX_FILTER_PARAMETER_CHARS:
+            raise PayloadError(f"filter parameter {key[:60]!r} is longer than "
+                               f"{MAX_FILTER_PARAMETER_CHARS} chars",
+                               reason="bad-filter-parameters")
+    return dict(value)
 
 
 class Payload:
@@ -72,6 +105,7 @@ _CHECKS: dict[str, tuple[type, ...]] = {
     "list[Any]": (list,),
     "list[Any] | None": (list, type(None)),
     "dict[str, Any]": (dict,),
+    "dict[str, str]": (dict,),
     "dict[str, Any] | None": (dict, type(None)),
 }
 
@@ -116,6 +150,8 @@ def decode_payload(cls: type[P], body: bytes) -> P:
                 if type(item) is not str:
                     raise PayloadError(f"{cls.__name__}.{name} must be a list of strings")
         values[name] = value
+    if cls is BroadcastSubscriptionRequest and "filter_parameters" in values:
+        values["filter_parameters"] = check_filter_parameters(values["filter_parameters"])
     return cls(**values)
 
 
@@ -169,13 +205,14 @@ class SubscriptionRequest(Payload):
 
 @dataclass(slots=True)
 class BroadcastSubscriptionRequest(Payload):
-    """Selective broadcast subscription (``brq``)."""
+    """Selective broadcast subscription (``brq``): an on-change qos and the filter parameters
+    (names to values, strings) the provider's filters of the broadcast see."""
 
     message_type: ClassVar[MessageType] = MessageType.BROADCAST_SUBSCRIPTION_REQUEST
     subscription_id: str
     subscribe_to_name: str
     qos: dict[str, Any] = field(default_factory=dict)
-    filter_parameters: dict[str, Any] = field(default_factory=dict)
+    filter_parameters: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

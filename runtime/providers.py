@@ -11,8 +11,17 @@ broadcasts into publications and multicasts:
   and never wait behind one another. A request is answered with the result or the error;
   one-way calls are not answered;
 - inside a provider method, :func:`current_origin` tells where the call arrived from;
-- on-change attribute subscriptions are kept by an :class:`~runtime.subscriptions.
-  OnChangePublisher`; broadcast (multicast) subscriptions are only acknowledged;
+- attribute subscriptions (on change, on change with keep-alive, periodic) and selective
+  broadcast subscriptions are kept by a :class:`~runtime.subscriptions.SubscriptionPublisher`
+  (:attr:`ProviderSkeleton.publisher`; its module docstring has the rules); the provider's
+  ``get_<name>`` calls of periodic and keep-alive publications and its broadcast filters run
+  inside the call runner, as its methods do. When the skeleton closes (the provider is
+  unregistered, the runtime stops), each live subscription gets an error publication carrying
+  a SubscriptionError and ends;
+- a non-selective broadcast is a multicast (:meth:`ProviderSkeleton.fire`); its subscription
+  requests (``mrq``) are only acknowledged (refused with a SubscriptionError for a broadcast
+  that is unknown or selective); a selective one is published to each subscriber whose filter
+  parameters the provider's filters let through (:meth:`Provider.add_broadcast_filter`);
 - a provider may give a method a *wire-form twin* (:func:`wire_form_of`): calls that arrive
   as messages run the twin, which returns the answer already in its wire form, so the typed
   result is neither built nor converted (a directory answering from its rows); direct
@@ -31,7 +40,8 @@ joynr's runtimes), under joynr's name of the broadcast (``newStation`` for ``new
 Input from the network is hostile: a request with a body that does not decode, an unknown
 method or parameters of the wrong types is answered with a MethodInvocation error; a provider
 method that raises something other than a JoynrError is answered with a ProviderRuntime error
-(an ApplicationError only if the method declares that error); nothing raises out of
+(an ApplicationError only if the method declares that error); a subscription request that
+does not decode is refused as runtime/subscriptions.py says; nothing raises out of
 :meth:`ProviderSkeleton.receive`.
 """
 
@@ -39,7 +49,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
@@ -59,6 +69,7 @@ from runtime.errors import (
     JoynrError,
     MethodInvocationError,
     ProviderRuntimeError,
+    SubscriptionError,
 )
 from runtime.interface import (
     PLAIN_TYPES,
@@ -84,7 +95,7 @@ from runtime.payloads import (
 )
 from runtime.router import MessageRouter
 from runtime.rules import Refusal, admit_caller
-from runtime.subscriptions import OnChangePublisher, answer_subscription
+from runtime.subscriptions import BroadcastFilter, SubscriptionPublisher, answer_subscription
 
 __all__ = ["Provider", "ProviderSkeleton", "current_deadline_ms", "current_origin",
            "wire_form_of"]
@@ -146,7 +157,9 @@ class Provider:
     Subclass with ``interface=``: ``class RadioProvider(Provider, interface=Radio)``, implement
     the interface's methods as ``async def``. Attributes are kept here: ``set_attribute`` stores
     a value and publishes it to on-change subscribers; define ``get_<name>`` / ``set_<name>``
-    (``async def``) to compute or check values yourself. ``fire`` sends a broadcast.
+    (``async def``) to compute or check values yourself (``get_<name>`` also gives the values
+    of periodic and keep-alive publications). ``fire`` sends a broadcast;
+    ``add_broadcast_filter`` adds a filter of a selective one.
 
     A provider can be registered more than once (in several domains, or runtimes): each
     registration is a :class:`ProviderSkeleton`, which the runtime attaches here.
@@ -191,6 +204,7 @@ class Provider:
             raise TypeError(f"unknown attributes {sorted(unknown)}")
         self._attribute_values: dict[str, Any] = dict(initial_attributes)
         self._skeletons: list[ProviderSkeleton] = []
+        self._broadcast_filters: dict[str, list[BroadcastFilter]] = {}
 
     @property
     def attribute_values(self) -> Mapping[str, Any]:
@@ -225,14 +239,42 @@ class Provider:
         for skeleton in self._skeletons:
             skeleton.attribute_changed(name, value)
 
+    def add_broadcast_filter(self, broadcast_name: str, broadcast_filter: BroadcastFilter
+                             ) -> None:
+        """Add a filter of the selective broadcast ``broadcast_name``: when it fires, a
+        subscriber gets a publication only if every filter of it returns True for its filter
+        parameters and the values, called as ``broadcast_filter(filter_parameters, *values)``
+        (``filter_parameters``: the subscriber's map of strings, read-only; plain or
+        ``async def``; one that raises counts as False for that subscriber). Filters run
+        inside a task, as provider methods do, in the order they were added; they apply to the
+        firings from now on. TypeError for a broadcast that is unknown or not selective."""
+        definition = self._definition.broadcasts.get(broadcast_name)
+        if definition is None:
+            raise TypeError(f"{self._definition.name} has no broadcast {broadcast_name}")
+        if not definition.selective:
+            raise TypeError(f"broadcast {broadcast_name} is not selective: it has no filters")
+        if not callable(broadcast_filter):
+            raise TypeError(f"a broadcast filter must be callable, not "
+                            f"{type(broadcast_filter).__name__}")
+        self._broadcast_filters.setdefault(broadcast_name, []).append(broadcast_filter)
+
+    def broadcast_filters(self, broadcast_name: str) -> tuple[BroadcastFilter, ...]:
+        """The filters of a selective broadcast, in the order they were added."""
+        return tuple(self._broadcast_filters.get(broadcast_name, ()))
+
     def fire(self, broadcast_name: str, *values: Any, partitions: list[str] | tuple[str, ...] = (),
              ttl_ms: int = 10_000) -> None:
-        """Send a broadcast to every subscriber whose partitions match."""
+        """Send a broadcast: a non-selective one as a multicast to every subscriber whose
+        partitions match (living ``ttl_ms``); a selective one to each of its subscribers whose
+        filter parameters the filters let through (no partitions: TypeError; each publication
+        lives its subscriber's ``publication_ttl_ms``)."""
         definition = self._definition.broadcasts.get(broadcast_name)
         if definition is None:
             raise AttributeError(f"{self._definition.name} has no broadcast {broadcast_name}")
         if len(values) != len(definition.outputs):
             raise TypeError(f"broadcast {broadcast_name} takes {len(definition.outputs)} values")
+        if definition.selective and partitions:
+            raise TypeError(f"broadcast {broadcast_name} is selective: it has no partitions")
         if not self._skeletons:
             raise RuntimeError("the provider is not registered")
         for skeleton in self._skeletons:
@@ -241,6 +283,17 @@ class Provider:
 
 #: a method, what runs it, and whether that returns the wire form already (a twin)
 _Bound = tuple[MethodDef, Callable[..., Any], bool]
+
+
+class _AppCall:
+    """Application code other than a call from a message, queued in the call runner: a
+    getter call of a subscription, a broadcast filter run."""
+
+    __slots__ = ("make", "what")
+
+    def __init__(self, make: Callable[[], Coroutine[Any, Any, None]], what: str) -> None:
+        self.make = make
+        self.what = what
 
 
 class ProviderSkeleton:
@@ -258,12 +311,15 @@ class ProviderSkeleton:
         self.schema: JoynrSchema = schema_of(self.definition)
         self.multicast_body = multicast_body
         self.address = InProcessAddress(self)
-        #: the on-change attribute subscriptions of this participant
-        self.publisher = OnChangePublisher(router, participant_id, self.definition,
-                                           provider.attribute_values)
         #: runs the provider's methods inside tasks (owns them)
-        self.calls: CallRunner[Message] = CallRunner(f"provider {participant_id}", self._start)
+        self.calls: CallRunner[Message | _AppCall] = CallRunner(f"provider {participant_id}",
+                                                                self._start)
         self._methods = self._method_table()
+        #: the attribute and selective broadcast subscriptions of this participant
+        self.publisher = SubscriptionPublisher(
+            router, participant_id, self.definition, provider.attribute_values,
+            run=self._run_app_call, getters=self._custom_getters(),
+            filters=provider.broadcast_filters)
 
     def _method_table(self) -> dict[tuple[str, tuple[str, ...]], _Bound]:
         table: dict[tuple[str, tuple[str, ...]], _Bound] = {}
@@ -292,6 +348,20 @@ class ProviderSkeleton:
             return self.provider.get_attribute(name)
         return get
 
+    def _custom_getters(self) -> dict[str, Callable[[], Any]]:
+        """The provider's own ``get_<name>`` coroutine functions, by attribute name."""
+        found = {}
+        for name in self.definition.attributes:
+            custom = getattr(self.provider, f"get_{name}", None)
+            if custom is not None and inspect.iscoroutinefunction(custom):
+                found[name] = custom
+        return found
+
+    def _run_app_call(self, make: Callable[[], Coroutine[Any, Any, None]], what: str) -> None:
+        """Run application code (a subscription's getter call, a broadcast filter run) inside
+        a task of :attr:`calls`."""
+        self.calls.submit(_AppCall(make, what))
+
     def _setter(self, name: str) -> Callable[[Any], Any]:
         custom = getattr(self.provider, f"set_{name}", None)
         if custom is not None and inspect.iscoroutinefunction(custom):
@@ -315,8 +385,7 @@ class ProviderSkeleton:
         elif kind is MessageType.MULTICAST_SUBSCRIPTION_REQUEST:
             self._ack_multicast_subscription(message)
         elif kind is MessageType.BROADCAST_SUBSCRIPTION_REQUEST:
-            answer_subscription(self.router, message, None, MethodInvocationError(
-                "selective broadcasts are not supported; subscribe to the multicast"))
+            self.publisher.subscribe_broadcast(message)
         elif kind is MessageType.SUBSCRIPTION_STOP:
             self.publisher.stop(message)
         else:
@@ -338,10 +407,12 @@ class ProviderSkeleton:
                 return
             self.router.route(answer)
 
-    def _start(self, message: Message) -> Call | None:
+    def _start(self, message: Message | _AppCall) -> Call | None:
         """The call a request or one-way message makes, when its turn comes (inside a task
         of :attr:`calls`): each in a context of its own."""
         context = contextvars.copy_context()
+        if isinstance(message, _AppCall):
+            return message.make(), context, message.what
         if message.type is _REQUEST:
             return self._invoke(message), context, "request"
         # one-way, fire and forget: decode and check, then run the provider's method itself
@@ -477,24 +548,35 @@ class ProviderSkeleton:
                                          self.participant_id, message.id, exc)
             return
         error = None
-        name = request.subscribe_to_name
-        if name not in self.definition.broadcasts:
-            error = MethodInvocationError(f"no broadcast {name}")
-        answer_subscription(self.router, message, request.subscription_id, error)
+        name, sid = request.subscribe_to_name, request.subscription_id
+        declared = self.definition.broadcasts.get(name)
+        if declared is None:
+            error = SubscriptionError(f"provider {self.participant_id} misses broadcast {name}",
+                                      sid)
+        elif declared.selective:
+            error = SubscriptionError(f"broadcast {name} of provider {self.participant_id} is "
+                                      "selective: subscribe with a BroadcastSubscriptionRequest",
+                                      sid)
+        answer_subscription(self.router, message, sid, error)
 
     def attribute_changed(self, name: str, value: Any) -> None:
         """Publish a new attribute value to its on-change subscribers."""
         self.publisher.attribute_changed(name, value)
 
     def fire(self, name: str, values: list[Any], partitions: list[str], ttl_ms: int) -> None:
-        """Send a broadcast as a multicast (the routers deliver it to its receivers), in the
-        body format :attr:`multicast_body`, under joynr's name of the broadcast
-        (``newStation`` for ``new_station``), as joynr's providers publish it and every
-        subscriber of either dialect subscribes to it. TypeError if the values cannot be
-        written in that format."""
+        """Send a broadcast. A non-selective one as a multicast (the routers deliver it to
+        its receivers), in the body format :attr:`multicast_body`, under joynr's name of the
+        broadcast (``newStation`` for ``new_station``), as joynr's providers publish it and
+        every subscriber of either dialect subscribes to it; TypeError if the values cannot
+        be written in that format. A selective one to its subscribers, each in the body format
+        of its request (:meth:`SubscriptionPublisher.broadcast_fired`; a publication that
+        cannot be written is logged)."""
         response = [to_wire(v) for v in values]
-        fmt = self.multicast_body
         declared = self.definition.broadcasts.get(name)
+        if declared is not None and declared.selective:
+            self.publisher.broadcast_fired(name, values, response)
+            return
+        fmt = self.multicast_body
         types = None if declared is None else [tp for _, tp in declared.outputs]
         expiry_date_ms = now_ms() + ttl_ms
         multicast_id = make_multicast_id(self.participant_id, self.schema.joynr_name(name),
@@ -513,6 +595,7 @@ class ProviderSkeleton:
         ))
 
     async def close(self) -> None:
-        """End the subscriptions and cancel the calls still running."""
+        """End the subscriptions (each with an error publication carrying a
+        SubscriptionError) and cancel the calls still running."""
         self.publisher.close()
         await self.calls.close()

@@ -218,7 +218,7 @@ def qos_from_wire(data: Mapping[str, Any],
     defaults for absent fields and every value brought into its bounds as joynr's Java runtime
     does. ``default``: the kind of a map without ``type`` whose fields it has (else the first
     kind whose fields it has). ``ValueError`` for a map that is no QoS (an unknown type, a
-    field the kind does not have, a value that is no int)."""
+    field the kind does not have, a value that is no int, a negative expiry date)."""
     if not isinstance(data, Mapping):
         raise ValueError(f"a qos must be a map, not {type(data).__name__}")
     fields = {key: value for key, value in data.items() if key != "type"}
@@ -251,8 +251,10 @@ def _into_bounds(cls: type[SubscriptionQos], fields: dict[str, int]) -> dict[str
     """``fields`` of a ``cls`` brought into joynr's bounds (absent ones stay absent: the
     defaults are in bounds)."""
     out = dict(fields)
-    if "expiry_date_ms" in out:
-        out["expiry_date_ms"] = _clamp(out["expiry_date_ms"], 0, 2**63 - 1)
+    if out.get("expiry_date_ms", 0) < 0:
+        # (joynr's JavaScript runtime would read it as "never"; a garbled date must not make
+        # an endless subscription)
+        raise ValueError(f"qos expiry_date_ms {out['expiry_date_ms']} is negative")
     if "publication_ttl_ms" in out:
         out["publication_ttl_ms"] = _clamp(out["publication_ttl_ms"], MIN_PUBLICATION_TTL_MS,
                                            MAX_MS)

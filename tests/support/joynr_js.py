@@ -303,19 +303,53 @@ class JoynrJsClient:
                                   min_interval_ms: int = 0, validity_ms: int = 60_000,
                                   reply_to: bool = False) -> tuple[str, Received]:
         """An attribute subscription (``arq``); its id and the subscription reply."""
-        sid = new_id()
         qos = {"_typeName": "joynr.OnChangeSubscriptionQos", "minIntervalMs": min_interval_ms,
                "expiryDateMs": int(time.time() * 1000) + validity_ms,
                "publicationTtlMs": 10_000}
-        body = {"subscribedToName": attribute, "subscriptionId": sid, "qos": qos,
-                "_typeName": "joynr.SubscriptionRequest"}
+        return await self.subscribe(recipient, attribute, qos, sender=sender,
+                                    reply_to=reply_to)
+
+    async def subscribe(self, recipient: str, name: str, qos: Any, *, sender: str,
+                        filter_parameters: Any = None, selective: bool = False,
+                        subscription_id: str | None = None, reply_to: bool = False,
+                        ttl_ms: int = 60_000) -> tuple[str, Received]:
+        """A subscription request with ``qos`` as it is (a QoS object, or anything else to
+        see it refused): of an attribute (``arq``, ``joynr.SubscriptionRequest``), or with
+        ``selective`` of a selective broadcast (``brq``, ``joynr.BroadcastSubscriptionRequest``
+        whose ``filterParameters`` is ``{"_typeName": "joynr.BroadcastFilterParameters",
+        "filterParameters": filter_parameters}``, left out when None); ``subscription_id``:
+        an update of that subscription. Its id and the subscription reply."""
+        sid = subscription_id or new_id()
+        body: dict[str, Any] = {"subscribedToName": name, "subscriptionId": sid, "qos": qos}
+        if selective:
+            body["_typeName"] = "joynr.BroadcastSubscriptionRequest"
+            if filter_parameters is not None:
+                body["filterParameters"] = {"_typeName": "joynr.BroadcastFilterParameters",
+                                            "filterParameters": filter_parameters}
+        else:
+            body["_typeName"] = "joynr.SubscriptionRequest"
         headers = {"c-z4": sid}
         if reply_to:
             assert self.reply_to is not None
             headers["re"] = self.reply_to
-        answer = await self._ask(sid, "arq", sender, recipient, body, ttl_ms=60_000,
-                                 headers=headers, timeout_s=10.0)
+        answer = await self._ask(sid, "brq" if selective else "arq", sender, recipient, body,
+                                 ttl_ms=ttl_ms, headers=headers, timeout_s=10.0)
         return sid, answer
+
+    async def collect(self, duration_s: float, kind: str | None = "p") -> list[Received]:
+        """The messages of type ``kind`` (any: None) that arrive within ``duration_s`` (and
+        those waiting already), in order; others that arrive meanwhile are dropped."""
+        found: list[Received] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + duration_s
+        while (left := deadline - loop.time()) > 0:
+            try:
+                message = await asyncio.wait_for(self.inbox.get(), left)
+            except TimeoutError:
+                break
+            if kind is None or message.type == kind:
+                found.append(message)
+        return found
 
     async def stop_subscription(self, recipient: str, subscription_id: str, *, sender: str
                                 ) -> None:
@@ -464,6 +498,12 @@ class JsProxy:
         return await self.client.subscribe_attribute(self.provider, attribute,
                                                      sender=self.participant_id,
                                                      reply_to=self.reply_to, **options)
+
+    async def subscribe(self, name: str, qos: Any, **options: Any) -> tuple[str, Received]:
+        """:meth:`JoynrJsClient.subscribe` from this proxy."""
+        return await self.client.subscribe(self.provider, name, qos,
+                                           sender=self.participant_id,
+                                           reply_to=self.reply_to, **options)
 
     async def stop_subscription(self, subscription_id: str) -> None:
         await self.client.stop_subscription(self.provider, subscription_id,

@@ -240,3 +240,40 @@ def test_the_decoders_keep_the_checks_of_the_definition() -> None:
         from_wire({"colour": "RED", "values": [1]}, Inner, "v")
     assert from_wire("RED", Union[int, Colour]) is Colour.RED  # noqa: UP007
     assert from_wire(None, Union[Colour, None]) is None  # noqa: UP007
+
+
+# ---------------------------------------------------------------------- broadcast declarations
+
+
+def test_selective_broadcast_declarations() -> None:
+    @interface.interface("test/Declared")
+    class Declared:
+        news = interface.broadcast(text=str)
+        signal = interface.broadcast(selective=True, filter_parameters=("genre", "country"),
+                                     station=str, strength=int)
+        open_signal = interface.broadcast(selective=True, station=str)
+
+    broadcasts = interface.interface_def(Declared).broadcasts
+    assert (broadcasts["news"].selective, broadcasts["news"].filter_parameters) == (False, ())
+    assert broadcasts["news"].outputs == (("text", str),)
+    signal = broadcasts["signal"]
+    assert (signal.name, signal.selective, signal.filter_parameters) == (
+        "signal", True, ("genre", "country"))
+    assert signal.outputs == (("station", str), ("strength", int))
+    assert broadcasts["open_signal"].filter_parameters == ()
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: interface.broadcast(filter_parameters=("genre",), station=str), "only a selective"),
+    (lambda: interface.broadcast(selective=True, filter_parameters="genre", station=str),
+     "tuple of names"),
+    (lambda: interface.broadcast(selective=True, filter_parameters=("genre", 1), station=str),
+     "tuple of names"),
+    (lambda: interface.broadcast(selective=True, filter_parameters=("g", "g"), station=str),
+     "twice"),
+    (lambda: interface.broadcast(selective="yes", station=str), "must be a bool"),
+    (lambda: interface.broadcast(True, station=str), "positional"),  # type: ignore[misc]
+])
+def test_bad_broadcast_declarations_are_refused(make: Any, match: str) -> None:
+    with pytest.raises(TypeError, match=match):
+        make()

@@ -539,6 +539,55 @@ def test_oversized_and_out_of_range_refused() -> None:
     assert refused.value.reason == "unsupported"
 
 
+def _brq(filter_parameters: Any) -> bytes:
+    return text({"_typeName": "joynr.BroadcastSubscriptionRequest", "subscriptionId": "s",
+                 "subscribedToName": "signal",
+                 "qos": {"_typeName": "joynr.OnChangeSubscriptionQos", "minIntervalMs": 0},
+                 "filterParameters": filter_parameters})
+
+
+@pytest.mark.parametrize(("filter_parameters", "reason"), [
+    ({"_typeName": "joynr.BroadcastFilterParameters", "filterParameters": {"genre": 1}},
+     "bad-filter-parameters"),
+    ({"_typeName": "joynr.BroadcastFilterParameters", "filterParameters": {"genre": None}},
+     "bad-filter-parameters"),
+    ({"_typeName": "joynr.BroadcastFilterParameters",
+      "filterParameters": {"genre": {"_typeName": "x"}}}, "bad-filter-parameters"),
+    ({"_typeName": "joynr.BroadcastFilterParameters", "filterParameters": ["genre"]},
+     "bad-filter-parameters"),
+    ({"_typeName": "joynr.BroadcastFilterParameters",
+      "filterParameters": {f"p{i}": "v" for i in range(65)}}, "bad-filter-parameters"),
+    ({"_typeName": "joynr.BroadcastFilterParameters",
+      "filterParameters": {"genre": "x" * 4097}}, "bad-filter-parameters"),
+    ({"_typeName": "joynr.Other", "filterParameters": {}}, "bad-type-name"),
+    ("genre=pop", "bad-member"),
+])
+def test_hostile_filter_parameters_are_refused(filter_parameters: Any, reason: str) -> None:
+    with pytest.raises(JoynrJsonError) as refused:
+        decode(BroadcastSubscriptionRequest, _brq(filter_parameters))
+    assert refused.value.reason == reason
+
+
+def test_filter_parameters_both_ways() -> None:
+    body = _brq({"_typeName": "joynr.BroadcastFilterParameters",
+                 "filterParameters": {"genre": "pop", "country": "AT"}})
+    decoded = decode(BroadcastSubscriptionRequest, body)
+    assert isinstance(decoded, BroadcastSubscriptionRequest)
+    assert decoded.filter_parameters == {"genre": "pop", "country": "AT"}
+    assert json.loads(encode(decoded))["filterParameters"] == {
+        "_typeName": "joynr.BroadcastFilterParameters",
+        "filterParameters": {"country": "AT", "genre": "pop"}}
+    # absent or null: no parameters
+    for absent in (None, {"_typeName": "joynr.BroadcastFilterParameters",
+                          "filterParameters": None}):
+        decoded = decode(BroadcastSubscriptionRequest, _brq(absent))
+        assert isinstance(decoded, BroadcastSubscriptionRequest)
+        assert decoded.filter_parameters == {}
+    with pytest.raises(JoynrJsonError) as refused:
+        encode(BroadcastSubscriptionRequest("s", "signal", {}, {"genre": 5}))  # type: ignore[dict-item]
+    assert refused.value.reason == "unencodable"
+
+
 def test_unencodable_payloads_are_refused() -> None:
     for payload, kwargs in [
         (Reply("r", [1], {"type": "ProviderRuntimeException", "message": ""}), {}),

@@ -19,6 +19,8 @@ from runtime.errors import (
 )
 from runtime.messages import Effort, Message, MessageType, decode_frame, encode_frame
 from runtime.payloads import (
+    MAX_FILTER_PARAMETER_CHARS,
+    MAX_FILTER_PARAMETERS,
     PAYLOAD_TYPES,
     BroadcastSubscriptionRequest,
     MulticastPublication,
@@ -33,6 +35,7 @@ from runtime.payloads import (
     SubscriptionRequest,
     SubscriptionStop,
     answer_to,
+    check_filter_parameters,
     decode_payload,
 )
 
@@ -169,6 +172,7 @@ _WRONG = {
     "list[Any] | None": ["x", 1, {"a": "b"}, b"x", True],
     "dict[str, Any]": ["x", 1, None, ["a"], b"x"],
     "dict[str, Any] | None": ["x", 1, ["a"], b"x", False],
+    "dict[str, str]": ["x", 1, None, ["a"], b"x"],
 }
 
 
@@ -201,6 +205,32 @@ def test_list_of_strings_with_other_items_is_refused(cls: type[Payload], name: s
     data[name] = items
     with pytest.raises(PayloadError, match=rf"{cls.__name__}\.{name} must be a list of strings"):
         decode_payload(cls, body(data))
+
+
+@pytest.mark.parametrize("parameters, match", [
+    ({"genre": 1}, "must be strings"),
+    ({"genre": None}, "must be strings"),
+    ({"genre": ["pop"]}, "must be strings"),
+    ({"genre": b"pop"}, "must be strings"),
+    ({f"p{i}": "v" for i in range(MAX_FILTER_PARAMETERS + 1)}, "filter parameters, at most"),
+    ({"genre": "x" * (MAX_FILTER_PARAMETER_CHARS + 1)}, "longer than"),
+    ({"g" * (MAX_FILTER_PARAMETER_CHARS + 1): "pop"}, "longer than"),
+], ids=["int", "nil", "list", "bytes", "too-many", "long-value", "long-name"])
+def test_hostile_filter_parameters_are_refused(parameters: dict[str, Any], match: str
+                                               ) -> None:
+    data = {"subscription_id": "s", "subscribe_to_name": "signal",
+            "filter_parameters": parameters}
+    with pytest.raises(PayloadError, match=match) as info:
+        decode_payload(BroadcastSubscriptionRequest, body(data))
+    assert info.value.reason == "bad-filter-parameters"
+
+
+def test_filter_parameters_at_their_bounds_are_accepted() -> None:
+    parameters = {f"p{i}": "v" * MAX_FILTER_PARAMETER_CHARS
+                  for i in range(MAX_FILTER_PARAMETERS)}
+    request = BroadcastSubscriptionRequest("s", "signal", {}, parameters)
+    assert decode_payload(BroadcastSubscriptionRequest, request.to_body()) == request
+    assert check_filter_parameters({}) == {}
 
 
 def test_optional_none_fields_accept_nil() -> None:
