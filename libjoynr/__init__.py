@@ -68,6 +68,8 @@ from runtime.errors import (
     MessageNotSentError,
     MethodInvocationError,
     ProviderRuntimeError,
+    PublicationMissedError,
+    SubscriptionError,
 )
 from runtime.interface import attribute, broadcast, errors, interface, one_way, wire_name
 from runtime.joynr_runtime import Arbitration
@@ -75,7 +77,14 @@ from runtime.providers import Provider, current_origin, wire_form_of
 from runtime.proxies import Proxy
 from runtime.router import RouterSettings
 from runtime.subscribers import Subscription
-from runtime.subscription_qos import AttributeSubscriptionQos
+from runtime.subscription_qos import (
+    AttributeSubscriptionQos,
+    MulticastSubscriptionQos,
+    OnChangeSubscriptionQos,
+    OnChangeWithKeepAliveSubscriptionQos,
+    PeriodicSubscriptionQos,
+)
+from runtime.updates import Updates
 from transports.websocket_settings import WebSocketClientSettings
 
 __all__ = [
@@ -92,13 +101,20 @@ __all__ = [
     "LibjoynrRuntime",
     "MessageNotSentError",
     "MethodInvocationError",
+    "MulticastSubscriptionQos",
+    "OnChangeSubscriptionQos",
+    "OnChangeWithKeepAliveSubscriptionQos",
+    "PeriodicSubscriptionQos",
     "Provider",
     "ProviderQos",
     "ProviderRuntimeError",
     "ProviderScope",
     "Proxy",
+    "PublicationMissedError",
     "RouterSettings",
     "Subscription",
+    "SubscriptionError",
+    "Updates",
     "WebSocketClientSettings",
     "attribute",
     "broadcast",

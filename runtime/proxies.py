@@ -5,12 +5,48 @@ participant of one proxy (what runs behind its InProcessAddress).
   expiry date plus the runtime's reply grace (then JoynrTimeoutError); a one-way method only
   sends (MessageNotSentError when the message cannot even be queued) and then waits while the
   way to the cluster controller is congested (flow control);
-- ``proxy.attr.get()`` / ``set(value)`` / ``subscribe(on_change, qos)`` for attributes,
-  ``proxy.broadcast.subscribe(callback, partitions)`` for broadcasts (multicasts: the runtime
-  registers the proxy as a receiver of the multicast id pattern before it asks the provider);
+- attributes (:class:`AttributeHandle`): ``await proxy.attr.get()``, ``await
+  proxy.attr.set(value)``, ``await proxy.attr.subscribe(callback, qos=None, on_error=None)``
+  and ``proxy.attr.updates(qos=None, *, max_buffered=100)``;
+- broadcasts (:class:`BroadcastHandle`): ``await proxy.bc.subscribe(callback, partitions=(), *,
+  qos=None, filter_parameters=None, on_error=None)`` and ``proxy.bc.updates(partitions=(), *,
+  qos=None, filter_parameters=None, max_buffered=100)``;
 - the endpoint matches replies to calls and delivers publications and multicasts to the live
   subscriptions. Synchronous callbacks run at once; async ones run inside tasks of the
   endpoint's :class:`~runtime.calls.CallRunner`, ended when the proxy is closed.
+
+Subscriptions (:class:`~runtime.subscribers.Subscription`; QoS classes in
+runtime/subscription_qos.py):
+
+- an attribute's ``qos`` is an OnChangeSubscriptionQos (or its subclass
+  OnChangeWithKeepAliveSubscriptionQos) or a PeriodicSubscriptionQos; None means
+  ``AttributeSubscriptionQos()`` (every change); any other type is a TypeError. The
+  subscription request carries ``qos.to_wire()``; ``subscribe`` returns once the provider has
+  accepted it (its error otherwise, e.g. SubscriptionError);
+- a selective broadcast (``broadcast(selective=True, ...)``) is subscribed with a broadcast
+  subscription request (``brq``) carrying ``filter_parameters`` (a mapping of str to str, None:
+  none; values of another type: TypeError; when the broadcast declares filter parameter names,
+  a non-empty mapping lacking one of them is a ValueError here, as joynr's JavaScript proxy
+  checks) and an on-change ``qos`` (any OnChangeSubscriptionQos; None:
+  ``OnChangeSubscriptionQos(min_interval_ms=0)``; another type: TypeError). It has no
+  partitions (TypeError). Its publications come as unicast publications carrying the
+  broadcast's values;
+- a non-selective broadcast is a multicast: the runtime registers the proxy as a receiver of
+  the multicast id pattern (partitions) before it asks the provider; ``qos`` may be a
+  MulticastSubscriptionQos, whose expiry date this proxy keeps (another type: TypeError);
+  ``filter_parameters`` is a TypeError;
+- a QoS with ``alert_after_ms`` > 0 (keep-alive, periodic) makes ``on_error`` get a
+  PublicationMissedError when no publication came for that long, and again every interval
+  while none comes; at ``qos.expiry_date_ms`` the subscription ends here, silently (no
+  subscription stop; a multicast receiver is removed); an error publication carrying a
+  SubscriptionError (the provider ended it, say it was unregistered) goes to ``on_error`` and
+  ends the subscription; other errors of publications go to ``on_error`` only. An expiry date
+  already past when subscribing: SubscriptionError (from the provider, or from this proxy for a
+  multicast);
+- ``await subscription.update(qos, filter_parameters=...)`` changes the terms under the same id
+  (see :meth:`~runtime.subscribers.Subscription.update`);
+- ``updates(...)`` returns an :class:`~runtime.updates.Updates`: the subscription as an async
+  iterator (see runtime/updates.py).
 
 Bodies (runtime/bodies.py): a proxy writes its requests, subscription requests and stops in
 its :attr:`Proxy.body_format` (msgpack for a provider of this project, JSON for one of joynr's
@@ -21,11 +57,12 @@ subscription it answers). A proxy subscribes to a broadcast under joynr's name o
 
 joynr's dialect (the runtime's :attr:`ProxyHost.joynr_dialect`, for a cluster controller of
 joynr's, which routes answers by the replyTo of the requests): the requests (``rq``, ``arq``,
-``mrq``) to a provider that is not local carry the runtime's reply-to address and nothing else
-does (the native dialect puts it on every message but one-way requests); a broadcast
-subscription only registers the proxy as a multicast receiver and is complete then, without a
-multicast subscription request on the wire, and its end only removes the receiver (no
-subscription stop), as joynr's proxies do.
+``brq``, ``mrq``) to a provider that is not local carry the runtime's reply-to address and
+nothing else does (the native dialect puts it on every message but one-way requests); a
+non-selective broadcast subscription only registers the proxy as a multicast receiver and is
+complete then, without a multicast subscription request on the wire, and its end only removes
+the receiver (no subscription stop), as joynr's proxies do. A selective broadcast is
+subscribed with a ``brq`` in both dialects.
 
 A proxy is made by its runtime (``build_proxy``), which it reaches through :class:`ProxyHost`.
 """
@@ -50,14 +87,24 @@ from runtime.errors import (
     JoynrTimeoutError,
     MessageNotSentError,
     ProviderRuntimeError,
+    PublicationMissedError,
+    SubscriptionError,
     error_from_wire,
 )
-from runtime.interface import InterfaceDef, MethodDef, ValueTypeError, from_wire, to_wire
+from runtime.interface import (
+    BroadcastDef,
+    InterfaceDef,
+    MethodDef,
+    ValueTypeError,
+    from_wire,
+    to_wire,
+)
 from runtime.joynr_json import reply_types
 from runtime.logs import RepeatedWarnings, get_logger, peer_of
 from runtime.messages import REQUEST_TYPES, Message, MessageType, new_message_id, random_id
 from runtime.multicast import make_multicast_id, matches
 from runtime.payloads import (
+    BroadcastSubscriptionRequest,
     MulticastPublication,
     MulticastSubscriptionRequest,
     OneWayRequest,
@@ -73,7 +120,15 @@ from runtime.payloads import (
 )
 from runtime.router import MessageRouter
 from runtime.subscribers import Subscription
-from runtime.subscription_qos import AttributeSubscriptionQos
+from runtime.subscription_qos import (
+    AttributeSubscriptionQos,
+    MulticastSubscriptionQos,
+    OnChangeSubscriptionQos,
+    PeriodicSubscriptionQos,
+    SubscriptionQos,
+)
+from runtime.tasks import TaskSupervisor
+from runtime.updates import Updates
 
 __all__ = ["AttributeHandle", "BroadcastHandle", "Proxy", "ProxyEndpoint", "ProxyHost"]
 
@@ -138,6 +193,9 @@ class ProxyEndpoint:
         #: runs async subscription callbacks inside tasks (owns them)
         self.callbacks: CallRunner[_Callback] = CallRunner(f"proxy {participant_id}",
                                                            _start_callback, _discard_callback)
+        #: the few tasks of its own: removing a multicast receiver when a subscription ends
+        #: on its own (expiry, the provider's error)
+        self.tasks = TaskSupervisor(f"proxy {participant_id}")
 
     def receive(self, message: Message) -> None:
         body = message.body
@@ -163,7 +221,10 @@ class ProxyEndpoint:
                                else cast(Publication, joynr_json.decode_parsed(Publication,
                                                                                parsed)))
                 subscription = self.subscriptions.get(publication.subscription_id)
-                if subscription is not None and subscription.multicast_pattern is None:
+                # a multicast's values come as multicasts; its provider's error (it ended the
+                # subscription) may come as a publication
+                if subscription is not None and (subscription.multicast_pattern is None
+                                                 or publication.error is not None):
                     if publication.response is not None and parsed is not None:
                         publication = cast(Publication, joynr_json.decode_parsed(
                             Publication, parsed, types=subscription.types))
@@ -201,10 +262,14 @@ class ProxyEndpoint:
                  error: dict[str, Any] | None) -> None:
         if not subscription.active:
             return
+        subscription.touch()
         try:
             if error is not None:
-                if subscription.on_error is not None:
-                    self._call(subscription.on_error, (error_from_wire(error),), subscription)
+                failure = error_from_wire(error)
+                self.report(subscription, failure)
+                if (isinstance(failure, SubscriptionError)
+                        and not isinstance(failure, PublicationMissedError)):
+                    subscription.lapse()  # the provider ended it
                 return
             values = response or []
             if len(values) != len(subscription.types):
@@ -221,6 +286,17 @@ class ProxyEndpoint:
             log.exception("proxy %s: subscription callback for %s failed", self.participant_id,
                           subscription.name)
 
+    def report(self, subscription: Subscription, error: JoynrError) -> None:
+        """Pass ``error`` to the subscription's ``on_error`` (if it has one)."""
+        on_error = subscription.on_error
+        if on_error is None:
+            return
+        try:
+            self._call(on_error, (error,), subscription)
+        except Exception:
+            log.exception("proxy %s: error callback for %s failed", self.participant_id,
+                          subscription.name)
+
     def _call(self, callback: Callable[..., Any], args: Sequence[Any],
               subscription: Subscription) -> None:
         """A synchronous callback runs now; an async one (or one that returns an awaitable)
@@ -233,8 +309,13 @@ class ProxyEndpoint:
             self.callbacks.submit((_wait_for, (result,), subscription.name))
 
     async def close(self) -> None:
-        """Cancel the callbacks still running."""
+        """End the subscriptions here (timers cancelled, iterators stopped; nothing sent) and
+        cancel the callbacks and tasks still running."""
+        for subscription in list(self.subscriptions.values()):
+            subscription.finish()
+        self.subscriptions.clear()
         await self.callbacks.close()
+        await self.tasks.close()
 
 
 #: an async callback to call: the function, its arguments, the subscription's name
@@ -256,47 +337,178 @@ async def _wait_for(awaitable: Awaitable[Any]) -> None:
     await awaitable
 
 
-_Accessor = Callable[[str, tuple[Any, ...]], Awaitable[Any]]
-
-
 class AttributeHandle:
-    """``proxy.<attribute>``: get, set, subscribe to changes. Made by the proxy with its own
-    ways to call an accessor and to subscribe."""
+    """``proxy.<attribute>``: get, set, subscribe to it (see the module docstring)."""
 
-    def __init__(self, name: str, call_accessor: _Accessor,
-                 subscribe: Callable[..., Awaitable[Subscription]]) -> None:
+    def __init__(self, name: str, proxy: Proxy) -> None:
         self._name = name
-        self._call_accessor = call_accessor
-        self._subscribe = subscribe
+        self._proxy = proxy
 
     async def get(self) -> Any:
-        return await self._call_accessor(f"get_{self._name}", ())
+        return await self._proxy._call_accessor(f"get_{self._name}", ())
 
     async def set(self, value: Any) -> None:
-        await self._call_accessor(f"set_{self._name}", (value,))
+        await self._proxy._call_accessor(f"set_{self._name}", (value,))
 
-    async def subscribe(self, on_change: Callable[[Any], Any],
-                        qos: AttributeSubscriptionQos | None = None,
+    async def subscribe(self, callback: Callable[[Any], Any],
+                        qos: SubscriptionQos | None = None,
                         on_error: Callable[[JoynrError], Any] | None = None) -> Subscription:
-        return await self._subscribe(self._name, on_change, qos, on_error)
+        """Subscribe: ``callback(value)`` for each publication, ``on_error(error)`` for the
+        provider's errors and missed publications; returns once the provider has accepted."""
+        return await self._proxy._subscribe_attribute(self._name, callback, qos, on_error)
+
+    def updates(self, qos: SubscriptionQos | None = None, *,
+                max_buffered: int = 100) -> Updates:
+        """The attribute's publications as an async iterator of its values (subscribes when
+        first iterated or entered; see runtime/updates.py). TypeError for a ``qos`` that
+        :meth:`subscribe` refuses, at once."""
+        checked = _attribute_qos(qos)
+        proxy, name = self._proxy, self._name
+
+        async def subscribe(callback: Callable[..., Any],
+                            on_error: Callable[[JoynrError], Any]) -> Subscription:
+            return await proxy._subscribe_attribute(name, callback, checked, on_error)
+        return Updates(subscribe, single=True, max_buffered=max_buffered)
 
 
 class BroadcastHandle:
-    """``proxy.<broadcast>``: subscribe (to some partitions). Made by the proxy with its own
-    way to subscribe."""
+    """``proxy.<broadcast>``: subscribe to it (see the module docstring)."""
 
-    def __init__(self, name: str, subscribe: Callable[..., Awaitable[Subscription]]) -> None:
+    def __init__(self, name: str, proxy: Proxy) -> None:
         self._name = name
-        self._subscribe = subscribe
+        self._proxy = proxy
 
     async def subscribe(self, callback: Callable[..., Any],
-                        partitions: list[str] | tuple[str, ...] = ()) -> Subscription:
-        return await self._subscribe(self._name, callback, list(partitions))
+                        partitions: Sequence[str] = (), *,
+                        qos: SubscriptionQos | None = None,
+                        filter_parameters: Mapping[str, str] | None = None,
+                        on_error: Callable[[JoynrError], Any] | None = None) -> Subscription:
+        """Subscribe: ``callback(*values)`` for each publication (the broadcast's values, in
+        their declared order), ``on_error(error)`` for the provider's errors; returns once the
+        subscription is in place."""
+        return await self._proxy._subscribe_broadcast(
+            self._name, callback, partitions, qos=qos, filter_parameters=filter_parameters,
+            on_error=on_error)
+
+    def updates(self, partitions: Sequence[str] = (), *,
+                qos: SubscriptionQos | None = None,
+                filter_parameters: Mapping[str, str] | None = None,
+                max_buffered: int = 100) -> Updates:
+        """The broadcast's publications as an async iterator (subscribes when first iterated
+        or entered; see runtime/updates.py): the value itself for a broadcast with one output,
+        the tuple of its values otherwise. What :meth:`subscribe` refuses is refused here, at
+        once (TypeError, ValueError)."""
+        proxy, name = self._proxy, self._name
+        broadcast = proxy._definition.broadcasts[name]
+        _broadcast_terms(broadcast, partitions, qos, filter_parameters)
+
+        async def subscribe(callback: Callable[..., Any],
+                            on_error: Callable[[JoynrError], Any]) -> Subscription:
+            return await proxy._subscribe_broadcast(
+                name, callback, partitions, qos=qos, filter_parameters=filter_parameters,
+                on_error=on_error)
+        return Updates(subscribe, single=len(broadcast.outputs) == 1,
+                       max_buffered=max_buffered)
+
+
+def _attribute_qos(qos: SubscriptionQos | None) -> SubscriptionQos:
+    """An attribute subscription's QoS, checked (see the module docstring)."""
+    if qos is None:
+        return AttributeSubscriptionQos()
+    if not isinstance(qos, (OnChangeSubscriptionQos, PeriodicSubscriptionQos)):
+        raise TypeError("an attribute subscription's qos is an OnChangeSubscriptionQos, "
+                        "OnChangeWithKeepAliveSubscriptionQos or PeriodicSubscriptionQos, not "
+                        f"{type(qos).__name__}")
+    return qos
+
+
+def _selective_qos(qos: SubscriptionQos | None) -> SubscriptionQos:
+    if qos is None:
+        return OnChangeSubscriptionQos(min_interval_ms=0)
+    if not isinstance(qos, OnChangeSubscriptionQos):
+        raise TypeError("a selective broadcast subscription's qos is an "
+                        f"OnChangeSubscriptionQos, not {type(qos).__name__}")
+    return qos
+
+
+def _multicast_qos(qos: SubscriptionQos | None) -> SubscriptionQos:
+    if qos is None:
+        return MulticastSubscriptionQos()
+    if not isinstance(qos, MulticastSubscriptionQos):
+        raise TypeError("a (non-selective) broadcast subscription's qos is a "
+                        f"MulticastSubscriptionQos, not {type(qos).__name__}")
+    return qos
+
+
+def _filter_parameters(broadcast: BroadcastDef,
+                       given: Mapping[str, str] | None) -> dict[str, str]:
+    """A selective broadcast's filter parameters, checked (see the module docstring)."""
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise TypeError(f"filter_parameters is a mapping of str to str, not "
+                        f"{type(given).__name__}")
+    for key, value in given.items():
+        if type(key) is not str or type(value) is not str:
+            raise TypeError(f"filter parameter {key!r}: names and values are str, not "
+                            f"{type(key).__name__} / {type(value).__name__}")
+    expected = broadcast.filter_parameters
+    missing = [name for name in expected if name not in given]
+    if given and missing:
+        raise ValueError(f"the filter parameters of broadcast {broadcast.name} lack "
+                         f"{', '.join(missing)} (expected: {', '.join(expected)})")
+    return dict(given)
+
+
+def _broadcast_terms(broadcast: BroadcastDef, partitions: Sequence[str],
+                     qos: SubscriptionQos | None, filter_parameters: Mapping[str, str] | None
+                     ) -> tuple[SubscriptionQos, dict[str, str] | None, list[str]]:
+    """(qos, filter parameters (None: a multicast), partitions) of a broadcast subscription,
+    checked (see the module docstring)."""
+    if isinstance(partitions, str) or not all(type(p) is str for p in partitions):
+        raise TypeError("partitions is a sequence of str")
+    if broadcast.selective:
+        if partitions:
+            raise TypeError(f"broadcast {broadcast.name} is selective: it has no partitions "
+                            "(its filter parameters choose what a subscriber gets)")
+        return (_selective_qos(qos), _filter_parameters(broadcast, filter_parameters), [])
+    if filter_parameters is not None:
+        raise TypeError(f"broadcast {broadcast.name} is not selective: it has no filter "
+                        "parameters (subscribe to partitions of it)")
+    return _multicast_qos(qos), None, list(partitions)
+
+
+class _Owner:
+    """What the subscriptions of a proxy call it for (runtime.subscribers.SubscriptionOwner):
+    kept apart from the proxy, whose public names are the interface's."""
+
+    __slots__ = ("_proxy",)
+
+    def __init__(self, proxy: Proxy) -> None:
+        self._proxy = proxy
+
+    async def end_subscription(self, subscription: Subscription) -> None:
+        await self._proxy._end(subscription, tell_provider=True)
+
+    async def update_subscription(self, subscription: Subscription,
+                                  qos: SubscriptionQos | None,
+                                  filter_parameters: Mapping[str, str] | None) -> None:
+        await self._proxy._update(subscription, qos, filter_parameters)
+
+    def subscription_lapsed(self, subscription: Subscription) -> None:
+        self._proxy._lapse(subscription)
+
+    def publication_missed(self, subscription: Subscription) -> None:
+        self._proxy._endpoint.report(subscription, PublicationMissedError(
+            f"no publication of {subscription.name} for "
+            f"{subscription.qos.alert_after_ms} ms (alert_after_interval_ms)",
+            subscription.subscription_id))
 
 
 class Proxy:
-    """Calls a provider: ``await proxy.method(...)``, ``proxy.attr.get()/set()/subscribe()``,
-    ``proxy.broadcast.subscribe(callback, partitions)``. Built by ``JoynrRuntime.build_proxy``.
+    """Calls a provider: ``await proxy.method(...)``, ``proxy.attr.get()/set()/subscribe()/
+    updates()``, ``proxy.broadcast.subscribe()/updates()`` (see the module docstring). Built by
+    ``JoynrRuntime.build_proxy``.
 
     The interface's members are found by name; the proxy's own public names (``close``,
     ``subscriptions``, ``participant_id``, ``provider_participant_id``, ``ttl_ms``,
@@ -326,6 +538,7 @@ class Proxy:
         self._joynr = joynr
         self._reply_to_kinds = (_NATIVE_REPLY_TO if not joynr
                                 else frozenset() if provider_is_local else _JOYNR_REPLY_TO)
+        self._owner = _Owner(self)
 
     def __getattr__(self, name: str) -> Any:
         definition = self.__dict__.get("_definition")
@@ -339,9 +552,9 @@ class Proxy:
             self.__dict__[name] = call  # found directly from now on
             return call
         if name in definition.attributes:
-            return AttributeHandle(name, self._call_accessor, self._subscribe_attribute)
+            return AttributeHandle(name, self)
         if name in definition.broadcasts:
-            return BroadcastHandle(name, self._subscribe_broadcast)
+            return BroadcastHandle(name, self)
         raise AttributeError(f"{definition.name} has no method, attribute or broadcast {name}")
 
     def with_ttl(self, ttl_ms: int) -> Proxy:
@@ -442,51 +655,72 @@ class Proxy:
         return answer
 
     async def _subscribe_attribute(self, name: str, callback: Callable[[Any], Any],
-                                   qos: AttributeSubscriptionQos | None,
+                                   qos: SubscriptionQos | None,
                                    on_error: Callable[[JoynrError], Any] | None
                                    ) -> Subscription:
         attr = self._definition.attributes[name]
-        qos = qos or AttributeSubscriptionQos()
+        checked = _attribute_qos(qos)
         sid = random_id()
-        subscription = Subscription(sid, name, callback, (attr.type,), self._unsubscribe,
-                                    on_error=on_error)
+        body = self._body(SubscriptionRequest(sid, name, checked.to_wire()))
+        subscription = Subscription(sid, name, callback, (attr.type,), self._owner,
+                                    qos=checked, on_error=on_error)
         self._endpoint.subscriptions[sid] = subscription
-        body = self._body(SubscriptionRequest(sid, name, qos.to_wire()))
         await self._confirm(subscription, self._message(MessageType.SUBSCRIPTION_REQUEST, body))
         return subscription
 
     async def _subscribe_broadcast(self, name: str, callback: Callable[..., Any],
-                                   partitions: list[str]) -> Subscription:
+                                   partitions: Sequence[str], *,
+                                   qos: SubscriptionQos | None,
+                                   filter_parameters: Mapping[str, str] | None,
+                                   on_error: Callable[[JoynrError], Any] | None
+                                   ) -> Subscription:
         broadcast = self._definition.broadcasts[name]
+        checked, filters, parts = _broadcast_terms(broadcast, partitions, qos,
+                                                   filter_parameters)
+        types = tuple(tp for _, tp in broadcast.outputs)
+        sid = random_id()
+        if filters is not None:  # selective: a subscription request of its own
+            body = self._body(BroadcastSubscriptionRequest(sid, name, checked.to_wire(),
+                                                           filters))
+            subscription = Subscription(sid, name, callback, types, self._owner, qos=checked,
+                                        filter_parameters=filters, on_error=on_error)
+            self._endpoint.subscriptions[sid] = subscription
+            await self._confirm(subscription,
+                                self._message(MessageType.BROADCAST_SUBSCRIPTION_REQUEST, body))
+            return subscription
+        if checked.expired(now_ms()):
+            raise SubscriptionError(f"the expiry date {checked.expiry_date_ms} of the "
+                                    f"subscription to {name} lies in the past", None)
         # every provider (joynr's and this project's) publishes a broadcast under joynr's name
         # of it
         spelled = schema_of(self._definition).joynr_name(name)
-        pattern = make_multicast_id(self.provider_participant_id, spelled, partitions,
+        pattern = make_multicast_id(self.provider_participant_id, spelled, parts,
                                     for_subscription=True)
-        sid = random_id()
-        subscription = Subscription(sid, name, callback,
-                                    tuple(tp for _, tp in broadcast.outputs), self._unsubscribe,
-                                    multicast_pattern=pattern)
+        mrq = (None if self._joynr else self._body(MulticastSubscriptionRequest(
+            sid, name, pattern, {} if qos is None else checked.to_wire(), parts)))
+        subscription = Subscription(sid, name, callback, types, self._owner, qos=checked,
+                                    multicast_pattern=pattern, on_error=on_error)
         self._endpoint.subscriptions[sid] = subscription
         try:
             await self._host.add_multicast_receiver(pattern, self.participant_id,
                                                     self.provider_participant_id)
         except BaseException:
-            subscription.active = False
-            self._endpoint.subscriptions.pop(sid, None)
+            self._forget(subscription)
             with contextlib.suppress(JoynrError):  # what the runtime noted of it
                 await self._host.remove_multicast_receiver(pattern, self.participant_id,
                                                            self.provider_participant_id)
             raise
-        if self._joynr:
+        if mrq is None:
             # joynr's proxies send no multicast subscription request: the receiver is all
+            subscription.start_timers()
             return subscription
-        body = self._body(MulticastSubscriptionRequest(sid, name, pattern, {}, partitions))
         await self._confirm(subscription,
-                            self._message(MessageType.MULTICAST_SUBSCRIPTION_REQUEST, body))
+                            self._message(MessageType.MULTICAST_SUBSCRIPTION_REQUEST, mrq))
         return subscription
 
     async def _confirm(self, subscription: Subscription, message: Message) -> None:
+        """Send a subscription request and wait for its reply; then the subscription's timers
+        start. Its error (or none in time): the subscription is forgotten, the error raised."""
         try:
             reply = await self._await_answer(self._endpoint.subscription_replies,
                                              subscription.subscription_id, message,
@@ -494,15 +728,87 @@ class Proxy:
             if reply.error is not None:
                 raise error_from_wire(reply.error)
         except BaseException:
-            subscription.active = False
             await self._end(subscription, tell_provider=False)
             raise
+        subscription.start_timers()
 
-    async def _unsubscribe(self, subscription: Subscription) -> None:
-        await self._end(subscription, tell_provider=True)
+    async def _update(self, subscription: Subscription, qos: SubscriptionQos | None,
+                      filter_parameters: Mapping[str, str] | None) -> None:
+        """New terms for a subscription (Subscription.update says what happens)."""
+        name, sid = subscription.name, subscription.subscription_id
+        if subscription.multicast_pattern is not None:
+            if filter_parameters is not None:
+                raise TypeError(f"broadcast {name} is not selective: it has no filter "
+                                "parameters")
+            if qos is None:
+                return
+            if not isinstance(qos, MulticastSubscriptionQos):
+                raise TypeError(f"the subscription to broadcast {name} (not selective) only "
+                                "has an expiry date: update it with a MulticastSubscriptionQos,"
+                                f" not {type(qos).__name__}")
+            if qos.expired(now_ms()):
+                raise SubscriptionError(f"the expiry date {qos.expiry_date_ms} of the "
+                                        f"subscription to {name} lies in the past", sid)
+            subscription.qos = qos
+            subscription.start_timers()
+            return
+        payload: Payload
+        if subscription.filter_parameters is not None:
+            broadcast = self._definition.broadcasts[name]
+            checked = subscription.qos if qos is None else _selective_qos(qos)
+            filters = (subscription.filter_parameters if filter_parameters is None
+                       else _filter_parameters(broadcast, filter_parameters))
+            payload = BroadcastSubscriptionRequest(sid, name, checked.to_wire(), filters)
+        else:
+            if filter_parameters is not None:
+                raise TypeError(f"{name} is an attribute: it has no filter parameters")
+            checked = subscription.qos if qos is None else _attribute_qos(qos)
+            filters = None
+            payload = SubscriptionRequest(sid, name, checked.to_wire())
+        message = self._message(payload.message_type, self._body(payload))
+        reply = await self._await_answer(self._endpoint.subscription_replies, sid, message,
+                                         f"update of the subscription to {name}")
+        if not subscription.active:
+            return  # ended meanwhile
+        if reply.error is not None:
+            # joynr's runtimes drop a subscription whose update is refused; the stop is for a
+            # provider that kept the old terms
+            await self._end(subscription, tell_provider=True)
+            raise error_from_wire(reply.error)
+        subscription.qos = checked
+        if filters is not None:
+            subscription.filter_parameters = filters
+        subscription.start_timers()
+
+    def _forget(self, subscription: Subscription) -> None:
+        """It has ended: no more callbacks, gone from the endpoint."""
+        subscription.finish()
+        if self._endpoint.subscriptions.get(subscription.subscription_id) is subscription:
+            del self._endpoint.subscriptions[subscription.subscription_id]
+
+    def _lapse(self, subscription: Subscription) -> None:
+        """It has ended on its own (expiry, its provider's error): forgotten here without a
+        word to the provider; its multicast receiver, if any, is removed in a task."""
+        self._forget(subscription)
+        if subscription.multicast_pattern is not None and not self._endpoint.tasks.closed:
+            self._endpoint.tasks.spawn(self._remove_receiver(subscription),
+                                       name=f"end of the subscription to {subscription.name}")
+
+    async def _remove_receiver(self, subscription: Subscription) -> None:
+        pattern = subscription.multicast_pattern
+        if pattern is None:
+            return
+        try:
+            await self._host.remove_multicast_receiver(pattern, self.participant_id,
+                                                       self.provider_participant_id)
+        except JoynrError as exc:
+            self._host.router.warnings.warning(
+                log, "receiver-not-removed", f"subscription {subscription.name}",
+                "proxy %s: multicast receiver %s not removed: %s", self.participant_id,
+                pattern, exc)
 
     async def _end(self, subscription: Subscription, *, tell_provider: bool) -> None:
-        self._endpoint.subscriptions.pop(subscription.subscription_id, None)
+        self._forget(subscription)
         if subscription.multicast_pattern is not None:
             await self._host.remove_multicast_receiver(
                 subscription.multicast_pattern, self.participant_id,
