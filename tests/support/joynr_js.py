@@ -416,7 +416,7 @@ class JoynrJsClient:
             self._serving.add(task)  # (a task nobody holds may be collected mid-call)
             task.add_done_callback(self._serving.discard)
             return
-        if kind == "arq" and message.recipient in self._providers:
+        if kind in ("arq", "brq") and message.recipient in self._providers:
             await self._subscribed(message)
         if kind == "mrq" and message.recipient in self._providers:
             await self._multicast_subscribed(message)
