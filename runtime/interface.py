@@ -19,6 +19,9 @@
         @wire_name("lookup")                                 # an overload: same joynr method
         async def lookup_in(self, domain: str, gbids: list[str]) -> list[str]: ...
 
+        @outputs("country", "position")                     # several out arguments
+        async def locate(self) -> tuple[Country, GeoPosition]: ...
+
 Supported value types: ``int``, ``float``, ``bool``, ``str``, ``bytes``, ``None``, ``list[T]``,
 ``dict[str, T]``, ``T | None``, Enum classes (sent by member name) and dataclasses (sent as
 maps of their fields). Values from the wire are checked against the declared type;
@@ -34,6 +37,11 @@ its annotations (``int`` is ``Long``, ``float`` ``Double``, ``bytes`` ``Byte[]``
 with ``@joynr_datatypes("Integer", "String")``; a parameter that is one of several joynr
 structs (a map here, told by its ``_typeName``) names them all as a tuple:
 ``@joynr_datatypes("String", ("joynr.system.RoutingTypes.MqttAddress", ...), "Boolean")``.
+
+A method with several out arguments names them with ``@outputs("a", "b")`` and returns the
+tuple of their values (annotated ``tuple[A, B]``): the reply's ``response`` holds them in order,
+each typed by its own declared type. A method with one out argument returns its value, one
+without returns None.
 """
 
 from __future__ import annotations
@@ -68,6 +76,7 @@ __all__ = [
     "joynr_type_name",
     "lower_camel",
     "one_way",
+    "outputs",
     "to_wire",
     "wire_name",
 ]
@@ -494,6 +503,9 @@ class MethodDef:
     #: the joynr parameter types when declared with @joynr_datatypes (else derived); a tuple
     #: in place of a name: the joynr structs that parameter may be (told by its _typeName)
     joynr_datatypes: tuple[str | tuple[str, ...], ...] | None = None
+    #: the out arguments (name, type) of a method declared with @outputs (several: ``returns``
+    #: is then the tuple of their types); empty for a method with one out argument or none
+    outputs: tuple[tuple[str, Any], ...] = ()
     param_datatypes: list[str] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -606,6 +618,35 @@ def wire_name(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return mark
 
 
+def outputs(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare the out arguments of a method with several of them, by name and in order; the
+    method returns the tuple of their values, annotated ``tuple[A, B, ...]`` (one type per
+    name). A method with one out argument simply returns it."""
+    if len(names) < 2:
+        raise TypeError("outputs names two or more out arguments (one is the return value)")
+    if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
+        raise TypeError(f"outputs: {names!r} are not distinct names")
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__joynr_outputs__ = tuple(names)  # type: ignore[attr-defined]
+        return fn
+    return mark
+
+
+def _declared_outputs(where: str, names: tuple[str, ...] | None, returns: Any,
+                      one: bool) -> tuple[tuple[str, Any], ...]:
+    """The (name, type) of each out argument of a method declared with @outputs."""
+    if names is None:
+        return ()
+    if one:
+        raise TypeError(f"{where}: a one-way method has no out arguments")
+    args = typing.get_args(returns) if typing.get_origin(returns) is tuple else ()
+    if len(args) != len(names) or Ellipsis in args:
+        raise TypeError(f"{where}: @outputs names {len(names)} out arguments, so it returns "
+                        f"a tuple of {len(names)} types, not {returns!r}")
+    return tuple(zip(names, args, strict=True))
+
+
 def interface(name: str, *, version: tuple[int, int] = (1, 0)) -> Callable[[C], C]:
     """Class decorator: read the declarations into ``cls.__joynr__`` (an InterfaceDef)."""
 
@@ -629,10 +670,13 @@ def interface(name: str, *, version: tuple[int, int] = (1, 0)) -> Callable[[C], 
                 if joynr_types is not None and len(joynr_types) != len(params):
                     raise TypeError(f"{cls.__name__}.{attr_name}: joynr_datatypes names "
                                     f"{len(joynr_types)} types for {len(params)} parameters")
+                returns = hints.get("return", type(None))
+                outs = _declared_outputs(f"{cls.__name__}.{attr_name}",
+                                         getattr(value, "__joynr_outputs__", None), returns, one)
                 methods[attr_name] = MethodDef(
                     getattr(value, "__joynr_name__", attr_name), params,
-                    hints.get("return", type(None)), getattr(value, "__joynr_errors__", None),
-                    one, joynr_types,
+                    returns, getattr(value, "__joynr_errors__", None),
+                    one, joynr_types, outs,
                 )
         signatures: dict[tuple[str, tuple[str, ...]], str] = {}
         for attr_name, method in methods.items():

@@ -917,7 +917,9 @@ class JoynrSchema:
 
 
 def reply_types(method: MethodDef) -> list[Any]:
-    """The declared types of a reply's ``response`` to ``method``."""
+    """The declared types of a reply's ``response`` to ``method``: one per out argument."""
+    if method.outputs:
+        return [tp for _, tp in method.outputs]
     return [] if method.returns in (type(None), None) else [method.returns]
 
 

@@ -8,8 +8,9 @@ broadcasts into publications and multicasts:
 - a request or a one-way call runs the provider's method (an attribute's get and set are
   methods too) inside a task, as asyncio code expects (``asyncio.timeout``,
   ``asyncio.current_task()``); calls share tasks through a :class:`~runtime.calls.CallRunner`
-  and never wait behind one another. A request is answered with the result or the error;
-  one-way calls are not answered;
+  and never wait behind one another. A request is answered with the result or the error (a
+  method with several out arguments, ``@outputs``, returns their tuple: the reply carries
+  them in order); one-way calls are not answered;
 - inside a provider method, :func:`current_origin` tells where the call arrived from;
 - attribute subscriptions (on change, on change with keep-alive, periodic) and selective
   broadcast subscriptions are kept by a :class:`~runtime.subscriptions.SubscriptionPublisher`
@@ -137,7 +138,8 @@ def wire_form_of(method_name: str) -> Callable[[F], F]:
 
     The twin takes the method's typed arguments and must return exactly what
     :func:`~runtime.interface.to_wire` makes of the method's result (dicts, lists, str, int,
-    float, bool, bytes, None), and raise what the method raises. A call that arrives as a
+    float, bool, bytes, None; for a method with several out arguments, the list of what it
+    makes of each), and raise what the method raises. A call that arrives as a
     message runs the twin and its result is sent as it is; a direct Python call of the
     method runs the method. Checked when the class is made: the interface must have the
     method, and a method has at most one twin."""
@@ -531,6 +533,12 @@ class ProviderSkeleton:
         finally:
             _origin.reset(token)
             _deadline.reset(deadline_token)
+        if method.outputs:  # several out arguments: a tuple of their values, in order
+            if not isinstance(result, (tuple, list)) or len(result) != len(method.outputs):
+                raise ProviderRuntimeError(
+                    f"{method.name} returned {type(result).__name__}, not a tuple of its "
+                    f"{len(method.outputs)} out arguments")
+            return list(result) if wired else [to_wire(v) for v in result]
         if method.returns is type(None) or method.returns is None:
             return []
         return [result if wired else to_wire(result)]

@@ -2,7 +2,8 @@
 participant of one proxy (what runs behind its InProcessAddress).
 
 - ``await proxy.method(...)`` sends a request and waits for the reply until the message's
-  expiry date plus the runtime's reply grace (then JoynrTimeoutError); a one-way method only
+  expiry date plus the runtime's reply grace (then JoynrTimeoutError) and returns its value
+  (the tuple of the out arguments for a method declared with ``@outputs``); a one-way method only
   sends (MessageNotSentError when the message cannot even be queued) and then waits while the
   way to the cluster controller is congested (flow control);
 - attributes (:class:`AttributeHandle`): ``await proxy.attr.get()``, ``await
@@ -411,6 +412,19 @@ class BroadcastHandle:
                        max_buffered=max_buffered)
 
 
+def _out_arguments(method: MethodDef, response: list[Any] | None) -> tuple[Any, ...]:
+    """The typed values of a reply to a method with several out arguments, as a tuple."""
+    values = response or []
+    if len(values) != len(method.outputs):
+        raise ProviderRuntimeError(f"{method.name}: the reply carries {len(values)} values, "
+                                   f"{len(method.outputs)} out arguments declared")
+    try:
+        return tuple(from_wire(v, tp, f"{method.name} {name}")
+                     for v, (name, tp) in zip(values, method.outputs, strict=True))
+    except ValueTypeError as exc:
+        raise ProviderRuntimeError(f"bad reply: {exc}") from None
+
+
 def _attribute_qos(qos: SubscriptionQos | None) -> SubscriptionQos:
     """An attribute subscription's QoS, checked (see the module docstring)."""
     if qos is None:
@@ -623,6 +637,8 @@ class Proxy:
                 raise ProviderRuntimeError(f"bad reply: {exc}") from None
         if reply.error is not None:
             raise error_from_wire(reply.error)
+        if method.outputs:
+            return _out_arguments(method, reply.response)
         if method.returns is type(None) or method.returns is None:
             return None
         if not reply.response:
