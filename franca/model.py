@@ -7,7 +7,7 @@ compare equal.
 Names: ``name`` is the Franca name; ``package`` the Franca package (``"vehicle"``);
 ``owner`` the name of the type collection or interface that declares a type (``None`` for an
 anonymous type collection); ``wire_name`` the name joynr's generators give the type on the wire
-(its ``_typeName``, e.g. ``"vehicle.RadioStation"``) or, for an interface, joynr's interface
+(its ``_typeName``, e.g. ``"joynr.vehicle.RadioStation"``) or, for an interface, joynr's interface
 name (``"vehicle/Radio"``). ``comment`` is the text of the element's Franca structured comment
 (``<** @description: ... **>``), or ``""``.
 """
