@@ -1,9 +1,10 @@
-"""``python -m franca [-o DIR] [--package NAME] PATH...``: generate a typed Python package from
-Franca IDL files.
+"""``python -m franca [-o DIR] [--package NAME] [--classpath DIR]... PATH...``: generate a
+typed Python package from Franca IDL files.
 
 Each PATH is a ``.fidl`` file or a folder searched recursively for ``.fidl`` files; the files
 are read in sorted order (so the output does not depend on the order they are named in) with
-the files they import. The package ``NAME`` (default ``interfaces``) is written into ``DIR``
+the files they import. An import of ``classpath:/x.fidl`` is looked for in the ``--classpath``
+folders, in the order given. The package ``NAME`` (default ``interfaces``) is written into ``DIR``
 (default: the current folder) all or nothing; a package there that was generated before is
 replaced, anything else is left alone.
 
@@ -38,6 +39,9 @@ def _arguments() -> argparse.ArgumentParser:
                         help="the folder the package is written into (default: .)")
     parser.add_argument("--package", default=DEFAULT_PACKAGE, metavar="NAME",
                         help=f"the generated package's name (default: {DEFAULT_PACKAGE})")
+    parser.add_argument("--classpath", action="append", default=[], metavar="DIR",
+                        help="a folder searched for imports of classpath:/name.fidl (repeatable: "
+                             "searched in the order given)")
     return parser
 
 
@@ -63,11 +67,13 @@ def fidl_files(paths: Sequence[str]) -> tuple[list[str], list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments().parse_args(argv)
     files, problems = fidl_files(args.paths)
+    problems += [f"{c}: --classpath names no folder" for c in args.classpath
+                 if not Path(c).is_dir()]
     if problems:
         sys.stderr.write("".join(f"{p}\n" for p in problems))
         return 2
     try:
-        model = parse_files(files)
+        model = parse_files(files, classpath=args.classpath)
         sources = generate(model, args.package)
     except (FrancaError, GenerationError) as exc:
         sys.stderr.write(f"{exc}\n")

@@ -715,7 +715,8 @@ class _Generator:
         lines += _docstring(doc, "")
         lines += ["", "from __future__ import annotations", ""]
         lines += self.import_lines(module)
-        lines += ["", "", *_lay(_Br("__all__ = ", tuple(_string(n) for n in module.exports),
+        # (one blank line after the imports, as ruff's import sorting lays a statement out)
+        lines += ["", *_lay(_Br("__all__ = ", tuple(_string(n) for n in module.exports),
                                     "]", "["), "")]
         for block in body:
             lines += ["", "", *block]

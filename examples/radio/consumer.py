@@ -5,7 +5,8 @@
 Adds a favorite, reads and subscribes to the current station, shuffles (a modelled error when
 there is too little to shuffle), sends a one-way message and listens to the broadcasts of one
 country for ``--listen`` seconds. Prints what happens; exits 0 when everything worked, 1 with
-a sentence saying why when the cluster controller or a radio cannot be found.
+a sentence saying why when the cluster controller or a radio cannot be found. It calls the radio
+through the typed proxy generated from radio.fidl (the package ``examples.radio.generated``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 
 import uvloop
 
-from examples.radio.interface import Country, Radio, RadioStation
+from examples.radio.generated import Country, RadioStation, build_radio_proxy
 from libjoynr import ApplicationError, DiscoveryError, DiscoveryQos, connect
 
 
@@ -37,10 +38,10 @@ async def main(url: str, domain: str, listen_s: float, country: str,
 async def consume(url: str, domain: str, listen_s: float, country: str,
                   discovery_timeout_s: float) -> int:
     async with connect(url) as runtime:
-        radio = await runtime.build_proxy(Radio, domain, ttl_ms=5_000, discovery_qos=DiscoveryQos(
+        radio = await build_radio_proxy(runtime, domain, ttl_ms=5_000, discovery_qos=DiscoveryQos(
             discovery_timeout_ms=int(discovery_timeout_s * 1000)))
         print(f"found the radio: provider {radio.provider_participant_id}")
-        added = await radio.add_favorite_station(RadioStation("Oe1", Country.AUSTRIA))
+        added = await radio.add_favorite_station(RadioStation("Oe1", Country.AUSTRIA, False))
         print(f"add_favorite_station(Oe1) -> {added}")
         current = await radio.current_station.get()
         print(f"current station: {current.name}")
@@ -53,9 +54,12 @@ async def consume(url: str, domain: str, listen_s: float, country: str,
             print(f"shuffle refused: {exc.error}")
         await radio.log_message("hello from the consumer")
         heard: list[str] = []
-        await radio.new_station_discovered.subscribe(
-            lambda s: (heard.append(s.name), print(f"new station in {country}: {s.name}")),
-            partitions=[country])
+
+        def discovered(station: RadioStation) -> None:
+            heard.append(station.name)
+            print(f"new station in {country}: {station.name}")
+
+        await radio.new_station_discovered.subscribe(discovered, partitions=[country])
         await asyncio.sleep(listen_s)
         print(f"station changes seen: {changes}")
         print(f"stations heard: {len(heard)}")

@@ -3,7 +3,8 @@
     .venv/bin/python -m examples.radio.provider --url ws://127.0.0.1:4242/ --domain car
 
 It announces a newly discovered station every few seconds (a broadcast, partitioned by
-country, the countries in turn) and runs until Ctrl-C.
+country, the countries in turn) and runs until Ctrl-C. The radio implements the provider base
+generated from radio.fidl (the package ``examples.radio.generated``).
 """
 
 from __future__ import annotations
@@ -18,16 +19,17 @@ import sys
 
 import uvloop
 
-from examples.radio.interface import Country, Radio, RadioStation, ShuffleError
-from libjoynr import ApplicationError, Provider, ProviderQos, ProviderScope, connect
+from examples.radio.generated import Country, RadioProviderBase, RadioStation, ShuffleError
+from libjoynr import ApplicationError, ProviderQos, ProviderScope, connect
 
 log = logging.getLogger("radio-provider")
 
 
-class RadioProvider(Provider, interface=Radio):
+class RadioProvider(RadioProviderBase):
     def __init__(self) -> None:
-        super().__init__(current_station=RadioStation("FM4", Country.AUSTRIA, True))
-        self.stations = [self.get_attribute("current_station")]
+        first = RadioStation("FM4", Country.AUSTRIA, True)
+        super().__init__(current_station=first)
+        self.stations = [first]
 
     async def add_favorite_station(self, station: RadioStation) -> bool:
         if any(s.name == station.name for s in self.stations):
@@ -64,8 +66,8 @@ async def main(url: str, domain: str, interval_s: float) -> None:
                 break
             n += 1
             country = list(Country)[n % len(Country)]
-            station = RadioStation(f"Station {n}", country)
-            provider.fire("new_station_discovered", station, partitions=[country.name])
+            station = RadioStation(f"Station {n}", country, False)
+            provider.fire_new_station_discovered(station, partitions=[country.name])
             log.info("announced %s (%s)", station.name, country.name)
     log.info("radio provider stopped")
 

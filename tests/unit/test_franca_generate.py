@@ -452,3 +452,40 @@ def test_the_files_are_read_in_sorted_order(tmp_path) -> None:
         [str(tmp_path / n) for n in ("a.fidl", "b.fidl", "sub/c.fidl")], [])
     assert fidl_files([str(tmp_path / "nothing")]) == (
         [], [f"{tmp_path / 'nothing'}: no such file or folder"])
+
+
+def test_the_command_line_resolves_classpath_imports_in_the_folders_given(tmp_path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    (first / "types").mkdir(parents=True)
+    (second / "types").mkdir(parents=True)
+    (tmp_path / "models").mkdir()
+    app = tmp_path / "models" / "app.fidl"
+    app.write_text('package app\nimport shared.* from "classpath:/types/shared.fidl"\n'
+                   "interface Player {\n  attribute Track current readonly\n}\n")
+    (second / "types" / "shared.fidl").write_text(
+        "package shared\ntypeCollection {\n  struct Track { String title }\n}\n")
+    # not on the classpath: refused with where and why, nothing written
+    alone = franca("-o", str(tmp_path / "out"), "--package", "player", str(app), cwd=tmp_path)
+    assert alone.returncode == 2
+    assert alone.stderr.startswith(f"{app}:2:")
+    assert "imported file not found on the classpath: 'classpath:/types/shared.fidl'" in (
+        alone.stderr)
+    assert not (tmp_path / "out").exists()
+    # found in the second folder given
+    done = franca("-o", str(tmp_path / "out"), "--package", "player", "--classpath", str(first),
+                  "--classpath", str(second), str(app), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(" from 2 files\n")
+    written = (tmp_path / "out" / "player" / "shared.py").read_text()
+    assert '@joynr_name("joynr.shared.Track")' in written and "    title: str\n" in written
+    # the folders are searched in the order given: the first that has the file wins
+    (first / "types" / "shared.fidl").write_text(
+        "package shared\ntypeCollection {\n  struct Track { Int32 number }\n}\n")
+    again = franca("-o", str(tmp_path / "out"), "--package", "player", "--classpath", str(first),
+                   "--classpath", str(second), str(app), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "    number: int\n" in (tmp_path / "out" / "player" / "shared.py").read_text()
+    # a classpath that is no folder is refused before anything is read
+    missing = franca("--classpath", str(tmp_path / "nowhere"), str(app), cwd=tmp_path)
+    assert (missing.returncode, missing.stderr) == (
+        2, f"{tmp_path / 'nowhere'}: --classpath names no folder\n")
