@@ -15,10 +15,11 @@ typed, and each Franca package ``a.b`` is one module ``<package>/a_b.py`` (dots 
 flat modules, because Franca packages are names, not a hierarchy (``a`` and ``a.b`` share
 nothing), and a flat module imports another in one way only (``from . import a_b as _a_b``).
 Two Franca packages that would make the same module, and packages whose types refer to each
-other in a cycle, are refused. Inside a module: the enumerations and structs (file order, a
-base struct before the structs that extend it), then the typedefs and maps (``TypeAlias``),
-then per interface its declaration, its provider base, its typed proxy and its
-``build_<name>_proxy`` function. A module with interfaces says ``# mypy:
+other in a cycle, are refused. Inside a module: the enumerations, structs and maps (file
+order; a base struct before the structs that extend it, the types of a map's keys and values
+before the map: its base class is evaluated when the module is imported), then the typedefs
+(``TypeAlias``), then per interface its declaration, its provider base, its typed proxy and
+its ``build_<name>_proxy`` function. A module with interfaces says ``# mypy:
 disable-error-code="empty-body"`` (an interface's methods are declarations, ``...``).
 
 Types
@@ -29,8 +30,15 @@ Int8 ... UInt64 -> ``int``, Float and Double -> ``float``, Boolean -> ``bool``, 
 a subclass; polymorphic: said in its docstring) under ``@joynr_name("<wire name>")``; an
 enumeration an ``enum.Enum`` whose members are the enumerators' joynr names (joynr upper-cases
 them; values as names: ``NAME = "NAME"``; extends: the base's enumerators first, as Python enums
-with members cannot be extended); a typedef ``X: TypeAlias = <actual type>``; a map ``M:
-TypeAlias = dict[K, V]`` (keys must be String: joynr's JSON carries map keys as strings). The
+with members cannot be extended); a typedef ``X: TypeAlias = <actual type>``; a map a class
+``M(dict[K, V])`` under ``@joynr_name("<wire name>")`` (typedefs in ``K`` and ``V`` written as
+their actual types), as joynr's generators make a map a named type (Java a ``HashMap``
+subclass, JavaScript a ``JoynrMap``): on joynr's JSON wire an object with its ``_typeName``
+beside the entries. Its keys: String, the integer types, Boolean or an enumeration (joynr's
+JSON carries keys as strings: an integer as its decimal text, a Boolean as ``true``/``false``,
+an enumerator by its name, texts that joynr's Java and JavaScript runtimes write and read
+alike); joynr's generators take any key type, but a Float's or Double's text differs between
+runtimes and a ByteBuffer, struct or array has none, so those are refused. The
 inline enumeration of a method's ``error { ... }`` is emitted like any enumeration, under the
 name the parser gives it (``<Method>ErrorEnum``, in the interface's module).
 
@@ -51,7 +59,7 @@ Names
   on the wire).
 - Overloads: the first keeps the name, later ones are ``<name>_2``, ``<name>_3``, ... with
   ``@wire_name(<the first's name>)``. Overloads this runtime cannot tell apart (it calls every
-  integer width ``Long``, both float widths ``Double``, every map ``Map``) are refused.
+  integer width ``Long``, both float widths ``Double``) are refused.
 - Arguments: snake_case (a keyword or a name the generated code needs gets ``_``); they are
   not on the wire.
 
@@ -76,12 +84,14 @@ build_i_proxy(runtime, domain, **options) -> IProxy`` (``runtime.build_proxy`` u
 
 Refused, each with a ``file:line:column: message`` (all of them, in :class:`GenerationError`):
 unions (joynr's generators generate nothing for them), explicitly named arrays (``array X of
-T``: joynr's generators refuse them), interfaces that extend another, map keys other than
-String, method, attribute and broadcast names with ``_``, overloads that this runtime cannot
-tell apart, a method named as an attribute's getter or setter, fireAndForget methods with out
-arguments or errors, enumerators that are the same upper-cased, a struct field that its base
-has too, Franca packages that make the same module or refer to each other in a cycle, names
-that still clash after the rules above.
+T``: joynr's generators refuse them), interfaces that extend another, map keys of the types
+refused above (Float, Double, ByteBuffer, structs, arrays), maps that contain themselves
+(through their key or value types: a class cannot be an argument of its own base), method,
+attribute and broadcast names with ``_``, overloads that this runtime cannot tell apart, a
+method named as an attribute's getter or setter, fireAndForget methods with out arguments or
+errors, enumerators that are the same upper-cased, a struct field that its base has too,
+Franca packages that make the same module or refer to each other in a cycle, names that still
+clash after the rules above.
 """
 
 from __future__ import annotations
@@ -170,6 +180,11 @@ _JOYNR_PRIMITIVES = {
     "UInt32": "Integer", "Int64": "Long", "UInt64": "Long", "Boolean": "Boolean",
     "Float": "Float", "Double": "Double", "String": "String", "ByteBuffer": "Byte[]",
 }
+#: the Franca types a map's keys may be (besides enumerations): one text each on joynr's wire
+_MAP_KEY_PRIMITIVES = frozenset({
+    "String", "Boolean", "Int8", "UInt8", "Int16", "UInt16", "Int32", "UInt32", "Int64",
+    "UInt64",
+})
 #: this runtime's datatype names of the Python types (runtime.interface.datatype_name)
 _NATIVE_PRIMITIVES = {
     "int": "Long", "float": "Double", "bool": "Boolean", "str": "String", "bytes": "ByteBuffer",
@@ -245,8 +260,6 @@ def _native_datatype(ref: TypeRef) -> str:
         return _NATIVE_PRIMITIVES[_PYTHON_PRIMITIVES[ref.name]]
     if isinstance(ref, ArrayOf):
         return _native_datatype(ref.element) + "[]"
-    if isinstance(ref.decl, MapType):
-        return "Map"
     return ref.decl.wire_name
 
 
@@ -267,6 +280,28 @@ def _refs_of(decl: TypeDecl) -> list[TypeRef]:
     if isinstance(decl, UnionType):
         return [f.type for f in decl.fields]
     return []
+
+
+def _franca_text(ref: TypeRef) -> str:
+    """A type as the Franca model writes it."""
+    if isinstance(ref, Primitive):
+        return ref.name
+    if isinstance(ref, ArrayOf):
+        return _franca_text(ref.element) + "[]"
+    return ref.decl.name
+
+
+def _map_needs(decl: MapType) -> list[TypeDecl]:
+    """The declared types a map's class needs when it is made: those of its key and value
+    (typedefs resolved, arrays looked into)."""
+    found: list[TypeDecl] = []
+    for given in (decl.key, decl.value):
+        ref, depth = _resolved(given), 0
+        while isinstance(ref, ArrayOf) and depth < 100:
+            ref, depth = _resolved(ref.element), depth + 1
+        if isinstance(ref, Named):
+            found.append(ref.decl)
+    return found
 
 
 def _named_in(ref: TypeRef) -> list[TypeDecl]:
@@ -548,10 +583,23 @@ class _Generator:
                                                "field of the struct it extends too")
         elif isinstance(decl, MapType):
             key = _resolved(decl.key)
-            if not (isinstance(key, Primitive) and key.name == "String"):
-                self.problem(decl.position, f"map {decl.name}: keys other than String are not "
-                                            "supported (joynr's JSON carries map keys as "
-                                            "strings)")
+            if not ((isinstance(key, Primitive) and key.name in _MAP_KEY_PRIMITIVES)
+                    or (isinstance(key, Named) and isinstance(key.decl, EnumType))):
+                self.problem(decl.position, f"map {decl.name}: keys of type "
+                                            f"{_franca_text(key)} are not supported (joynr's "
+                                            "JSON carries map keys as strings: String, the "
+                                            "integer types, Boolean or an enumeration)")
+            # a map whose key or value type is (or holds) the map itself: not a Python class
+            pending, steps = list(_map_needs(decl)), 0
+            while pending and steps < 1000:
+                needed = pending.pop()
+                steps += 1
+                if needed is decl or _decl_key(needed) == _decl_key(decl):
+                    self.problem(decl.position, f"map {decl.name}: contains itself (through "
+                                                "its key or value types): not supported")
+                    break
+                if isinstance(needed, MapType):
+                    pending += _map_needs(needed)
 
     # ------------------------------------------------------------------ dependencies
 
@@ -640,6 +688,14 @@ class _Generator:
             return f"list[{self.annotation(ref.element, module)}]"
         return self.type_name(ref.decl, module)
 
+    def actual_annotation(self, ref: TypeRef, module: _Module) -> str:
+        """The annotation of ``ref`` with typedefs written as their actual types (for what is
+        evaluated when the module is imported, before its typedefs are)."""
+        ref = _resolved(ref)
+        if isinstance(ref, ArrayOf):
+            return f"list[{self.actual_annotation(ref.element, module)}]"
+        return self.annotation(ref, module)
+
     # ------------------------------------------------------------------ module text
 
     def run(self) -> dict[str, str]:
@@ -680,6 +736,8 @@ class _Generator:
                 body.append(self.enum_block(decl, module))
             elif isinstance(decl, StructType):
                 body.append(self.struct_block(decl, module))
+            elif isinstance(decl, MapType):
+                body.append(self.map_block(decl, module))
         aliases = [self.alias_line(decl, module) for decl in self.ordered_aliases(module)]
         if aliases:
             body.append([line for block in aliases for line in block])
@@ -748,22 +806,25 @@ class _Generator:
         return lines
 
     def ordered_classes(self, module: _Module) -> list[TypeDecl]:
-        """The enumerations and structs of a module, in file order, each struct after its
-        base (when that is in the module)."""
-        classes = [d for d in module.decls if isinstance(d, (EnumType, StructType))]
+        """The enumerations, structs and maps of a module, in file order, each struct after
+        its base and each map after the types of its keys and values (those in the
+        module)."""
+        classes = [d for d in module.decls if isinstance(d, (EnumType, StructType, MapType))]
         placed: list[TypeDecl] = []
         keys: set[tuple[str, str, str | None, str]] = set()
 
         def place(decl: TypeDecl) -> None:
             if _decl_key(decl) in keys:
                 return
+            needs: list[TypeDecl] = []
             if isinstance(decl, StructType) and decl.base is not None:
-                base = decl.base
-                if self.module_of.get(_decl_key(base)) == module.name:
-                    keys.add(_decl_key(decl))  # (no cycle: the parser refuses them)
-                    place(base)
-                    keys.discard(_decl_key(decl))
-            keys.add(_decl_key(decl))
+                needs = [decl.base]
+            elif isinstance(decl, MapType):
+                needs = _map_needs(decl)
+            keys.add(_decl_key(decl))  # (no cycle: the parser and check_decl refuse them)
+            for needed in needs:
+                if self.module_of.get(_decl_key(needed)) == module.name:
+                    place(needed)
             placed.append(decl)
 
         for decl in classes:
@@ -771,9 +832,9 @@ class _Generator:
         return placed
 
     def ordered_aliases(self, module: _Module) -> list[TypeDecl]:
-        """The typedefs and maps of a module, each after the aliases of the module it uses
-        (their values are evaluated when the module is imported)."""
-        aliases = [d for d in module.decls if isinstance(d, (TypedefType, MapType))]
+        """The typedefs of a module, each after the typedefs of the module it uses (their
+        values are evaluated when the module is imported)."""
+        aliases = [d for d in module.decls if isinstance(d, TypedefType)]
         placed: list[TypeDecl] = []
         keys: set[tuple[str, str, str | None, str]] = set()
         ours = {_decl_key(d) for d in aliases}
@@ -860,25 +921,29 @@ class _Generator:
             lines.append(f"{_INDENT}pass")
         return lines
 
+    def map_block(self, decl: MapType, module: _Module) -> list[str]:
+        module.imports.add("runtime.interface.joynr_name")
+        python = module.names[_decl_key(decl)]
+        lines = _lay(_Br("@joynr_name", (_string(decl.wire_name),)), "")
+        base = _Br("dict", (self.actual_annotation(decl.key, module),
+                            self.actual_annotation(decl.value, module)), "]", "[")
+        lines += _lay(_Br(f"class {python}", (base,), "):"), "")
+        doc = _comment_lines(decl.comment) or _wrapped(
+            f"The Franca map {decl.name}: {_franca_text(decl.key)} to "
+            f"{_franca_text(decl.value)}.", _INDENT)
+        return lines + _docstring(doc, _INDENT)
+
     def alias_line(self, decl: TypeDecl, module: _Module) -> list[str]:
         module.imports.add("typing.TypeAlias")
         python = module.names[_decl_key(decl)]
         head = f"{python}: TypeAlias = "
-        value: _Expr
-        if isinstance(decl, MapType):
-            value = _Br("dict", (self.annotation(decl.key, module),
-                                 self.annotation(decl.value, module)), "]", "[")
-            what = "map"
-        else:
-            assert isinstance(decl, TypedefType)
-            value = self.annotation(decl.actual, module)
-            what = "typedef"
+        assert isinstance(decl, TypedefType)
+        value = self.annotation(decl.actual, module)
         lines = _hash_comment(_comment_lines(decl.comment) or [
-            f"Franca {what} {decl.name} ({decl.wire_name})"], "")
-        flat = head + _flat(value)
-        if len(flat) <= LINE_LENGTH or isinstance(value, _Br):
-            return lines + _lay(_Br(head + "dict", value.items, "]", "[")
-                                if isinstance(value, _Br) else flat, "")
+            f"Franca typedef {decl.name} ({decl.wire_name})"], "")
+        flat = head + value
+        if len(flat) <= LINE_LENGTH:
+            return [*lines, flat]
         # too long, as ruff format breaks it: a list's brackets hug its element, a name
         # goes in parentheses
         if value.startswith("list[") and value.endswith("]"):

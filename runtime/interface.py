@@ -23,9 +23,22 @@
         async def locate(self) -> tuple[Country, GeoPosition]: ...
 
 Supported value types: ``int``, ``float``, ``bool``, ``str``, ``bytes``, ``None``, ``list[T]``,
-``dict[str, T]``, ``T | None``, Enum classes (sent by member name) and dataclasses (sent as
-maps of their fields). Values from the wire are checked against the declared type;
-:class:`ValueTypeError` says which part did not fit.
+``dict[str, T]``, ``T | None``, Enum classes (sent by member name), dataclasses (sent as maps
+of their fields) and named maps (below). Values from the wire are checked against the declared
+type; :class:`ValueTypeError` says which part did not fit.
+
+A named map is a ``dict`` subclass under ``@joynr_name`` (as joynr generates a Franca ``map``:
+a type of its own, named on the wire)::
+
+    @joynr_name("vehicle.StationsByNumber")
+    class StationsByNumber(dict[int, RadioStation]): ...
+
+Its keys are ``str``, ``int``, ``bool`` or an Enum; on the wire they are strings, in both
+codecs (joynr's JSON carries keys as strings, this project's msgpack bodies take string keys
+only): an int as its decimal text, a bool as ``true``/``false``, an enum member by its name.
+Its wire form is a plain map of those keys; reading it builds the class, keys and values
+typed. Its datatype name (``paramDatatypes``) is its joynr name. In joynr's JSON it is an
+object with the ``_typeName`` member beside the entries (``runtime/joynr_json.py``).
 
 joynr names (for joynr's JSON payloads, ``runtime/joynr_json.py``): a struct or enum states its
 joynr type name with ``@joynr_name("vehicle.RadioStation")`` (default: the Python class name)
@@ -50,6 +63,7 @@ import dataclasses
 import enum
 import functools
 import inspect
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -70,11 +84,14 @@ __all__ = [
     "from_wire",
     "interface",
     "joynr_datatypes",
+    "joynr_map_types",
     "joynr_member_names",
     "joynr_name",
     "joynr_serialized_members",
     "joynr_type_name",
     "lower_camel",
+    "map_key_from_text",
+    "map_key_text",
     "one_way",
     "outputs",
     "to_wire",
@@ -124,14 +141,20 @@ def lower_camel(name: str) -> str:
 
 def joynr_name(name: str | None = None, *, members: dict[str, str] | None = None,
                serialized: tuple[str, ...] = ()) -> Callable[[C], C]:
-    """Class decorator for a dataclass or Enum: its joynr type name (``vehicle.RadioStation``;
-    default: the class name), the joynr names of those members that are not the
-    lowerCamelCase of their field names, and the fields joynr carries as a string holding
-    their serialized JSON (``serialized``). Only the class itself is named, not its
-    subclasses (they inherit the member names and serialized fields)."""
+    """Class decorator for a dataclass, an Enum or a named map (a subclass of ``dict[K,
+    V]``): its joynr type name (``vehicle.RadioStation``; default: the class name), the joynr
+    names of those members that are not the lowerCamelCase of their field names, and the
+    fields joynr carries as a string holding their serialized JSON (``serialized``). Only the
+    class itself is named, not its subclasses (they inherit the member names and serialized
+    fields, and a map's key and value types)."""
     def mark(cls: C) -> C:
-        if not (dataclasses.is_dataclass(cls) or issubclass(cls, enum.Enum)):
-            raise TypeError(f"{cls.__name__}: joynr_name names a dataclass or an Enum")
+        if isinstance(cls, type) and issubclass(cls, dict):
+            if members or serialized:
+                raise TypeError(f"{cls.__name__}: a named map has no members to name")
+            type.__setattr__(cls, "__joynr_map__", _map_base_args(cls))
+        elif not (dataclasses.is_dataclass(cls) or issubclass(cls, enum.Enum)):
+            raise TypeError(f"{cls.__name__}: joynr_name names a dataclass, an Enum or a "
+                            "subclass of dict[K, V]")
         if members or serialized:
             known = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(
                 cls) else set()
@@ -145,9 +168,86 @@ def joynr_name(name: str | None = None, *, members: dict[str, str] | None = None
     return mark
 
 
+def _map_base_args(cls: type) -> tuple[Any, Any]:
+    """The key and value types of a named map class: the arguments of its ``dict[K, V]``
+    base (raises TypeError when it has none, or when they cannot be a named map's)."""
+    for klass in cls.__mro__:
+        for base in vars(klass).get("__orig_bases__", ()):
+            if typing.get_origin(base) is dict and len(typing.get_args(base)) == 2:
+                key, value = typing.get_args(base)
+                if not (key in (str, int, bool)
+                        or (isinstance(key, type) and issubclass(key, enum.Enum))):
+                    raise TypeError(f"{cls.__name__}: the keys of a named map are str, int, "
+                                    f"bool or an Enum, not {key!r}")
+                if isinstance(value, (str, typing.ForwardRef)):
+                    raise TypeError(f"{cls.__name__}: the value type of a named map must be "
+                                    f"a type, not the forward reference {value!r}")
+                return key, value
+    raise TypeError(f"{cls.__name__}: a named map is a subclass of dict[K, V] (with its key "
+                    "and value types)")
+
+
+def joynr_map_types(tp: Any) -> tuple[Any, Any] | None:
+    """The key and value types of a named map class (a ``dict`` subclass under
+    :func:`joynr_name`, or a subclass of one), else None."""
+    if not isinstance(tp, type) or not issubclass(tp, dict):
+        return None
+    found = getattr(tp, "__joynr_map__", None)
+    return found if isinstance(found, tuple) else None
+
+
+#: an integer key's text: decimal, no sign but a minus, no leading zeros (at most 19 digits:
+#: the 64-bit range is checked after)
+_INT_KEY = re.compile(r"-?(?:0|[1-9][0-9]{0,18})")
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def map_key_text(key: Any) -> str:
+    """A named map's key as the wire carries it: a str as it is, a bool as ``true`` or
+    ``false``, an int as its decimal text, an enum member by its name (ValueTypeError for a
+    key of another type)."""
+    kind = type(key)
+    if kind is str:
+        return cast(str, key)
+    if kind is bool:
+        return "true" if key else "false"
+    if kind is int:
+        return int.__repr__(key)
+    if isinstance(key, enum.Enum):
+        return key.name
+    raise ValueTypeError(f"a map key of type {kind.__name__} has no form on the wire")
+
+
+def map_key_from_text(text: Any, key_type: Any, where: str = "key") -> Any:
+    """The key of type ``key_type`` that the wire's ``text`` stands for (the inverse of
+    :func:`map_key_text`; an int in the 64-bit range, written as :func:`map_key_text` writes
+    it); ValueTypeError naming ``where`` for a text that stands for none."""
+    if type(text) is not str:
+        raise ValueTypeError(f"{where}: a map key is a string on the wire, not a "
+                             f"{type(text).__name__}")
+    if key_type is str:
+        return text
+    if key_type is int:
+        if _INT_KEY.fullmatch(text) and text != "-0":
+            number = int(text)
+            if _INT64_MIN <= number <= _INT64_MAX:
+                return number
+        raise ValueTypeError(f"{where}: {text[:40]!r} is not an integer key")
+    if key_type is bool:
+        if text in ("true", "false"):
+            return text == "true"
+        raise ValueTypeError(f"{where}: {text[:40]!r} is not a boolean key (true or false)")
+    if isinstance(key_type, type) and issubclass(key_type, enum.Enum):
+        member = key_type.__members__.get(text)
+        if member is not None:
+            return member
+        raise ValueTypeError(f"{where}: {text[:40]!r} is not a {key_type.__name__}")
+    raise ValueTypeError(f"{where}: unsupported map key type {key_type!r}")
+
+
 def joynr_type_name(tp: type) -> str:
-    """The joynr type name of a struct or enum: as declared with :func:`joynr_name`, else its
-    Python class name."""
+    """The joynr type name of a struct, enum or named map: as declared with
+    :func:`joynr_name`, else its Python class name."""
     declared = vars(tp).get("__joynr_name__")
     return declared if isinstance(declared, str) else tp.__name__
 
@@ -195,7 +295,17 @@ def _sequence(value: Any) -> Any:
 
 
 def _mapping(value: Any) -> Any:
-    return {k: v if type(v) in PLAIN_TYPES else to_wire(v) for k, v in value.items()}
+    # (keys other than str as a named map's are carried: a plain dict declared as one)
+    return {k if type(k) is str else _key_text(k): v if type(v) in PLAIN_TYPES else to_wire(v)
+            for k, v in value.items()}
+
+
+def _key_text(key: Any) -> Any:
+    """A map key in its wire form: an int, bool or enum member as a named map's key is
+    carried (:func:`map_key_text`), any other as it is."""
+    if type(key) in (int, bool) or isinstance(key, enum.Enum):
+        return map_key_text(key)
+    return key
 
 
 def _dataclass_converter(names: tuple[str, ...]) -> Callable[[Any], Any]:
@@ -337,6 +447,9 @@ def _make_decoder(tp: Any) -> Decoder:
     if origin is dict:
         key_type, value_type = typing.get_args(tp)
         return _dict_decoder(_decoder_of(key_type), _decoder_of(value_type))
+    map_types = joynr_map_types(tp)
+    if map_types is not None:
+        return _named_map_decoder(tp, *map_types)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         members = dict(tp.__members__)
 
@@ -391,6 +504,25 @@ def _dict_decoder(decode_key: Decoder, decode_value: Decoder) -> Decoder:
         if not isinstance(value, dict):
             raise _Refused
         return {decode_key(k): decode_value(v) for k, v in value.items()}
+    return decode
+
+
+def _named_map_decoder(tp: type, key_type: Any, value_type: Any) -> Decoder:
+    decode_value = _decoder_of(value_type)
+
+    def decode(value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise _Refused
+        out = tp()
+        for text, item in value.items():
+            try:
+                key = map_key_from_text(text, key_type)
+            except ValueTypeError:
+                raise _Refused from None
+            if key in out:  # (two texts of one key: enum aliases)
+                raise _Refused
+            out[key] = decode_value(item)
+        return out
     return decode
 
 
@@ -459,6 +591,9 @@ def _from_wire_checked(value: Any, tp: Any, where: str = "value") -> Any:
         key_type, value_type = typing.get_args(tp)
         return {_from_wire_checked(k, key_type, f"{where} key"):
                 _from_wire_checked(v, value_type, f"{where}[{k!r}]") for k, v in value.items()}
+    map_types = joynr_map_types(tp)
+    if map_types is not None:
+        return _named_map_checked(value, tp, map_types, where)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         if type(value) is str and value in tp.__members__:
             return tp[value]
@@ -488,6 +623,21 @@ def _from_wire_checked(value: Any, tp: Any, where: str = "value") -> Any:
             return value
         raise ValueTypeError(f"{where}: expected {tp.__name__}, got {type(value).__name__}")
     raise ValueTypeError(f"{where}: unsupported declared type {tp!r}")
+
+
+def _named_map_checked(value: Any, tp: type, map_types: tuple[Any, Any], where: str) -> Any:
+    """A named map's value, checked step by step (as :func:`_from_wire_checked`)."""
+    if not isinstance(value, dict):
+        raise ValueTypeError(f"{where}: expected a {tp.__name__} map, got "
+                             f"{type(value).__name__}")
+    key_type, value_type = map_types
+    out = tp()
+    for text, item in value.items():
+        key = map_key_from_text(text, key_type, f"{where} key")
+        if key in out:
+            raise ValueTypeError(f"{where}: the key {key!r} twice")
+        out[key] = _from_wire_checked(item, value_type, f"{where}[{text!r}]")
+    return out
 
 
 # ---------------------------------------------------------------------- declarations

@@ -13,6 +13,9 @@ methods, attributes and broadcasts the joynr way (``addFavorite``, ``getCurrentS
 derives ``paramDatatypes`` and picks the overload of an incoming request by them; ``types``
 gives the declared types of a reply's or publication's values and ``error_enum`` the modelled
 error enum of the method. Without them values and names travel as they are ("untyped").
+A named map (``runtime.interface``) is written as joynr writes one: an object with its
+``_typeName`` first, then its entries keyed by strings; reading one, its ``_typeName`` is no
+entry and may be absent (a plain object), and every key must be a text of the key type.
 """
 
 from __future__ import annotations
@@ -30,10 +33,14 @@ from typing import Any, Final
 from runtime.interface import (
     InterfaceDef,
     MethodDef,
+    ValueTypeError,
+    joynr_map_types,
     joynr_member_names,
     joynr_serialized_members,
     joynr_type_name,
     lower_camel,
+    map_key_from_text,
+    map_key_text,
 )
 from runtime.payloads import (
     BroadcastSubscriptionRequest,
@@ -369,7 +376,8 @@ def joynr_datatype(tp: Any) -> str:
         return joynr_datatype(typing.get_args(tp)[0]) + "[]"
     if origin is dict:
         return WILDCARD if typing.get_args(tp)[1] is Any else "Map"
-    if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or issubclass(tp, enum.Enum)):
+    if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or issubclass(tp, enum.Enum)
+                                 or joynr_map_types(tp) is not None):
         return joynr_type_name(tp)
     return WILDCARD
 
@@ -520,7 +528,11 @@ def _value_to_json(value: Any, tp: Any, depth: int) -> Any:
                 raise _refuse("unencodable", "a map with a key that is not a string")
             out[k] = _value_to_json(v, item, depth + 1)
         return out
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+    map_types = joynr_map_types(tp)
+    if map_types is not None:
+        if isinstance(value, dict):
+            return _map_to_json(value, tp, map_types, depth)
+    elif isinstance(tp, type) and issubclass(tp, enum.Enum):
         name = value.name if isinstance(value, tp) else value
         if type(name) is str and name in tp.__members__:
             return name
@@ -547,6 +559,74 @@ def _struct_to_json(value: dict[str, Any], tp: type, depth: int) -> dict[str, An
                 out[member] = compact_json(out[member])
         elif required:
             raise _refuse("unencodable", f"{info.name} without {name}")
+    return out
+
+
+class _LeadingKey(str):
+    """A member name that sorts before every other one: the ``_typeName`` of a named map
+    (the body writer sorts members by name, and a map's keys may sort before ``_``: ``"1"``,
+    ``"ON"``). Equal to and hashed as the plain string."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: object) -> bool:
+        return not (isinstance(other, str) and str.__eq__(self, other))
+
+    def __gt__(self, other: object) -> bool:
+        return False
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __ge__(self, other: object) -> bool:
+        return isinstance(other, str) and str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+_MAP_TYPE_NAME: Final = _LeadingKey("_typeName")
+
+
+def _map_to_json(value: dict[Any, Any], tp: type, map_types: tuple[Any, Any],
+                 depth: int) -> dict[str, Any]:
+    """A named map as joynr writes it: its ``_typeName`` first, then its entries, each key as
+    its text (a value in the wire form has them already; a typed one has typed keys)."""
+    key_type, value_type = map_types
+    name = joynr_type_name(tp)
+    out: dict[str, Any] = {_MAP_TYPE_NAME: name}
+    for key, item in value.items():
+        try:
+            text = key if type(key) is str else map_key_text(key)
+            typed = map_key_from_text(text, key_type, f"{name} key")
+        except ValueTypeError as exc:
+            raise _refuse("unencodable", str(exc)) from None
+        if type(key) is not str and typed != key:  # (a typed key of another type)
+            raise _refuse("unencodable", f"{name} key: a {type(key).__name__} is not a "
+                          f"{getattr(key_type, '__name__', key_type)}")
+        if text in out:  # (the _typeName, or one key twice: 1 and "1")
+            raise _refuse("unencodable", f"{name}: the key {text[:100]!r} twice")
+        out[text] = _value_to_json(item, value_type, depth + 1)
+    return out
+
+
+def _map_from_json(value: dict[str, Any], tp: type, map_types: tuple[Any, Any],
+                   where: str) -> dict[str, Any]:
+    """A named map's entries in the wire form (keys as their texts, checked against the key
+    type): its ``_typeName`` member, when there, is no entry and must name it."""
+    name = value.get("_typeName")
+    if name is not None and name != joynr_type_name(tp):
+        raise _refuse("bad-type-name",
+                      f"{where}: _typeName {str(name)[:100]!r} is not a {joynr_type_name(tp)}")
+    key_type, value_type = map_types
+    out = {}
+    for key, item in value.items():
+        if key == "_typeName":
+            continue
+        try:
+            map_key_from_text(key, key_type, f"{where} key")
+        except ValueTypeError as exc:
+            raise _refuse("bad-value", str(exc)) from None
+        out[key] = _value_from_json(item, value_type, where)
     return out
 
 
@@ -594,6 +674,9 @@ def _value_from_json(value: Any, tp: Any, where: str) -> Any:
             if isinstance(value, dict):
                 item = args[1]
                 return {k: _value_from_json(v, item, where) for k, v in value.items()}
+        elif (map_types := joynr_map_types(tp)) is not None:
+            if isinstance(value, dict):
+                return _map_from_json(value, tp, map_types, where)
         elif isinstance(tp, type) and issubclass(tp, enum.Enum):
             if type(value) is str and value in tp.__members__:
                 return value

@@ -7,9 +7,11 @@ it wrongly; ``ruff format`` leaves it as it is. Then a provider implemented on t
 provider base and a consumer through the generated typed proxy talk over real websocket
 connections to a real cluster controller, in both dialects of libjoynr (native and joynr's,
 ``LibjoynrConfig(dialect="joynr")``) and both body formats: calls with every type, overloads,
-named and inline errors, fire-and-forget, several out arguments, attributes (read-only, and
-without subscriptions: a subscription is refused), broadcasts selective and not. Every
-generated type makes the round trip through both codecs (msgpack payloads and joynr's JSON).
+named and inline errors, fire-and-forget, several out arguments, maps keyed by integers and by
+an enumeration (named types: ``_typeName`` beside the entries in joynr's JSON, keys as
+strings), attributes (read-only, and without subscriptions: a subscription is refused),
+broadcasts selective and not. Every generated type makes the round trip through both codecs
+(msgpack payloads and joynr's JSON).
 """
 
 from __future__ import annotations
@@ -72,8 +74,8 @@ def common(pkg: ModuleType) -> ModuleType:
 
 USAGE_OK = """
     from franca_showcase import (
-        Country, Preset, Sample, Station, TunerProviderBase, TunerProxy, WiderCountry,
-        build_tuner_proxy)
+        Country, Preset, PresetsBySlot, Sample, Station, StationsByCountry, StationsByName,
+        TunerProviderBase, TunerProxy, WiderCountry, build_tuner_proxy)
     from franca_showcase.showcase_common import Position
     from libjoynr import LibjoynrRuntime
 
@@ -86,10 +88,15 @@ USAGE_OK = """
         first: Country = country
         stations: dict[str, Station] = nearby
         found: float = await proxy.seek(1, 2.0)
-        echoed: Sample = await proxy.echo(sample, 1, 2, 3, 4, 0.5, b"", [station], {},
-                                          WiderCountry.ITALY, [1], preset)
+        echoed: Sample = await proxy.echo(sample, 1, 2, 3, 4, 0.5, b"", [station],
+                                          StationsByName(), WiderCountry.ITALY, [1], preset)
         await proxy.note("hello")
         await proxy.current_station.get()
+        grouped, renumbered = await proxy.regroup(
+            PresetsBySlot({1: station}), StationsByCountry({Country.ITALY: [station]}))
+        by_country: list[Station] = grouped[Country.ITALY]
+        slot: Station = renumbered[-1]
+        del by_country, slot
         later = proxy.with_ttl(500)
         await later.close()
         del where, first, stations, found, echoed
@@ -109,7 +116,7 @@ USAGE_OK = """
 """
 
 USAGE_BAD = """
-    from franca_showcase import Station, TunerProviderBase, TunerProxy
+    from franca_showcase import PresetsBySlot, Station, TunerProviderBase, TunerProxy
 
 
     async def wrong(proxy: TunerProxy, station: Station) -> None:
@@ -117,6 +124,7 @@ USAGE_BAD = """
         await proxy.add_favorite("FM4")
         await proxy.locate(name="Wien")
         TunerProviderBase(volume="loud")
+        PresetsBySlot()["1"] = station
         del text
 """
 
@@ -142,8 +150,8 @@ def test_the_package_passes_mypy_strict_and_is_formatted(generated) -> None:
     assert wrong.returncode == 1
     found = [line.split(": error: ")[0] for line in wrong.stdout.splitlines()
              if ": error: " in line]
-    assert found == ["usage_bad.py:6", "usage_bad.py:7", "usage_bad.py:8", "usage_bad.py:9"], (
-        wrong.stdout)
+    assert found == ["usage_bad.py:6", "usage_bad.py:7", "usage_bad.py:8", "usage_bad.py:9",
+                     "usage_bad.py:10"], wrong.stdout
 
     formatted = subprocess.run(
         [ROOT / ".venv" / "bin" / "ruff", "format", "--check", "--diff", "--no-cache",
@@ -191,6 +199,11 @@ def values(pkg: ModuleType) -> dict[str, tuple[Any, Any]]:
         "SeekErrorEnum": (pkg.SeekErrorEnum.BAND_END, pkg.SeekErrorEnum),
         "TuneErrorEnum": (pkg.TuneErrorEnum.LOCKED, pkg.TuneErrorEnum),
         "StationsByName": ({"fm4": station}, pkg.StationsByName),
+        "PresetsBySlot": (pkg.PresetsBySlot({1: station, -2**31: oe1, 10: station}),
+                          pkg.PresetsBySlot),
+        "StationsByCountry": (pkg.StationsByCountry({pkg.Country.ITALY: [station, oe1],
+                                                     pkg.Country.AUSTRIA: []}),
+                              pkg.StationsByCountry),
         "Frequency": (88.5, pkg.Frequency),
         "Ids": ([2**40, -5], pkg.Ids),
         "City": (city, geo.City),
@@ -217,12 +230,14 @@ def test_every_generated_type_makes_the_round_trip_through_both_codecs(generated
         assert isinstance(read, Reply) and read.response is not None
         back = read.response
         assert from_wire(back[0], tp, name) == value, name
+        assert type(from_wire(back[0], tp, name)) is type(from_wire(carried[0], tp, name))
         written = json.loads(text)["response"][0]
         if isinstance(tp, type) and hasattr(tp, "__dataclass_fields__"):
             assert written["_typeName"] == joynr_type_name(tp), name
-    station = json.loads(encode(Reply("r1", [to_wire(cases["Station"][0])]),
-                                types=[pkg.Station]))["response"][0]
-    assert station == {
+    station_json = json.loads(encode(Reply("r1", [to_wire(cases["Station"][0])]),
+                                     types=[pkg.Station]))["response"][0]
+    station = cases["Station"][0]
+    assert station_json == {
         "_typeName": "joynr.showcase.tuner.Station", "name": "FM4", "country": "AUSTRIA",
         "trafficService": True, "frequency": 103.8, "genres": ["pop", "talk"],
         "logo": [0, 127, -1],
@@ -230,6 +245,21 @@ def test_every_generated_type_makes_the_round_trip_through_both_codecs(generated
                      "position": {"_typeName": "joynr.showcase.common.Geo.Position",
                                   "latitude": 48.2, "longitude": 16.37}},
         "URL": "https://fm4.orf.at", "class": -3, "rds_text": "FM4 ON AIR", "int": 2**31 - 1}
+    # the maps: named, their keys as strings (an integer's decimal text, an enumerator's name)
+    presets, by_country = cases["PresetsBySlot"][0], cases["StationsByCountry"][0]
+    typed = from_wire(to_wire(presets), pkg.PresetsBySlot)
+    assert type(typed) is pkg.PresetsBySlot and list(typed) == [1, -2**31, 10]
+    assert to_wire(presets) == {"1": to_wire(station), "-2147483648": to_wire(cases["Sample"][
+        0].stations[1]), "10": to_wire(station)}
+    text = encode(Reply("r1", [to_wire(presets), to_wire(by_country)]),
+                  types=[pkg.PresetsBySlot, pkg.StationsByCountry]).decode()
+    written = json.loads(text)["response"]
+    assert list(written[0]) == ["_typeName", "-2147483648", "1", "10"]
+    assert written[0]["_typeName"] == "joynr.showcase.tuner.PresetsBySlot"
+    assert written[0]["1"] == station_json
+    assert list(written[1]) == ["_typeName", "AUSTRIA", "ITALY"]
+    assert written[1]["_typeName"] == "joynr.showcase.tuner.StationsByCountry"
+    assert written[1]["AUSTRIA"] == [] and written[1]["ITALY"][0] == station_json
 
 
 # ====================================================================== end to end
@@ -242,11 +272,13 @@ def implementation(pkg: ModuleType) -> Any:
     class TunerImpl(pkg.TunerProviderBase):  # type: ignore[name-defined]
         def __init__(self) -> None:
             super().__init__(current_station=values(pkg)["Station"][0], volume=7,
-                             recent_ids=[1, 2], muted=False)
+                             recent_ids=[1, 2], muted=False,
+                             presets=values(pkg)["PresetsBySlot"][0])
             self.favorites: list[Any] = []
             self.notes: list[str] = []
             self.noted = asyncio.Event()
             self.echoed: list[Any] = []
+            self.regrouped: list[Any] = []
 
         async def add_favorite(self, station: Any) -> bool:
             if station in self.favorites:
@@ -273,6 +305,13 @@ def implementation(pkg: ModuleType) -> Any:
             return (pkg.Country.ITALY, geo.Position(41.9, 12.5),
                     {name: values(pkg)["Station"][0]})
 
+        async def regroup(self, presets: Any, by_country: Any) -> tuple[Any, Any]:
+            self.regrouped = [presets, by_country]
+            grouped = pkg.StationsByCountry({c: list(s) for c, s in by_country.items()})
+            for slot in sorted(presets):
+                grouped.setdefault(presets[slot].country, []).append(presets[slot])
+            return grouped, pkg.PresetsBySlot({-slot: st for slot, st in presets.items()})
+
         async def echo(self, *args: Any) -> Any:
             self.echoed = list(args)
             return args[0]
@@ -285,6 +324,12 @@ def implementation(pkg: ModuleType) -> Any:
             return True
 
     return TunerImpl()
+
+
+def station_json(station: Any) -> Any:
+    """A station as joynr's JSON carries it."""
+    return json.loads(encode(Reply("r", [to_wire(station)]), types=[type(station)]))[
+        "response"][0]
 
 
 #: (the provider's dialect, the consumer's, the body format of the proxy)
@@ -328,6 +373,18 @@ async def test_a_generated_provider_and_proxy_talk(generated, cc, runtimes,
                  cases["Preset"][0])
     assert await proxy.echo(*echo_args) == sample
     assert provider.echoed == list(echo_args)
+    # maps keyed by integers and by an enumeration, as parameters and results
+    oe1 = cases["Sample"][0].stations[1]
+    presets, by_country = cases["PresetsBySlot"][0], cases["StationsByCountry"][0]
+    grouped, renumbered = await proxy.regroup(presets, by_country)
+    assert provider.regrouped == [presets, by_country]
+    assert [type(v) for v in provider.regrouped] == [pkg.PresetsBySlot, pkg.StationsByCountry]
+    assert {type(k) for k in provider.regrouped[0]} == {int}
+    assert set(provider.regrouped[1]) == {pkg.Country.ITALY, pkg.Country.AUSTRIA}
+    assert type(grouped) is pkg.StationsByCountry and type(renumbered) is pkg.PresetsBySlot
+    assert grouped == {pkg.Country.ITALY: [station, oe1], pkg.Country.GERMANY: [oe1],
+                       pkg.Country.AUSTRIA: [station, station]}
+    assert renumbered == {-1: station, 2**31: oe1, -10: station}
     assert await proxy.close_() is True
     await proxy.tune(1)
     # errors: a named enumeration, inline ones (one extending another)
@@ -349,7 +406,6 @@ async def test_a_generated_provider_and_proxy_talk(generated, cc, runtimes,
 
     # attributes
     assert await proxy.current_station.get() == station
-    oe1 = cases["Sample"][0].stations[1]
     await proxy.current_station.set(oe1)
     assert provider.attribute_values["current_station"] == oe1
     assert await proxy.volume.get() == 7
@@ -357,6 +413,16 @@ async def test_a_generated_provider_and_proxy_talk(generated, cc, runtimes,
         await proxy.volume.set(9)
     assert await proxy.recent_ids.get() == [1, 2]
     assert await proxy.muted.get() is False
+    got = await proxy.presets.get()
+    assert got == presets and type(got) is pkg.PresetsBySlot
+    await proxy.presets.set(pkg.PresetsBySlot({7: oe1}))
+    assert provider.attribute_values["presets"] == {7: oe1}
+    slots: asyncio.Queue[Any] = asyncio.Queue()
+    await proxy.presets.subscribe(slots.put_nowait)
+    assert await asyncio.wait_for(slots.get(), WAIT_S) == {7: oe1}
+    provider.set_attribute("presets", pkg.PresetsBySlot({-3: station}))
+    published = await asyncio.wait_for(slots.get(), WAIT_S)
+    assert published == {-3: station} and type(published) is pkg.PresetsBySlot
     with pytest.raises(SubscriptionError, match="not notifiable"):
         await proxy.recent_ids.subscribe(print)
     changes: asyncio.Queue[Any] = asyncio.Queue()
@@ -405,10 +471,23 @@ async def test_a_generated_provider_and_proxy_talk(generated, cc, runtimes,
         "joynr.showcase.tuner.WiderCountry", "Long[]", "joynr.showcase.tuner.Tuning.Preset",
     ]) in called
     assert ("getCurrentStation", []) in called and ("getRecentIds", []) in called
+    assert ("regroup", ["joynr.showcase.tuner.PresetsBySlot",
+                        "joynr.showcase.tuner.StationsByCountry"]) in called
+    assert ("setPresets", ["joynr.showcase.tuner.PresetsBySlot"]) in called
     assert ("setCurrentStation", ["joynr.showcase.tuner.Station"]) in called
     replies = {r["requestReplyId"]: r for r in
                wire.json(MessageType.REPLY, recipient=proxy.participant_id)}
     by_method = {r["methodName"]: replies[r["requestReplyId"]] for r in requests}
+    # a map on joynr's wire: its _typeName first, then its entries keyed by strings
+    (regroup,) = [r for r in requests if r["methodName"] == "regroup"]
+    assert [list(p) for p in regroup["params"]] == [
+        ["_typeName", "-2147483648", "1", "10"], ["_typeName", "AUSTRIA", "ITALY"]]
+    assert regroup["params"][0]["_typeName"] == "joynr.showcase.tuner.PresetsBySlot"
+    assert regroup["params"][1]["ITALY"][1]["name"] == "Oe1"
+    grouped_json, renumbered_json = by_method["regroup"]["response"]
+    assert list(grouped_json) == ["_typeName", "AUSTRIA", "GERMANY", "ITALY"]
+    assert list(renumbered_json) == ["_typeName", "-1", "-10", "2147483648"]
+    assert renumbered_json["_typeName"] == "joynr.showcase.tuner.PresetsBySlot"
     assert by_method["locate"]["response"][0] == "ITALY"
     assert len(by_method["locate"]["response"]) == 3
     assert by_method["removeFavorite"]["error"]["error"] == {
@@ -424,7 +503,11 @@ async def test_a_generated_provider_and_proxy_talk(generated, cc, runtimes,
     subscribed = [m["subscribedToName"] for kind in (
         MessageType.SUBSCRIPTION_REQUEST, MessageType.BROADCAST_SUBSCRIPTION_REQUEST)
         for m in wire.json(kind, sender=proxy.participant_id)]
-    assert sorted(subscribed) == ["currentStation", "recentIds", "weakSignal"]
+    assert sorted(subscribed) == ["currentStation", "presets", "recentIds", "weakSignal"]
+    published = [p["response"][0] for p in wire.json(MessageType.PUBLICATION,
+                                                      recipient=proxy.participant_id)]
+    assert {"_typeName": "joynr.showcase.tuner.PresetsBySlot", "7": station_json(oe1)} in (
+        published)
     multicasts = wire.kinds(MessageType.MULTICAST, sender=pid)
     assert {m.recipient.split("/")[1] for m in multicasts} == {"newStation", "tick"}
 
@@ -436,7 +519,7 @@ def test_the_declarations_are_those_of_the_fidl(generated) -> None:
     attrs = definition.attributes
     assert [(n, a.readonly, a.notifiable) for n, a in attrs.items()] == [
         ("current_station", False, True), ("volume", True, True),
-        ("recent_ids", False, False), ("muted", True, False)]
+        ("recent_ids", False, False), ("muted", True, False), ("presets", False, True)]
     assert definition.broadcasts["weak_signal"].selective
     assert definition.broadcasts["weak_signal"].filter_parameters == ("genre", "minStrength")
     assert not definition.broadcasts["new_station"].selective
@@ -444,6 +527,9 @@ def test_the_declarations_are_those_of_the_fidl(generated) -> None:
     assert methods["add_favorite_2"].name == "add_favorite"  # the overload's wire name
     assert methods["note"].one_way
     assert [n for n, _ in methods["locate"].outputs] == ["country", "position", "nearby"]
+    assert methods["regroup"].param_datatypes == ["joynr.showcase.tuner.PresetsBySlot",
+                                                  "joynr.showcase.tuner.StationsByCountry"]
+    assert methods["regroup"].returns == tuple[pkg.StationsByCountry, pkg.PresetsBySlot]
     assert [m.name for m in pkg.TuneErrorEnum] == ["NOT_FOUND", "FULL", "LOCKED"]
     assert methods["tune"].error_enum is pkg.TuneErrorEnum
     assert [m.name for m in pkg.Country] == ["AUSTRIA", "GERMANY", "ITALY"]

@@ -200,10 +200,14 @@ def test_long_names_are_laid_out_as_ruff_formats_them(tmp_path) -> None:
     big_map = MapType(name=long + "Map", package="vehicle", owner=None,
                       wire_name=f"joynr.vehicle.{long}Map", key=p("String"),
                       value=Named(big_struct), comment="", position=at(4))
+    # (before the types it needs in the model: the module makes them first)
+    enum_map = MapType(name="ByEnum", package="vehicle", owner=None,
+                       wire_name="joynr.vehicle.ByEnum", key=Named(big_enum),
+                       value=ArrayOf(Named(big_map)), comment="", position=at(4))
     radio = iface(long, attributes=(
         Attribute("aLongAttributeName", Named(big_enum), False, False, "", at(5)),))
-    files = generate(model(big_enum, big_struct, *typedefs, big_map, interfaces=(radio,)),
-                     "long_pkg")
+    files = generate(model(enum_map, big_enum, big_struct, *typedefs, big_map,
+                           interfaces=(radio,)), "long_pkg")
     for path, text in files.items():
         if path.endswith(".py"):
             compile(text, path, "exec")
@@ -215,7 +219,10 @@ def test_long_names_are_laid_out_as_ruff_formats_them(tmp_path) -> None:
     text = files["long_pkg/vehicle.py"]
     assert f"{long}List: TypeAlias = list[\n" in text
     assert f"{long}Plain: TypeAlias = (\n" in text
-    assert f"{long}Map: TypeAlias = dict[\n" in text
+    assert (f"class {long}Map(\n    dict[str, {long}Struct],\n):\n" in text)
+    assert (f"class ByEnum(\n    dict[\n        {long}Enum,\n        list[{long}Map],\n    ],\n):\n"
+            in text)
+    assert text.index(f"class {long}Map(") < text.index("class ByEnum(")
     assert "        | None = None,\n" in text
     assert '    """ "Quoted" first' in text
 
@@ -265,6 +272,44 @@ def test_names_of_types_members_and_overloads() -> None:
     assert "-> tuple[Country, GeoPosition]: ..." in text
 
 
+def test_maps_are_named_classes_keyed_by_strings_integers_booleans_or_enumerations() -> None:
+    keys = ["String", "Boolean", "Int8", "UInt8", "Int16", "UInt16", "Int32", "UInt32", "Int64",
+            "UInt64"]
+    maps = [MapType(f"By{key}", "vehicle", None, f"joynr.vehicle.By{key}", p(key),
+                    p("String"), "", at(60)) for key in keys]
+    mode = TypedefType("Mode", "vehicle", None, "joynr.vehicle.Mode", Named(COUNTRY), "",
+                       at(61))
+    stations = TypedefType("Stations", "vehicle", None, "joynr.vehicle.Stations",
+                           ArrayOf(Named(STATION)), "", at(62))
+    # an enumeration (through a typedef) to a typedef of an array: both written as what they
+    # are (the class is made before the typedefs are)
+    by_mode = MapType("ByMode", "vehicle", None, "joynr.vehicle.ByMode", Named(mode),
+                      Named(stations), "@description: Stations by mode.", at(63))
+    alias = TypedefType("ModeMap", "vehicle", None, "joynr.vehicle.ModeMap", Named(by_mode),
+                        "", at(64))
+    # overloads that differ in their maps only: told apart (by the maps' names)
+    radio = iface(methods=(
+        method("tune", (arg("presets", Named(maps[6])),), line=65),
+        method("tune", (arg("presets", Named(maps[7])),), line=66),
+        method("tune", (arg("presets", Named(alias)),), line=67),
+    ))
+    text = generate(model(by_mode, alias, mode, stations, *maps, COUNTRY, STATION,
+                          interfaces=(radio,)), "pkg")["pkg/vehicle.py"]
+    python = {"String": "str", "Boolean": "bool"}
+    for key in keys:
+        assert (f'@joynr_name("joynr.vehicle.By{key}")\nclass By{key}(dict[{python.get(key, "int")}'
+                f', str]):\n    """The Franca map By{key}: {key} to String."""\n') in text
+    assert ('@joynr_name("joynr.vehicle.ByMode")\nclass ByMode(dict[Country, list[RadioStation]]):'
+            '\n    """Stations by mode."""\n') in text
+    assert "ModeMap: TypeAlias = ByMode\n" in text and "TypeAlias = dict" not in text
+    assert text.index("class Country(") < text.index("class ByMode(")
+    assert text.index("class RadioStation:") < text.index("class ByMode(")
+    assert text.index("class ByMode(") < text.index("ModeMap: TypeAlias")
+    assert '    @joynr_datatypes("joynr.vehicle.ByInt32")\n    async def tune(' in text
+    assert '    @joynr_datatypes("joynr.vehicle.ByUInt32")\n    async def tune_2(' in text
+    assert '    @joynr_datatypes("joynr.vehicle.ByMode")\n    async def tune_3(' in text
+
+
 def test_type_names_that_clash_are_qualified_or_suffixed() -> None:
     a = struct("Item", ("x", p("Int32")), owner="Left", line=3)
     b = struct("Item", ("y", p("Int32")), owner="Right", line=4)
@@ -293,8 +338,15 @@ def test_what_joynr_or_this_runtime_cannot_have_is_refused_with_where_and_why() 
                       position=at(40))
     named_array = ArrayType("Stations", "vehicle", None, "joynr.vehicle.Stations", p("String"),
                             "", at(41))
-    int_keys = MapType("ByNumber", "vehicle", None, "joynr.vehicle.ByNumber", p("Int32"),
-                       p("String"), "", at(42))
+    def keyed(name: str, key: TypeRef, line: int) -> MapType:
+        return MapType(name, "vehicle", None, f"joynr.vehicle.{name}", key, p("String"), "",
+                       at(line))
+    bad_keys = [keyed("ByFloat", p("Float"), 42), keyed("ByDouble", p("Double"), 43),
+                keyed("ByBytes", p("ByteBuffer"), 44), keyed("ByStation", Named(STATION), 45),
+                keyed("ByNames", ArrayOf(p("String")), 46),
+                keyed("ByFrequency", Named(FREQUENCY), 47)]  # (a typedef of Float)
+    tree = keyed("Tree", p("String"), 48)
+    tree = dataclasses.replace(tree, value=ArrayOf(Named(tree)))
     base = iface("Base", version=None)
     radio = iface(
         attributes=(Attribute("current_station", p("String"), False, False, "", at(50, 5)),),
@@ -307,7 +359,7 @@ def test_what_joynr_or_this_runtime_cannot_have_is_refused_with_where_and_why() 
         base=base)
     volume = Attribute("volume", p("Int32"), False, False, "", at(49))
     radio = dataclasses.replace(radio, attributes=(*radio.attributes, volume))
-    lines = refused(model(union, named_array, int_keys, interfaces=(radio, base)))
+    lines = refused(model(union, named_array, *bad_keys, tree, interfaces=(radio, base)))
     assert lines == [
         "radio.fidl:1:1: interface Radio extends Base: interfaces that extend another are not "
         "supported",
@@ -315,8 +367,14 @@ def test_what_joynr_or_this_runtime_cannot_have_is_refused_with_where_and_why() 
         "nothing for them)",
         "radio.fidl:41:1: array Stations: explicitly named arrays are not supported (joynr's "
         "generators refuse them); use an implicit array T[]",
-        "radio.fidl:42:1: map ByNumber: keys other than String are not supported (joynr's JSON "
-        "carries map keys as strings)",
+        *[f"radio.fidl:{line}:1: map {name}: keys of type {key} are not supported (joynr's "
+          "JSON carries map keys as strings: String, the integer types, Boolean or an "
+          "enumeration)" for line, name, key in [
+              (42, "ByFloat", "Float"), (43, "ByDouble", "Double"),
+              (44, "ByBytes", "ByteBuffer"), (45, "ByStation", "RadioStation"),
+              (46, "ByNames", "String[]"), (47, "ByFrequency", "Float")]],
+        "radio.fidl:48:1: map Tree: contains itself (through its key or value types): not "
+        "supported",
         "radio.fidl:50:5: attribute current_station: a name with '_' cannot be declared (joynr "
         "names of members are derived as lowerCamelCase)",
         "radio.fidl:52:1: method seek: this overload and the one at radio.fidl:51:1 have the "

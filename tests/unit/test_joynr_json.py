@@ -27,6 +27,7 @@ from runtime.interface import (
     broadcast,
     datatype_name,
     errors,
+    from_wire,
     interface,
     interface_def,
     joynr_datatypes,
@@ -466,6 +467,172 @@ def test_struct_subtypes_and_wrong_type_names() -> None:
     assert refused.value.reason == "bad-type-name"
 
 
+# ---------------------------------------------------------------------- named maps
+
+
+@joynr_name("vehicle.StationsByName")
+class StationsByName(dict[str, RadioStation]):
+    """Keyed by strings."""
+
+
+@joynr_name("vehicle.PresetsBySlot")
+class PresetsBySlot(dict[int, str]):
+    """Keyed by integers."""
+
+
+@joynr_name("vehicle.StationsByCountry")
+class StationsByCountry(dict[Country, list[RadioStation]]):
+    """Keyed by an enumeration."""
+
+
+@joynr_name("vehicle.Switches")
+class Switches(dict[bool, str]):
+    """Keyed by booleans."""
+
+
+class Elsewhere(enum.Enum):
+    """An enumeration with a member named as one of Country's."""
+
+    AUSTRIA = "AUSTRIA"
+
+
+@interface("vehicle/Presets")
+class Presets:
+    slots = attribute(PresetsBySlot)
+
+    async def store(self, by_name: StationsByName, slots: PresetsBySlot,
+                    by_country: StationsByCountry, switches: Switches) -> PresetsBySlot: ...
+
+    @wire_name("store")
+    async def store_slots(self, slots: PresetsBySlot) -> None: ...
+
+    @wire_name("store")
+    async def store_switches(self, switches: Switches) -> None: ...
+
+
+PRESETS = JoynrSchema(interface_def(Presets))
+FM4_TEXT = (b'{"_typeName":"vehicle.RadioStation","country":"AUSTRIA","frequency":103.8,'
+            b'"name":"FM4","tags":["alt"],"trackInfo_":null}')
+MAPS = [StationsByName({"FM4": FM4}), PresetsBySlot({10: "ten", 2: "two", -1: "minus one"}),
+        StationsByCountry({Country.GERMANY: [], Country.AUSTRIA: [FM4]}),
+        Switches({True: "on", False: "off"})]
+#: a request with a map of each kind of key, as joynr writes it: each map's _typeName first
+#: (before keys that sort before "_": "-1", "AUSTRIA"), then its entries keyed by strings
+STORE = (
+    b'{"_typeName":"joynr.Request","methodName":"store","paramDatatypes":['
+    b'"vehicle.StationsByName","vehicle.PresetsBySlot","vehicle.StationsByCountry",'
+    b'"vehicle.Switches"],"params":['
+    b'{"_typeName":"vehicle.StationsByName","FM4":' + FM4_TEXT + b'},'
+    b'{"_typeName":"vehicle.PresetsBySlot","-1":"minus one","10":"ten","2":"two"},'
+    b'{"_typeName":"vehicle.StationsByCountry","AUSTRIA":[' + FM4_TEXT + b'],"GERMANY":[]},'
+    b'{"_typeName":"vehicle.Switches","false":"off","true":"on"}],"requestReplyId":"r"}')
+
+
+def test_named_maps_are_written_as_joynr_writes_them_and_read_back() -> None:
+    method = interface_def(Presets).methods["store"]
+    assert method.param_datatypes == ["vehicle.StationsByName", "vehicle.PresetsBySlot",
+                                      "vehicle.StationsByCountry", "vehicle.Switches"]
+    wired = Request("r", "store", [to_wire(m) for m in MAPS], method.param_datatypes)
+    assert encode(wired, schema=PRESETS) == STORE
+    # typed values (keys typed, not yet in their wire form) are written alike
+    typed = Request("r", "store", list(MAPS), method.param_datatypes)
+    assert encode(typed, schema=PRESETS) == STORE
+    read = decode(Request, STORE, schema=PRESETS)
+    assert read == wired
+    assert isinstance(read, Request)
+    back = [from_wire(v, tp) for v, (_, tp) in zip(read.params, method.params, strict=True)]
+    assert back == MAPS and [type(v) for v in back] == [type(m) for m in MAPS]
+    assert list(back[1]) == [-1, 10, 2] and list(back[2]) == [Country.AUSTRIA, Country.GERMANY]
+    # a reply, a publication
+    reply = encode(Reply("r", [to_wire(MAPS[1])]), types=[PresetsBySlot])
+    assert reply == (b'{"_typeName":"joynr.Reply","requestReplyId":"r","response":[{'
+                     b'"_typeName":"vehicle.PresetsBySlot","-1":"minus one","10":"ten",'
+                     b'"2":"two"}]}')
+    assert decode(Reply, reply, types=[PresetsBySlot]) == Reply("r", [to_wire(MAPS[1])])
+    publication = encode(Publication("s", [{}]), types=[Switches])
+    assert j(publication)["response"] == [{"_typeName": "vehicle.Switches"}]
+    # overloads told apart by their maps' names
+    methods = interface_def(Presets).methods
+    assert PRESETS.select("store", ["vehicle.Switches"]) is methods["store_switches"]
+    assert PRESETS.select("store", ["vehicle.PresetsBySlot"]) is methods["store_slots"]
+    assert _store(["vehicle.Switches"], [{"true": "x"}]) == Request(
+        "r", "store", [{"true": "x"}], ["vehicle.Switches"])
+    with pytest.raises(JoynrJsonError, match="'1' is not a boolean key"):
+        _store(["vehicle.Switches"], [{"1": "x"}])
+    # a plain dict[str, V] stays a plain object, named Map
+    plain = j(encode(Request("r", "all_kinds", ["s", True, -5, 1.5, b"", [], "GERMANY",
+                                                FM4_WIRE, {"2": 1, "1": 2}, None, None],
+                             interface_def(Radio).methods["all_kinds"].param_datatypes),
+                     schema=RADIO))
+    assert plain["paramDatatypes"][8] == "Map" and plain["params"][8] == {"1": 2, "2": 1}
+
+
+def _store(datatypes: list[str], params: list[Any]) -> Payload:
+    return decode(Request, text({"_typeName": "joynr.Request", "methodName": "store",
+                                 "paramDatatypes": datatypes, "params": params,
+                                 "requestReplyId": "r"}), schema=PRESETS)
+
+
+def _reply(value: Any) -> bytes:
+    return text({"_typeName": "joynr.Reply", "requestReplyId": "r", "response": [value]})
+
+
+def test_a_named_map_without_its_type_name_is_read_as_one() -> None:
+    read = decode(Reply, _reply({"-1": "a", "7": "b"}), types=[PresetsBySlot])
+    assert read == Reply("r", [{"-1": "a", "7": "b"}])
+    read = decode(Reply, _reply({"_typeName": None, "AUSTRIA": []}), types=[StationsByCountry])
+    assert read == Reply("r", [{"AUSTRIA": []}])
+
+
+@pytest.mark.parametrize(("value", "tp", "reason", "message"), [
+    ({"_typeName": "vehicle.Switches", "1": "a"}, PresetsBySlot, "bad-type-name",
+     "response[0]: _typeName 'vehicle.Switches' is not a vehicle.PresetsBySlot"),
+    ({"_typeName": 5}, PresetsBySlot, "bad-type-name", "_typeName '5' is not a"),
+    ({"01": "a"}, PresetsBySlot, "bad-value", "response[0] key: '01' is not an integer key"),
+    ({"1.5": "a"}, PresetsBySlot, "bad-value", "'1.5' is not an integer key"),
+    ({"x": "a"}, PresetsBySlot, "bad-value", "'x' is not an integer key"),
+    ({"9223372036854775808": "a"}, PresetsBySlot, "bad-value", "is not an integer key"),
+    ({"1": 5}, PresetsBySlot, "bad-value", "response[0]: a int where"),
+    ({"TRUE": "a"}, Switches, "bad-value", "'TRUE' is not a boolean key (true or false)"),
+    ({"SPAIN": []}, StationsByCountry, "bad-value", "'SPAIN' is not a Country"),
+    ({"AUSTRIA": [{"name": "x"}]}, StationsByCountry, "missing-member", "without country"),
+    (["1", "a"], PresetsBySlot, "bad-value", "a list where"),
+    ("{}", StationsByName, "bad-value", "a str where"),
+])
+def test_named_maps_that_do_not_fit_are_refused_with_a_reason(value: Any, tp: Any,
+                                                              reason: str, message: str) -> None:
+    with pytest.raises(JoynrJsonError) as refused:
+        decode(Reply, _reply(value), types=[tp])
+    assert refused.value.reason == reason
+    assert message in str(refused.value)
+
+
+def test_oversized_named_maps_are_refused_by_the_body_bound() -> None:
+    entries = {str(i): "x" * 40 for i in range(100_000)}  # (more than 4 MiB)
+    with pytest.raises(JoynrJsonError) as refused:
+        decode(Reply, _reply({"_typeName": "vehicle.PresetsBySlot", **entries}),
+               types=[PresetsBySlot])
+    assert refused.value.reason == "oversized"
+
+
+@pytest.mark.parametrize(("value", "tp", "message"), [
+    ({"x": "a"}, PresetsBySlot, "vehicle.PresetsBySlot key: 'x' is not an integer key"),
+    ({True: "a"}, PresetsBySlot, "'true' is not an integer key"),
+    ({1.5: "a"}, PresetsBySlot, "a map key of type float has no form on the wire"),
+    ({1: "a"}, Switches, "'1' is not a boolean key"),
+    ({Elsewhere.AUSTRIA: []}, StationsByCountry, "a Elsewhere is not a Country"),
+    ({1: "a", "1": "b"}, PresetsBySlot, "vehicle.PresetsBySlot: the key '1' twice"),
+    ({"_typeName": FM4}, StationsByName, "vehicle.StationsByName: the key '_typeName' twice"),
+    ({"1": 2}, PresetsBySlot, "a int value where"),
+])
+def test_named_maps_without_a_joynr_form_are_not_written(value: Any, tp: Any,
+                                                         message: str) -> None:
+    with pytest.raises(JoynrJsonError) as refused:
+        encode(Reply("r", [value]), types=[tp])
+    assert refused.value.reason == "unencodable"
+    assert message in str(refused.value)
+
+
 # ---------------------------------------------------------------------- overloads
 
 
@@ -719,6 +886,34 @@ def test_round_trip_typed(data: st.DataObject) -> None:
         reply = Reply(request.request_reply_id, [value])
         types = [method.returns]
         assert decode(Reply, encode(reply, types=types), types=types) == reply
+
+
+@settings(max_examples=200)
+@given(st.data())
+def test_named_maps_round_trip_and_hostile_ones_are_refused_with_a_reason(
+        data: st.DataObject) -> None:
+    method = interface_def(Presets).methods["store"]
+    maps = [
+        StationsByName(data.draw(st.dictionaries(names, stations, max_size=3))),
+        PresetsBySlot(data.draw(st.dictionaries(int64, names, max_size=4))),
+        StationsByCountry(data.draw(st.dictionaries(st.sampled_from(Country),
+                                                    st.lists(stations, max_size=2)))),
+        Switches(data.draw(st.dictionaries(st.booleans(), names))),
+    ]
+    request = Request("r", "store", [to_wire(m) for m in maps], method.param_datatypes)
+    body = encode(request, schema=PRESETS)
+    read = decode(Request, body, schema=PRESETS)
+    assert read == request and isinstance(read, Request)
+    assert [from_wire(v, tp) for v, (_, tp) in zip(read.params, method.params,
+                                                     strict=True)] == maps
+    assert all(list(m)[:1] == ["_typeName"] for m in json.loads(body)["params"])
+    # any JSON in a map's place: read or refused with a reason, nothing else
+    params = json.loads(body)["params"]
+    params[data.draw(st.integers(0, 3))] = data.draw(json_values)
+    try:
+        decode(Request, text({**json.loads(body), "params": params}), schema=PRESETS)
+    except JoynrJsonError as exc:
+        assert exc.reason in ("bad-value", "bad-type-name", "missing-member", "bad-member")
 
 
 # ---------------------------------------------------------------------- hostile bodies
