@@ -277,7 +277,8 @@ class ProxyEndpoint:
                 raise ValueTypeError(f"{subscription.name}: {len(values)} values")
             typed = [from_wire(v, tp, subscription.name)
                      for v, tp in zip(values, subscription.types, strict=True)]
-            self._call(subscription.callback, typed, subscription)
+            self._call(subscription.callback, typed, subscription,
+                       subscription.callback_is_async())
         except ValueTypeError as exc:
             self.counters["dropped-bad-publication"] += 1
             self.warnings.warning(log, "bad-publication", f"subscription {subscription.name}",
@@ -299,10 +300,11 @@ class ProxyEndpoint:
                           subscription.name)
 
     def _call(self, callback: Callable[..., Any], args: Sequence[Any],
-              subscription: Subscription) -> None:
+              subscription: Subscription, is_async: bool | None = None) -> None:
         """A synchronous callback runs now; an async one (or one that returns an awaitable)
-        inside a task of :attr:`callbacks`."""
-        if inspect.iscoroutinefunction(callback):
+        inside a task of :attr:`callbacks`. ``is_async``: whether ``callback`` is a coroutine
+        function, when the caller knows (None: found here)."""
+        if inspect.iscoroutinefunction(callback) if is_async is None else is_async:
             self.callbacks.submit((callback, args, subscription.name))
             return
         result = callback(*args)

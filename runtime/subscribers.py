@@ -25,6 +25,7 @@ runtime stopping); then :attr:`Subscription.on_end` is called, once.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -89,6 +90,10 @@ class Subscription:
         #: called with the provider's error when a publication carries one, and with a
         #: PublicationMissedError when publications are missed (see the module docstring)
         self.on_error = on_error
+        # whether ``callback`` is a coroutine function, found once per callback (asked per
+        # publication; inspect's answer costs more than a delivery's other steps)
+        self._checked_callback: Callable[..., Any] | None = None
+        self._callback_async = False
         #: called once, with no arguments, when the subscription has ended (by any means)
         self.on_end: Callable[[], Any] | None = None
         #: False once ended: no more callbacks
@@ -100,6 +105,14 @@ class Subscription:
         #: loop time of the last publication (or of the confirmation, or of the last alert)
         self._mark = 0.0
         self._updating: asyncio.Lock | None = None
+
+    def callback_is_async(self) -> bool:
+        """Whether :attr:`callback` is a coroutine function (``async def``)."""
+        callback = self.callback
+        if callback is not self._checked_callback:
+            self._checked_callback = callback
+            self._callback_async = inspect.iscoroutinefunction(callback)
+        return self._callback_async
 
     def __repr__(self) -> str:
         return (f"Subscription({self.subscription_id!r}, {self.name!r}, "
