@@ -70,11 +70,7 @@ def load(name: str) -> ModuleType:
             _record(module, Form(name, compiled, None if compiled else
                                  "imported directly, not through runtime.compiled.load"))
         return module
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.origin is None:
-        raise ImportError(f"no module named {name!r}")
-    origin = Path(spec.origin)
-    source = origin.parent / (name.rpartition(".")[2] + ".py")
+    origin, source = _locate(name)
     if origin.suffix == ".py":
         return _record(importlib.import_module(name),
                        Form(name, False, "not compiled (no extension module was built)"))
@@ -99,12 +95,17 @@ def load(name: str) -> ModuleType:
 def load_source(name: str) -> ModuleType:
     """Module ``name`` from its source, as a module of its own (``<name>__source``) beside
     whatever :func:`load` gave: for comparing the two forms."""
+    return _from_source(f"{name}__source", _locate(name)[1], name)
+
+
+def _locate(name: str) -> tuple[Path, Path]:
+    """Where module ``name`` would be imported from (its extension module or its source),
+    and where its source is."""
     spec = importlib.util.find_spec(name)
     if spec is None or spec.origin is None:
         raise ImportError(f"no module named {name!r}")
     origin = Path(spec.origin)
-    source = origin.parent / (name.rpartition(".")[2] + ".py")
-    return _from_source(f"{name}__source", source, name)
+    return origin, origin.parent / (name.rpartition(".")[2] + ".py")
 
 
 def _from_source(module_name: str, source: Path, package_of: str) -> ModuleType:
