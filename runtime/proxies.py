@@ -438,6 +438,14 @@ def _attribute_qos(qos: SubscriptionQos | None) -> SubscriptionQos:
     return qos
 
 
+def _refuse_expired(qos: SubscriptionQos, name: str, subscription_id: str | None) -> None:
+    """SubscriptionError when ``qos``'s expiry date has passed (a multicast's terms, which no
+    provider checks)."""
+    if qos.expired(now_ms()):
+        raise SubscriptionError(f"the expiry date {qos.expiry_date_ms} of the subscription to "
+                                f"{name} lies in the past", subscription_id)
+
+
 def _selective_qos(qos: SubscriptionQos | None) -> SubscriptionQos:
     if qos is None:
         return OnChangeSubscriptionQos(min_interval_ms=0)
@@ -706,9 +714,7 @@ class Proxy:
             await self._confirm(subscription,
                                 self._message(MessageType.BROADCAST_SUBSCRIPTION_REQUEST, body))
             return subscription
-        if checked.expired(now_ms()):
-            raise SubscriptionError(f"the expiry date {checked.expiry_date_ms} of the "
-                                    f"subscription to {name} lies in the past", None)
+        _refuse_expired(checked, name, None)
         # every provider (joynr's and this project's) publishes a broadcast under joynr's name
         # of it
         spelled = schema_of(self._definition).joynr_name(name)
@@ -764,9 +770,7 @@ class Proxy:
                 raise TypeError(f"the subscription to broadcast {name} (not selective) only "
                                 "has an expiry date: update it with a MulticastSubscriptionQos,"
                                 f" not {type(qos).__name__}")
-            if qos.expired(now_ms()):
-                raise SubscriptionError(f"the expiry date {qos.expiry_date_ms} of the "
-                                        f"subscription to {name} lies in the past", sid)
+            _refuse_expired(qos, name, sid)
             subscription.qos = qos
             subscription.start_timers()
             return
