@@ -80,6 +80,12 @@ def _check(cls_name: str, field: str, value: object, low: int, high: int) -> Non
         raise ValueError(f"{cls_name}.{field} {value} is outside joynr's bounds {low}..{high}")
 
 
+def _check_alert(cls_name: str, alert_after_ms: int, heartbeat_ms: int) -> None:
+    """An alert interval is 0 (none) or between the heartbeat interval and 30 days."""
+    if alert_after_ms != NO_ALERT_AFTER_INTERVAL:
+        _check(cls_name, "alert_after_interval_ms", alert_after_ms, heartbeat_ms, MAX_MS)
+
+
 @dataclass(frozen=True, slots=True)
 class SubscriptionQos:
     """Base of the family: ``expiry_date_ms``, when the subscription ends (epoch ms; 0: never)."""
@@ -154,9 +160,7 @@ class OnChangeWithKeepAliveSubscriptionQos(OnChangeSubscriptionQos):
         name = type(self).__name__
         _check(name, "max_interval_ms", self.max_interval_ms,
                max(MIN_MAX_INTERVAL_MS, self.min_interval_ms), MAX_MS)
-        if self.alert_after_interval_ms != NO_ALERT_AFTER_INTERVAL:
-            _check(name, "alert_after_interval_ms", self.alert_after_interval_ms,
-                   self.max_interval_ms, MAX_MS)
+        _check_alert(name, self.alert_after_interval_ms, self.max_interval_ms)
 
     @property
     def alert_after_ms(self) -> int:
@@ -176,9 +180,7 @@ class PeriodicSubscriptionQos(UnicastSubscriptionQos):
         UnicastSubscriptionQos._validate(self)
         name = type(self).__name__
         _check(name, "period_ms", self.period_ms, MIN_PERIOD_MS, MAX_MS)
-        if self.alert_after_interval_ms != NO_ALERT_AFTER_INTERVAL:
-            _check(name, "alert_after_interval_ms", self.alert_after_interval_ms,
-                   self.period_ms, MAX_MS)
+        _check_alert(name, self.alert_after_interval_ms, self.period_ms)
 
     @property
     def alert_after_ms(self) -> int:
