@@ -57,9 +57,21 @@ Names
   refused. A Python keyword, a name of the module, or a member name of ``Proxy`` or
   ``Provider`` gets a ``_`` appended (``lower_camel`` drops it again: ``close_`` is ``close``
   on the wire).
-- Overloads: the first keeps the name, later ones are ``<name>_2``, ``<name>_3``, ... with
-  ``@wire_name(<the first's name>)``. Overloads this runtime cannot tell apart (it calls every
-  integer width ``Long``, both float widths ``Double``) are refused.
+- Overloads: an overload with a Franca selector (``method add:inBackends``) is named
+  ``<name>_<selector>`` (``add_in_backends``); the first one without a selector keeps the
+  name, later ones without are ``<name>_2``, ``<name>_3``, ... (by their place among the
+  overloads). Every overload not named ``<name>`` carries ``@wire_name(<name>)``: on this
+  project's wire all overloads have the one name, told apart by their parameter types, as on
+  joynr's. Overloads this runtime cannot tell apart (it calls every integer width ``Long``,
+  both float widths ``Double``) are refused.
+- Struct members have joynr's defaults (those of its generated constructors): 0, 0.0,
+  ``False``, ``""``, ``b""``, an empty list or map, an enumeration's first enumerator, a
+  struct of its members' defaults. So a value may be made with some members only, and one
+  read from the wire without a member has its default (as joynr's Java runtime reads it). A
+  struct that holds itself (not through an array or map) and a member of an enumeration
+  without enumerators are refused: they have no default.
+- ``__init__.py`` re-exports every name lazily: a module is imported when one of its names
+  is first asked for, so that importing one module does not import the others.
 - Arguments: snake_case (a keyword or a name the generated code needs gets ``_``); they are
   not on the wire.
 
@@ -159,7 +171,8 @@ PROVIDER_NAMES = frozenset({
 })
 #: the names a generated module may import or use from the builtins: no Franca name takes them
 _MODULE_RESERVED = frozenset({
-    "annotations", "enum", "dataclass", "Any", "Protocol", "TypeAlias", "cast",
+    "annotations", "enum", "dataclass", "field", "Any", "TYPE_CHECKING", "importlib",
+    "Protocol", "TypeAlias", "cast",
     "MethodInvocationError", "attribute", "broadcast", "errors", "interface", "joynr_datatypes",
     "joynr_name", "one_way", "outputs", "wire_name", "JoynrRuntime", "Provider",
     "AttributeHandle", "BroadcastHandle", "_given",
@@ -371,6 +384,67 @@ def _lay(expr: _Expr, indent: str, tail: str = "") -> list[str]:
     return lines
 
 
+def _struct_members(decl: StructType) -> list[StructType]:
+    """The structs ``decl``'s own and inherited members are (not in arrays or maps)."""
+    found: list[StructType] = []
+    struct: StructType | None = decl
+    depth = 0
+    while struct is not None and depth < 100:
+        for fld in struct.fields:
+            ref = _resolved(fld.type)
+            if isinstance(ref, Named) and isinstance(ref.decl, StructType):
+                found.append(ref.decl)
+        struct, depth = struct.base, depth + 1
+    return found
+
+
+def _holds_itself(decl: StructType) -> bool:
+    """Whether making ``decl``'s default would make ``decl`` again."""
+    pending, seen = _struct_members(decl), set[int]()
+    while pending and len(seen) < 10_000:
+        struct = pending.pop()
+        if struct is decl:
+            return True
+        if id(struct) not in seen:
+            seen.add(id(struct))
+            pending += _struct_members(struct)
+    return False
+
+
+def _overload_name(method: Method, group: str, plain: set[str], place: int,
+                   taken: set[str]) -> str:
+    """The Python name of a method whose overloads are called ``group`` on this project's
+    wire: ``group`` and its selector, else ``group`` for the first overload without a selector
+    (``plain``: the names of which one has come), else ``group`` and its place."""
+    if method.selector is not None:
+        return f"{group.rstrip('_')}_{snake_case(method.selector)}"
+    if method.name not in plain:
+        plain.add(method.name)
+        return group
+    return _free(f"{group.rstrip('_')}_{place}", taken)
+
+
+def _import_order(name: str) -> tuple[int, str]:
+    """Names imported from one module in ruff's (isort's) order: constants, classes, the
+    rest."""
+    if name.isupper() and len(name) > 1:
+        return (0, name)
+    return (1 if name[:1].isupper() else 2, name)
+
+
+def _member_lines(declaration: str, default: str) -> list[str]:
+    """A dataclass member with its default, broken as ruff format breaks it when too long."""
+    flat = f"{_INDENT}{declaration} = {default}"
+    if len(flat) <= LINE_LENGTH:
+        return [flat]
+    if default.startswith("field(") and default.endswith(")") and "#" not in default:
+        return [f"{_INDENT}{declaration} = field(", f"{_INDENT * 2}{default[6:-1]}",
+                f"{_INDENT})"]
+    if len(_INDENT * 2 + default) > LINE_LENGTH:
+        return [flat]  # (parentheses would not make it fit: ruff format leaves it so)
+    return [f"{_INDENT}{declaration} = (", f"{_INDENT * 2}{default}", f"{_INDENT})"]
+
+
 def _string(text: str) -> str:
     """A double-quoted Python string literal of ``text``."""
     out = ['"']
@@ -463,6 +537,10 @@ class _Module:
     taken: set[str] = field(default_factory=set)
     imports: set[str] = field(default_factory=set)
     modules_used: set[str] = field(default_factory=set)
+    #: the classes written so far (while the module's text is made)
+    defined: set[tuple[str, str, str | None, str]] = field(default_factory=set)
+    #: what the module imports for its annotations only (under ``if TYPE_CHECKING:``)
+    type_only: set[str] = field(default_factory=set)
     exports: list[str] = field(default_factory=list)
 
 
@@ -581,6 +659,16 @@ class _Generator:
                 if fld.name in inherited:
                     self.problem(fld.position, f"struct {decl.name}: field {fld.name} is a "
                                                "field of the struct it extends too")
+                ref = _resolved(fld.type)
+                if isinstance(ref, Named) and isinstance(ref.decl, EnumType) and \
+                        not ref.decl.all_enumerators():
+                    self.problem(fld.position, f"struct {decl.name}: field {fld.name} has no "
+                                               "default (joynr's: the enumeration's first "
+                                               "enumerator; it has none)")
+            if _holds_itself(decl):
+                self.problem(decl.position, f"struct {decl.name} holds itself through its "
+                                            "members (not in an array): its default would "
+                                            "never be made")
         elif isinstance(decl, MapType):
             key = _resolved(decl.key)
             if not ((isinstance(key, Primitive) and key.name in _MAP_KEY_PRIMITIVES)
@@ -731,7 +819,9 @@ class _Generator:
 
     def module_text(self, module: _Module, plans: list[_InterfacePlan]) -> str:
         body: list[list[str]] = []  # top-level blocks, two empty lines apart
+        module.defined.clear()
         for decl in self.ordered_classes(module):
+            module.defined.add(_decl_key(decl))
             if isinstance(decl, EnumType):
                 body.append(self.enum_block(decl, module))
             elif isinstance(decl, StructType):
@@ -793,16 +883,22 @@ class _Generator:
                 name)
         lines = [f"import {name}" for name in plain]
         for source in sorted(stdlib):
-            lines += _lay(_Br(f"from {source} import ", tuple(sorted(stdlib[source])),
-                              bare=True), "")
+            ordered = sorted(stdlib[source], key=_import_order)
+            lines += _lay(_Br(f"from {source} import ", tuple(ordered), bare=True), "")
         if runtime:
             lines.append("")
         for source in sorted(runtime):
-            lines += _lay(_Br(f"from {source} import ", tuple(sorted(runtime[source])),
-                              bare=True), "")
+            ordered = sorted(runtime[source], key=_import_order)
+            lines += _lay(_Br(f"from {source} import ", tuple(ordered), bare=True), "")
         if module.modules_used:
             lines.append("")
             lines += [f"from . import {name} as _{name}" for name in sorted(module.modules_used)]
+        if module.type_only:
+            # (names for annotations only: the runtime's modules may import this module)
+            lines += ["", "if TYPE_CHECKING:"]
+            for item in sorted(module.type_only):
+                source, name = item.rsplit(".", 1)
+                lines.append(f"{_INDENT}from {source} import {name}")
         return lines
 
     def ordered_classes(self, module: _Module) -> list[TypeDecl]:
@@ -817,8 +913,14 @@ class _Generator:
             if _decl_key(decl) in keys:
                 return
             needs: list[TypeDecl] = []
-            if isinstance(decl, StructType) and decl.base is not None:
-                needs = [decl.base]
+            if isinstance(decl, StructType):
+                needs = [] if decl.base is None else [decl.base]
+                # the enumerations of the members' defaults (evaluated when the class is made;
+                # a struct's or map's default is made later, see default())
+                for fld in decl.fields:
+                    ref = _resolved(fld.type)
+                    if isinstance(ref, Named) and isinstance(ref.decl, EnumType):
+                        needs.append(ref.decl)
             elif isinstance(decl, MapType):
                 needs = _map_needs(decl)
             keys.add(_decl_key(decl))  # (no cycle: the parser and check_decl refuse them)
@@ -897,7 +999,8 @@ class _Generator:
             if lower_camel(name) != fld.name:
                 members[name] = fld.name
             fields += _hash_comment(_comment_lines(fld.comment), _INDENT)
-            fields.append(f"{_INDENT}{name}: {self.annotation(fld.type, module)}")
+            fields += _member_lines(f"{name}: {self.annotation(fld.type, module)}",
+                                    self.default(fld.type, module))
         if members:
             call = _Br("@joynr_name", (_string(decl.wire_name), _Br(
                 "members=", tuple(f"{_string(k)}: {_string(v)}" for k, v in members.items()),
@@ -920,6 +1023,29 @@ class _Generator:
         if not doc and not fields:
             lines.append(f"{_INDENT}pass")
         return lines
+
+    def default(self, ref: TypeRef, module: _Module) -> str:
+        """The default of a struct member of type ``ref``, as joynr's generated constructors
+        have it: 0, 0.0, False, an empty string, bytes, list or map, an enumeration's first
+        enumerator, a struct made of its members' defaults."""
+        ref = _resolved(ref)
+        if isinstance(ref, Primitive):
+            return {"int": "0", "float": "0.0", "bool": "False", "str": '""',
+                    "bytes": 'b""'}[_PYTHON_PRIMITIVES[ref.name]]
+        if isinstance(ref, ArrayOf):
+            module.imports.add("dataclasses.field")
+            return "field(default_factory=list)"
+        decl = ref.decl
+        if isinstance(decl, EnumType):
+            first = decl.all_enumerators()[0].name.upper()  # (checked: not empty)
+            return f"{self.type_name(decl, module)}.{first}"
+        module.imports.add("dataclasses.field")
+        made = self.type_name(decl, module)
+        if self.module_of.get(_decl_key(decl)) == module.name and \
+                _decl_key(decl) not in module.defined:
+            # defined further down (the types refer to each other): looked up when made
+            return f"field(default_factory=lambda: {made}())  # noqa: PLW0108"
+        return f"field(default_factory={made})"
 
     def map_block(self, decl: MapType, module: _Module) -> list[str]:
         module.imports.add("runtime.interface.joynr_name")
@@ -981,6 +1107,7 @@ class _Generator:
                 plan.broadcasts.append((name, bc, self.arg_names(bc.out_args,
                                                                  _OUTPUT_RESERVED)))
         firsts: dict[str, str] = {}
+        plain: set[str] = set()  # the names of which an overload without selector has come
         counts: dict[str, int] = {}
         signatures: dict[tuple[str, tuple[str, ...]], Method] = {}
         for method in iface.methods:
@@ -996,18 +1123,20 @@ class _Generator:
                                               f"{earlier.position} have the same parameter types"
                                               f" in this runtime ({', '.join(native[1])})")
             signatures[native] = method
-            wire: str | None = None
-            method_name: str | None
-            if method.name in firsts:
-                wire = firsts[method.name]
-                method_name = _free(f"{wire.rstrip('_')}_{counts[method.name]}",
-                                    scope | set(members))
-                members[method_name] = method.position
-            else:
-                method_name = member(method.name, "method", method.position)
-                if method_name is None:
+            group = firsts.get(method.name)
+            if group is None:  # the name every overload has on this project's wire
+                if "_" in method.name:
+                    self.problem(method.position, f"{where}: a name with '_' cannot be declared "
+                                 "(joynr names of members are derived as lowerCamelCase)")
                     continue
-                firsts[method.name] = method_name
+                group = firsts[method.name] = _free(_wire_python_name(method.name), scope)
+            method_name = _overload_name(method, group, plain, counts[method.name],
+                                         scope | set(members))
+            if method_name in members or method_name in scope:
+                self.problem(method.position, f"{where}: its Python name {method_name} is taken")
+                continue
+            members[method_name] = method.position
+            wire = group if method_name != group else None
             plan.methods.append(_MethodPlan(
                 method, method_name, wire, self.arg_names(method.in_args, _ARG_RESERVED),
                 self.arg_names(method.out_args, _ARG_RESERVED)))
@@ -1186,7 +1315,8 @@ class _Generator:
         return lines
 
     def build_block(self, plan: _InterfacePlan, module: _Module) -> list[str]:
-        module.imports.update({"typing.Any", "typing.cast", "runtime.joynr_runtime.JoynrRuntime"})
+        module.imports.update({"typing.Any", "typing.cast", "typing.TYPE_CHECKING"})
+        module.type_only.add("runtime.joynr_runtime.JoynrRuntime")
         lines = _lay(_Br(f"async def {plan.build}", (
             "runtime: JoynrRuntime", "domain: str | list[str]", "**options: Any"),
             f") -> {plan.proxy}:"), "")
@@ -1216,16 +1346,33 @@ class _Generator:
                                  + ", ".join(twice) + ".", width, break_long_words=False,
                                  break_on_hyphens=False)
         lines += _docstring(doc, "")
-        exported: list[str] = []
-        if self.modules:
-            lines.append("")
+        module_of: dict[str, str] = {}
+        imports: list[str] = []
         for name in sorted(self.modules):
             names = tuple(n for n in self.modules[name].exports if len(by_name[n]) == 1)
             if names:
-                lines += _lay(_Br(f"from .{name} import ", names, bare=True), "")
-                exported += names
-        lines += ["", *_lay(_Br("__all__ = ", tuple(_string(n) for n in sorted(exported)),
+                imports += _lay(_Br(f"from .{name} import ", names, bare=True), _INDENT)
+                module_of.update(dict.fromkeys(names, name))
+        if not module_of:
+            return "\n".join([*lines, "", "__all__: list[str] = []"]) + "\n"
+        # re-exported lazily (a module is imported when one of its names is first asked
+        # for), so that importing one module of the package does not import the others
+        lines += ["", "import importlib", "from typing import TYPE_CHECKING", "",
+                  "if TYPE_CHECKING:", *imports]
+        lines += ["", *_lay(_Br("__all__ = ", tuple(_string(n) for n in sorted(module_of)),
                                 "]", "["), "")]
+        lines += ["", "#: the module defining each name of __all__", *_lay(_Br(
+            "_MODULE_OF = ", tuple(f"{_string(n)}: {_string(module_of[n])}"
+                                   for n in sorted(module_of)), "}", "{"), "")]
+        lines += [
+            "", "",
+            "def __getattr__(name: str) -> object:",
+            f"{_INDENT}module = _MODULE_OF.get(name)",
+            f"{_INDENT}if module is None:",
+            f'{_INDENT * 2}raise AttributeError(f"module {{__name__!r}} has no attribute '
+            '{name!r}")',
+            f'{_INDENT}return getattr(importlib.import_module(f".{{module}}", __name__), name)',
+        ]
         return "\n".join(lines) + "\n"
 
 

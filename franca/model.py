@@ -287,6 +287,8 @@ class Method:
     errors: EnumType | None
     comment: str
     position: Position
+    #: Franca's selector (``method add:inBackends``): what tells an overload apart by name
+    selector: str | None = None
 
 
 @dataclass(frozen=True)

@@ -191,6 +191,7 @@ class _Method:
     in_args: list[_Member]
     out_args: list[_Member]
     error: _ErrorSpec | None
+    selector: str | None = None
 
 
 @dataclass(eq=False)
@@ -629,8 +630,11 @@ class _Builder:
         in_args: list[_Member] = []
         out_args: list[_Member] = []
         error: _ErrorSpec | None = None
+        selector: str | None = None
         for child in self.subtrees(tree):
-            if child.data == "in_args":
+            if child.data == "selector":
+                selector = self.name(cast(Tree[Any], child.children[0]))
+            elif child.data == "in_args":
                 in_args = [self.member(a) for a in self.subtrees(child)]
             elif child.data == "out_args":
                 out_args = [self.member(a) for a in self.subtrees(child)]
@@ -648,7 +652,8 @@ class _Builder:
                     self.pos(child),
                 )
         return _Method(
-            name, self.comment(tree), position, fire_and_forget, in_args, out_args, error
+            name, self.comment(tree), position, fire_and_forget, in_args, out_args, error,
+            selector,
         )
 
     def broadcast(self, tree: Tree[Any]) -> _Broadcast:
@@ -1218,11 +1223,21 @@ class _Resolver:
             errors=errors,
             comment=method.comment,
             position=method.position,
+            selector=method.selector,
         )
 
     def check_overloads(self, methods: tuple[Method, ...]) -> None:
         seen: dict[tuple[str, tuple[str, ...]], Method] = {}
+        selectors: dict[tuple[str, str], Method] = {}
         for method in methods:
+            if method.selector is not None:
+                other = selectors.setdefault((method.name, method.selector), method)
+                if other is not method:
+                    self.problem(
+                        method.position,
+                        f"method '{method.name}:{method.selector}': the selector is the same "
+                        f"as its overload's at {other.position}",
+                    )
             key = (method.name, tuple(_datatype(a.type) for a in method.in_args))
             first = seen.get(key)
             if first is not None:

@@ -259,7 +259,7 @@ def test_names_of_types_members_and_overloads() -> None:
     # a keyword gets "_" (lower_camel drops it again); others named in members=
     assert ('@joynr_name("joynr.vehicle.RadioStation", members={"rds_text": "rds_text"})'
             in text)
-    assert "    traffic_service: bool\n" in text and "    class_: int\n" in text
+    assert "    traffic_service: bool = False\n" in text and "    class_: int = 0\n" in text
     # enumerators as joynr names them (upper-cased)
     assert '    GERMANY = "GERMANY"\n' in text
     # overloads: the first keeps the name, the next is <name>_2 with the first's wire name
@@ -535,14 +535,14 @@ def test_the_command_line_resolves_classpath_imports_in_the_folders_given(tmp_pa
     assert done.returncode == 0, done.stderr
     assert done.stdout.endswith(" from 2 files\n")
     written = (tmp_path / "out" / "player" / "shared.py").read_text()
-    assert '@joynr_name("joynr.shared.Track")' in written and "    title: str\n" in written
+    assert '@joynr_name("joynr.shared.Track")' in written and "    title: str = \"\"\n" in written
     # the folders are searched in the order given: the first that has the file wins
     (first / "types" / "shared.fidl").write_text(
         "package shared\ntypeCollection {\n  struct Track { Int32 number }\n}\n")
     again = franca("-o", str(tmp_path / "out"), "--package", "player", "--classpath", str(first),
                    "--classpath", str(second), str(app), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert "    number: int\n" in (tmp_path / "out" / "player" / "shared.py").read_text()
+    assert "    number: int = 0\n" in (tmp_path / "out" / "player" / "shared.py").read_text()
     # a classpath that is no folder is refused before anything is read
     missing = franca("--classpath", str(tmp_path / "nowhere"), str(app), cwd=tmp_path)
     assert (missing.returncode, missing.stderr) == (

@@ -4,15 +4,19 @@
 Modules (one per Franca package): example (example).
 """
 
-from .example import (
-    Country,
-    Radio,
-    RadioProviderBase,
-    RadioProxy,
-    RadioStation,
-    ShuffleError,
-    build_radio_proxy,
-)
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .example import (
+        Country,
+        Radio,
+        RadioProviderBase,
+        RadioProxy,
+        RadioStation,
+        ShuffleError,
+        build_radio_proxy,
+    )
 
 __all__ = [
     "Country",
@@ -23,3 +27,21 @@ __all__ = [
     "ShuffleError",
     "build_radio_proxy",
 ]
+
+#: the module defining each name of __all__
+_MODULE_OF = {
+    "Country": "example",
+    "Radio": "example",
+    "RadioProviderBase": "example",
+    "RadioProxy": "example",
+    "RadioStation": "example",
+    "ShuffleError": "example",
+    "build_radio_proxy": "example",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from runtime.errors import MethodInvocationError
 from runtime.interface import (
@@ -23,9 +23,11 @@ from runtime.interface import (
     joynr_name,
     one_way,
 )
-from runtime.joynr_runtime import JoynrRuntime
 from runtime.providers import Provider
 from runtime.proxies import AttributeHandle, BroadcastHandle
+
+if TYPE_CHECKING:
+    from runtime.joynr_runtime import JoynrRuntime
 
 __all__ = [
     "Country",
@@ -59,10 +61,10 @@ class ShuffleError(enum.Enum):
 class RadioStation:
     """A radio station."""
 
-    name: str
-    country: Country
+    name: str = ""
+    country: Country = Country.AUSTRIA
     #: Whether it broadcasts traffic news.
-    traffic_service: bool
+    traffic_service: bool = False
 
 
 @interface("example/Radio", version=(1, 0))
