@@ -97,10 +97,10 @@ from runtime import smrf
 from runtime.addresses import WebSocketClientAddress
 from runtime.bodies import BodyFormat
 from runtime.clock import now_ms
-from runtime.interface import interface_def
+from runtime.interface import interface_def, to_wire
 from runtime.messages import Message, MessageType, decode_frame, encode_frame
 from runtime.payloads import Reply, Request, decode_payload
-from runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
+from runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing, address_struct
 from transports.websocket_common import encode_init, encode_joynr_init
 
 #: joynr's dialect / the native one
@@ -215,14 +215,14 @@ class CcRelay:
     def _add_next_hop(self, client_id: str, participant_id: str) -> bytes:
         """The frame of ``addNextHop(participant_id, <this connection's address>, false)``."""
         request_id = uuid.uuid4().hex
-        address = WebSocketClientAddress(client_id).to_dict()
+        address = to_wire(address_struct(WebSocketClientAddress(client_id)))
         expiry = now_ms() + 60_000
         if self.path.dialect == NATIVE:
-            method = "add_next_hop"
+            method = ROUTING.methods["add_next_hop"]
             return encode_frame(Message(
                 MessageType.REQUEST, participant_id, DEFAULT_ROUTING_PARTICIPANT_ID, expiry,
-                Request(request_id, method, [participant_id, address, False],
-                        ROUTING.methods[method].param_datatypes).to_body()))
+                Request(request_id, method.name, [participant_id, address, False],
+                        method.param_datatypes).to_body()))
         body = {"_typeName": "joynr.Request", "methodName": "addNextHop",
                 "paramDatatypes": ["String", CLIENT_ADDRESS, "Boolean"],
                 "params": [participant_id, {"_typeName": CLIENT_ADDRESS, "id": client_id},

@@ -75,6 +75,7 @@ from runtime.discovery_types import (
     ProviderScope,
     Version,
 )
+from runtime.system_interfaces import address_to_json
 from tests.support.postgres import PostgresServer
 
 GBID = "joynrdefaultgbid"
@@ -161,7 +162,7 @@ class Workload:
             provider_version=Version(1, 0), domain=row[2], interface_name=row[3],
             participant_id=row[1], qos=ProviderQos(scope=ProviderScope.GLOBAL),
             last_seen_date_ms=row[10], expiry_date_ms=row[11],
-            address=MqttAddress(GBID, row[13]).to_dict())
+            address=address_to_json(MqttAddress(GBID, row[13])))
 
 
 # ---------------------------------------------------------------------- the two stores

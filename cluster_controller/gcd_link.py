@@ -29,14 +29,13 @@ from runtime.addresses import (
 )
 from runtime.discovery_types import (
     DiscoveryEntry,
+    DiscoveryErrorCode,
     GlobalDiscoveryEntry,
 )
 from runtime.errors import ApplicationError, JoynrError, JoynrTimeoutError
 from runtime.logs import get_logger
 from runtime.metrics import LatencyHistograms
-from runtime.system_interfaces import (
-    DiscoveryErrorCode,
-)
+from runtime.system_interfaces import address_to_json
 from runtime.tasks import TaskSupervisor
 
 T = TypeVar("T")
@@ -98,6 +97,7 @@ class GlobalLink:
         self.gbids = list(gbids)
         self.gcd_gbids = list(gcd_gbids) if gcd_gbids else list(gbids)
         self.address = address
+        self._address_json = address_to_json(address)
         self.cluster_controller_id = cluster_controller_id
         self.request_ttl_ms = request_ttl_ms
         self._ready = ready
@@ -125,7 +125,7 @@ class GlobalLink:
             self._last_failure_s, self._last_failure = time.time(), failure
 
     def _global_entry(self, entry: DiscoveryEntry) -> GlobalDiscoveryEntry:
-        return GlobalDiscoveryEntry(**vars(entry), address=self.address.to_dict())
+        return GlobalDiscoveryEntry(**vars(entry), address=self._address_json)
 
     def header_gbid(self, gbids: Sequence[str] = ()) -> str:
         """The ``gb`` header of a call for ``gbids``: the first of them, if a GCD instance

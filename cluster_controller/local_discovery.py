@@ -16,15 +16,13 @@ from typing import TypeVar
 from cluster_controller.gcd_link import GlobalLink
 from cluster_controller.routing_provider import caller_may_act_for
 from runtime import rules
-from runtime.addresses import (
-    Address,
-    AddressError,
-    address_from_dict,
-)
+from runtime.addresses import Address, AddressError
 from runtime.clock import now_ms
 from runtime.discovery_types import (
+    DEFAULT_DISCOVERY_TIMEOUT_MS,
     DiscoveryEntry,
     DiscoveryEntryWithMetaInfo,
+    DiscoveryErrorCode,
     DiscoveryQos,
     DiscoveryScope,
     GlobalDiscoveryEntry,
@@ -32,14 +30,13 @@ from runtime.discovery_types import (
     check_gbids,
 )
 from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.generated import types
+from runtime.generated.system import DiscoveryProviderBase
 from runtime.logs import RepeatedWarnings, get_logger, peer_of
-from runtime.providers import Provider, current_deadline_ms, current_origin
+from runtime.providers import current_deadline_ms, current_origin
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
-from runtime.system_interfaces import (
-    Discovery,
-    DiscoveryErrorCode,
-)
+from runtime.system_interfaces import address_from_json
 from runtime.tasks import TaskSupervisor
 
 T = TypeVar("T")
@@ -49,7 +46,7 @@ log = get_logger(__name__)
 _INT64_MAX = 2 ** 63 - 1
 
 
-class LocalDiscovery(Provider, interface=Discovery):
+class LocalDiscovery(DiscoveryProviderBase):
     """The local capabilities directory (docs/discovery.md, "The local capabilities directory").
 
     Local registrations; provisioned global providers (always known, never expire); and, once
@@ -253,7 +250,7 @@ class LocalDiscovery(Provider, interface=Discovery):
         entries = []
         for gde in found:
             try:
-                address = address_from_dict(gde.address)
+                address = address_from_json(gde.address)
             except AddressError as exc:
                 log.warning("GCD answered %s with a bad address: %s", gde.participant_id, exc)
                 continue
@@ -266,7 +263,7 @@ class LocalDiscovery(Provider, interface=Discovery):
         return entries
 
     async def lookup(self, domains: list[str], interface_name: str,
-                     discovery_qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]:
+                     discovery_qos: types.DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]:
         try:
             return await self.lookup_in(domains, interface_name, discovery_qos, [])
         except ApplicationError as exc:
@@ -275,7 +272,7 @@ class LocalDiscovery(Provider, interface=Discovery):
                 f"{interface_name[:200]} in all backends: {exc.error}") from None
 
     async def lookup_in(self, domains: list[str], interface_name: str,
-                        discovery_qos: DiscoveryQos, gbids: list[str]
+                        discovery_qos: types.DiscoveryQos, gbids: list[str]
                         ) -> list[DiscoveryEntryWithMetaInfo]:
         gbids = self._check_gbids(gbids)
         now = now_ms()
@@ -295,13 +292,13 @@ class LocalDiscovery(Provider, interface=Discovery):
             return local  # every domain has a local provider
         if scope is DiscoveryScope.GLOBAL_ONLY:
             local = [e for e in local if e.qos.scope is ProviderScope.GLOBAL]
-        remote = [e for e in self._cached(discovery_qos.cache_max_age_ms, now) if fits(e)]
+        remote = [e for e in self._cached(discovery_qos.cache_max_age, now) if fits(e)]
         link = self._gcd
         if not remote and link is not None:
             self.gcd_calls["lookup"] += 1
             # the caller's discovery timeout, within what is left of its request
             found = await link.lookup(domains, interface_name, gbids,
-                                      self._budget_ms(discovery_qos.discovery_timeout_ms))
+                                      self._budget_ms(discovery_qos.discovery_timeout))
             remote = [e for e in self._remember(found, now) if fits(e)]
         if scope is DiscoveryScope.LOCAL_THEN_GLOBAL and local:
             # some domains have local providers: those, plus the others' global ones
@@ -318,7 +315,7 @@ class LocalDiscovery(Provider, interface=Discovery):
         link = self._gcd
         qos = DiscoveryQos(cache_max_age_ms=_INT64_MAX,
                            discovery_timeout_ms=(link.request_ttl_ms if link is not None
-                                                 else DiscoveryQos().discovery_timeout_ms),
+                                                 else DEFAULT_DISCOVERY_TIMEOUT_MS),
                            discovery_scope=DiscoveryScope.LOCAL_AND_GLOBAL)
         try:
             return await self.lookup_participant_in(participant_id, qos, [])
@@ -326,7 +323,7 @@ class LocalDiscovery(Provider, interface=Discovery):
             raise ProviderRuntimeError(f"Error discovering provider {participant_id[:200]} "
                                        f"in all backends: {exc.error}") from None
 
-    async def lookup_participant_in(self, participant_id: str, discovery_qos: DiscoveryQos,
+    async def lookup_participant_in(self, participant_id: str, discovery_qos: types.DiscoveryQos,
                                     gbids: list[str]) -> DiscoveryEntryWithMetaInfo:
         gbids = self._check_gbids(gbids)
         now = now_ms()
@@ -337,7 +334,7 @@ class LocalDiscovery(Provider, interface=Discovery):
         ):
             return self._with_meta(entry)
         if scope is not DiscoveryScope.LOCAL_ONLY:
-            cached = self._cached_participant(participant_id, discovery_qos.cache_max_age_ms,
+            cached = self._cached_participant(participant_id, discovery_qos.cache_max_age,
                                               now)
             if cached is not None and cached.expiry_date_ms >= now:
                 return cached
@@ -345,7 +342,7 @@ class LocalDiscovery(Provider, interface=Discovery):
             if link is not None:
                 self.gcd_calls["lookup_participant"] += 1
                 found = self._remember([await link.lookup_participant(
-                    participant_id, gbids, self._budget_ms(discovery_qos.discovery_timeout_ms))],
+                    participant_id, gbids, self._budget_ms(discovery_qos.discovery_timeout))],
                     now)
                 if found:
                     return found[0]

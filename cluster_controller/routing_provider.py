@@ -9,32 +9,33 @@ connection cannot be claimed: ``liveness`` (the websocket server's ``connection_
 decides whether its connection is gone (then it is taken over, as a provider restarted after a
 crash needs) or alive (then the claim is refused).
 
-It takes each of joynr's eight address structs of ``addNextHop``: a WebSocketClientAddress
-(the caller's own) is routed; the structs of transports this cluster controller does not have
-(Channel, Browser, Uds, UdsClient, Binder) are refused with a provider runtime error naming the
-struct and why; a WebSocketAddress or MqttAddress is refused by the rules as any address that is
-not the caller's own."""
+It takes each of joynr's eight address structs of ``addNextHop`` (an overload each): a
+WebSocketClientAddress (the caller's own) is routed; the structs of transports this cluster
+controller does not have (Channel, Browser, Uds, UdsClient, Binder) are refused with a provider
+runtime error naming the struct and why; a WebSocketAddress or MqttAddress is refused by the
+rules as any address that is not the caller's own."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from runtime.addresses import (
-    Address,
-    AddressError,
-    address_from_dict,
-)
+from runtime.addresses import Address, AddressError, address_from_dict
 from runtime.errors import ProviderRuntimeError
+from runtime.generated import system
+from runtime.generated.system import RoutingProviderBase
+from runtime.interface import joynr_type_name
 from runtime.logs import get_logger, peer_of
 from runtime.multicast import MulticastError, make_multicast_id
-from runtime.providers import Provider, current_origin
+from runtime.providers import current_origin, earlier_form
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable
 from runtime.rules import Refusal, check_claim, check_next_hop, check_owner, contested_owner
 from runtime.system_interfaces import (
+    ADDRESS_STRUCTS,
     ADDRESS_TYPE_NAMES,
-    Routing,
+    address_of,
+    address_struct,
     address_to_json,
 )
 
@@ -62,7 +63,7 @@ def caller_may_act_for(table: RoutingTable, participant_id: str) -> bool:
     return check_owner(current_origin(), table.get(participant_id)) is None
 
 
-class RoutingProvider(Provider, interface=Routing):
+class RoutingProvider(RoutingProviderBase):
     """The Routing provider's implementation over the cluster controller's router."""
 
     serves_remote_callers = False
@@ -83,12 +84,71 @@ class RoutingProvider(Provider, interface=Routing):
     async def get_reply_to_address(self) -> str:
         return self._address
 
-    async def add_next_hop(self, participant_id: str, address: dict[str, Any],
+    # joynr's eight overloads of addNextHop, one per address struct
+    async def add_next_hop_channel(self, participant_id: str,
+                                   channel_address: system.ChannelAddress,
+                                   is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, channel_address, is_globally_visible)
+
+    async def add_next_hop_mqtt(self, participant_id: str, mqtt_address: system.MqttAddress,
+                                is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, mqtt_address, is_globally_visible)
+
+    async def add_next_hop_browser(self, participant_id: str,
+                                   browser_address: system.BrowserAddress,
+                                   is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, browser_address, is_globally_visible)
+
+    async def add_next_hop_web_socket(self, participant_id: str,
+                                      web_socket_address: system.WebSocketAddress,
+                                      is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, web_socket_address, is_globally_visible)
+
+    async def add_next_hop_uds(self, participant_id: str, uds_address: system.UdsAddress,
+                               is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, uds_address, is_globally_visible)
+
+    async def add_next_hop_binder(self, participant_id: str,
+                                  binder_address: system.BinderAddress,
+                                  is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, binder_address, is_globally_visible)
+
+    async def add_next_hop(self, participant_id: str,
+                           web_socket_client_address: system.WebSocketClientAddress,
                            is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, web_socket_client_address, is_globally_visible)
+
+    async def add_next_hop_uds_client(self, participant_id: str,
+                                      uds_client_address: system.UdsClientAddress,
+                                      is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, uds_client_address, is_globally_visible)
+
+    @earlier_form("add_next_hop", ("participant_id", str), ("address", dict[str, Any]),
+                  ("is_globally_visible", bool))
+    async def add_next_hop_map(self, participant_id: str, address: dict[str, Any],
+                               is_globally_visible: bool) -> None:
+        """``add_next_hop`` as this project's runtimes of earlier versions call it: the address
+        as its joynr map (``_typeName`` and joynr's member names)."""
         kind = address.get("_typeName")
-        unroutable = UNROUTABLE_ADDRESS_TYPES.get(kind) if isinstance(kind, str) else None
+        struct = next((s for s in ADDRESS_STRUCTS if joynr_type_name(s) == kind), None)
+        if struct is None:
+            raise ProviderRuntimeError(f"add_next_hop: bad address: unknown _typeName "
+                                       f"{str(kind)[:100]!r}")
+        if joynr_type_name(struct) in UNROUTABLE_ADDRESS_TYPES:
+            await self._add_next_hop(participant_id, struct(), is_globally_visible)
+            return
+        try:
+            decoded = address_from_dict(address)
+        except AddressError as exc:
+            raise ProviderRuntimeError(f"add_next_hop: bad address: {exc}") from None
+        await self._add_next_hop(participant_id, address_struct(decoded), is_globally_visible)
+
+    async def _add_next_hop(self, participant_id: str, address: system.Address,
+                            is_globally_visible: bool) -> None:
+        kind = joynr_type_name(type(address))
+        unroutable = UNROUTABLE_ADDRESS_TYPES.get(kind)
         if unroutable is not None:
-            short = str(kind).removeprefix("joynr.system.RoutingTypes.")
+            short = kind.removeprefix("joynr.system.RoutingTypes.")
             self.router.counters["unroutable-address-type"] += 1
             self.router.warnings.warning(log, "unroutable-address-type",
                                          peer_of(current_origin()),
@@ -98,7 +158,7 @@ class RoutingProvider(Provider, interface=Routing):
                 f"add_next_hop {participant_id} refused: a {short} names {unroutable}; this "
                 "cluster controller has no transport for it")
         try:
-            decoded = address_from_dict(address)
+            decoded = address_of(address)
         except AddressError as exc:
             raise ProviderRuntimeError(f"add_next_hop: bad address: {exc}") from None
         caller = current_origin()

@@ -5,15 +5,18 @@ This is what other programs know of the GCD: a cluster controller imports this m
 provision the GCD's entry and build its proxy), never the GCD's provider, stores or service. The
 two talk only through joynr messages of this interface, over MQTT.
 
-Methods (joynr overloads share a wire name; the Python names tell them apart):
+The interface is generated from ``fidl/infrastructure/GlobalCapabilitiesDirectory.fidl`` into
+:mod:`runtime.generated.infrastructure`. Its methods (joynr overloads share a wire name; the
+Python names tell them apart):
 
-- ``add`` (one entry, or a list), in the GCD's own backend; ``add_in`` in the listed GBIDs;
-- ``lookup`` by domains and interface, or by participantId, in the own backend; ``lookup_in``
-  and ``lookup_participant_in`` in the listed GBIDs;
-- ``remove`` (one participant, or a list) from the own backend; ``remove_in`` from the listed
-  GBIDs;
-- ``touch`` a cluster controller's entries (all, or some participants); ``removeStale``: its
-  entries last seen before a time.
+- ``add`` (one entry) and ``add_entries`` (a list), in the GCD's own backend; ``add_in`` in the
+  listed GBIDs;
+- ``lookup`` by domains and interface, or ``lookup_participant`` by participantId, in the own
+  backend; ``lookup_in`` and ``lookup_participant_in`` in the listed GBIDs;
+- ``remove`` (one participant) and ``remove_participants`` (a list) from the own backend;
+  ``remove_in`` from the listed GBIDs;
+- ``touch`` a cluster controller's entries (all), ``touch_participants`` (some);
+  ``remove_stale``: its entries last seen before a time.
 
 The forms with GBIDs have modelled errors (:class:`~runtime.discovery_types.DiscoveryErrorCode`);
 the older forms have none and fail with a provider runtime error. :mod:`gcd.provider` states
@@ -24,8 +27,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from runtime.discovery_types import DiscoveryErrorCode, GlobalDiscoveryEntry
-from runtime.interface import errors, interface, wire_name
+from runtime.generated.infrastructure import GlobalCapabilitiesDirectory
 
 __all__ = [
     "GBID_HEADER",
@@ -47,52 +49,3 @@ GCD_INTERFACE: Final = "infrastructure/GlobalCapabilitiesDirectory"
 #: the custom header of a call to the GCD naming the backend (GBID) it is for (``c-gb`` on
 #: joynr's wire): a cluster controller sends the call to the GCD's topic in that backend
 GBID_HEADER: Final = "gb"
-
-
-@interface(GCD_INTERFACE, version=(0, 3))
-class GlobalCapabilitiesDirectory:
-    async def add(self, global_discovery_entry: GlobalDiscoveryEntry) -> None: ...
-
-    @wire_name("add")
-    async def add_entries(self, global_discovery_entries: list[GlobalDiscoveryEntry]
-                          ) -> None: ...
-
-    @wire_name("add")
-    @errors(DiscoveryErrorCode)
-    async def add_in(self, global_discovery_entry: GlobalDiscoveryEntry, gbids: list[str]
-                     ) -> None: ...
-
-    async def lookup(self, domains: list[str], interface_name: str
-                     ) -> list[GlobalDiscoveryEntry]: ...
-
-    @wire_name("lookup")
-    @errors(DiscoveryErrorCode)
-    async def lookup_in(self, domains: list[str], interface_name: str, gbids: list[str]
-                        ) -> list[GlobalDiscoveryEntry]: ...
-
-    @wire_name("lookup")
-    async def lookup_participant(self, participant_id: str) -> GlobalDiscoveryEntry: ...
-
-    @wire_name("lookup")
-    @errors(DiscoveryErrorCode)
-    async def lookup_participant_in(self, participant_id: str, gbids: list[str]
-                                    ) -> GlobalDiscoveryEntry: ...
-
-    async def remove(self, participant_id: str) -> None: ...
-
-    @wire_name("remove")
-    async def remove_participants(self, participant_ids: list[str]) -> None: ...
-
-    @wire_name("remove")
-    @errors(DiscoveryErrorCode)
-    async def remove_in(self, participant_id: str, gbids: list[str]) -> None: ...
-
-    async def touch(self, cluster_controller_id: str) -> None: ...
-
-    @wire_name("touch")
-    async def touch_participants(self, cluster_controller_id: str, participant_ids: list[str]
-                                 ) -> None: ...
-
-    @wire_name("removeStale")
-    async def remove_stale(self, cluster_controller_id: str, max_last_seen_date_ms: int
-                           ) -> None: ...

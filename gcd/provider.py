@@ -58,11 +58,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, NoReturn, TypeVar, cast
 
 from gcd.changes import Change, VersionedStore
-from gcd.interface import GlobalCapabilitiesDirectory
 from gcd.params import SharedParams
 from gcd.store import GcdStore, RemoveOutcome, StoredEntry, StoreError
 from gcd.sync import NotReady, Synchronizer
-from runtime.addresses import AddressError, MqttAddress, address_from_dict
+from runtime.addresses import AddressError, MqttAddress
 from runtime.clock import now_ms
 from runtime.discovery_types import (
     DEFAULT_PROVIDER_EXPIRY_MS,
@@ -75,9 +74,11 @@ from runtime.discovery_types import (
     check_gbids,
 )
 from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.generated.infrastructure import GlobalCapabilitiesDirectoryProviderBase
 from runtime.logs import RepeatedWarnings, get_logger
 from runtime.metrics import LatencyHistograms
-from runtime.providers import Provider, wire_form_of
+from runtime.providers import wire_form_of
+from runtime.system_interfaces import address_from_json
 from runtime.tasks import TaskSupervisor
 
 __all__ = ["GcdProvider", "cluster_controller_id_of"]
@@ -85,16 +86,18 @@ __all__ = ["GcdProvider", "cluster_controller_id_of"]
 log = get_logger(__name__)
 
 T = TypeVar("T")
+#: a method of the provider (its signature kept by the decorators below)
+_M = TypeVar("_M", bound=Callable[..., Awaitable[Any]])
 
 
-def _served(method: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+def _served(method: _M) -> _M:
     """A method of the interface, counted per outcome and timed (GcdProvider.requests)."""
     return _served_as(method.__name__)(method)
 
 
-def _served_as(name: str) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[T]]]:
+def _served_as(name: str) -> Callable[[_M], _M]:
     """:func:`_served`, counted as the interface method ``name`` (a wire-form twin)."""
-    return functools.partial(_serve_counted, name)
+    return cast(Callable[[_M], _M], functools.partial(_serve_counted, name))
 
 
 def _serve_counted(name: str, method: Callable[..., Awaitable[T]]
@@ -148,9 +151,15 @@ def _to_row(entry: GlobalDiscoveryEntry, gbid: str, topic: str) -> StoredEntry:
     )
 
 
-#: the wire type name of an MqttAddress (a looked-up entry's address is built as its wire form
-#: directly: the topic was checked when the entry was added)
-_MQTT_TYPE_NAME: Final = MqttAddress("", "t").to_dict()["_typeName"]
+#: the start of a serialized MqttAddress (a looked-up entry's address is built directly: the
+#: topic was checked when the entry was added)
+_MQTT_JSON_START: Final = '{"_typeName":' + json.dumps(MqttAddress("", "t").to_dict()["_typeName"])
+
+
+def _address_json(gbid: str, topic: str) -> str:
+    """``address_to_json(MqttAddress(gbid, topic))``, made directly."""
+    return (f"{_MQTT_JSON_START},\"brokerUri\":{json.dumps(gbid, ensure_ascii=False)},"
+            f"\"topic\":{json.dumps(topic, ensure_ascii=False)}}}")
 _SCOPES: Final = {scope.value: scope for scope in ProviderScope}
 _NO_CUSTOM_PARAMETERS: Final = "[]"
 
@@ -179,8 +188,7 @@ def _from_row(found: Found) -> GlobalDiscoveryEntry:
             [CustomParameter(n, v) for n, v in _decoded_custom_parameters(stored)],
             row.priority, scope if scope is not None else ProviderScope(row.scope),
             row.supports_on_change),
-        row.last_seen_ms, row.expiry_ms, row.public_key_id,
-        {"_typeName": _MQTT_TYPE_NAME, "brokerUri": gbid, "topic": row.topic},
+        row.last_seen_ms, row.expiry_ms, row.public_key_id, _address_json(gbid, row.topic),
     )
 
 
@@ -211,11 +219,11 @@ def _wire_of_row(found: Found) -> dict[str, Any]:
                          row.supports_on_change),
         "last_seen_date_ms": row.last_seen_ms, "expiry_date_ms": row.expiry_ms,
         "public_key_id": row.public_key_id,
-        "address": {"_typeName": _MQTT_TYPE_NAME, "brokerUri": gbid, "topic": row.topic},
+        "address": _address_json(gbid, row.topic),
     }
 
 
-class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
+class GcdProvider(GlobalCapabilitiesDirectoryProviderBase):
     """One GCD instance: ``own_gbid`` (its backend), ``valid_gbids``, a shared ``store`` (a
     :class:`~gcd.changes.VersionedStore`), and ``sync``, the synchroniser of the instance's
     index on that store (None: the provider makes a passive one, loaded on its first call).
@@ -264,7 +272,7 @@ class GcdProvider(Provider, interface=GlobalCapabilitiesDirectory):
         if missing:
             raise ProviderRuntimeError(f"incomplete discovery entry: no {', '.join(missing)}")
         try:
-            address = address_from_dict(entry.address)
+            address = address_from_json(entry.address)
         except AddressError as exc:
             raise ProviderRuntimeError(f"discovery entry {entry.participant_id}: bad address: "
                                        f"{exc}") from None

@@ -52,7 +52,7 @@ from runtime.messages import Message
 from runtime.proxies import Proxy
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable, RuntimeKind
-from runtime.system_interfaces import Discovery, Routing, address_from_json
+from runtime.system_interfaces import Discovery, Routing, address_from_json, address_struct
 from runtime.tasks import TaskSupervisor
 from transports.inprocess import InProcessTransport
 from transports.websocket_client import WebSocketClientTransport
@@ -69,6 +69,8 @@ class RemoteSystem(DirectoryCalls):
                  config: LibjoynrConfig) -> None:
         self.runtime = runtime
         self.own_address = own_address
+        #: its own address as joynr's struct, what addNextHop takes
+        self._own_struct = address_struct(own_address)
         self.joynr_dialect = config.joynr_dialect
         ttl_ms = config.system_ttl_ms
         # the system providers of this project's CC read both; joynr's read JSON only
@@ -97,7 +99,7 @@ class RemoteSystem(DirectoryCalls):
         await self._add_own_hop(self.discovery)
 
     async def _add_own_hop(self, proxy: Proxy) -> None:
-        await self.routing.add_next_hop(proxy.participant_id, self.own_address.to_dict(), False)
+        await self.routing.add_next_hop(proxy.participant_id, self._own_struct, False)
 
     async def _read_reply_to_address(self, attribute: Any) -> None:
         """The runtime's reply-to address from a Routing address attribute (the address
@@ -109,8 +111,7 @@ class RemoteSystem(DirectoryCalls):
             log.warning("could not read the cluster controller's reply-to address: %s", exc)
 
     async def add_next_hop(self, participant_id: str, is_globally_visible: bool) -> None:
-        await self.routing.add_next_hop(participant_id, self.own_address.to_dict(),
-                                        is_globally_visible)
+        await self.routing.add_next_hop(participant_id, self._own_struct, is_globally_visible)
 
     async def remove_next_hop(self, participant_id: str) -> None:
         await self.routing.remove_next_hop(participant_id)

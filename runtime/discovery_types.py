@@ -1,23 +1,40 @@
-"""The discovery data types described in docs/discovery.md.
+"""The discovery data types, as joynr declares them: generated from ``fidl/types.fidl`` into
+:mod:`runtime.generated.types` and re-exported here with what goes with them.
 
 Their joynr names are joynr's (``joynr.types.DiscoveryEntry``, ...), and so are their members'
-in joynr's JSON (``cacheMaxAge``, ``discoveryTimeout``, ``isLocal``, ...): one declaration is
-right in msgpack (this project's field names) and in joynr's JSON. joynr carries
-``GlobalDiscoveryEntry.address`` as a string holding the serialized address JSON; here (and
-in msgpack) it is the address's map.
+in joynr's JSON (``cacheMaxAge``, ``isLocal``, ...). Like joynr's generated types, every member
+has a default (0, ``""``, ``False``, an empty list, an enumeration's first enumerator), so a
+value missing a member (joynr's JavaScript runtime leaves ``publicKeyId`` out) is read with the
+default. ``GlobalDiscoveryEntry.address`` is a String holding the serialized address JSON, as
+joynr declares it (:func:`runtime.system_interfaces.address_to_json`).
+
+:class:`DiscoveryQos` is what applications give a proxy builder: joynr's DiscoveryQos with this
+project's defaults and its times also named with their unit.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Final
 
 from runtime.errors import ApplicationError
+from runtime.generated import types
+from runtime.generated.types import (
+    CustomParameter,
+    DiscoveryEntry,
+    DiscoveryEntryWithMetaInfo,
+    DiscoveryScope,
+    GlobalDiscoveryEntry,
+    ProviderQos,
+    ProviderScope,
+    Version,
+)
+from runtime.generated.types import DiscoveryError as DiscoveryErrorCode
 from runtime.interface import joynr_name
 
 __all__ = [
+    "DEFAULT_DISCOVERY_TIMEOUT_MS",
+    "DEFAULT_PROVIDER_EXPIRY_MS",
     "CustomParameter",
     "DiscoveryEntry",
     "DiscoveryEntryWithMetaInfo",
@@ -29,99 +46,52 @@ __all__ = [
     "ProviderScope",
     "Version",
     "check_gbids",
+    "local_provider_qos",
 ]
 
 #: joynr's default expiry of a provider registration: 6 weeks
-DEFAULT_PROVIDER_EXPIRY_MS = 6 * 7 * 24 * 3600 * 1000
+DEFAULT_PROVIDER_EXPIRY_MS: Final = 6 * 7 * 24 * 3600 * 1000
+#: how long a proxy builder's lookup may take unless told otherwise
+DEFAULT_DISCOVERY_TIMEOUT_MS: Final = 10_000
+
+# (DiscoveryErrorCode: the modelled errors of discovery, the ``error`` of the ApplicationError
+# a discovery call raises; joynr's DiscoveryError, named so here not to be confused with the
+# exception runtime.errors.DiscoveryError, "no provider found")
 
 
-@joynr_name("joynr.types.ProviderScope")
-class ProviderScope(enum.Enum):
-    GLOBAL = "GLOBAL"
-    LOCAL = "LOCAL"
+@joynr_name("joynr.types.DiscoveryQos")
+class DiscoveryQos(types.DiscoveryQos):
+    """How a proxy's provider is looked up: joynr's DiscoveryQos (on the wire exactly that)
+    with this project's defaults, a lookup of up to 10 s, local providers first
+    (``LOCAL_THEN_GLOBAL``), no cached global entries (``cache_max_age_ms=0``). Its times are
+    also read as ``cache_max_age_ms`` and ``discovery_timeout_ms``."""
+
+    def __init__(self, cache_max_age_ms: int = 0,
+                 discovery_timeout_ms: int = DEFAULT_DISCOVERY_TIMEOUT_MS,
+                 discovery_scope: DiscoveryScope = DiscoveryScope.LOCAL_THEN_GLOBAL,
+                 provider_must_support_on_change: bool = False, *,
+                 cache_max_age: int | None = None, discovery_timeout: int | None = None
+                 ) -> None:
+        """The times by either name (joynr's, ``cache_max_age``, win; they are what
+        ``dataclasses.replace`` and a value read from the wire give)."""
+        super().__init__(
+            cache_max_age_ms if cache_max_age is None else cache_max_age,
+            discovery_timeout_ms if discovery_timeout is None else discovery_timeout,
+            discovery_scope, provider_must_support_on_change)
+
+    @property
+    def cache_max_age_ms(self) -> int:
+        return self.cache_max_age
+
+    @property
+    def discovery_timeout_ms(self) -> int:
+        return self.discovery_timeout
 
 
-@joynr_name("joynr.types.DiscoveryScope")
-class DiscoveryScope(enum.Enum):
-    LOCAL_ONLY = "LOCAL_ONLY"
-    LOCAL_THEN_GLOBAL = "LOCAL_THEN_GLOBAL"
-    LOCAL_AND_GLOBAL = "LOCAL_AND_GLOBAL"
-    GLOBAL_ONLY = "GLOBAL_ONLY"
-
-
-@joynr_name("joynr.types.Version")
-@dataclass
-class Version:
-    major_version: int = 1
-    minor_version: int = 0
-
-
-@joynr_name("joynr.types.CustomParameter")
-@dataclass
-class CustomParameter:
-    name: str
-    value: str
-
-
-@joynr_name("joynr.types.ProviderQos")
-@dataclass
-class ProviderQos:
-    custom_parameters: list[CustomParameter] = field(default_factory=list)
-    priority: int = 0
-    scope: ProviderScope = ProviderScope.LOCAL
-    supports_on_change_subscriptions: bool = True
-
-
-@joynr_name("joynr.types.DiscoveryEntry")
-@dataclass
-class DiscoveryEntry:
-    provider_version: Version
-    domain: str
-    interface_name: str
-    participant_id: str
-    qos: ProviderQos
-    last_seen_date_ms: int
-    expiry_date_ms: int
-    public_key_id: str = ""
-
-
-@joynr_name("joynr.types.DiscoveryEntryWithMetaInfo")
-@dataclass
-class DiscoveryEntryWithMetaInfo(DiscoveryEntry):
-    is_local: bool = True
-
-
-@joynr_name("joynr.types.DiscoveryQos",
-            members={"cache_max_age_ms": "cacheMaxAge", "discovery_timeout_ms": "discoveryTimeout"})
-@dataclass
-class DiscoveryQos:
-    cache_max_age_ms: int = 0
-    discovery_timeout_ms: int = 10_000
-    discovery_scope: DiscoveryScope = DiscoveryScope.LOCAL_THEN_GLOBAL
-    provider_must_support_on_change: bool = False
-
-
-@joynr_name("joynr.types.GlobalDiscoveryEntry", serialized=("address",))
-@dataclass
-class GlobalDiscoveryEntry(DiscoveryEntry):
-    """A provider as the GCD knows it: with its global address (the wire form of an
-    MqttAddress whose broker_uri is the GBID; in joynr's JSON a string holding that form's
-    JSON)."""
-
-    address: dict[str, Any] = field(default_factory=dict)
-
-
-@joynr_name("joynr.types.DiscoveryError")
-class DiscoveryErrorCode(enum.Enum):
-    """The modelled errors of discovery (GCD and local directory): the ``error`` of the
-    ApplicationError a discovery call raises. Not to be confused with the exception
-    :class:`runtime.errors.DiscoveryError` (no provider found)."""
-
-    NO_ENTRY_FOR_PARTICIPANT = "NO_ENTRY_FOR_PARTICIPANT"
-    INVALID_GBID = "INVALID_GBID"
-    UNKNOWN_GBID = "UNKNOWN_GBID"
-    NO_ENTRY_FOR_SELECTED_BACKENDS = "NO_ENTRY_FOR_SELECTED_BACKENDS"
-    INTERNAL_ERROR = "INTERNAL_ERROR"
+def local_provider_qos() -> ProviderQos:
+    """The qos a provider registers with unless told otherwise: at its own cluster controller
+    only, offering on-change subscriptions."""
+    return ProviderQos(scope=ProviderScope.LOCAL, supports_on_change_subscriptions=True)
 
 
 def check_gbids(gbids: Sequence[str], valid: Collection[str]) -> None:
@@ -141,4 +111,3 @@ def check_gbids(gbids: Sequence[str], valid: Collection[str]) -> None:
             raise ApplicationError(DiscoveryErrorCode.UNKNOWN_GBID.name,
                                    f"unknown GBID {gbid[:100]!r}")
         seen.add(gbid)
-

@@ -47,8 +47,10 @@ from runtime.discovery_types import (
     ProviderQos,
     ProviderScope,
     Version,
+    local_provider_qos,
 )
 from runtime.errors import ApplicationError, DiscoveryError, JoynrError
+from runtime.generated import types
 from runtime.interface import InterfaceDef, interface_def
 from runtime.logs import get_logger
 from runtime.providers import Provider, ProviderSkeleton
@@ -102,10 +104,10 @@ class SystemServices(Protocol):
                             gbids: Sequence[str] = ()) -> None: ...
     async def discovery_remove(self, participant_id: str) -> None: ...
     async def discovery_lookup(self, domains: list[str], interface_name: str,
-                               qos: DiscoveryQos, gbids: Sequence[str] = (),
+                               qos: types.DiscoveryQos, gbids: Sequence[str] = (),
                                ttl_ms: int | None = None
                                ) -> list[DiscoveryEntryWithMetaInfo]: ...
-    async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos,
+    async def discovery_lookup_participant(self, participant_id: str, qos: types.DiscoveryQos,
                                            gbids: Sequence[str] = (),
                                            ttl_ms: int | None = None
                                            ) -> DiscoveryEntryWithMetaInfo: ...
@@ -170,12 +172,15 @@ class JoynrRuntime:
     ) -> str:
         """Register ``provider`` in ``domain``; returns its participantId.
 
+        Without ``qos`` it is registered at its cluster controller only, offering on-change
+        subscriptions (:func:`~runtime.discovery_types.local_provider_qos`). A ProviderQos
+        made without arguments has joynr's defaults (GLOBAL, no on-change subscriptions).
         With ``qos.scope`` GLOBAL the cluster controller also registers it with the GCD, in
         ``gbids`` (default: all its backends); ``await_global_registration`` waits for that
         (and fails with the GCD's error), else it happens in the background. The entry's
         ProviderQos carries the custom parameter ``pyjoynr-body`` = ``msgpack`` (added to a copy
         of ``qos`` unless it names that parameter already)."""
-        qos = with_body_parameter(qos or ProviderQos())
+        qos = with_body_parameter(qos or local_provider_qos())
         definition = interface_def(provider.interface)
         pid = participant_id or f"{uuid.uuid4()}"
         skeleton = ProviderSkeleton(self.router, provider, pid,
@@ -235,7 +240,7 @@ class JoynrRuntime:
         interface: type,
         domain: str | list[str],
         *,
-        discovery_qos: DiscoveryQos | None = None,
+        discovery_qos: types.DiscoveryQos | None = None,
         arbitration: Arbitration | None = None,
         ttl_ms: int = 60_000,
         discovery_retry_s: float = 0.25,
@@ -258,9 +263,9 @@ class JoynrRuntime:
             raise ValueError(f"discovery_retry_s must be > 0, got {discovery_retry_s!r}")
         definition = interface_def(interface)
         qos = discovery_qos or DiscoveryQos()
-        if qos.discovery_timeout_ms <= 0:
+        if qos.discovery_timeout <= 0:
             raise ValueError("discovery_timeout_ms must be > 0, got "
-                             f"{qos.discovery_timeout_ms!r}")
+                             f"{qos.discovery_timeout!r}")
         arbitration = arbitration or Arbitration()
         entry = await self._discover(definition, [domain] if isinstance(domain, str) else domain,
                                      qos, arbitration, discovery_retry_s, gbids=gbids)
@@ -288,7 +293,7 @@ class JoynrRuntime:
                  domain, entry.participant_id, fmt.value)
         return proxy
 
-    async def _discover(self, definition: InterfaceDef, domains: list[str], qos: DiscoveryQos,
+    async def _discover(self, definition: InterfaceDef, domains: list[str], qos: types.DiscoveryQos,
                         arbitration: Arbitration, retry_s: float, *, gbids: Sequence[str] = ()
                         ) -> DiscoveryEntryWithMetaInfo:
         """Look up until a compatible provider is found or ``qos.discovery_timeout_ms`` is
@@ -298,7 +303,7 @@ class JoynrRuntime:
         at once with a DiscoveryError saying so; a GBID the CC does not accept is an
         ApplicationError at once; other failures count as "not found yet"."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + qos.discovery_timeout_ms / 1000
+        deadline = loop.time() + qos.discovery_timeout / 1000
         major, minor = definition.version
         what = (arbitration.participant_id if arbitration.strategy == "fixed_participant"
                 else f"{definition.name} v{major}.{minor} in {domains}")
@@ -331,7 +336,7 @@ class JoynrRuntime:
             if loop.time() + retry_s > deadline:
                 why = reason or f"{len(found)} found, {len(compatible)} compatible"
                 raise DiscoveryError(f"no provider for {what} within "
-                                     f"{qos.discovery_timeout_ms} ms ({why})")
+                                     f"{qos.discovery_timeout} ms ({why})")
             await asyncio.sleep(retry_s)
 
     def system_proxy(self, interface: type, participant_id: str, ttl_ms: int, *,
@@ -465,13 +470,13 @@ class DirectoryCalls:
         return self.discovery
 
     async def discovery_lookup(self, domains: list[str], interface_name: str,
-                               qos: DiscoveryQos, gbids: Sequence[str] = (),
+                               qos: types.DiscoveryQos, gbids: Sequence[str] = (),
                                ttl_ms: int | None = None
                                ) -> list[DiscoveryEntryWithMetaInfo]:
         return await self.directory(ttl_ms).lookup_in(domains, interface_name, qos,
                                                       list(gbids))
 
-    async def discovery_lookup_participant(self, participant_id: str, qos: DiscoveryQos,
+    async def discovery_lookup_participant(self, participant_id: str, qos: types.DiscoveryQos,
                                            gbids: Sequence[str] = (),
                                            ttl_ms: int | None = None
                                            ) -> DiscoveryEntryWithMetaInfo:

@@ -27,6 +27,9 @@ broadcasts into publications and multicasts:
   as messages run the twin, which returns the answer already in its wire form, so the typed
   result is neither built nor converted (a directory answering from its rows); direct
   Python calls of the method are unchanged;
+- on this project's msgpack wire a method is also found by its joynr name (``addToAll`` for
+  ``add_to_all``), and a provider may serve a form an earlier declaration of its interface had
+  (:func:`earlier_form`), so that runtimes of earlier versions keep working;
 - a provider that does not serve remote callers (the cluster controller's own Routing and
   Discovery providers) refuses calls that arrive over MQTT: requests get a ProviderRuntime
   error, everything else is dropped (logged).
@@ -79,6 +82,7 @@ from runtime.interface import (
     ValueTypeError,
     from_wire,
     interface_def,
+    lower_camel,
     to_wire,
 )
 from runtime.joynr_json import JoynrSchema, reply_types
@@ -99,7 +103,7 @@ from runtime.rules import Refusal, admit_caller
 from runtime.subscriptions import BroadcastFilter, SubscriptionPublisher, answer_subscription
 
 __all__ = ["Provider", "ProviderSkeleton", "current_deadline_ms", "current_origin",
-           "wire_form_of"]
+           "earlier_form", "wire_form_of"]
 
 log = get_logger(__name__)
 
@@ -283,6 +287,25 @@ class Provider:
             skeleton.fire(broadcast_name, list(values), list(partitions), ttl_ms)
 
 
+#: the attribute a method serving an earlier form carries: that form's declaration
+_EARLIER_FORM = "__joynr_earlier_form__"
+
+
+def earlier_form(method_name: str, *params: tuple[str, Any]) -> Callable[[F], F]:
+    """Mark an ``async def`` of a provider as serving calls in a form an earlier declaration
+    of its interface had on this project's msgpack wire: method ``method_name`` with the typed
+    parameters ``params`` (``("address", dict[str, Any])``, ...), so that runtimes written
+    against that declaration keep working. Only this project's msgpack requests reach it, and
+    only when the interface declares no method of that name and parameter types; it is no
+    joynr overload."""
+    definition = MethodDef(method_name, tuple(params), None)
+
+    def mark(fn: F) -> F:
+        setattr(fn, _EARLIER_FORM, definition)
+        return fn
+    return mark
+
+
 #: a method, what runs it, and whether that returns the wire form already (a twin)
 _Bound = tuple[MethodDef, Callable[..., Any], bool]
 
@@ -332,13 +355,21 @@ class ProviderSkeleton:
             if impl is None or not inspect.iscoroutinefunction(impl):
                 raise TypeError(f"{type(provider).__name__} does not implement async {name}()")
             twin = twins.get(name)
-            table[(method.name, tuple(method.param_datatypes))] = (
-                (method, impl, False) if twin is None else
-                (method, getattr(provider, twin), True))
+            bound: _Bound = ((method, impl, False) if twin is None else
+                             (method, getattr(provider, twin), True))
+            table[(method.name, tuple(method.param_datatypes))] = bound
+            # the method by its joynr name too (``addToAll`` for ``add_to_all``)
+            table.setdefault((lower_camel(method.name), tuple(method.param_datatypes)), bound)
         for accessor in self.definition.accessors.values():
             kind, name = accessor.name.split("_", 1)
             impl = self._getter(name) if kind == "get" else self._setter(name)
             table[(accessor.name, tuple(accessor.param_datatypes))] = (accessor, impl, False)
+        for cls in reversed(type(provider).__mro__):
+            for attribute, value in vars(cls).items():
+                earlier: MethodDef | None = getattr(value, _EARLIER_FORM, None)
+                if earlier is not None:
+                    table.setdefault((earlier.name, tuple(earlier.param_datatypes)),
+                                     (earlier, getattr(provider, attribute), False))
         return table
 
     def _getter(self, name: str) -> Callable[[], Any]:

@@ -1,58 +1,67 @@
-"""The cluster controller's system interfaces (Routing, Discovery) and their well-known
-participantIds: what a libjoynr runtime calls and the cluster controller implements.
+"""The cluster controller's system interfaces (Routing, Discovery), their well-known
+participantIds, and the conversions between joynr's address structs and this project's
+addresses.
 
-Both are declared in joynr's shape, so that one declaration is right on both wires (this
-project's msgpack and joynr's JSON):
+The interfaces are generated from ``fidl/system/Routing.fidl`` and ``fidl/system/Discovery.fidl``
+into :mod:`runtime.generated.system` and re-exported here:
 
 - ``system/Routing`` version 0.1: the readonly String attributes ``globalAddress`` and
   ``replyToAddress`` (the serialized address JSON, ``_typeName`` first; ``""`` while the
-  cluster controller has none, see :class:`Routing`), ``addNextHop`` (joynr declares one
-  overload per address struct; here one method whose address is a map, its joynr datatype
-  one of :data:`ADDRESS_TYPE_NAMES`), ``removeNextHop``, ``resolveNextHop``,
+  cluster controller has none), ``addNextHop`` (one overload per address struct of
+  ``joynr.system.RoutingTypes``, as joynr declares it: ``add_next_hop`` for the
+  WebSocketClientAddress a runtime registers its participants at, ``add_next_hop_mqtt``,
+  ``add_next_hop_web_socket``, ...), ``removeNextHop``, ``resolveNextHop``,
   ``addMulticastReceiver``, ``removeMulticastReceiver``;
-- ``system/Discovery`` version 0.3: every overload of joynr's (the Python names tell them
-  apart), answering ``DiscoveryEntryWithMetaInfo``.
+- ``system/Discovery`` version 0.3: every overload of joynr's (``add``, ``add_awaiting``,
+  ``add_in``, ``add_to_all``, ``lookup``, ``lookup_in``, ``lookup_participant``,
+  ``lookup_participant_in``, ``remove``), answering ``DiscoveryEntryWithMetaInfo``. The forms
+  with GBIDs (and ``addToAll``) have modelled errors; the others fail with a provider runtime
+  error naming the error. An empty GBID list stands for all the cluster controller's GBIDs.
+
+The address structs are plain data as they come off the wire; :func:`address_of` makes the
+validated :class:`runtime.addresses.Address` a routing table keeps, :func:`address_struct` the
+struct of one.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 from typing import Any, Final
 
 from runtime.addresses import Address, AddressError, address_from_dict
-from runtime.discovery_types import (
-    DiscoveryEntry,
-    DiscoveryEntryWithMetaInfo,
-    DiscoveryErrorCode,
-    DiscoveryQos,
-)
-from runtime.interface import attribute, errors, interface, joynr_datatypes, wire_name
+from runtime.generated import system
+from runtime.generated.system import Discovery, Routing
+from runtime.interface import joynr_member_names, joynr_type_name
 from runtime.joynr_json import compact_json
-from runtime.logs import get_logger
 
 __all__ = [
+    "ADDRESS_STRUCTS",
     "ADDRESS_TYPE_NAMES",
     "DEFAULT_DISCOVERY_PARTICIPANT_ID",
     "DEFAULT_ROUTING_PARTICIPANT_ID",
     "Discovery",
-    "DiscoveryErrorCode",
     "Routing",
     "address_from_json",
+    "address_of",
+    "address_struct",
     "address_to_json",
 ]
-
-log = get_logger(__name__)
 
 
 #: joynr's participantIds of the cluster controller's Routing and Discovery providers
 DEFAULT_ROUTING_PARTICIPANT_ID: Final = "CC.RoutingProvider.ParticipantId"
 DEFAULT_DISCOVERY_PARTICIPANT_ID: Final = "CC.DiscoveryProvider.ParticipantId"
 
-_ROUTING_TYPES: Final = "joynr.system.RoutingTypes."
 #: the joynr address structs of Routing.addNextHop's overloads, in joynr's order
-ADDRESS_TYPE_NAMES: Final = tuple(_ROUTING_TYPES + name for name in (
-    "ChannelAddress", "MqttAddress", "BrowserAddress", "WebSocketAddress", "UdsAddress",
-    "BinderAddress", "WebSocketClientAddress", "UdsClientAddress"))
+ADDRESS_STRUCTS: Final[tuple[type[system.Address], ...]] = (
+    system.ChannelAddress, system.MqttAddress, system.BrowserAddress, system.WebSocketAddress,
+    system.UdsAddress, system.BinderAddress, system.WebSocketClientAddress,
+    system.UdsClientAddress)
+#: their joynr type names (``joynr.system.RoutingTypes.MqttAddress``, ...)
+ADDRESS_TYPE_NAMES: Final = tuple(joynr_type_name(s) for s in ADDRESS_STRUCTS)
+_STRUCT_NAMED: Final = dict(zip(ADDRESS_TYPE_NAMES, ADDRESS_STRUCTS, strict=True))
 #: the longest serialized address read
 MAX_ADDRESS_JSON_CHARS: Final = 16 * 1024
 
@@ -74,71 +83,30 @@ def address_from_json(text: str) -> Address:
     return address_from_dict(data)
 
 
-@interface("system/Routing", version=(0, 1))
-class Routing:
-    """joynr's Routing interface. The attributes hold the cluster controller's address
-    serialized as JSON (``{"_typeName":"joynr.system.RoutingTypes.MqttAddress",...}``), the
-    empty string while it has none (no MQTT backend): joynr's C++ cluster controller answers
-    a ProviderRuntimeException then, but joynr's JavaScript runtime does not start without an
-    answer to ``getReplyToAddress``, and a runtime of a cluster controller without a global
-    address needs none. The attributes never change: they are not subscribable here."""
-
-    global_address = attribute(str, readonly=True, notifiable=False)
-    reply_to_address = attribute(str, readonly=True, notifiable=False)
-
-    # the address: a map of one of the joynr structs, its joynr datatype the struct's name
-    @joynr_datatypes("String", ADDRESS_TYPE_NAMES, "Boolean")
-    async def add_next_hop(self, participant_id: str, address: dict[str, Any],
-                           is_globally_visible: bool) -> None: ...
-
-    async def remove_next_hop(self, participant_id: str) -> None: ...
-
-    async def resolve_next_hop(self, participant_id: str) -> bool: ...
-
-    async def add_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
-                                     provider_participant_id: str) -> None: ...
-
-    async def remove_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
-                                        provider_participant_id: str) -> None: ...
+def address_of(struct: system.Address) -> Address:
+    """The address one of joynr's address structs names (its values checked as any address
+    from the wire); AddressError saying why not (a struct of a transport this project does not
+    have among them)."""
+    members = joynr_member_names(type(struct))
+    data: dict[str, Any] = {"_typeName": joynr_type_name(type(struct))}
+    for fld in dataclasses.fields(struct):
+        value = getattr(struct, fld.name)
+        data[members[fld.name]] = value.name if isinstance(value, enum.Enum) else value
+    return address_from_dict(data)
 
 
-@interface("system/Discovery", version=(0, 3))
-class Discovery:
-    """joynr's Discovery interface, every overload. The forms with GBIDs (and ``addToAll``)
-    have modelled errors; the others fail with a provider runtime error naming the error.
-    An empty GBID list stands for all the cluster controller's GBIDs."""
-
-    async def add(self, entry: DiscoveryEntry) -> None: ...
-
-    @wire_name("add")
-    async def add_awaiting(self, entry: DiscoveryEntry, await_global_registration: bool
-                           ) -> None: ...
-
-    @wire_name("add")
-    @errors(DiscoveryErrorCode)
-    async def add_in(self, entry: DiscoveryEntry, await_global_registration: bool,
-                     gbids: list[str]) -> None: ...
-
-    @wire_name("addToAll")
-    @errors(DiscoveryErrorCode)
-    async def add_to_all(self, entry: DiscoveryEntry, await_global_registration: bool
-                         ) -> None: ...
-
-    async def lookup(self, domains: list[str], interface_name: str,
-                     discovery_qos: DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]: ...
-
-    @wire_name("lookup")
-    @errors(DiscoveryErrorCode)
-    async def lookup_in(self, domains: list[str], interface_name: str,
-                        discovery_qos: DiscoveryQos, gbids: list[str]
-                        ) -> list[DiscoveryEntryWithMetaInfo]: ...
-
-    @wire_name("lookup")
-    async def lookup_participant(self, participant_id: str) -> DiscoveryEntryWithMetaInfo: ...
-
-    @wire_name("lookup")
-    @errors(DiscoveryErrorCode)
-    async def lookup_participant_in(self, participant_id: str, discovery_qos: DiscoveryQos,
-                                    gbids: list[str]) -> DiscoveryEntryWithMetaInfo: ...
-
-    async def remove(self, participant_id: str) -> None: ...
+def address_struct(address: Address) -> system.Address:
+    """The joynr address struct of an address that has a wire form (ValueError for one that
+    has none, an in-process address)."""
+    try:
+        data = address.to_dict()
+    except TypeError:  # (an in-process address: never sent)
+        raise ValueError(f"{address!r} has no joynr address struct") from None
+    struct = _STRUCT_NAMED.get(data.pop("_typeName", None))
+    if struct is None:
+        raise ValueError(f"{address!r} has no joynr address struct")
+    by_member = {member: name for name, member in joynr_member_names(struct).items()}
+    values = {by_member[member]: value for member, value in data.items()}
+    if struct is system.WebSocketAddress:
+        values["protocol"] = system.WebSocketProtocol[values["protocol"]]
+    return struct(**values)

@@ -26,6 +26,7 @@ from runtime.discovery_types import (
 )
 from runtime.errors import ApplicationError, ProviderRuntimeError
 from runtime.interface import from_wire
+from runtime.system_interfaces import address_from_json, address_to_json
 from runtime.tasks import TaskSupervisor
 from tests.support.gcd_stores import STORE_KINDS
 
@@ -93,15 +94,15 @@ def entry(pid: str = "p1", *, domain: str = "domain1", interface: str = "interfa
         participant_id=pid,
         qos=ProviderQos([CustomParameter("k", "v")], priority=3, scope=ProviderScope.GLOBAL),
         last_seen_date_ms=last_seen, expiry_date_ms=expiry, public_key_id="",
-        address=MqttAddress(broker, topic).to_dict())
+        address=address_to_json(MqttAddress(broker, topic)))
     values.update(changes)
     return GlobalDiscoveryEntry(**values)
 
 
 def gbid_of(found: GlobalDiscoveryEntry) -> str:
-    address = found.address
-    assert address["_typeName"].endswith("MqttAddress")
-    return str(address["brokerUri"])
+    address = address_from_json(found.address)
+    assert isinstance(address, MqttAddress)
+    return address.broker_uri
 
 
 async def modelled(call: Any) -> str:
@@ -118,7 +119,7 @@ async def test_old_add_registers_in_the_own_gbid_and_replaces_the_broker_uri(
     directory = gcd(store)
     await directory.add(entry())
     found = await directory.lookup_participant("p1")
-    assert found.address == MqttAddress("GBID1", "joynr/cc/cc-1").to_dict()
+    assert found.address == address_to_json(MqttAddress("GBID1", "joynr/cc/cc-1"))
     assert (await store.find_participant("p1", NOW))[0].gbid == "GBID1"
 
 
@@ -135,7 +136,7 @@ async def test_a_provider_that_moved_to_another_cluster_controller_is_registered
     await directory.add_in(entry("p1", topic="joynr/cc/cc-2", last_seen=NOW + 1_000),
                            ["GBID1", "GBID2"])
     found = await directory.lookup_participant_in("p1", ["GBID1"])
-    assert found.address == MqttAddress("GBID1", "joynr/cc/cc-2").to_dict()
+    assert found.address == address_to_json(MqttAddress("GBID1", "joynr/cc/cc-2"))
     clock.now = NOW + 2_000
     await directory.touch("cc-1")
     await directory.remove_stale("cc-1", NOW + 2_000)  # cc-1 restarted
@@ -194,9 +195,10 @@ async def test_add_merges_with_an_existing_registration(store: GcdStore) -> None
     ({"domain": ""}, "no domain"),
     ({"interface_name": ""}, "no interface name"),
     ({"participant_id": ""}, "no participantId"),
-    ({"address": {}}, "no address"),
-    ({"address": WebSocketClientAddress("x").to_dict()}, "must be an MqttAddress"),
-    ({"address": {"_typeName": "joynr.system.RoutingTypes.MqttAddress"}}, "bad address"),
+    ({"address": ""}, "no address"),
+    ({"address": address_to_json(WebSocketClientAddress("x"))}, "must be an MqttAddress"),
+    ({"address": '{"_typeName":"joynr.system.RoutingTypes.MqttAddress"}'}, "bad address"),
+    ({"address": '{"_typeName":'}, "bad address"),
 ])
 async def test_incomplete_entries_are_refused_and_nothing_stored(
         store: GcdStore, changes: dict[str, Any], message: str) -> None:
@@ -278,8 +280,8 @@ async def test_lookup_returns_every_field(store: GcdStore) -> None:
         scope=ProviderScope.GLOBAL, supports_on_change_subscriptions=False))
     await directory.add_in(original, ["GBID1"])
     found = await directory.lookup_participant_in("p1", ["GBID1"])
-    expected = GlobalDiscoveryEntry(**{**vars(original),
-                                       "address": MqttAddress("GBID1", "joynr/cc/cc-1").to_dict()})
+    address = address_to_json(MqttAddress("GBID1", "joynr/cc/cc-1"))
+    expected = GlobalDiscoveryEntry(**{**vars(original), "address": address})
     assert found == expected
 
 

@@ -37,6 +37,7 @@ from runtime.clock import now_ms
 from runtime.discovery_types import GlobalDiscoveryEntry, Version
 from runtime.discovery_types import ProviderQos as GcdQos
 from runtime.errors import ApplicationError
+from runtime.system_interfaces import address_to_json
 from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
 from tests.support.gcd_stores import fresh_postgres_dsn
@@ -58,7 +59,7 @@ def entry(pid: str, *, domain: str = "d", cc: str = "cc-1", expiry_ms: int | Non
     return GlobalDiscoveryEntry(
         Version(1, 0), domain, "test/I", pid, GcdQos(scope=ProviderScope.GLOBAL), now,
         expiry_ms if expiry_ms is not None else now + 3_600_000, "",
-        MqttAddress("ignored", f"joynr/cc/{cc}").to_dict())
+        address_to_json(MqttAddress("ignored", f"joynr/cc/{cc}")))
 
 
 def index_rows(instance: Instance) -> dict[tuple[str, str], tuple[StoredEntry, int]]:

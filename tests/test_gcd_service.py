@@ -19,12 +19,13 @@ from cluster_controller.controller import ClusterController
 from gcd.interface import GCD_DOMAIN, GCD_INTERFACE, GCD_PARTICIPANT_ID, GCD_TOPIC
 from gcd.interface import GlobalCapabilitiesDirectory as Gcd
 from gcd.service import GcdService, GcdSettings
-from runtime.addresses import MqttAddress
+from runtime.addresses import MqttAddress, WebSocketClientAddress
 from runtime.clock import now_ms
 from runtime.discovery_types import GlobalDiscoveryEntry, ProviderQos, ProviderScope, Version
 from runtime.errors import ApplicationError, ProviderRuntimeError
 from runtime.messages import Message, MessageType, encode_frame
 from runtime.payloads import Request
+from runtime.system_interfaces import address_from_json, address_to_json
 from runtime.tasks import TaskSupervisor
 from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
@@ -44,7 +45,7 @@ def gcd_provisioning(path: Path, gbid: str = GBID) -> Path:
 def entry(pid: str, topic: str = "joynr/cc/cc-x") -> GlobalDiscoveryEntry:
     return GlobalDiscoveryEntry(
         Version(1, 0), "vehicle", "test/Radio", pid, ProviderQos(scope=ProviderScope.GLOBAL),
-        now_ms(), now_ms() + 60_000, "", MqttAddress("ignored", topic).to_dict())
+        now_ms(), now_ms() + 60_000, "", address_to_json(MqttAddress("ignored", topic)))
 
 
 @pytest.fixture
@@ -69,8 +70,9 @@ async def test_add_lookup_remove_over_mqtt(gcd_proxy: tuple[Any, GcdService]) ->
     await proxy.add_in(entry("p1"), [GBID, "other"])
     (found,) = await proxy.lookup_in(["vehicle"], "test/Radio", ["other", GBID])
     assert found.participant_id == "p1"
-    assert found.address == MqttAddress(GBID, "joynr/cc/cc-x").to_dict()  # own GBID first
-    assert (await proxy.lookup_participant_in("p1", ["other"])).address["brokerUri"] == "other"
+    assert found.address == address_to_json(MqttAddress(GBID, "joynr/cc/cc-x"))  # own first
+    found = await proxy.lookup_participant_in("p1", ["other"])
+    assert address_from_json(found.address) == MqttAddress("other", "joynr/cc/cc-x")
     await proxy.remove_in("p1", ["other"])
     assert [e.participant_id for e in await proxy.lookup(["vehicle"], "test/Radio")] == ["p1"]
     await proxy.touch_participants("cc-x", ["p1"])
@@ -93,7 +95,7 @@ async def test_modelled_errors_over_mqtt(gcd_proxy: tuple[Any, GcdService]) -> N
     with pytest.raises(ProviderRuntimeError, match="must be an MqttAddress"):
         await proxy.add(GlobalDiscoveryEntry(
             Version(1, 0), "vehicle", "test/Radio", "p2", ProviderQos(), 0, now_ms() + 1000,
-            "", {"_typeName": "joynr.system.RoutingTypes.WebSocketClientAddress", "id": "x"}))
+            "", address_to_json(WebSocketClientAddress("x"))))
     with pytest.raises(ProviderRuntimeError, match="no entry"):
         await proxy.lookup_participant("nobody")
 

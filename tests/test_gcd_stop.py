@@ -39,6 +39,7 @@ from runtime.discovery_types import GlobalDiscoveryEntry, ProviderQos, ProviderS
 from runtime.interface import interface_def, to_wire
 from runtime.messages import Message, MessageType, decode_frame, encode_frame
 from runtime.payloads import Reply, Request, decode_payload
+from runtime.system_interfaces import address_to_json
 from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
 from tests.support.gcd_stores import fresh_postgres_dsn
@@ -64,7 +65,7 @@ def entry(pid: str) -> GlobalDiscoveryEntry:
     now = now_ms()
     return GlobalDiscoveryEntry(
         Version(1, 0), "stopping", "test/Stop", pid, ProviderQos(scope=ProviderScope.GLOBAL),
-        now, now + 3_600_000, "", MqttAddress("ignored", "joynr/cc/cc-stop").to_dict())
+        now, now + 3_600_000, "", address_to_json(MqttAddress("ignored", "joynr/cc/cc-stop")))
 
 
 @dataclass

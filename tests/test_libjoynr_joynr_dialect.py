@@ -152,19 +152,23 @@ async def test_the_start_sequence_is_joynrs(cc, runtimes) -> None:
     assert runtime.reply_to_address is None
 
 
-async def test_the_native_start_sequence_is_unchanged(cc, runtimes) -> None:
+async def test_the_native_start_sequence(cc, runtimes) -> None:
+    """Both system proxies routable first (the addNextHop overload of the runtime's
+    WebSocketClientAddress, the struct as its msgpack map of fields), then the global
+    address."""
     wire = Wire(cc)
     runtime = await runtimes()
     sent = wire.sent_by(runtime.client_id)
     assert sent and all(m.raw is not None and format_of(m.body) is MSGPACK for m in sent)
     calls = [(m.recipient, decode_payload(Request, m.body)) for m in sent]
     routing, discovery = runtime.remote.routing, runtime.remote.discovery
-    own = {"_typeName": WS_CLIENT_TYPE, "id": runtime.client_id}
+    own = {"id": runtime.client_id}
     assert [(r, c.method_name, c.params) for r, c in calls] == [
         (DEFAULT_ROUTING_PARTICIPANT_ID, "add_next_hop", [routing.participant_id, own, False]),
         (DEFAULT_ROUTING_PARTICIPANT_ID, "add_next_hop", [discovery.participant_id, own, False]),
         (DEFAULT_ROUTING_PARTICIPANT_ID, "get_global_address", []),
     ]
+    assert calls[0][1].param_datatypes == ["String", WS_CLIENT_TYPE, "Boolean"]
 
 
 async def test_a_reply_to_address_read_at_start_is_parsed(tmp_path) -> None:

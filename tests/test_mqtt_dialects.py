@@ -34,6 +34,7 @@ from runtime.errors import ApplicationError
 from runtime.interface import from_wire, interface_def, to_wire
 from runtime.messages import Effort, Message, MessageType, decode_frame, encode_frame
 from runtime.payloads import OneWayRequest, Reply, Request, decode_payload
+from runtime.system_interfaces import address_to_json
 from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
@@ -321,7 +322,7 @@ async def test_hostile_smrf_frames_are_refused_with_their_reason_and_the_backend
 def gcd_entry(pid: str) -> GlobalDiscoveryEntry:
     return GlobalDiscoveryEntry(
         Version(1, 0), "vehicle", "test/Radio", pid, ProviderQos(scope=ProviderScope.GLOBAL),
-        now_ms(), now_ms() + 60_000, "", MqttAddress(GBID, "joynr/cc/cc-x").to_dict())
+        now_ms(), now_ms() + 60_000, "", address_to_json(MqttAddress(GBID, "joynr/cc/cc-x")))
 
 
 async def test_the_gcd_takes_both_joynr_topics_and_answers_in_smrf(

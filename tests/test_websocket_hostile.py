@@ -18,11 +18,11 @@ import contextlib
 import dataclasses
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgpack
 import pytest
@@ -35,6 +35,7 @@ from libjoynr import LibjoynrRuntime, ProviderRuntimeError
 from libjoynr import connect as joynr_connect
 from runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
 from runtime.clock import now_ms
+from runtime.generated import system
 from runtime.interface import interface_def, to_wire
 from runtime.messages import Message, MessageType, decode_frame, encode_frame
 from runtime.payloads import (
@@ -47,7 +48,7 @@ from runtime.payloads import (
     decode_payload,
 )
 from runtime.routing import RoutingEntry
-from runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
+from runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing, address_struct
 from tests.support.radio import Country, Radio, RadioProvider, Station
 from transports.websocket_common import encode_init
 
@@ -640,6 +641,15 @@ async def test_add_next_hop_for_another_clients_address_is_refused_raw(
     assert legit.entries() == before_entries
 
 
+def add_next_hop(routing: Any, participant_id: str, address: Any, visible: bool
+                 ) -> Awaitable[None]:
+    """The Routing proxy's addNextHop overload of ``address``'s struct."""
+    struct = address_struct(address)
+    name = {system.WebSocketClientAddress: "add_next_hop", system.MqttAddress: "add_next_hop_mqtt",
+            system.WebSocketAddress: "add_next_hop_web_socket"}[type(struct)]
+    return cast(Awaitable[None], getattr(routing, name)(participant_id, struct, visible))
+
+
 async def test_add_next_hop_for_another_clients_address_is_refused_libjoynr(
         stack: AsyncExitStack, cc: ClusterController, legit: Legit,
         caplog: pytest.LogCaptureFixture) -> None:
@@ -653,11 +663,11 @@ async def test_add_next_hop_for_another_clients_address_is_refused_libjoynr(
     for n, address in enumerate(foreign, start=1):
         with pytest.raises(ProviderRuntimeError, match="refused"):
             await asyncio.wait_for(
-                routing.add_next_hop(legit.provider_pid, address.to_dict(), False), WAIT_S)
+                add_next_hop(routing, legit.provider_pid, address, False), WAIT_S)
         assert cc.router.counters["refused-foreign-next-hop"] == n
     with pytest.raises(ProviderRuntimeError, match="refused"):
-        await asyncio.wait_for(routing.add_next_hop(
-            "evil-pid", legit.consumer_address.to_dict(), True), WAIT_S)
+        await asyncio.wait_for(add_next_hop(
+            routing, "evil-pid", legit.consumer_address, True), WAIT_S)
     assert cc.router.counters["refused-foreign-next-hop"] == len(foreign) + 1
     # the first refusal in full; the repeats of one client are counted, not logged one by one
     assert_logged(caplog, "add_next_hop", legit.provider_pid, "refused",

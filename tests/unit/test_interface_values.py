@@ -110,8 +110,8 @@ def entry(custom: list[CustomParameter]) -> GlobalDiscoveryEntry:
     return GlobalDiscoveryEntry(
         Version(2, 3), "d", "i/I", "p-1",
         ProviderQos(custom, 5, ProviderScope.GLOBAL, False), 10, 20, "key",
-        {"_typeName": "joynr.system.RoutingTypes.MqttAddress", "brokerUri": "g",
-         "topic": "joynr/cc/x"})
+        '{"_typeName":"joynr.system.RoutingTypes.MqttAddress","brokerUri":"g",'
+        '"topic":"joynr/cc/x"}')
 
 
 VALUES = [

@@ -143,12 +143,10 @@ ADD_NEXT_HOP = (
 
 def test_golden_add_next_hop_request_both_ways() -> None:
     request = decode(Request, ADD_NEXT_HOP, schema=ROUTING)
+    # the overload of the struct: its fields as this project's wire form of a struct
     assert request == Request(
-        "<id>", "add_next_hop",
-        ["<participantId>",
-         {"_typeName": "joynr.system.RoutingTypes.WebSocketClientAddress", "id": "<clientId>"},
-         False],
-        ["String", "Map", "Boolean"])
+        "<id>", "add_next_hop", ["<participantId>", {"id": "<clientId>"}, False],
+        ["String", "joynr.system.RoutingTypes.WebSocketClientAddress", "Boolean"])
     assert encode(request, schema=ROUTING) == ADD_NEXT_HOP
 
 

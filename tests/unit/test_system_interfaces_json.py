@@ -1,8 +1,8 @@
 """The system interfaces (Routing 0.1, Discovery 0.3) and the GCD's (0.3) in joynr's JSON: the
 requests joynr's runtimes send pick the right overload with the right values, the answers are
-what joynr expects, ``GlobalDiscoveryEntry.address`` travels as a string of JSON; and the
-cluster controller's Routing and Discovery providers take joynr's calls (in-process, no
-network)."""
+what joynr expects, ``GlobalDiscoveryEntry.address`` travels as a string (of JSON) as it is;
+and the cluster controller's Routing and Discovery providers take joynr's calls (in-process,
+no network)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from cluster_controller.routing_provider import RoutingProvider
 from gcd.interface import GlobalCapabilitiesDirectory
 from gcd.provider import GcdProvider
 from gcd.sqlite_store import SqliteStore
-from runtime.addresses import MqttAddress, WebSocketClientAddress
+from runtime.addresses import InProcessAddress, MqttAddress, WebSocketClientAddress
 from runtime.clock import now_ms
 from runtime.discovery_types import (
     CustomParameter,
@@ -35,9 +35,11 @@ from runtime.discovery_types import (
     Version,
 )
 from runtime.errors import ApplicationError, ProviderRuntimeError
+from runtime.generated import system
+from runtime.generated.types import DiscoveryQos as JoynrDiscoveryQos
 from runtime.interface import MethodDef, from_wire, interface_def, to_wire
 from runtime.joynr_json import JoynrJsonError, JoynrSchema, decode, encode, reply_types
-from runtime.payloads import Reply, Request
+from runtime.payloads import Reply, Request, decode_payload
 from runtime.router import MessageRouter
 from runtime.routing import RoutingTable, RuntimeKind
 from runtime.system_interfaces import (
@@ -47,6 +49,8 @@ from runtime.system_interfaces import (
     Discovery,
     Routing,
     address_from_json,
+    address_of,
+    address_struct,
     address_to_json,
 )
 from runtime.tasks import TaskSupervisor
@@ -114,13 +118,14 @@ def test_joynrs_participant_ids_and_versions() -> None:
         "system/Discovery", (0, 3))
 
 
-def test_the_javascript_add_next_hop_picks_add_next_hop_with_the_address_map() -> None:
+def test_the_javascript_add_next_hop_picks_add_next_hop_with_the_address_struct() -> None:
     raw = js_request("addNextHop", ["String", RT + "WebSocketClientAddress", "Boolean"],
                      ["routing-proxy-1", CLIENT, False])
     request = request_of(raw, ROUTING)
     assert isinstance(request, Request)
     assert method_of(ROUTING, request) == "add_next_hop"
-    assert typed_args(ROUTING, request) == ["routing-proxy-1", CLIENT, False]
+    assert typed_args(ROUTING, request) == [
+        "routing-proxy-1", system.WebSocketClientAddress("Zq3_client"), False]
     assert answer(ROUTING, request, None) == {
         "_typeName": "joynr.Reply", "requestReplyId": "n_1", "response": []}
     # and this project's proxy writes the same request (joynr's datatype from the value)
@@ -139,21 +144,45 @@ ADDRESSES: dict[str, dict[str, Any]] = {
     "WebSocketClientAddress": {"id": "c"},
     "UdsClientAddress": {"id": "u"},
 }
+#: the same addresses as the generated structs, and the overload of addNextHop taking each
+STRUCTS: dict[str, tuple[system.Address, str]] = {
+    "ChannelAddress": (system.ChannelAddress("http://h/", "c"), "add_next_hop_channel"),
+    "MqttAddress": (system.MqttAddress("joynrdefaultgbid", "cc/1"), "add_next_hop_mqtt"),
+    "BrowserAddress": (system.BrowserAddress("w"), "add_next_hop_browser"),
+    "WebSocketAddress": (system.WebSocketAddress(system.WebSocketProtocol.WS, "h", 4242, "/"),
+                         "add_next_hop_web_socket"),
+    "UdsAddress": (system.UdsAddress("/run/joynr.sock"), "add_next_hop_uds"),
+    "BinderAddress": (system.BinderAddress("io.joynr", 0), "add_next_hop_binder"),
+    "WebSocketClientAddress": (system.WebSocketClientAddress("c"), "add_next_hop"),
+    "UdsClientAddress": (system.UdsClientAddress("u"), "add_next_hop_uds_client"),
+}
 
 
 @pytest.mark.parametrize("kind", list(ADDRESSES))
-def test_each_of_joynrs_eight_address_overloads_picks_add_next_hop(kind: str) -> None:
+def test_each_of_joynrs_eight_address_overloads_picks_its_add_next_hop(kind: str) -> None:
     address = {"_typeName": RT + kind, **ADDRESSES[kind]}
+    struct, overload = STRUCTS[kind]
     assert RT + kind in ADDRESS_TYPE_NAMES
     request = request_of(js_request("addNextHop", ["String", RT + kind, "Boolean"],
                                     ["p", address, True]), ROUTING)
     assert isinstance(request, Request)
-    assert method_of(ROUTING, request) == "add_next_hop"
-    assert request.params == ["p", address, True]
+    assert method_of(ROUTING, request) == overload
+    assert typed_args(ROUTING, request) == ["p", struct, True]
+    assert type(typed_args(ROUTING, request)[1]) is type(struct)
+    # answered as joynr expects, and this project's proxy writes the same call
+    assert answer(ROUTING, request, None) == {
+        "_typeName": "joynr.Reply", "requestReplyId": "n_1", "response": []}
+    definition = interface_def(Routing).methods[overload]
+    again = json.loads(encode(Request("n_1", definition.name, ["p", to_wire(struct), True],
+                                      definition.param_datatypes), schema=ROUTING))
+    assert (again["methodName"], again["paramDatatypes"]) == (
+        "addNextHop", ["String", RT + kind, "Boolean"])
+    assert again["params"] == ["p", address, True]
     # a value without _typeName is the struct its datatype names (joynr always writes it)
     bare = request_of(js_request("addNextHop", ["String", RT + kind, "Boolean"],
                                  ["p", ADDRESSES[kind], True]), ROUTING)
-    assert bare.params[1] == address
+    assert bare == request
+    assert typed_args(ROUTING, bare) == ["p", struct, True]
 
 
 @pytest.mark.parametrize("datatypes", [
@@ -169,19 +198,36 @@ def test_add_next_hop_takes_only_joynrs_overloads(datatypes: list[str]) -> None:
 
 
 def test_an_address_that_is_not_the_struct_its_datatype_names_is_refused() -> None:
-    with pytest.raises(JoynrJsonError, match="declared as a"):
+    with pytest.raises(JoynrJsonError,
+                       match=f"WebSocketClientAddress' is not a {RT}MqttAddress"):
         decode(Request, js_request("addNextHop", ["String", RT + "MqttAddress", "Boolean"],
                                    ["p", CLIENT, False]), schema=ROUTING)
-    with pytest.raises(JoynrJsonError, match="not a"):
+    with pytest.raises(JoynrJsonError, match=r"params\[1\]: a str where .*MqttAddress"):
         decode(Request, js_request("addNextHop", ["String", RT + "MqttAddress", "Boolean"],
                                    ["p", "cc/1", False]), schema=ROUTING)
 
 
-def test_this_projects_proxy_cannot_send_an_address_joynr_has_no_overload_for() -> None:
-    request = Request("r", "add_next_hop", ["p", {"_typeName": "InProcessAddress"}, False],
-                      interface_def(Routing).methods["add_next_hop"].param_datatypes)
-    with pytest.raises(JoynrJsonError, match="not one of"):
+@pytest.mark.parametrize("address", [
+    {"_typeName": "InProcessAddress"},                            # the earlier map form
+    {"_typeName": RT + "WebSocketClientAddress", "id": "c"},      # joynr's map, not the form
+    to_wire(system.MqttAddress("g", "cc/1")),                     # another overload's struct
+])
+def test_this_projects_proxy_sends_add_next_hop_only_with_its_struct(
+        address: dict[str, Any]) -> None:
+    """Each overload takes its own struct: whatever else the proxy is given for
+    ``add_next_hop`` (the WebSocketClientAddress overload) is refused, not sent."""
+    definition = interface_def(Routing).methods["add_next_hop"]
+    request = Request("r", definition.name, ["p", address, False], definition.param_datatypes)
+    with pytest.raises(JoynrJsonError, match=f"{RT}WebSocketClientAddress has no fields"):
         encode(request, schema=ROUTING)
+
+
+def test_only_an_address_joynr_has_a_struct_for_is_sent_as_one() -> None:
+    for address in (WebSocketClientAddress("c"), MqttAddress("g", "cc/1")):
+        assert address_of(address_struct(address)) == address
+    # an in-process address has no wire form, hence no overload to send it with
+    with pytest.raises(ValueError):
+        address_struct(InProcessAddress(object()))
 
 
 @pytest.mark.parametrize(("call", "name", "result", "response"), [
@@ -231,33 +277,56 @@ def test_serialized_addresses_as_joynr_writes_them() -> None:
             address_from_json(bad)
 
 
+async def call_add_next_hop(provider: RoutingProvider, form: str, participant_id: str,
+                            struct: system.Address, visible: bool) -> None:
+    """``addNextHop`` with ``struct`` in ``form``: ``"struct"``, the generated overload of its
+    type (as a JSON request from joynr reaches it), or ``"map"``, ``add_next_hop_map`` with
+    its joynr map (as a msgpack request of this project's earlier runtimes reaches it)."""
+    if form == "struct":
+        kind = type(struct).__name__
+        await getattr(provider, STRUCTS[kind][1])(participant_id, struct, visible)
+    else:
+        joynr_map = json.loads(encode(Reply("r", [to_wire(struct)]),
+                                      types=[type(struct)]))["response"][0]
+        assert joynr_map["_typeName"] == RT + type(struct).__name__
+        await provider.add_next_hop_map(participant_id, joynr_map, visible)
+
+
+FORMS = pytest.mark.parametrize("form", ["struct", "map"])
+
+
+@FORMS
 @pytest.mark.parametrize("kind", ["ChannelAddress", "BrowserAddress", "UdsAddress",
                                   "UdsClientAddress", "BinderAddress"])
 async def test_address_types_without_a_transport_here_are_refused_naming_them(
-        kind: str) -> None:
+        kind: str, form: str) -> None:
     provider = routing_provider(MqttAddress("g", "cc/1"))
     with pytest.raises(ProviderRuntimeError, match=f"a {kind} names .*no transport"):
-        await provider.add_next_hop("p", {"_typeName": RT + kind, **ADDRESSES[kind]}, False)
+        await call_add_next_hop(provider, form, "p", STRUCTS[kind][0], False)
     assert "p" not in provider.router.table
     assert provider.router.counters["unroutable-address-type"] == 1
 
 
+@FORMS
 @pytest.mark.parametrize("address", [
-    {"_typeName": RT + "WebSocketAddress", **ADDRESSES["WebSocketAddress"]},
-    MqttAddress("g", "cc/1").to_dict(),   # the CC's own address
-    MqttAddress("g", "elsewhere").to_dict(),
+    STRUCTS["WebSocketAddress"][0],
+    system.MqttAddress("g", "cc/1"),   # the CC's own address
+    system.MqttAddress("g", "elsewhere"),
 ])
 async def test_websocket_and_mqtt_addresses_are_refused_by_the_rules(
-        address: dict[str, Any]) -> None:
+        address: system.Address, form: str) -> None:
     provider = routing_provider(MqttAddress("g", "cc/1"))
     with pytest.raises(ProviderRuntimeError, match="refused"):
-        await provider.add_next_hop("p", address, False)
+        await call_add_next_hop(provider, form, "p", address, False)
     assert "p" not in provider.router.table
+    assert provider.router.counters["unroutable-address-type"] == 0
 
 
-async def test_a_websocket_client_address_is_routed() -> None:
+@FORMS
+async def test_a_websocket_client_address_is_routed(form: str) -> None:
     provider = routing_provider(MqttAddress("g", "cc/1"))
-    await provider.add_next_hop("p", CLIENT, False)
+    await call_add_next_hop(provider, form, "p", system.WebSocketClientAddress("Zq3_client"),
+                            False)
     assert await provider.resolve_next_hop("p")
     entry = provider.router.table.get("p")
     assert entry is not None and entry.address == WebSocketClientAddress("Zq3_client")
@@ -283,7 +352,8 @@ ENTRY = DiscoveryEntry(Version(1, 2), "vehicle", "test/Radio", "provider-1",
 JS_QOS = {"_typeName": "joynr.types.DiscoveryQos", "cacheMaxAge": 0,
           "discoveryTimeout": 30_000, "discoveryScope": "LOCAL_THEN_GLOBAL",
           "providerMustSupportOnChange": False}
-QOS = DiscoveryQos(0, 30_000, DiscoveryScope.LOCAL_THEN_GLOBAL, False)
+#: JS_QOS as a provider receives it: joynr's DiscoveryQos (the generated struct)
+QOS = JoynrDiscoveryQos(0, 30_000, DiscoveryScope.LOCAL_THEN_GLOBAL, False)
 
 
 def test_the_javascript_registration_picks_add_with_gbids() -> None:
@@ -308,6 +378,15 @@ def test_the_javascript_lookup_and_its_answer() -> None:
                       "isLocal": True}
     assert reply == {"_typeName": "joynr.Reply", "requestReplyId": "n_1",
                      "response": [[expected_entry]]}
+    # an application's DiscoveryQos (this project's defaults) is joynr's on the wire
+    app_qos = DiscoveryQos(discovery_timeout_ms=30_000)
+    assert (app_qos.cache_max_age_ms, app_qos.discovery_timeout_ms) == (0, 30_000)
+    definition = interface_def(Discovery).methods["lookup_in"]
+    sent = json.loads(encode(Request("n_1", definition.name,
+                                     [["vehicle"], "test/Radio", to_wire(app_qos), []],
+                                     definition.param_datatypes), schema=DISCOVERY))
+    assert sent["params"][2] == JS_QOS
+    assert typed_args(DISCOVERY, request_of(json.dumps(sent).encode(), DISCOVERY))[2] == QOS
 
 
 DISCOVERY_OVERLOADS = [
@@ -471,8 +550,8 @@ PROVISIONED = (
 GDE = GlobalDiscoveryEntry(
     Version(0, 3), "io.joynr", "infrastructure/GlobalCapabilitiesDirectory",
     "capabilitiesdirectory_participantid", ProviderQos([], 0, ProviderScope.GLOBAL, False), 0,
-    2 ** 63 - 1, "", address=MqttAddress("joynrdefaultgbid",
-                                         "discoverydirectory_channelid").to_dict())
+    2 ** 63 - 1, "", address=address_to_json(MqttAddress("joynrdefaultgbid",
+                                                         "discoverydirectory_channelid")))
 GDE_TYPE = "joynr.types.GlobalDiscoveryEntry"
 
 GCD_OVERLOADS: list[tuple[str, str, list[str], list[Any]]] = [
@@ -547,6 +626,23 @@ def test_a_java_and_a_cpp_gcd_answer_decode_alike() -> None:
         assert from_wire(reply.response[0], list[GlobalDiscoveryEntry]) == [GDE]
 
 
+def test_a_gde_address_is_carried_as_the_string_joynr_sent() -> None:
+    """The address is a String: read and written again as it came (members in another order,
+    whitespace), and read as an address only where it is used."""
+    written = ('{ "_typeName": "joynr.system.RoutingTypes.MqttAddress", '
+               '"topic": "discoverydirectory_channelid", "brokerUri": "joynrdefaultgbid" }')
+    raw = ('{"_typeName":"joynr.Reply","requestReplyId":"r1","response":['
+           + cpp_entry(written) + "]}").encode()
+    method = interface_def(GlobalCapabilitiesDirectory).methods["lookup_participant"]
+    reply = decode(Reply, raw, types=reply_types(method))
+    assert isinstance(reply, Reply) and reply.response is not None
+    gde = from_wire(reply.response[0], GlobalDiscoveryEntry)
+    assert gde.address == written
+    assert address_from_json(gde.address) == address_from_json(GDE.address)
+    sent = json.loads(encode(Reply("r1", [to_wire(gde)]), types=reply_types(method)))
+    assert sent["response"][0]["address"] == written
+
+
 @pytest.mark.parametrize(("error", "expected"), [
     ({"_typeName": "joynr.exceptions.ApplicationException", "detailMessage": "no",
       "error": {"_typeName": "joynr.types.DiscoveryError",
@@ -569,14 +665,61 @@ def test_gcd_errors_in_java_and_cpp_names_decode(error: dict[str, Any],
     assert reply.error == expected
 
 
-@pytest.mark.parametrize("address", [
-    "not json", "[1,", 17, "{" * 50 + "}" * 50, '{"_typeName":' + "[" * 100 + "]" * 100 + "}",
-])
-def test_a_serialized_address_that_is_not_json_is_refused(address: Any) -> None:
+NOT_ADDRESSES = ["not json", "[1,", "{" * 50 + "}" * 50,
+                 '{"_typeName":' + "[" * 100 + "]" * 100 + "}"]
+
+
+def with_address(address: Any) -> bytes:
+    """A reply with the provisioned entry, its address replaced (Java's writing)."""
     data = json.loads(PROVISIONED)
     data["address"] = address
-    raw = ('{"_typeName":"joynr.Reply","requestReplyId":"r1","response":['
-           + json.dumps(data) + "]}").encode()
+    return ('{"_typeName":"joynr.Reply","requestReplyId":"r1","response":['
+            + json.dumps(data, separators=(",", ":")) + "]}").encode()
+
+
+@pytest.mark.parametrize("address", NOT_ADDRESSES)
+def test_a_serialized_address_that_is_not_json_is_carried_as_it_is(address: str) -> None:
+    """joynr declares the address a String: the JSON body is read and written again with it
+    as it is (in JSON and in msgpack); what uses it refuses it (the next tests)."""
+    raw = with_address(address)
+    method = interface_def(GlobalCapabilitiesDirectory).methods["lookup_participant"]
+    reply = decode(Reply, raw, types=reply_types(method))
+    assert isinstance(reply, Reply) and reply.response is not None
+    gde = from_wire(reply.response[0], GlobalDiscoveryEntry)
+    assert gde.address == address
+    assert encode(Reply("r1", [to_wire(gde)]), types=reply_types(method)) == raw
+    packed = decode_payload(Reply, Reply("r1", [to_wire(gde)]).to_body())
+    assert packed.response is not None
+    assert from_wire(packed.response[0], GlobalDiscoveryEntry) == gde
+    with pytest.raises(ValueError):
+        address_from_json(gde.address)
+
+
+@pytest.mark.parametrize("address", [17, None, ["x"], {"_typeName": RT + "MqttAddress"}])
+def test_an_address_that_is_not_a_string_is_refused(address: Any) -> None:
     method = interface_def(GlobalCapabilitiesDirectory).methods["lookup_participant"]
     with pytest.raises(JoynrJsonError):
-        decode(Reply, raw, types=reply_types(method))
+        decode(Reply, with_address(address), types=reply_types(method))
+
+
+@pytest.mark.parametrize("address", NOT_ADDRESSES)
+async def test_the_gcd_refuses_to_store_an_address_that_is_not_json(
+        tmp_path: Path, address: str) -> None:
+    store = SqliteStore(tmp_path / "gcd.sqlite")
+    await store.open()
+    try:
+        gcd = GcdProvider(store, "g1", ["g1", "g2"])
+        now = now_ms()
+        entry = GlobalDiscoveryEntry(**{**vars(GDE), "participant_id": "bad-address",
+                                        "last_seen_date_ms": now,
+                                        "expiry_date_ms": now + 60_000, "address": address})
+        with pytest.raises(ProviderRuntimeError, match="bad-address: bad address"):
+            await gcd.add(entry)
+        with pytest.raises(ProviderRuntimeError, match="bad-address: bad address"):
+            await gcd.add_in(entry, ["g1", "g2"])
+        assert await store.find_participant("bad-address", 0) == []
+        # the same entry with joynr's serialized address is stored
+        await gcd.add(GlobalDiscoveryEntry(**{**vars(entry), "address": GDE.address}))
+        assert len(await store.find_participant("bad-address", 0)) == 1
+    finally:
+        await store.close()
