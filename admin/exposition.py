@@ -11,7 +11,7 @@ of the metrics is the scrape's, not the messages'.
 The functions here describe what the cluster controller and the GCD share (a router, its
 routing table, MQTT backends, refusals, the admin endpoint itself), under a prefix
 (``joynr_cc`` or ``joynr_gcd``); the programs add their own (``cluster_controller.operability``,
-``gcd.operability``). README.md, "Operating it", lists every metric.
+``gcd.operability``). docs/operating.md, "Metrics", lists every metric.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A broker that crashes (SIGKILL) in the middle of a stream of QoS 1 messages, on real mosquitto.
 
-Where messages were lost (issue 10, point 14): not in the cluster controller (a message leaves
+Where messages were lost: not in the cluster controller (a message leaves
 its backend queue only on its PUBACK, and what was in flight is published again, first and in
 order, after the reconnect). mosquitto keeps its state in memory and writes it only as a
 snapshot (on exit, and per ``autosave_interval``: by default every 30 minutes). A SIGTERM
@@ -10,11 +10,12 @@ and subscribed again; the sending one, reconnected first, publishes what it queu
 and the broker acknowledges each message ("no matching subscribers", MQTT 5 reason code 0x10)
 and drops it. That was 153 and 200 of 300 messages in two of three runs.
 
-The fix is the broker's configuration, as README "MQTT" says (``persistence true``,
-``autosave_on_changes true``, ``autosave_interval 1``: a snapshot after every session change
-and every message queued for a client that cannot take it now): the sessions survive the
-crash, and so do messages queued for an absent receiver. Each test runs both ways and shows
-the documented configuration losing nothing and mosquitto's defaults losing what is said.
+The fix is the broker's configuration, as docs/operating.md ("Broker crashes") says
+(``persistence true``, ``autosave_on_changes true``, ``autosave_interval 1``: a snapshot after
+every session change and every message queued for a client that cannot take it now): the
+sessions survive the crash, and so do messages queued for an absent receiver. Each test runs
+both ways and shows the documented configuration losing nothing and mosquitto's defaults
+losing what is said.
 
 What no mosquitto configuration protects: a message the broker had acknowledged and not yet
 handed on or saved when it died (it has no write-ahead log). The project's own MQTT client
@@ -196,7 +197,7 @@ async def test_a_crash_while_the_receiver_is_away_loses_nothing_only_as_document
 
 async def test_a_crash_of_a_broker_configured_as_documented_loses_no_message(
         stack: AsyncExitStack, tmp_path: Path) -> None:
-    broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))  # as README
+    broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))  # as documented
     pair = await start_pair(stack, tmp_path, {GBID: broker.url})
     proxy = await pair.proxy(ttl_ms=TTL_MS)
     await proxy.note("warm-up")

@@ -280,7 +280,7 @@ def test_settings_load_and_refuse_typos(tmp_path: Path) -> None:
 
 
 def test_lists_from_the_environment_are_one_toml_value() -> None:
-    """As everywhere in the project (runtime/config.py, README "Configuration")."""
+    """As everywhere in the project (runtime/config.py, docs/operating.md "Configuration")."""
     loaded = PipelineConfig.load(None, env={
         "JOYNR_PIPELINE__JOBS__TOP_N": "3",
         "JOYNR_PIPELINE__APPLY__CC": '["g2=ws://b/", "ws://a/"]',

@@ -1,7 +1,7 @@
 """Real MQTT brokers for tests: mosquitto processes and the embedded amqtt broker.
 
 ``Mosquitto`` runs ``/usr/sbin/mosquitto`` on a free loopback port with persistence in a
-temporary directory, configured as README ("MQTT") asks of a production broker: a stop
+temporary directory, configured as docs/operating.md ("Brokers") asks of a production broker: a stop
 (SIGTERM: mosquitto saves its state) or a crash (:meth:`Mosquitto.kill`, SIGKILL) and a start on
 the same port keep persistent sessions and their queued QoS 1 messages. mosquitto writes its
 state only as a snapshot (``persistence_file``), on exit and per ``autosave_interval``; with
