@@ -34,7 +34,7 @@ aiomqtt clients (TCP_NODELAY) for reference. And the figure's own hops done raw
 (RawSameHops, the floor of this layout): a websockets client in the runtime's place, bare
 websockets relays in the CCs' places and gmqtt clients, one of them answering in the GCD's
 place; the lookup, add_next_hop (the relay answers) and the first call, as the project does
-them, with nothing encoded, routed or looked up. The goal (issue 14): build_proxy + first call
+them, with nothing encoded, routed or looked up. The goal: build_proxy + first call
 p50 <= 2.5 x the raw gmqtt round trip's p50; the report also says how many raw round trips the
 raw same hops take (the floor) and the project's figure over them; and, for that floor with
 MQTT legs as fast as the project's own client, the ping-pong with two native sessions
@@ -100,8 +100,8 @@ WARM_UP = 3
 #: close, acknowledgements) does not fall into the next one
 SETTLE_S = 0.01
 PROFILED = 50
-#: build_proxy + first call at most this many raw round trips (p50; issue 14: two round trips
-#: are the floor)
+#: build_proxy + first call at most this many raw round trips (p50; two round trips are the
+#: floor)
 GOAL = 2.5
 SINK = interface_def(Sink).name
 

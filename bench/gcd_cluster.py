@@ -1,4 +1,4 @@
-"""GCD cluster (issue 11): lookups from the in-memory index in-process and through MQTT, index
+"""GCD cluster: lookups from the in-memory index in-process and through MQTT, index
 memory and start-up load time, and convergence between instances, each beside a raw baseline
 measured in the same run.
 
@@ -58,7 +58,7 @@ mosquitto broker (tests/support/brokers.py, TCP_NODELAY) are started for the run
 
 All in one process and event loop (the GCD, its clients and the baselines alike, as in
 bench/mqtt_rpc.py). Latency figures are the best of the rounds for each figure (a noisy
-machine); goals of issue 11 are printed with met / MISSED.
+machine); each figure's goal is printed with met / MISSED.
 """
 
 from __future__ import annotations
@@ -119,7 +119,8 @@ NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
 CLUSTER = "bench"
 #: rows per COPY and per version while filling
 FILL_BATCH = 10_000
-#: goals of issue 11
+#: the goals: in-process lookup p99, MQTT lookup / raw round trip, index bytes per entry, load
+#: time at start-up, convergence between instances
 GOAL_P99_US = 100.0
 GOAL_MQTT_RATIO = 1.3
 GOAL_BYTES_PER_ENTRY = 600.0

@@ -19,7 +19,7 @@ Two builds of the same index (a gc.collect() between them):
    holds afterwards (tracemalloc's current size minus before, the generator's batch freed) per
    row, and the split of the largest allocation sites.
 
-The goal of issue 11: <= 600 B per entry at 1M entries; in-process lookup p99 <= 100 us.
+The goal: <= 600 B per entry at 1M entries; in-process lookup p99 <= 100 us.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ a project frame of the same push call (the bytes CC1 publishes, same size):
 - raw composed (the baseline of the goal): the project's hops done raw in the same layout:
   runtime A (websockets client) -> a bare websockets relay in CC1's place -> gmqtt publish,
   QoS 1 -> mosquitto -> gmqtt subscriber in CC2's place -> a bare websockets relay -> runtime
-  B (websockets client). The goal: project rate >= 0.8 x this rate (issue 14);
+  B (websockets client). The goal: project rate >= 0.8 x this rate;
 - raw aiomqtt, await each publish: one aiomqtt client publishes with QoS 1 to a topic another
   subscribes to (``<topic>/#``), ``await client.publish(...)`` per message;
 - raw aiomqtt, publishes in tasks: the same clients, each publish in a task of its own (up to

@@ -22,7 +22,7 @@ subscribed to ``b/#``, waits for it (four MQTT legs, no websocket). The payload 
 request frame of the same echo call (same byte size). The clients have the project's
 connection options (MQTT 5, at most 100 QoS 1 messages unacknowledged), and:
 
-- raw gmqtt ping-pong (the baseline of issue 14's goal: project p50 <= 1.3 x its p50): the
+- raw gmqtt ping-pong (the baseline of the goal: project p50 <= 1.3 x its p50): the
   same with gmqtt clients (asyncio's sockets: TCP_NODELAY); A's ``publish()`` returns at once,
   B's on_message publishes the echo, A's on_message completes the call;
 - raw composed (reference, like with like): the project's hops done raw: runtime A (websockets
@@ -92,7 +92,7 @@ from transports.mqtt_client import MqttSession, open_session
 from transports.mqtt_settings import MqttSettings, parse_broker_url
 
 NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
-#: project p50 / raw gmqtt ping-pong p50 at most this (issue 14)
+#: the goal: project p50 / raw gmqtt ping-pong p50 at most this
 GOAL = 1.3
 
 

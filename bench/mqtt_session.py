@@ -14,7 +14,7 @@ payload (``--payload`` bytes), every PUBACK tracked:
   its handler gets;
 - project session, aiomqtt: the same through the seam on ``client = "aiomqtt"``;
 - raw gmqtt: two gmqtt clients, ``publish()`` returns at once, PUBACKs handled as they come
-  (the fastest Python client here: the baseline of issue 14);
+  (the fastest Python client here: the baseline of the goal below);
 - raw aiomqtt, publishes in tasks: two aiomqtt clients, each publish in a task of its own.
 
 Every path sends in the same windows (never more than W messages ahead of the receiver) and

@@ -5,7 +5,7 @@ Usage: .venv/bin/python bench/routing_table.py [--entries N] [--rounds R]
 Each figure is measured for the RoutingTable and for a bare ``dict`` doing the same lookups /
 stores (of an equivalent 4-tuple) in the same run, in alternating rounds; the best round of each
 counts (this machine is noisy). Printed: operations per second, ns per operation, the ratio
-(table cost / dict cost) and the goal of issue 2: get within 3x, put within 10x, at most 300
+(table cost / dict cost) and the goal: get within 3x, put within 10x, at most 300
 bytes per entry beyond the participantId strings.
 """
 

@@ -183,8 +183,8 @@ class LocalDiscovery(DiscoveryProviderBase):
     def client_gone(self, client: Address, participant_ids: list[str]) -> None:
         """A websocket connection ended; ``participant_ids`` were routed to it. Its providers
         that were not unregistered stay registered (here and in the GCD) for
-        ``vanished_grace_s``, so that a restarted runtime finds and re-registers them (seed
-        002), then they are removed unless registered again (rules.vanished_provider)."""
+        ``vanished_grace_s``, so that a runtime restarted after a crash finds and re-registers
+        them, then they are removed unless registered again (rules.vanished_provider)."""
         vanished = {pid: entry for pid in participant_ids
                     if (entry := self._entries.get(pid)) is not None}
         if not vanished or self._tasks is None:

@@ -1,4 +1,4 @@
-"""Hostile input aimed at the cluster controller's log, against real CCs (issue 10, points 3, 9).
+"""Hostile input aimed at the cluster controller's log, against real CCs.
 
 A raw websocket client and a raw MQTT client (through a real mosquitto) send strings with a
 forged log line and terminal escapes, and floods of malformed frames. The log is what a real

@@ -58,7 +58,7 @@ def embedded_stack_config(data_dir: Path, **overrides: Any) -> Any:
                      embedded_gcd__enabled="true", **overrides)
 
 
-# ====================================================================== point 12: start-up
+# ====================================================================== start-up
 
 
 async def test_a_fresh_start_with_the_embedded_gcd_is_ready_at_once(
@@ -81,7 +81,7 @@ async def test_a_fresh_start_with_the_embedded_gcd_is_ready_at_once(
     assert failures == []
 
 
-# ====================================================================== point 10: GCD silent
+# ====================================================================== GCD silent
 
 
 @pytest.fixture
@@ -139,7 +139,7 @@ async def test_an_awaited_global_registration_is_answered_within_the_callers_tim
             pytest.fail("registered although the GCD did not answer")
 
 
-# ====================================================================== point 13: vanished
+# ====================================================================== vanished runtimes
 
 
 async def test_the_providers_of_a_vanished_runtime_leave_the_gcd_after_the_grace_period(
@@ -173,7 +173,7 @@ async def test_the_providers_of_a_vanished_runtime_leave_the_gcd_after_the_grace
 
 
 async def test_a_restarted_runtime_keeps_its_providers_registered(tmp_path: Path) -> None:
-    """Seed 002's crash scenario: the provider restarts in a new runtime within the grace
+    """A provider process crashes and restarts in a new runtime within the grace
     period and re-registers under its participantId; its registration is kept."""
     async with ClusterController(embedded_stack_config(
             tmp_path, discovery__vanished_provider_grace_s="3.0")) as cc:
@@ -195,7 +195,7 @@ async def test_a_restarted_runtime_keeps_its_providers_registered(tmp_path: Path
             assert proxy.provider_participant_id == pid
 
 
-# ====================================================================== point 15: benchmarks
+# ====================================================================== benchmarks
 
 
 async def test_benchmark_ccs_without_a_gcd_do_not_call_one(tmp_path: Path) -> None:
