@@ -23,6 +23,7 @@ def spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str
 
 
 def test_provider_and_consumer_talk_through_the_cluster_controller(tmp_path):
+    # the default run, as the README shows it: only the URL given
     port = free_port()
     url = f"ws://127.0.0.1:{port}/"
     cc = spawn("-m", "cluster_controller", env={
@@ -32,9 +33,9 @@ def test_provider_and_consumer_talk_through_the_cluster_controller(tmp_path):
     provider = consumer = None
     try:
         wait_for_line(cc, "cluster controller cc-")
-        provider = spawn("-m", "examples.radio.provider", "--url", url, "--interval", "0.2")
+        provider = spawn("-m", "examples.radio.provider", "--url", url)
         provider_lines = wait_for_line(provider, "registered")
-        consumer = spawn("-m", "examples.radio.consumer", "--url", url, "--listen", "1.5")
+        consumer = spawn("-m", "examples.radio.consumer", "--url", url)
         out, _ = consumer.communicate(timeout=60)
         assert consumer.returncode == 0, out
         assert "add_favorite_station(Oe1) -> True" in out
@@ -42,8 +43,8 @@ def test_provider_and_consumer_talk_through_the_cluster_controller(tmp_path):
         assert "shuffled" in out
         heard = int(out.split("stations heard: ")[1].split()[0])
         assert heard >= 1, out
-        assert "new station in AUSTRIA" in out
-        assert "GERMANY:" not in out  # partition filtering: only the chosen country
+        assert "new station in AUSTRIA: Station " in out
+        assert "GERMANY:" not in out and "ITALY:" not in out  # only the chosen country
 
         provider.send_signal(signal.SIGINT)
         p_out, _ = provider.communicate(timeout=30)
@@ -81,13 +82,16 @@ def test_provider_and_consumer_on_two_cluster_controllers_find_each_other_throug
         provider = spawn("-m", "examples.radio.provider", "--url",
                          f"ws://127.0.0.1:{port_one}/", "--interval", "0.2")
         wait_for_line(provider, "registered")
+        # GERMANY: announced after AUSTRIA in each round, so a broken partition filter shows
         consumer = spawn("-m", "examples.radio.consumer", "--url",
-                         f"ws://127.0.0.1:{port_two}/", "--listen", "2")
+                         f"ws://127.0.0.1:{port_two}/", "--country", "GERMANY")
         out, _ = consumer.communicate(timeout=60)
         assert consumer.returncode == 0, out
         assert "add_favorite_station(Oe1) -> True" in out
         assert "shuffled" in out
         assert int(out.split("stations heard: ")[1].split()[0]) >= 1, out  # multicast via MQTT
+        assert "new station in GERMANY: Station " in out
+        assert "AUSTRIA:" not in out and "ITALY:" not in out, out
     finally:
         for proc in (consumer, provider, two, one):
             if proc is not None and proc.poll() is None:

@@ -2,17 +2,19 @@
 
     .venv/bin/python -m examples.radio.consumer --url ws://127.0.0.1:4242/ --domain car
 
-Adds a favorite, reads and subscribes to the current station, shuffles (a modelled error when
-there is too little to shuffle), sends a one-way message and listens to the broadcasts of one
-country for ``--listen`` seconds. Prints what happens; exits 0 when everything worked, 1 with
-a sentence saying why when the cluster controller or a radio cannot be found. It calls the radio
-through the typed proxy generated from radio.fidl (the package ``examples.radio.generated``).
+Subscribes to the broadcasts of one country, adds a favorite, reads and subscribes to the
+current station, shuffles (a modelled error when there is too little to shuffle), sends a
+one-way message and waits for the first broadcast (at most ``--listen`` seconds). Prints what
+happens; exits 0 when everything worked, 1 with a sentence saying why when the cluster
+controller or a radio cannot be found. It calls the radio through the typed proxy generated
+from radio.fidl (the package ``examples.radio.generated``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 
 import uvloop
@@ -41,6 +43,16 @@ async def consume(url: str, domain: str, listen_s: float, country: str,
         radio = await build_radio_proxy(runtime, domain, ttl_ms=5_000, discovery_qos=DiscoveryQos(
             discovery_timeout_ms=int(discovery_timeout_s * 1000)))
         print(f"found the radio: provider {radio.provider_participant_id}")
+        # subscribe first, so that no announcement made while we call the radio is missed
+        heard: list[str] = []
+        first_heard = asyncio.Event()
+
+        def discovered(station: RadioStation) -> None:
+            heard.append(station.name)
+            first_heard.set()
+            print(f"new station in {station.country.name}: {station.name}")
+
+        await radio.new_station_discovered.subscribe(discovered, partitions=[country])
         added = await radio.add_favorite_station(RadioStation("Oe1", Country.AUSTRIA, False))
         print(f"add_favorite_station(Oe1) -> {added}")
         current = await radio.current_station.get()
@@ -53,14 +65,8 @@ async def consume(url: str, domain: str, listen_s: float, country: str,
         except ApplicationError as exc:
             print(f"shuffle refused: {exc.error}")
         await radio.log_message("hello from the consumer")
-        heard: list[str] = []
-
-        def discovered(station: RadioStation) -> None:
-            heard.append(station.name)
-            print(f"new station in {country}: {station.name}")
-
-        await radio.new_station_discovered.subscribe(discovered, partitions=[country])
-        await asyncio.sleep(listen_s)
+        with contextlib.suppress(TimeoutError):  # the radio announces a station every second
+            await asyncio.wait_for(first_heard.wait(), listen_s)
         print(f"station changes seen: {changes}")
         print(f"stations heard: {len(heard)}")
     return 0
@@ -70,7 +76,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--url", default="ws://127.0.0.1:4242/")
     parser.add_argument("--domain", default="car")
-    parser.add_argument("--listen", type=float, default=5.0, help="seconds to listen")
+    parser.add_argument("--listen", type=float, default=10.0,
+                        help="seconds to wait at most for the first broadcast")
     parser.add_argument("--country", default="AUSTRIA", choices=[c.name for c in Country])
     parser.add_argument("--discovery-timeout", type=float, default=20.0,
                         help="seconds to look for the radio")

@@ -2,8 +2,9 @@
 
     .venv/bin/python -m examples.radio.provider --url ws://127.0.0.1:4242/ --domain car
 
-It announces a newly discovered station every few seconds (a broadcast, partitioned by
-country, the countries in turn) and runs until Ctrl-C. The radio implements the provider base
+Every second (``--interval``) it announces a newly discovered station in each country (a
+broadcast, partitioned by country: a consumer hears the countries it subscribed to) and runs
+until Ctrl-C. The radio implements the provider base
 generated from radio.fidl (the package ``examples.radio.generated``).
 """
 
@@ -65,10 +66,10 @@ async def main(url: str, domain: str, interval_s: float) -> None:
             if stop.is_set():
                 break
             n += 1
-            country = list(Country)[n % len(Country)]
-            station = RadioStation(f"Station {n}", country, False)
-            provider.fire_new_station_discovered(station, partitions=[country.name])
-            log.info("announced %s (%s)", station.name, country.name)
+            for country in Country:
+                station = RadioStation(f"Station {n}", country, False)
+                provider.fire_new_station_discovered(station, partitions=[country.name])
+            log.info("announced Station %d in each country", n)
     log.info("radio provider stopped")
 
 
@@ -76,7 +77,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="ws://127.0.0.1:4242/")
     parser.add_argument("--domain", default="car")
-    parser.add_argument("--interval", type=float, default=3.0, help="seconds between broadcasts")
+    parser.add_argument("--interval", type=float, default=1.0,
+                        help="seconds between announcements")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
