@@ -58,9 +58,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import aiomqtt
 from websockets.asyncio.server import Server, ServerConnection, serve
 
-from cluster_controller.config import ClusterControllerConfig
-from cluster_controller.controller import ClusterController
-from libjoynr import (
+from pyjoynr.cluster_controller.config import ClusterControllerConfig
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import (
     LibjoynrConfig,
     LibjoynrRuntime,
     Provider,
@@ -71,12 +71,12 @@ from libjoynr import (
     interface,
     one_way,
 )
-from runtime.bodies import BodyFormat, encode_body, schema_of
-from runtime.clock import now_ms
-from runtime.interface import interface_def
-from runtime.messages import DEFAULT_MAX_FRAME_BYTES, Message, MessageType, encode_frame
-from runtime.payloads import OneWayRequest, Request
-from runtime.smrf import FORM as SMRF_FORM
+from pyjoynr.runtime.bodies import BodyFormat, encode_body, schema_of
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.interface import interface_def
+from pyjoynr.runtime.messages import DEFAULT_MAX_FRAME_BYTES, Message, MessageType, encode_frame
+from pyjoynr.runtime.payloads import OneWayRequest, Request
+from pyjoynr.runtime.smrf import FORM as SMRF_FORM
 from tests.support.brokers import MOSQUITTO
 from tests.support.brokers import Mosquitto as TestMosquitto
 from tests.support.mqtt_cluster import write_provisioning

@@ -91,17 +91,21 @@ from websocket_oneway import RawRelay
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from cluster_controller.controller import ClusterController
-from libjoynr import LibjoynrConfig
-from runtime import smrf
-from runtime.addresses import WebSocketClientAddress
-from runtime.bodies import BodyFormat
-from runtime.clock import now_ms
-from runtime.interface import interface_def, to_wire
-from runtime.messages import Message, MessageType, decode_frame, encode_frame
-from runtime.payloads import Reply, Request, decode_payload
-from runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing, address_struct
-from transports.websocket_common import encode_init, encode_joynr_init
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import LibjoynrConfig
+from pyjoynr.runtime import smrf
+from pyjoynr.runtime.addresses import WebSocketClientAddress
+from pyjoynr.runtime.bodies import BodyFormat
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.interface import interface_def, to_wire
+from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
+from pyjoynr.runtime.payloads import Reply, Request, decode_payload
+from pyjoynr.runtime.system_interfaces import (
+    DEFAULT_ROUTING_PARTICIPANT_ID,
+    Routing,
+    address_struct,
+)
+from pyjoynr.transports.websocket_common import encode_init, encode_joynr_init
 
 #: joynr's dialect / the native one
 GOAL = 0.7

@@ -88,10 +88,10 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from cluster_controller.controller import ClusterController
-from gcd.service import GcdService, GcdSettings
-from libjoynr import DiscoveryQos, LibjoynrRuntime, ProviderQos, ProviderScope, connect
-from runtime.interface import interface_def
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.libjoynr import DiscoveryQos, LibjoynrRuntime, ProviderQos, ProviderScope, connect
+from pyjoynr.runtime.interface import interface_def
 from tests.support.brokers import Mosquitto
 
 WAIT_S = 10.0

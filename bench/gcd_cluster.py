@@ -95,21 +95,21 @@ from _common import (
 )
 from gcd_store import PG_FIND, PG_FIND_PARTICIPANT, PG_UPSERT_ONE, Workload
 
-from gcd.changes import ChangeBatch, bucket_of, row_hash
-from gcd.index import DirectoryIndex
-from gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC, GlobalCapabilitiesDirectory
-from gcd.postgres_store import PostgresNotifier, PostgresStore
-from gcd.provider import GcdProvider
-from gcd.service import GcdService, GcdSettings
-from gcd.store import COLUMNS, INDEXES
-from gcd.sync import Synchronizer, SyncSettings
-from runtime.addresses import MqttAddress
-from runtime.clock import now_ms
-from runtime.errors import ApplicationError
-from runtime.interface import interface_def
-from runtime.messages import Message, MessageType, decode_frame, encode_frame
-from runtime.payloads import Reply, Request, decode_payload
-from runtime.tasks import TaskSupervisor
+from pyjoynr.gcd.changes import ChangeBatch, bucket_of, row_hash
+from pyjoynr.gcd.index import DirectoryIndex
+from pyjoynr.gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC, GlobalCapabilitiesDirectory
+from pyjoynr.gcd.postgres_store import PostgresNotifier, PostgresStore
+from pyjoynr.gcd.provider import GcdProvider
+from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.gcd.store import COLUMNS, INDEXES
+from pyjoynr.gcd.sync import Synchronizer, SyncSettings
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.errors import ApplicationError
+from pyjoynr.runtime.interface import interface_def
+from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
+from pyjoynr.runtime.payloads import Reply, Request, decode_payload
+from pyjoynr.runtime.tasks import TaskSupervisor
 from tests.support.postgres import PostgresServer
 
 GBID = "joynrdefaultgbid"

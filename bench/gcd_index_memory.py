@@ -37,8 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gcd.index import DirectoryIndex
-from gcd.store import StoredEntry
+from pyjoynr.gcd.index import DirectoryIndex
+from pyjoynr.gcd.store import StoredEntry
 
 GBIDS = ("joynrdefaultgbid", "gbid-2")
 INTERFACES = 5

@@ -62,20 +62,20 @@ import asyncpg
 import uvloop
 from _common import Latency, help_text, setup_logging
 
-from gcd.postgres_store import PostgresStore
-from gcd.provider import GcdProvider
-from gcd.sqlite_store import SqliteStore
-from gcd.store import COLUMNS, GcdStore, StoredEntry
-from runtime.addresses import MqttAddress
-from runtime.clock import now_ms
-from runtime.discovery_types import (
+from pyjoynr.gcd.postgres_store import PostgresStore
+from pyjoynr.gcd.provider import GcdProvider
+from pyjoynr.gcd.sqlite_store import SqliteStore
+from pyjoynr.gcd.store import COLUMNS, GcdStore, StoredEntry
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.discovery_types import (
     DEFAULT_PROVIDER_EXPIRY_MS,
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
-from runtime.system_interfaces import address_to_json
+from pyjoynr.runtime.system_interfaces import address_to_json
 from tests.support.postgres import PostgresServer
 
 GBID = "joynrdefaultgbid"

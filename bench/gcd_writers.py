@@ -24,8 +24,8 @@ import time
 import uvloop
 from _common import help_text, setup_logging
 
-from gcd.postgres_store import PostgresStore
-from gcd.store import StoredEntry
+from pyjoynr.gcd.postgres_store import PostgresStore
+from pyjoynr.gcd.store import StoredEntry
 from tests.support.postgres import PostgresServer
 
 NOW = 1_800_000_000_000

@@ -27,9 +27,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime import joynr_json
-from runtime.interface import interface, interface_def, joynr_name, one_way, to_wire
-from runtime.payloads import OneWayRequest, Payload, Reply, Request, decode_payload
+from pyjoynr.runtime import joynr_json
+from pyjoynr.runtime.interface import interface, interface_def, joynr_name, one_way, to_wire
+from pyjoynr.runtime.payloads import OneWayRequest, Payload, Reply, Request, decode_payload
 
 
 @joynr_name("vehicle.Country")

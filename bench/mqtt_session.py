@@ -51,8 +51,8 @@ from _common import (
 )
 from mqtt_oneway import RawAiomqtt, RawGmqtt
 
-from transports.mqtt_client import MqttSession, open_session
-from transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt_client import MqttSession, open_session
+from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
 
 GOAL = 0.8
 

@@ -34,8 +34,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gcd.changes import bucket_and_row_hash
-from gcd.store import SCHEMA
+from pyjoynr.gcd.changes import bucket_and_row_hash
+from pyjoynr.gcd.store import SCHEMA
 
 HOUR = 3_600_000
 #: the fleet's "now" (fixed: the data and the figures do not depend on the day)
@@ -166,8 +166,8 @@ def make_audit(spark: Any, directory: Path, records: int) -> None:
 
 
 def generate(work: Path, sizes: list[str]) -> None:
-    from pipeline.config import SparkSettings  # noqa: PLC0415
-    from pipeline.session import build_session  # noqa: PLC0415
+    from pyjoynr.pipeline.config import SparkSettings  # noqa: PLC0415
+    from pyjoynr.pipeline.session import build_session  # noqa: PLC0415
 
     work.mkdir(parents=True, exist_ok=True)
     done = work / "generated.json"
@@ -278,11 +278,11 @@ def measure(work: Path, size: str, first: bool, repeat: int) -> dict[str, Any]:
     """One size, in this process: the figures as a dict."""
     from pyspark.sql import functions as F  # noqa: PLC0415
 
-    from pipeline import commands  # noqa: PLC0415
-    from pipeline.config import PipelineConfig  # noqa: PLC0415
-    from pipeline.readers import check_files, directory_source, list_record_files  # noqa: PLC0415
-    from pipeline.schemas import AUDIT, AUDIT_V1  # noqa: PLC0415
-    from pipeline.session import Progress, build_session  # noqa: PLC0415
+    from pyjoynr.pipeline import commands  # noqa: PLC0415
+    from pyjoynr.pipeline.config import PipelineConfig  # noqa: PLC0415
+    from pyjoynr.pipeline.readers import check_files, directory_source, list_record_files  # noqa: PLC0415
+    from pyjoynr.pipeline.schemas import AUDIT, AUDIT_V1  # noqa: PLC0415
+    from pyjoynr.pipeline.session import Progress, build_session  # noqa: PLC0415
 
     config = PipelineConfig.load(None, env={})
     spark = build_session(config.spark, max_line_bytes=config.inputs.max_line_bytes)

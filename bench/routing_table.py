@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime.addresses import Address, InProcessAddress, MqttAddress, WebSocketClientAddress
-from runtime.routing import RoutingTable, RuntimeKind
+from pyjoynr.runtime.addresses import Address, InProcessAddress, MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
 
 GBID = "joynrdefaultgbid"
 NOW = 1_790_000_000_000  # a fixed "now" in epoch ms

@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime import compiled, smrf
-from runtime.addresses import MqttAddress
-from runtime.messages import Message, MessageType, decode_frame, encode_frame
+from pyjoynr.runtime import compiled, smrf
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 
 REQUEST_BODY = (
     b'{"_typeName":"joynr.Request","requestReplyId":"4f1c2b7e-9a51-4c1d-8f0e-2f3b7d6a1c90",'
@@ -69,7 +69,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, best of {args.rounds} rounds")
-    plain = compiled.load_source("runtime.smrf_core")
+    plain = compiled.load_source("pyjoynr.runtime.smrf_core")
     form = "compiled" if smrf.FORM.compiled else f"plain Python ({smrf.FORM.reason})"
     print(f"SMRF codec as loaded: {form}")
     for name, message in shapes().items():

@@ -82,9 +82,9 @@ from _common import (
     setup_logging,
 )
 
-from cluster_controller.controller import ClusterController
-from libjoynr import Provider, Proxy, attribute, broadcast, connect, interface
-from runtime.subscription_qos import OnChangeSubscriptionQos
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import Provider, Proxy, attribute, broadcast, connect, interface
+from pyjoynr.runtime.subscription_qos import OnChangeSubscriptionQos
 
 #: generous bounds: a fan-out or a setup that takes longer has lost something
 CHANGE_TIMEOUT_S = 60.0
@@ -93,7 +93,7 @@ ATTRIBUTE, BROADCAST = "on-change", "multicast"
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 #: frames kept per allocation from which the CC's share is told (its transport is reached)
 CC_SPLIT_FRAMES = 10
-CC_FILES = ("cluster_controller/", "transports/websocket_server.py")
+CC_FILES = ("pyjoynr/cluster_controller/", "pyjoynr/transports/websocket_server.py")
 
 
 @interface("bench/Feed", version=(1, 0))

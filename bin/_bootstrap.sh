@@ -94,10 +94,10 @@ ensure_venv() {
     fi
 }
 
-# the modules compiled with mypyc (runtime/compiled.py says how they are loaded): each is
+# the modules compiled with mypyc (pyjoynr/runtime/compiled.py says how they are loaded): each is
 # compiled again when its source changes; without a C compiler and Python's headers (and no
 # root to install them) they run as plain Python, slower, and this says so
-COMPILED_MODULES=(runtime/smrf_core.py)
+COMPILED_MODULES=(pyjoynr/runtime/smrf_core.py)
 
 # ensure_compiler: a C compiler and the headers of the virtual environment's Python, or why not
 ensure_compiler() {

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from libjoynr import LibjoynrRuntime, connect
+from pyjoynr.libjoynr import LibjoynrRuntime, connect
 from tests.support.cluster import ClusterController, cc_config
 
 settings.register_profile(

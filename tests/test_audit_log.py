@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from cluster_controller.config import ClusterControllerConfig
-from runtime import records, smrf
-from runtime.addresses import WebSocketClientAddress
-from runtime.audit import AuditLog, AuditSettings, AuditWriter
-from runtime.config import ConfigError
-from runtime.messages import Message, MessageType, decode_frame, encode_frame
+from pyjoynr.cluster_controller.config import ClusterControllerConfig
+from pyjoynr.runtime import records, smrf
+from pyjoynr.runtime.addresses import WebSocketClientAddress
+from pyjoynr.runtime.audit import AuditLog, AuditSettings, AuditWriter
+from pyjoynr.runtime.config import ConfigError
+from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 from tests.support.audit import audit_files, read_audit, read_jsonl_gz
 from tests.support.cluster import eventually
 
@@ -255,7 +255,7 @@ def test_settings_defaults_validation_and_environment():
 
 
 def test_a_gcd_has_the_same_audit_section():
-    from gcd.service import GcdConfig  # noqa: PLC0415
+    from pyjoynr.gcd.service import GcdConfig  # noqa: PLC0415
 
     assert GcdConfig.load(env={}).audit == AuditSettings()  # config/gcd.toml: the defaults
     on = GcdConfig.load(None, env={"JOYNR_GCD__AUDIT__ENABLED": "1",
@@ -265,7 +265,7 @@ def test_a_gcd_has_the_same_audit_section():
 
 async def test_records_are_taken_from_the_event_loop_while_the_thread_writes(tmp_path):
     """Many batches through the real thread, with the periodic hand-over of a supervisor."""
-    from runtime.tasks import TaskSupervisor  # noqa: PLC0415
+    from pyjoynr.runtime.tasks import TaskSupervisor  # noqa: PLC0415
 
     tasks = TaskSupervisor("test")
     log = AuditLog(AuditSettings(enabled=True, batch_records=50, flush_interval_s=0.02),

@@ -21,16 +21,16 @@ from typing import Any
 import aiomqtt
 import pytest
 
-from cluster_controller.controller import ClusterController
-from gcd.interface import GCD_PARTICIPANT_ID
-from libjoynr import ProviderQos, ProviderScope
-from libjoynr import connect as joynr_connect
-from runtime import records
-from runtime.addresses import MqttAddress
-from runtime.clock import now_ms
-from runtime.interface import interface_def
-from runtime.messages import Message, MessageType, encode_frame
-from runtime.payloads import Request
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.gcd.interface import GCD_PARTICIPANT_ID
+from pyjoynr.libjoynr import ProviderQos, ProviderScope
+from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.runtime import records
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.interface import interface_def
+from pyjoynr.runtime.messages import Message, MessageType, encode_frame
+from pyjoynr.runtime.payloads import Request
 from tests.support.audit import audit_files, between, outcomes, read_audit
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import cc_config, eventually
@@ -288,7 +288,7 @@ async def test_an_embedded_gcd_writes_its_own_audit_log(stack: AsyncExitStack,
             mqtt__backends=f'{{{GBID} = "{broker.url}"}}', embedded_gcd__enabled="true",
             audit__enabled="true", audit__dir=str(audit_dir))) as cc:
         rt = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
-        await rt.register_provider("gcd.audit", RadioProvider(),
+        await rt.register_provider("pyjoynr.gcd.audit", RadioProvider(),
                                    qos=ProviderQos(scope=ProviderScope.GLOBAL),
                                    await_global_registration=True)
         await rt.close()

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from cluster_controller.controller import ClusterController
-from libjoynr import (
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import (
     ApplicationError,
     LibjoynrRuntime,
     MessageNotSentError,
@@ -28,12 +28,12 @@ from libjoynr import (
     broadcast,
     interface,
 )
-from runtime.bodies import BODY_PARAMETER, BodyFormat, format_of
-from runtime.clock import now_ms
-from runtime.discovery_types import CustomParameter
-from runtime.interface import joynr_name
-from runtime.messages import Message, MessageType
-from runtime.proxies import Proxy
+from pyjoynr.runtime.bodies import BODY_PARAMETER, BodyFormat, format_of
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.discovery_types import CustomParameter
+from pyjoynr.runtime.interface import joynr_name
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.proxies import Proxy
 from tests.support.cluster import eventually
 from tests.support.radio import Country, FavoriteError, Radio, RadioProvider, Station
 from tests.support.wire import Wire

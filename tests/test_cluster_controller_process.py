@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def start(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "cluster_controller", *args],
+        [sys.executable, "-m", "pyjoynr.cluster_controller", *args],
         cwd=ROOT,
         env={**os.environ, "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path),
              "JOYNR_CC__WEBSOCKET__PORT": "0", "JOYNR_CC__EMBEDDED_BROKER__PORT": "0",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster_controller.config import DEFAULT_CONFIG, ClusterControllerConfig
-from runtime.config import ConfigError, load_config
+from pyjoynr.cluster_controller.config import DEFAULT_CONFIG, ClusterControllerConfig
+from pyjoynr.runtime.config import ConfigError, load_config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -104,7 +104,7 @@ def test_other_environment_variables_are_not_settings(tmp_path):
 
 
 def test_the_gcd_refuses_unknown_environment_overrides_too(tmp_path):
-    from gcd.service import GcdConfig  # noqa: PLC0415
+    from pyjoynr.gcd.service import GcdConfig  # noqa: PLC0415
 
     with pytest.raises(ConfigError, match="JOYNR_GCD__GCD__BROKER"):
         GcdConfig.load(None, env={"JOYNR_GCD__GCD__BROKER": "mqtt://x"})
@@ -223,7 +223,7 @@ def test_a_bad_value_from_the_environment_is_shown_escaped_and_cut(tmp_path):
      "got 'joynrdefaultgbid, other'"),
 ])
 def test_a_bad_value_from_the_environment_names_the_variable_not_the_file(env, message):
-    from gcd.service import DEFAULT_CONFIG, GcdConfig  # noqa: PLC0415
+    from pyjoynr.gcd.service import DEFAULT_CONFIG, GcdConfig  # noqa: PLC0415
 
     with pytest.raises(ConfigError) as info:
         GcdConfig.load(DEFAULT_CONFIG, env=env)
@@ -231,7 +231,7 @@ def test_a_bad_value_from_the_environment_names_the_variable_not_the_file(env, m
 
 
 def test_a_check_of_values_from_file_and_environment_names_both(tmp_path):
-    from gcd.service import GcdConfig  # noqa: PLC0415
+    from pyjoynr.gcd.service import GcdConfig  # noqa: PLC0415
 
     path = tmp_path / "gcd.toml"
     path.write_text("[gcd]\ngbid = 'g1'\n")
@@ -244,7 +244,7 @@ def test_a_check_of_values_from_file_and_environment_names_both(tmp_path):
 
 
 def test_a_list_in_the_file_is_a_toml_array_too(tmp_path):
-    from gcd.service import GcdConfig  # noqa: PLC0415
+    from pyjoynr.gcd.service import GcdConfig  # noqa: PLC0415
 
     path = tmp_path / "gcd.toml"
     path.write_text("[gcd]\nvalid_gbids = 'joynrdefaultgbid, other'\n")

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from cluster_controller.controller import ClusterController
-from gcd.service import GcdService, GcdSettings
-from libjoynr import (
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.libjoynr import (
     ApplicationError,
     DiscoveryQos,
     DiscoveryScope,
@@ -27,9 +27,9 @@ from libjoynr import (
     ProviderQos,
     ProviderScope,
 )
-from libjoynr import connect as joynr_connect
-from runtime.addresses import MqttAddress, WebSocketClientAddress
-from runtime.clock import now_ms
+from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
 from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually

@@ -14,19 +14,19 @@ from typing import Any
 
 import pytest
 
-from cluster_controller.controller import ClusterController
-from runtime.addresses import MqttAddress, WebSocketClientAddress
-from runtime.clock import now_ms
-from runtime.discovery_types import (
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.discovery_types import (
     DiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
-from runtime.interface import interface_def, to_wire
-from runtime.messages import Message, MessageType
-from runtime.payloads import Reply, Request, decode_payload
-from runtime.system_interfaces import (
+from pyjoynr.runtime.interface import interface_def, to_wire
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.payloads import Reply, Request, decode_payload
+from pyjoynr.runtime.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
     Discovery,

@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from libjoynr import (
+from pyjoynr.libjoynr import (
     ApplicationError,
     AttributeSubscriptionQos,
     DiscoveryError,
@@ -21,7 +21,7 @@ from libjoynr import (
     ProviderRuntimeError,
     interface,
 )
-from runtime.addresses import InProcessAddress, WebSocketClientAddress
+from pyjoynr.runtime.addresses import InProcessAddress, WebSocketClientAddress
 from tests.support.cluster import eventually
 from tests.support.radio import Country, FavoriteError, Radio, RadioProvider, Station
 

@@ -13,13 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from franca.generate import GENERATED_MARK
+from pyjoynr.franca.generate import GENERATED_MARK
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "radio"
 CHECKED_IN = EXAMPLE / "generated"
 MYPY = ROOT / ".venv" / "bin" / "mypy"
-REGENERATE = ".venv/bin/python -m franca -o examples/radio --package generated " \
+REGENERATE = ".venv/bin/python -m pyjoynr.franca -o examples/radio --package generated " \
              "examples/radio/radio.fidl"
 
 
@@ -30,7 +30,7 @@ def files_of(folder: Path) -> dict[str, bytes]:
 
 def test_the_checked_in_package_is_what_radio_fidl_generates(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "franca", "-o", str(tmp_path), "--package", "generated",
+        [sys.executable, "-m", "pyjoynr.franca", "-o", str(tmp_path), "--package", "generated",
          str(EXAMPLE / "radio.fidl")], capture_output=True, text=True, cwd=ROOT, timeout=120,
         check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr

@@ -26,7 +26,7 @@ def test_provider_and_consumer_talk_through_the_cluster_controller(tmp_path):
     # the default run, as the README shows it: only the URL given
     port = free_port()
     url = f"ws://127.0.0.1:{port}/"
-    cc = spawn("-m", "cluster_controller", env={
+    cc = spawn("-m", "pyjoynr.cluster_controller", env={
         "JOYNR_CC__WEBSOCKET__PORT": str(port),
         "JOYNR_CC__EMBEDDED_BROKER__PORT": "0",
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path)})
@@ -64,14 +64,14 @@ def test_provider_and_consumer_on_two_cluster_controllers_find_each_other_throug
     # CC one: the default stack (embedded broker and GCD); CC two: only a cluster controller,
     # whose backend is CC one's broker
     broker_port, port_one, port_two = free_port(), free_port(), free_port()
-    one = spawn("-m", "cluster_controller", env={
+    one = spawn("-m", "pyjoynr.cluster_controller", env={
         "JOYNR_CC__WEBSOCKET__PORT": str(port_one),
         "JOYNR_CC__EMBEDDED_BROKER__PORT": str(broker_port),
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path / "one")})
     two = provider = consumer = None
     try:
         wait_for_line(one, "GCD for joynrdefaultgbid started")
-        two = spawn("-m", "cluster_controller", env={
+        two = spawn("-m", "pyjoynr.cluster_controller", env={
             "JOYNR_CC__WEBSOCKET__PORT": str(port_two),
             "JOYNR_CC__EMBEDDED_BROKER__ENABLED": "false",
             "JOYNR_CC__EMBEDDED_GCD__ENABLED": "false",
@@ -104,7 +104,7 @@ def test_provider_and_consumer_on_two_cluster_controllers_find_each_other_throug
 
 def test_a_consumer_that_finds_no_radio_says_so_and_fails(tmp_path: Path) -> None:
     port = free_port()
-    cc = spawn("-m", "cluster_controller", env={
+    cc = spawn("-m", "pyjoynr.cluster_controller", env={
         "JOYNR_CC__WEBSOCKET__PORT": str(port),
         "JOYNR_CC__EMBEDDED_BROKER__PORT": "0",
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path)})
@@ -121,8 +121,8 @@ def test_a_consumer_that_finds_no_radio_says_so_and_fails(tmp_path: Path) -> Non
     assert "Traceback" not in out
 
 
-PROGRAMS = [["-m", "cluster_controller"], ["-m", "gcd"], ["-m", "examples.radio.provider"],
-            ["-m", "examples.radio.consumer"]] + [
+PROGRAMS = [["-m", "pyjoynr.cluster_controller"], ["-m", "pyjoynr.gcd"],
+            ["-m", "examples.radio.provider"], ["-m", "examples.radio.consumer"]] + [
     [str(path)] for path in sorted((ROOT / "bench").glob("*.py")) if path.name != "_common.py"]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from libjoynr import LibjoynrConfig, MessageNotSentError, RouterSettings
+from pyjoynr.libjoynr import LibjoynrConfig, MessageNotSentError, RouterSettings
 from tests.support.cluster import eventually
 from tests.support.radio import Radio, RadioProvider
 

@@ -29,21 +29,21 @@ from typing import Any
 
 import pytest
 
-from franca.generate import generate, write_package
-from franca.parser import parse_files
-from libjoynr import (
+from pyjoynr.franca.generate import generate, write_package
+from pyjoynr.franca.parser import parse_files
+from pyjoynr.libjoynr import (
     ApplicationError,
     LibjoynrConfig,
     MethodInvocationError,
     SubscriptionError,
 )
-from runtime.bodies import BodyFormat
-from runtime.interface import from_wire, interface_def, joynr_type_name, to_wire
-from runtime.joynr_json import decode, encode
-from runtime.messages import MessageType
-from runtime.payloads import Reply, decode_payload
+from pyjoynr.runtime.bodies import BodyFormat
+from pyjoynr.runtime.interface import from_wire, interface_def, joynr_type_name, to_wire
+from pyjoynr.runtime.joynr_json import decode, encode
+from pyjoynr.runtime.messages import MessageType
+from pyjoynr.runtime.payloads import Reply, decode_payload
+from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
 from tests.support.wire import Wire
-from transports.websocket_settings import JOYNR, NATIVE
 
 ROOT = Path(__file__).resolve().parents[1]
 FIDL = ROOT / "tests" / "franca" / "generated"
@@ -77,7 +77,7 @@ USAGE_OK = """
         Country, Preset, PresetsBySlot, Sample, Station, StationsByCountry, StationsByName,
         TunerProviderBase, TunerProxy, WiderCountry, build_tuner_proxy)
     from franca_showcase.showcase_common import Position
-    from libjoynr import LibjoynrRuntime
+    from pyjoynr.libjoynr import LibjoynrRuntime
 
 
     async def consume(runtime: LibjoynrRuntime, station: Station, sample: Sample,

@@ -14,20 +14,20 @@ from typing import Any
 
 import pytest
 
-from gcd.provider import GcdProvider
-from gcd.store import GcdStore, StoreError
-from runtime.addresses import MqttAddress, WebSocketClientAddress
-from runtime.discovery_types import (
+from pyjoynr.gcd.provider import GcdProvider
+from pyjoynr.gcd.store import GcdStore, StoreError
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.discovery_types import (
     CustomParameter,
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
-from runtime.errors import ApplicationError, ProviderRuntimeError
-from runtime.interface import from_wire
-from runtime.system_interfaces import address_from_json, address_to_json
-from runtime.tasks import TaskSupervisor
+from pyjoynr.runtime.errors import ApplicationError, ProviderRuntimeError
+from pyjoynr.runtime.interface import from_wire
+from pyjoynr.runtime.system_interfaces import address_from_json, address_to_json
+from pyjoynr.runtime.tasks import TaskSupervisor
 from tests.support.gcd_stores import STORE_KINDS
 
 pytestmark = pytest.mark.parametrize("store", STORE_KINDS, indirect=True)

@@ -25,19 +25,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster_controller.controller import ClusterController
-from gcd.changes import bucket_of
-from gcd.service import GcdService, GcdSettings
-from gcd.store import StoredEntry
-from gcd.sync import SyncSettings
-from libjoynr import DiscoveryQos, DiscoveryScope, ProviderQos, ProviderScope
-from libjoynr import connect as joynr_connect
-from runtime.addresses import MqttAddress
-from runtime.clock import now_ms
-from runtime.discovery_types import GlobalDiscoveryEntry, Version
-from runtime.discovery_types import ProviderQos as GcdQos
-from runtime.errors import ApplicationError
-from runtime.system_interfaces import address_to_json
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.gcd.changes import bucket_of
+from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.gcd.store import StoredEntry
+from pyjoynr.gcd.sync import SyncSettings
+from pyjoynr.libjoynr import DiscoveryQos, DiscoveryScope, ProviderQos, ProviderScope
+from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.discovery_types import GlobalDiscoveryEntry, Version
+from pyjoynr.runtime.discovery_types import ProviderQos as GcdQos
+from pyjoynr.runtime.errors import ApplicationError
+from pyjoynr.runtime.system_interfaces import address_to_json
 from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
 from tests.support.gcd_stores import fresh_postgres_dsn
@@ -526,7 +526,7 @@ async def test_a_database_outage(tmp_path: Path, caplog: pytest.LogCaptureFixtur
     """Writes fail with INTERNAL_ERROR and leave nothing; lookups are answered from the
     index; catch-up fails, is counted, and the stale age shows; after the database is back,
     the instances catch up by themselves."""
-    caplog.set_level(logging.INFO, logger="gcd.sync")
+    caplog.set_level(logging.INFO, logger="pyjoynr.gcd.sync")
     fast = SyncSettings(catch_up_interval_s=0.05, repair_interval_s=0, stats_interval_s=0.2)
     async with PostgresServer() as server:
         dsn = await server.create_database("outage")

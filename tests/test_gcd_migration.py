@@ -10,10 +10,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from gcd.changes import Digest, VersionedStore, bucket_of, row_hash
-from gcd.postgres_store import PostgresStore
-from gcd.sqlite_store import SqliteStore
-from gcd.store import COLUMNS, StoredEntry
+from pyjoynr.gcd.changes import Digest, VersionedStore, bucket_of, row_hash
+from pyjoynr.gcd.postgres_store import PostgresStore
+from pyjoynr.gcd.sqlite_store import SqliteStore
+from pyjoynr.gcd.store import COLUMNS, StoredEntry
 from tests.support.gcd_stores import STORE_KINDS, fresh_postgres_dsn
 
 NOW = 1_800_000_000_000

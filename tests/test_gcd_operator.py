@@ -14,12 +14,12 @@ from typing import Any
 import asyncpg
 import pytest
 
-from cluster_controller.controller import ClusterController
-from gcd.interface import GCD_DOMAIN
-from gcd.interface import GlobalCapabilitiesDirectory as Gcd
-from gcd.postgres_store import PostgresStore
-from gcd.store import StoredEntry
-from runtime.errors import ProviderRuntimeError
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.gcd.interface import GCD_DOMAIN
+from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory as Gcd
+from pyjoynr.gcd.postgres_store import PostgresStore
+from pyjoynr.gcd.store import StoredEntry
+from pyjoynr.runtime.errors import ProviderRuntimeError
 from tests.support.admin import (
     Answer,
     ProgramProcess,

@@ -21,9 +21,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from gcd.changes import Change, ChangeBatch
-from gcd.postgres_store import _PURGE_LOCK_KEY, PostgresNotifier, PostgresStore, channel_of
-from gcd.store import GcdStore, RemoveOutcome, StoredEntry, StoreError
+from pyjoynr.gcd.changes import Change, ChangeBatch
+from pyjoynr.gcd.postgres_store import _PURGE_LOCK_KEY, PostgresNotifier, PostgresStore, channel_of
+from pyjoynr.gcd.store import GcdStore, RemoveOutcome, StoredEntry, StoreError
 from tests.support.cluster import free_port
 from tests.support.gcd_stores import STORE_KINDS, fresh_postgres_dsn
 from tests.support.postgres import PostgresServer
@@ -184,7 +184,7 @@ async def test_overlapping_writes_in_opposite_orders_never_deadlock(
                        b.touch("cc-1", None, NOW + j, LATER + j),
                        b.remove_in(list(reversed(keys[::7])), "g2"),
                        a.remove_stale("cc-1", NOW - 1)]
-    with caplog.at_level(logging.DEBUG, logger="gcd.postgres_store"):
+    with caplog.at_level(logging.DEBUG, logger="pyjoynr.gcd.postgres_store"):
         results = await asyncio.gather(*operations, return_exceptions=True)
     assert [r for r in results if isinstance(r, BaseException)] == []
     assert [r.getMessage() for r in caplog.records if "again" in r.getMessage()] == []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gcd.interface import GCD_TOPIC
+from pyjoynr.gcd.interface import GCD_TOPIC
 from tests.support.brokers import Mosquitto
 from tests.support.processes import wait_for_line
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.network
 
 def start(tmp_path: Path, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "gcd"], cwd=ROOT, text=True,
+        [sys.executable, "-m", "pyjoynr.gcd"], cwd=ROOT, text=True,
         env={**os.environ, "JOYNR_GCD__GCD__SQLITE_PATH": str(tmp_path / "gcd.sqlite"),
              "JOYNR_GCD__ADMIN__PORT": "0", **env},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -74,13 +74,13 @@ async def test_a_list_in_the_comma_form_stops_the_gcd_naming_the_variable(
 
 
 def test_shipped_gcd_config_equals_the_documented_defaults() -> None:
-    from gcd.service import DEFAULT_CONFIG, GcdConfig  # noqa: PLC0415
+    from pyjoynr.gcd.service import DEFAULT_CONFIG, GcdConfig  # noqa: PLC0415
 
     assert GcdConfig.load(DEFAULT_CONFIG, env={}) == GcdConfig()
 
 
 def test_help_is_plain_text() -> None:
-    proc = subprocess.run([sys.executable, "-m", "gcd", "--help"], cwd=ROOT, text=True,
+    proc = subprocess.run([sys.executable, "-m", "pyjoynr.gcd", "--help"], cwd=ROOT, text=True,
                           capture_output=True, timeout=30, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "Global Capabilities Directory" in proc.stdout and "--config" in proc.stdout
@@ -90,8 +90,8 @@ def test_help_is_plain_text() -> None:
 
 
 def test_the_mqtt_settings_of_the_gcd_section_are_checked_when_loaded() -> None:
-    from gcd.service import DEFAULT_CONFIG, GcdConfig  # noqa: PLC0415
-    from runtime.config import ConfigError  # noqa: PLC0415
+    from pyjoynr.gcd.service import DEFAULT_CONFIG, GcdConfig  # noqa: PLC0415
+    from pyjoynr.runtime.config import ConfigError  # noqa: PLC0415
 
     for key, value, says in (("MQTT_VERSION", "4.0", "version"),
                              ("BROKER_URL", "http://broker", "scheme")):
@@ -113,8 +113,8 @@ async def test_the_gcd_process_is_ready_only_after_loading_its_index(
         tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """On PostgreSQL with rows already stored: the process loads them all, then says it is
     ready (and only then subscribes to its broker)."""
-    from gcd.postgres_store import PostgresStore  # noqa: PLC0415
-    from gcd.store import StoredEntry  # noqa: PLC0415
+    from pyjoynr.gcd.postgres_store import PostgresStore  # noqa: PLC0415
+    from pyjoynr.gcd.store import StoredEntry  # noqa: PLC0415
     from tests.support.gcd_stores import fresh_postgres_dsn  # noqa: PLC0415
 
     dsn = await fresh_postgres_dsn(request.config)

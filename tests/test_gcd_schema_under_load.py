@@ -17,8 +17,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from gcd.postgres_store import PostgresStore
-from gcd.store import COLUMNS, INDEXES, StoreError
+from pyjoynr.gcd.postgres_store import PostgresStore
+from pyjoynr.gcd.store import COLUMNS, INDEXES, StoreError
 from tests.support.gcd_stores import fresh_postgres_dsn, shared_postgres
 from tests.support.postgres import PostgresServer
 from tests.test_gcd_migration import ROWS, previous_version_database

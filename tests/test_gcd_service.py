@@ -15,18 +15,23 @@ from typing import Any
 import aiomqtt
 import pytest
 
-from cluster_controller.controller import ClusterController
-from gcd.interface import GCD_DOMAIN, GCD_INTERFACE, GCD_PARTICIPANT_ID, GCD_TOPIC
-from gcd.interface import GlobalCapabilitiesDirectory as Gcd
-from gcd.service import GcdService, GcdSettings
-from runtime.addresses import MqttAddress, WebSocketClientAddress
-from runtime.clock import now_ms
-from runtime.discovery_types import GlobalDiscoveryEntry, ProviderQos, ProviderScope, Version
-from runtime.errors import ApplicationError, ProviderRuntimeError
-from runtime.messages import Message, MessageType, encode_frame
-from runtime.payloads import Request
-from runtime.system_interfaces import address_from_json, address_to_json
-from runtime.tasks import TaskSupervisor
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.gcd.interface import GCD_DOMAIN, GCD_INTERFACE, GCD_PARTICIPANT_ID, GCD_TOPIC
+from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory as Gcd
+from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.discovery_types import (
+    GlobalDiscoveryEntry,
+    ProviderQos,
+    ProviderScope,
+    Version,
+)
+from pyjoynr.runtime.errors import ApplicationError, ProviderRuntimeError
+from pyjoynr.runtime.messages import Message, MessageType, encode_frame
+from pyjoynr.runtime.payloads import Request
+from pyjoynr.runtime.system_interfaces import address_from_json, address_to_json
+from pyjoynr.runtime.tasks import TaskSupervisor
 from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
 from tests.support.mqtt_cluster import mqtt_cc_config, write_provisioning

@@ -6,7 +6,7 @@ time to live) over MQTT, as cluster controllers do, while one instance is stoppe
 again: every call is answered, every add answered as done is in the store, and nothing else is.
 
 The callers are raw MQTT clients (aiomqtt) sending GCD requests with a replyTo address of their
-own; the GCD instances are real processes (``python -m gcd``, SIGTERM) or, at the service
+own; the GCD instances are real processes (``python -m pyjoynr.gcd``, SIGTERM) or, at the service
 level, :class:`~gcd.service.GcdService` objects. Each runs on both MQTT clients of the GCD.
 """
 
@@ -30,16 +30,21 @@ from typing import Any
 import aiomqtt
 import pytest
 
-from gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC, GlobalCapabilitiesDirectory
-from gcd.postgres_store import PostgresStore
-from gcd.service import GcdService, GcdSettings
-from runtime.addresses import MqttAddress
-from runtime.clock import now_ms
-from runtime.discovery_types import GlobalDiscoveryEntry, ProviderQos, ProviderScope, Version
-from runtime.interface import interface_def, to_wire
-from runtime.messages import Message, MessageType, decode_frame, encode_frame
-from runtime.payloads import Reply, Request, decode_payload
-from runtime.system_interfaces import address_to_json
+from pyjoynr.gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC, GlobalCapabilitiesDirectory
+from pyjoynr.gcd.postgres_store import PostgresStore
+from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.discovery_types import (
+    GlobalDiscoveryEntry,
+    ProviderQos,
+    ProviderScope,
+    Version,
+)
+from pyjoynr.runtime.interface import interface_def, to_wire
+from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
+from pyjoynr.runtime.payloads import Reply, Request, decode_payload
+from pyjoynr.runtime.system_interfaces import address_to_json
 from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
 from tests.support.gcd_stores import fresh_postgres_dsn
@@ -180,7 +185,7 @@ async def check_outcome(dsn: str, made: list[Calls]) -> None:
 
 
 class GcdProcess:
-    """``python -m gcd`` in a directory of its own (its instance id file there), its output
+    """``python -m pyjoynr.gcd`` in a directory of its own (its instance id file there), its output
     in a log file per start."""
 
     def __init__(self, directory: Path, name: str, env: dict[str, str]) -> None:
@@ -197,7 +202,7 @@ class GcdProcess:
         self.starts += 1
         self.log = self.directory / f"gcd-{self.starts}.log"
         with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "gcd"], cwd=self.directory,
+            self.proc = subprocess.Popen([sys.executable, "-m", "pyjoynr.gcd"], cwd=self.directory,
                                          env=self.env, stdout=out, stderr=subprocess.STDOUT)
 
     async def start(self) -> None:

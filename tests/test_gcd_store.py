@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from gcd.changes import (
+from pyjoynr.gcd.changes import (
     BUCKETS,
     Change,
     ChangeBatch,
@@ -21,8 +21,8 @@ from gcd.changes import (
     bucket_of,
     row_hash,
 )
-from gcd.store import GcdStore, RemoveOutcome, StoredEntry, StoreError
-from runtime.clock import now_ms
+from pyjoynr.gcd.store import GcdStore, RemoveOutcome, StoredEntry, StoreError
+from pyjoynr.runtime.clock import now_ms
 from tests.support.gcd_stores import STORE_KINDS
 
 pytestmark = pytest.mark.parametrize("store", STORE_KINDS, indirect=True)

@@ -8,14 +8,14 @@ import logging
 
 import pytest
 
-from runtime.addresses import Address, MqttAddress, WebSocketClientAddress
-from runtime.clock import now_ms
-from runtime.housekeeping import RouterHousekeeping
-from runtime.messages import Message, MessageType
-from runtime.payloads import OneWayRequest
-from runtime.router import MessageRouter, RouterSettings
-from runtime.routing import RoutingTable, RuntimeKind
-from runtime.tasks import TaskSupervisor
+from pyjoynr.runtime.addresses import Address, MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.housekeeping import RouterHousekeeping
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.payloads import OneWayRequest
+from pyjoynr.runtime.router import MessageRouter, RouterSettings
+from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
+from pyjoynr.runtime.tasks import TaskSupervisor
 
 A = MqttAddress("g", "cc/caller")
 
@@ -73,7 +73,7 @@ async def test_purge_removes_expired_routes_periodically_but_not_sticky_ones(cap
     table.put("long", A, is_globally_visible=True, expiry_date_ms=start + 60_000)
     table.put("sticky", A, is_globally_visible=True, expiry_date_ms=start, is_sticky=True)
     router.multicast_receivers.add("prov/news", "short")
-    caplog.set_level(logging.INFO, logger="runtime.housekeeping")
+    caplog.set_level(logging.INFO, logger="pyjoynr.runtime.housekeeping")
     housekeeping = RouterHousekeeping(router, tasks, purge_interval_s=0.02)
     housekeeping.start()
     assert housekeeping.running

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from libjoynr import ProviderQos, ProviderRuntimeError, connect
-from runtime.clock import now_ms
-from runtime.discovery_types import DiscoveryEntry, Version
+from pyjoynr.libjoynr import ProviderQos, ProviderRuntimeError, connect
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.discovery_types import DiscoveryEntry, Version
 from tests.support.cluster import ClusterController, cc_config, eventually
 from tests.support.radio import Radio, RadioProvider
 

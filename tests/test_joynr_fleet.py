@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from cluster_controller.controller import ClusterController
-from gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC
-from gcd.service import GcdService, GcdSettings
-from libjoynr import (
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC
+from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.libjoynr import (
     ApplicationError,
     DiscoveryError,
     DiscoveryQos,
@@ -33,10 +33,10 @@ from libjoynr import (
     ProviderScope,
     Proxy,
 )
-from libjoynr import connect as joynr_connect
-from runtime import smrf
-from runtime.addresses import MqttAddress
-from runtime.messages import Message, MessageType, decode_frame
+from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.runtime import smrf
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.messages import Message, MessageType, decode_frame
 from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually

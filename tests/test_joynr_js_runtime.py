@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from libjoynr import ApplicationError
-from runtime.smrf import SmrfFrame, decode_smrf, encode_smrf
+from pyjoynr.libjoynr import ApplicationError
+from pyjoynr.runtime.smrf import SmrfFrame, decode_smrf, encode_smrf
 from tests.support.cluster import eventually
 from tests.support.joynr_js import JoynrCallError, JoynrJsClient, new_id
 from tests.support.radio import Country, Radio, RadioProvider, Station

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from libjoynr import (
+from pyjoynr.libjoynr import (
     LibjoynrConfig,
     OnChangeSubscriptionQos,
     OnChangeWithKeepAliveSubscriptionQos,
     PeriodicSubscriptionQos,
     PublicationMissedError,
 )
-from runtime.messages import DIALECTS
+from pyjoynr.runtime.messages import DIALECTS
 from tests.support.cluster import eventually
 from tests.support.joynr_js import JoynrJsClient
 from tests.support.tuner import Tuner

@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from cluster_controller.controller import ClusterController
-from libjoynr import (
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import (
     ApplicationError,
     JoynrTimeoutError,
     LibjoynrConfig,
@@ -39,20 +39,20 @@ from libjoynr import (
     WebSocketClientSettings,
     connect,
 )
-from runtime.addresses import MqttAddress
-from runtime.bodies import BodyFormat, format_of
-from runtime.messages import Message, MessageType
-from runtime.payloads import Request, decode_payload
-from runtime.system_interfaces import (
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.bodies import BodyFormat, format_of
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.payloads import Request, decode_payload
+from pyjoynr.runtime.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
 )
+from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, mqtt_cc_config, write_provisioning
 from tests.support.radio import Country, FavoriteError, Radio, RadioProvider, Station
 from tests.support.wire import Wire
-from transports.websocket_settings import JOYNR, NATIVE
 
 pytestmark = pytest.mark.network
 

@@ -24,9 +24,9 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from cluster_controller.controller import ClusterController
-from runtime.clock import now_ms
-from runtime.messages import encode_frame
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.messages import encode_frame
 from tests.support.radio import Country, Station
 from tests.test_mqtt_hostile import mqtt_of, start_scene
 from tests.test_websocket_hostile import (
@@ -162,12 +162,12 @@ async def test_a_websocket_flood_of_bad_frames_writes_a_bounded_log(
     await assert_attacker_still_routed(raw, legit)  # frames are handled in order: all refused
 
     assert cc.websocket.counters - before == {"bad-field": FLOOD}  # every one counted
-    lines = warning_lines(log_text.getvalue(), "transports.websocket_server")
+    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.websocket_server")
     assert 1 <= len(lines) <= 2, lines  # the first in full (and a summary if a minute passed)
     assert "refused" in lines[0] and raw.client_id in lines[0] and "sender" in lines[0]
     # the summary of the flood, as the router's sweep writes it once the interval is over
     cc.router.warnings.flush(now=time.monotonic() + cc.router.warnings.limiter.interval_s)
-    lines = warning_lines(log_text.getvalue(), "transports.websocket_server")
+    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.websocket_server")
     assert SUMMARY.search(lines[-1]), lines
     assert total_refused(lines, "bad-field", f"client {raw.client_id}") == FLOOD
     assert len(log_text.getvalue()) - logged_before < 5_000  # bytes, for 5,000 refusals
@@ -196,7 +196,7 @@ async def test_mqtt_strings_cannot_forge_log_lines(
 
     text = log_text.getvalue()
     assert_no_forged_line(text)
-    lines = warning_lines(text, "transports.mqtt")
+    lines = warning_lines(text, "pyjoynr.transports.mqtt")
     assert any(f"no-reply-{ESCAPED}" in line for line in lines), text
     assert any(f"bad-expiry-{ESCAPED}" in line for line in lines), text
 
@@ -215,11 +215,11 @@ async def test_an_mqtt_flood_of_bad_payloads_writes_a_bounded_log(
     await scene.raw_is_served()
 
     assert mqtt.counters - before == {"not-msgpack": MQTT_FLOOD}
-    lines = warning_lines(log_text.getvalue(), "transports.mqtt")
+    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.mqtt")
     assert 1 <= len(lines) <= 2, lines
     assert "refused (not-msgpack)" in lines[0]
     two.router.warnings.flush(now=time.monotonic() + two.router.warnings.limiter.interval_s)
-    lines = warning_lines(log_text.getvalue(), "transports.mqtt")
+    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.mqtt")
     assert SUMMARY.search(lines[-1]), lines
     assert total_refused(lines, "not-msgpack", "backend joynrdefaultgbid") == MQTT_FLOOD
     await scene.still_works()
@@ -243,5 +243,5 @@ async def test_the_summaries_are_written_by_the_router_sweep(
     while not SUMMARY.search(log_text.getvalue()[logged_before:]):
         assert time.monotonic() < deadline, "no summary written by the sweep"
         await asyncio.sleep(0.02)
-    lines = warning_lines(log_text.getvalue(), "transports.websocket_server")
+    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.websocket_server")
     assert total_refused(lines, "bad-field", f"client {raw.client_id}") == 10

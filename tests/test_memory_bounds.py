@@ -1,6 +1,6 @@
 """Hostile loads against a cluster controller process: its memory (RSS) stays bounded.
 
-The cluster controller runs as a subprocess (``python -m cluster_controller``, the shipped
+The cluster controller runs as a subprocess (``python -m pyjoynr.cluster_controller``, the shipped
 configuration with the embedded broker and GCD, ports chosen freely), so that the resident set
 size read from ``/proc/<pid>/status`` is the CC's alone. Each test reads it once the CC is up,
 sends its load, waits until the CC has taken all of it, and reads it again: the peak resident
@@ -28,10 +28,10 @@ import aiomqtt
 import pytest
 from websockets.asyncio.client import connect as ws_connect
 
-from runtime.clock import now_ms
-from runtime.messages import INT64_MAX, Message, MessageType, encode_frame
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.messages import INT64_MAX, Message, MessageType, encode_frame
+from pyjoynr.transports.websocket_common import encode_init
 from tests.support.processes import wait_for_line
-from transports.websocket_common import encode_init
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 1024 * 1024
@@ -51,7 +51,7 @@ class CcProcess:
 
     def __init__(self, tmp_path: Path, **env: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cluster_controller"],
+            [sys.executable, "-m", "pyjoynr.cluster_controller"],
             cwd=ROOT,
             env={**os.environ, "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(tmp_path),
                  "JOYNR_CC__WEBSOCKET__PORT": "0", "JOYNR_CC__EMBEDDED_BROKER__PORT": "0",

@@ -38,12 +38,13 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from cluster_controller.controller import ClusterController
-from libjoynr import LibjoynrRuntime
-from libjoynr import connect as joynr_connect
-from runtime.bodies import decode_body
-from runtime.messages import MessageType, decode_frame
-from runtime.payloads import OneWayRequest
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import LibjoynrRuntime
+from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.runtime.bodies import decode_body
+from pyjoynr.runtime.messages import MessageType, decode_frame
+from pyjoynr.runtime.payloads import OneWayRequest
+from pyjoynr.transports.mqtt import MqttTransport
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import (
@@ -54,7 +55,6 @@ from tests.support.mqtt_cluster import (
     write_provisioning,
 )
 from tests.support.radio import Radio
-from transports.mqtt import MqttTransport
 
 pytestmark = [pytest.mark.network, pytest.mark.usefixtures("mqtt_client")]
 

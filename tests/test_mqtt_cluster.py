@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from cluster_controller.controller import ClusterController
-from libjoynr import ApplicationError, ProviderQos, ProviderRuntimeError, ProviderScope
-from runtime.addresses import MqttAddress
-from runtime.clock import now_ms
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import ApplicationError, ProviderQos, ProviderRuntimeError, ProviderScope
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.transports.mqtt_broker import EmbeddedBroker, EmbeddedBrokerSettings
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, mqtt_cc_config, start_pair
 from tests.support.radio import Country, FavoriteError, RadioProvider, Station
 from tests.support.tls import self_signed_certificate
-from transports.mqtt_broker import EmbeddedBroker, EmbeddedBrokerSettings
 
 pytestmark = [pytest.mark.network, pytest.mark.usefixtures("mqtt_client")]
 
@@ -185,7 +185,7 @@ async def test_wrong_credentials_are_retried_and_said_clearly(
             await cc.mqtt.wait_connected(1.0)
         assert any("cannot connect" in r.getMessage() and "mqtts://cc@127.0.0.1" in
                    r.getMessage() and "wrong" not in r.getMessage()  # no password in logs
-                   for r in caplog.records if r.name == "transports.mqtt")
+                   for r in caplog.records if r.name == "pyjoynr.transports.mqtt")
 
 
 # ====================================================================== broker restart

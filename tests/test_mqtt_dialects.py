@@ -22,26 +22,31 @@ from typing import Any
 
 import pytest
 
-from cluster_controller.controller import ClusterController
-from gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC
-from gcd.interface import GlobalCapabilitiesDirectory as Gcd
-from gcd.service import GcdService, GcdSettings
-from runtime import smrf
-from runtime.addresses import MqttAddress
-from runtime.clock import now_ms
-from runtime.discovery_types import GlobalDiscoveryEntry, ProviderQos, ProviderScope, Version
-from runtime.errors import ApplicationError
-from runtime.interface import from_wire, interface_def, to_wire
-from runtime.messages import Effort, Message, MessageType, decode_frame, encode_frame
-from runtime.payloads import OneWayRequest, Reply, Request, decode_payload
-from runtime.system_interfaces import address_to_json
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC
+from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory as Gcd
+from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.runtime import smrf
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.discovery_types import (
+    GlobalDiscoveryEntry,
+    ProviderQos,
+    ProviderScope,
+    Version,
+)
+from pyjoynr.runtime.errors import ApplicationError
+from pyjoynr.runtime.interface import from_wire, interface_def, to_wire
+from pyjoynr.runtime.messages import Effort, Message, MessageType, decode_frame, encode_frame
+from pyjoynr.runtime.payloads import OneWayRequest, Reply, Request, decode_payload
+from pyjoynr.runtime.system_interfaces import address_to_json
+from pyjoynr.transports.mqtt import MqttTransport
 from tests.support import mqtt_clients
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
 from tests.support.mqtt_clients import RawPeer, Received
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, mqtt_cc_config, start_pair
 from tests.support.radio import Country, Radio, Station
-from transports.mqtt import MqttTransport
 
 pytestmark = [pytest.mark.network, pytest.mark.usefixtures("mqtt_client")]
 
@@ -292,7 +297,7 @@ def bad_frames() -> list[tuple[str, bytes]]:
 async def test_hostile_smrf_frames_are_refused_with_their_reason_and_the_backend_stays_up(
         stack: AsyncExitStack, tmp_path: Path, broker: Mosquitto,
         caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="transports.mqtt")
+    caplog.set_level(logging.WARNING, logger="pyjoynr.transports.mqtt")
     pair = await start_pair(stack, tmp_path, {GBID: broker.url},
                             mqtt__max_message_bytes=str(LIMIT))
     peer = await RawPeer.open(stack, broker.port)
@@ -304,7 +309,7 @@ async def test_hostile_smrf_frames_are_refused_with_their_reason_and_the_backend
         await eventually(lambda: mqtt.received == received + 1, WAIT_S,  # noqa: B023
                          f"{reason} frame received")
         assert mqtt.counters - before == Counter({reason: 1}), reason
-    lines = [r.getMessage() for r in caplog.records if r.name == "transports.mqtt"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "pyjoynr.transports.mqtt"]
     assert any("refused (encrypted)" in line and "SMRF frame" in line for line in lines), lines
     await peer.nothing_received()
     # still connected (never reconnected) and serving: a valid SMRF request is answered

@@ -37,13 +37,13 @@ import aiomqtt
 import msgpack
 import pytest
 
-from cluster_controller.controller import ClusterController
-from runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
-from runtime.clock import now_ms
-from runtime.discovery_types import DiscoveryEntry, ProviderQos, ProviderScope, Version
-from runtime.interface import interface_def, to_wire
-from runtime.messages import Message, MessageType, decode_frame, encode_frame
-from runtime.payloads import (
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.discovery_types import DiscoveryEntry, ProviderQos, ProviderScope, Version
+from pyjoynr.runtime.interface import interface_def, to_wire
+from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
+from pyjoynr.runtime.payloads import (
     MulticastPublication,
     OneWayRequest,
     Reply,
@@ -51,23 +51,23 @@ from runtime.payloads import (
     SubscriptionRequest,
     decode_payload,
 )
-from runtime.routing import RoutingEntry
-from runtime.system_interfaces import (
+from pyjoynr.runtime.routing import RoutingEntry
+from pyjoynr.runtime.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
     Discovery,
     Routing,
 )
+from pyjoynr.transports.mqtt import MqttTransport
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, MqttPair, start_pair
 from tests.support.radio import Country, Radio, Station
-from transports.mqtt import MqttTransport
 
 pytestmark = [pytest.mark.network, pytest.mark.usefixtures("mqtt_client")]
 
 WAIT_S = 5.0
-MQTT_LOG = "transports.mqtt"
+MQTT_LOG = "pyjoynr.transports.mqtt"
 RADIO = interface_def(Radio)
 ROUTING = interface_def(Routing)
 DISCOVERY = interface_def(Discovery)
@@ -779,7 +779,7 @@ async def test_a_waiting_message_whose_recipient_turns_out_to_be_behind_mqtt_is_
     assert router.counters["dropped-refused-relay"] == 1
     assert scene.counters() == before
     assert any(waiting.id in r.getMessage() and "not relayed" in r.getMessage()
-               for r in caplog.records if r.name == "runtime.router")
+               for r in caplog.records if r.name == "pyjoynr.runtime.router")
     await scene.raw.nothing_received()  # the waiting message did not go out
     await scene.still_works()
 
@@ -923,7 +923,7 @@ async def test_system_providers_do_not_serve_mqtt_peers(
         assert reply.error is not None and reply.error["type"] == "ProviderRuntimeException"
         assert "serves its local participants only" in reply.error["message"]
     refusals = [r.getMessage() for r in caplog.records
-                if r.name == "runtime.providers" and r.levelno == logging.WARNING]
+                if r.name == "pyjoynr.runtime.providers" and r.levelno == logging.WARNING]
     # all from one backend: the first in full, the repeats counted, not logged one by one
     assert len(refusals) == 1, refusals
     assert "serves local participants only" in refusals[0]

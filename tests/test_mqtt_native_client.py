@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from cluster_controller.controller import ClusterController
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.transports.mqtt5 import packets as p
+from pyjoynr.transports.mqtt_client import MqttSessionError, open_session
+from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
 from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, mqtt_cc_config
 from tests.unit.test_mqtt5_packets import MALFORMED
-from transports.mqtt5 import packets as p
-from transports.mqtt_client import MqttSessionError, open_session
-from transports.mqtt_settings import MqttSettings, parse_broker_url
 
 pytestmark = pytest.mark.network
 

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from runtime.addresses import MqttAddress
-from runtime.clock import now_ms
-from runtime.messages import Message, MessageType
-from runtime.router import MessageRouter
-from runtime.routing import RoutingTable, RuntimeKind
-from runtime.tasks import TaskSupervisor
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
+from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.transports.mqtt import MqttTransport
+from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
-from transports.mqtt import MqttTransport
-from transports.mqtt_settings import MqttSettings, parse_broker_url
 
 pytestmark = pytest.mark.network
 

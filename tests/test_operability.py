@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from cluster_controller.controller import ClusterController
-from libjoynr import (
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import (
     ApplicationError,
     DiscoveryError,
     DiscoveryQos,
@@ -26,8 +26,8 @@ from libjoynr import (
     ProviderScope,
     connect,
 )
-from runtime.clock import now_ms
-from runtime.messages import Message, MessageType, encode_frame
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.messages import Message, MessageType, encode_frame
 from tests.support.admin import (
     ARTIFACTS,
     Answer,
@@ -66,7 +66,7 @@ async def test_a_fresh_start_with_the_embedded_gcd_is_ready_at_once(
     """The embedded GCD is subscribed before the CC's link to it speaks: removeStale and the
     first global registration succeed at the first attempt."""
     caplog.set_level(logging.INFO)
-    caplog.set_level(logging.DEBUG, logger="gcd.provider")  # its line of each call
+    caplog.set_level(logging.DEBUG, logger="pyjoynr.gcd.provider")  # its line of each call
     async with ClusterController(embedded_stack_config(tmp_path)) as cc:
         assert cc.gcd is not None
         pid = await cc.runtime.register_provider("fresh.start", RadioProvider(), qos=GLOBAL,
@@ -74,7 +74,7 @@ async def test_a_fresh_start_with_the_embedded_gcd_is_ready_at_once(
         assert [row.participant_id for row in
                 await cc.gcd.store.find_participant(pid, now_ms())] == [pid]
         await eventually(lambda: any("removeStale" in r.getMessage() for r in caplog.records
-                                     if r.name == "gcd.provider"),
+                                     if r.name == "pyjoynr.gcd.provider"),
                          timeout_s=30, what="removeStale served by the GCD")
     failures = [r.getMessage() for r in caplog.records
                 if r.levelno >= logging.WARNING and "GCD" in r.getMessage()]
@@ -112,7 +112,7 @@ async def test_build_proxy_ends_with_its_discovery_timeout_when_the_gcd_is_silen
 
 async def test_a_fixed_participant_lookup_ends_with_its_discovery_timeout_too(
         cc_without_gcd: ClusterController) -> None:
-    from libjoynr import Arbitration  # noqa: PLC0415
+    from pyjoynr.libjoynr import Arbitration  # noqa: PLC0415
 
     async with connect(cc_without_gcd.websocket_address.url, timeout_s=WAIT_S) as runtime:
         with pytest.raises(DiscoveryError, match="the GCD did not answer lookup somebody"):
@@ -215,7 +215,7 @@ async def test_benchmark_ccs_without_a_gcd_do_not_call_one(tmp_path: Path) -> No
 
 
 # ====================================================================== the admin endpoint
-# (real processes: python -m cluster_controller, python -m gcd; real HTTP requests)
+# (real processes: python -m pyjoynr.cluster_controller, python -m pyjoynr.gcd; real HTTP requests)
 
 HOSTILE_ID = '<img src=x onerror="window.pwned=1">&amp;"quoted"'
 GARBAGE = b"\xc1\xde\xad\xbe\xef not msgpack"
@@ -243,7 +243,7 @@ async def _send_frames(ws_url: str, client_id: str, frames: list[bytes]) -> None
     """A raw websocket client: the init frame, then ``frames``; it stays until they are read."""
     from websockets.asyncio.client import connect as ws_connect  # noqa: PLC0415
 
-    from transports.websocket_common import encode_init  # noqa: PLC0415
+    from pyjoynr.transports.websocket_common import encode_init  # noqa: PLC0415
 
     async with ws_connect(ws_url, compression=None) as ws:
         await ws.send(encode_init(client_id))
@@ -671,7 +671,7 @@ async def test_json_log_lines_of_a_cc_process_carry_the_ids(tmp_path: Path) -> N
     assert refused[0]["sender"] == frame.sender and refused[0]["recipient"] == "nobody"
     assert "\\n" in refused[0]["message"] and "\n" not in refused[0]["message"]
     by_pid = {line["logger"] for line in lines if line.get("participantId") == pid}
-    assert "cluster_controller.gcd_link" in by_pid  # (the GCD's line of an add: DEBUG)
+    assert "pyjoynr.cluster_controller.gcd_link" in by_pid  # (the GCD's line of an add: DEBUG)
     assert any(line.get("clientId") == "json-rt" and "connected" in line["message"]
                for line in lines)
     assert lines[-1]["message"].startswith("cluster controller") or any(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from libjoynr import ApplicationError, wire_form_of
-from runtime.interface import to_wire
+from pyjoynr.libjoynr import ApplicationError, wire_form_of
+from pyjoynr.runtime.interface import to_wire
 from tests.support.radio import Country, FavoriteError, Radio, RadioProvider, Station
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from libjoynr import (
+from pyjoynr.libjoynr import (
     AttributeSubscriptionQos,
     LibjoynrConfig,
     LibjoynrRuntime,
@@ -36,15 +36,15 @@ from libjoynr import (
     broadcast,
     interface,
 )
-from runtime.bodies import BodyFormat, decode_body, format_of, schema_of
-from runtime.clock import now_ms
-from runtime.interface import interface_def
-from runtime.messages import MessageType
-from runtime.payloads import BroadcastSubscriptionRequest, SubscriptionRequest
-from runtime.subscription_qos import qos_from_wire
+from pyjoynr.runtime.bodies import BodyFormat, decode_body, format_of, schema_of
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.interface import interface_def
+from pyjoynr.runtime.messages import MessageType
+from pyjoynr.runtime.payloads import BroadcastSubscriptionRequest, SubscriptionRequest
+from pyjoynr.runtime.subscription_qos import qos_from_wire
+from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
 from tests.support.cluster import eventually
 from tests.support.wire import Wire
-from transports.websocket_settings import JOYNR, NATIVE
 
 pytestmark = pytest.mark.network
 
@@ -141,7 +141,8 @@ def pending_subscription_tasks() -> list[asyncio.Task[Any]]:
             continue
         code = getattr(task.get_coro(), "cr_code", None)
         if code is None or code.co_filename.endswith(
-                ("runtime/updates.py", "runtime/proxies.py", "runtime/subscribers.py")):
+                tuple(f"pyjoynr/runtime/{name}.py"
+                      for name in ("updates", "proxies", "subscribers"))):
             found.append(task)
     return found
 

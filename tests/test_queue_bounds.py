@@ -19,18 +19,18 @@ import pytest
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
-from cluster_controller.controller import ClusterController
-from runtime.addresses import MqttAddress, WebSocketClientAddress
-from runtime.clock import now_ms
-from runtime.messages import INT64_MAX, Message, MessageType, encode_frame
-from runtime.payloads import Request
-from runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.messages import INT64_MAX, Message, MessageType, encode_frame
+from pyjoynr.runtime.payloads import Request
+from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID
+from pyjoynr.transports.mqtt_client import PACKET_OVERHEAD_BYTES
+from pyjoynr.transports.websocket_common import encode_init
 from tests.support.brokers import MAX_PACKET_BYTES, Mosquitto
 from tests.support.cluster import cc_config, eventually
 from tests.support.mqtt_cluster import backends_value
 from tests.test_memory_bounds import client_frame, close_code, fragmented, raw_websocket
-from transports.mqtt_client import PACKET_OVERHEAD_BYTES
-from transports.websocket_common import encode_init
 
 pytestmark = pytest.mark.network
 

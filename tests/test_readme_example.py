@@ -9,7 +9,7 @@ import io
 import re
 from pathlib import Path
 
-from cluster_controller.controller import ClusterController
+from pyjoynr.cluster_controller.controller import ClusterController
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
-from cluster_controller.controller import ClusterController
-from libjoynr import connect
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import connect
 from tests.support.cluster import cc_config, eventually, free_port
 from tests.support.radio import Country, Radio, RadioProvider, Station
 

@@ -10,16 +10,16 @@ import logging
 
 import pytest
 
-from runtime.addresses import (
+from pyjoynr.runtime.addresses import (
     Address,
     InProcessAddress,
     MqttAddress,
     WebSocketAddress,
     WebSocketClientAddress,
 )
-from runtime.errors import MessageNotSentError, error_from_wire
-from runtime.messages import Message, MessageType
-from runtime.payloads import (
+from pyjoynr.runtime.errors import MessageNotSentError, error_from_wire
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.payloads import (
     MulticastPublication,
     OneWayRequest,
     Reply,
@@ -28,9 +28,9 @@ from runtime.payloads import (
     SubscriptionRequest,
     decode_payload,
 )
-from runtime.router import MessageRouter, RouterSettings
-from runtime.routing import PutResult, RoutingTable, RuntimeKind
-from runtime.rules import ReplyRoute
+from pyjoynr.runtime.router import MessageRouter, RouterSettings
+from pyjoynr.runtime.routing import PutResult, RoutingTable, RuntimeKind
+from pyjoynr.runtime.rules import ReplyRoute
 
 T0 = 1_700_000_000_000  # the clock's start: epoch ms
 
@@ -467,7 +467,7 @@ def test_a_receiver_of_a_provider_behind_mqtt_subscribes_in_its_backend_once():
 def test_learned_reply_to_delivers_what_waited_and_does_not_override_local_routes(caplog):
     rig = Rig()
     r = rig.router
-    caplog.set_level(logging.DEBUG, logger="runtime.router")
+    caplog.set_level(logging.DEBUG, logger="pyjoynr.runtime.router")
     r.route(rig.one_way("p", "caller"))
     route = ReplyRoute("caller", MqttAddress("g", "cc/caller"), T0 + 1_000)
     assert r.learn_reply_to(route) is PutResult.CREATED

@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cluster_controller.controller import ClusterController
-from cluster_controller.snapshots import write_snapshot
-from libjoynr import ProviderQos, ProviderScope
-from libjoynr import connect as joynr_connect
-from runtime import records
-from runtime.addresses import MqttAddress, WebSocketClientAddress
-from runtime.routing import NO_EXPIRY_MS, RoutingEntry
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.cluster_controller.snapshots import write_snapshot
+from pyjoynr.libjoynr import ProviderQos, ProviderScope
+from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.runtime import records
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingEntry
 from tests.support.audit import read_jsonl_gz
 from tests.support.cluster import cc_config, eventually
 from tests.support.mqtt_cluster import write_provisioning
@@ -134,7 +134,7 @@ def process_env(tmp_path: Path) -> dict[str, str]:
 
 
 def snapshot_command(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cluster_controller", "snapshot", *args],
+    return subprocess.run([sys.executable, "-m", "pyjoynr.cluster_controller", "snapshot", *args],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
                           check=False)
 
@@ -143,7 +143,7 @@ async def test_the_snapshot_command_against_a_running_cluster_controller(tmp_pat
                                                                          ) -> None:
     env = process_env(tmp_path)
     proc = subprocess.Popen(  # noqa: ASYNC220 - started once, read line by line below
-        [sys.executable, "-m", "cluster_controller"], cwd=ROOT, env=env,
+        [sys.executable, "-m", "pyjoynr.cluster_controller"], cwd=ROOT, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         started = wait_for_line(proc, "cluster controller cc-")[-1]

@@ -15,9 +15,9 @@ from typing import Any
 import msgpack
 import pytest
 
-from runtime.clock import now_ms
-from runtime.messages import Message, MessageType
-from runtime.payloads import BroadcastSubscriptionRequest, SubscriptionRequest
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.payloads import BroadcastSubscriptionRequest, SubscriptionRequest
 from tests.support.cluster import eventually
 from tests.support.joynr_js import JsProxy, Received
 from tests.support.tuner import (

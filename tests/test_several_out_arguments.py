@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from libjoynr import Provider, ProviderRuntimeError, interface
-from runtime.bodies import BodyFormat, format_of
-from runtime.interface import interface_def, joynr_name, outputs
-from runtime.joynr_json import decode, encode, reply_types
-from runtime.messages import MessageType
-from runtime.payloads import Reply
+from pyjoynr.libjoynr import Provider, ProviderRuntimeError, interface
+from pyjoynr.runtime.bodies import BodyFormat, format_of
+from pyjoynr.runtime.interface import interface_def, joynr_name, outputs
+from pyjoynr.runtime.joynr_json import decode, encode, reply_types
+from pyjoynr.runtime.messages import MessageType
+from pyjoynr.runtime.payloads import Reply
 from tests.support.wire import Wire
 
 pytestmark = pytest.mark.network

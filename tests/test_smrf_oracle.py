@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.addresses import MqttAddress
-from runtime.messages import Effort, Message, MessageType
-from runtime.smrf import SmrfFrame, decode, decode_smrf, encode, encode_smrf
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.messages import Effort, Message, MessageType
+from pyjoynr.runtime.smrf import SmrfFrame, decode, decode_smrf, encode, encode_smrf
 
 ORACLES = Path(__file__).parent / "oracles"
 DRIVER = ORACLES / "smrf_driver.js"

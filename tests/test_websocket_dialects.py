@@ -31,13 +31,13 @@ from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as websockets_serve
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from cluster_controller.controller import ClusterController
-from libjoynr import LibjoynrConfig, connect
-from runtime import smrf
-from runtime.addresses import WebSocketClientAddress
-from runtime.clock import now_ms
-from runtime.interface import interface_def, to_wire
-from runtime.messages import (
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import LibjoynrConfig, connect
+from pyjoynr.runtime import smrf
+from pyjoynr.runtime.addresses import WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.interface import interface_def, to_wire
+from pyjoynr.runtime.messages import (
     Effort,
     Message,
     MessageType,
@@ -45,14 +45,10 @@ from runtime.messages import (
     encode_frame,
     held_bytes,
 )
-from runtime.payloads import Reply, Request, decode_payload
-from runtime.smrf import SmrfFrame, encode_smrf
-from runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
-from tests.support.cluster import cc_config, eventually
-from tests.support.radio import Country, Radio, RadioProvider, Station
-from tests.support.raw_websocket import RawClient
-from tests.support.tls import self_signed_certificate
-from transports.websocket_common import (
+from pyjoynr.runtime.payloads import Reply, Request, decode_payload
+from pyjoynr.runtime.smrf import SmrfFrame, encode_smrf
+from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
+from pyjoynr.transports.websocket_common import (
     JOYNR_INIT_PREFIX,
     Outbox,
     decode_any_init,
@@ -60,13 +56,17 @@ from transports.websocket_common import (
     encode_joynr_init,
     frame_encoder,
 )
-from transports.websocket_connection import open_client_connection
-from transports.websocket_settings import JOYNR, NATIVE, WebSocketClientSettings
+from pyjoynr.transports.websocket_connection import open_client_connection
+from pyjoynr.transports.websocket_settings import JOYNR, NATIVE, WebSocketClientSettings
+from tests.support.cluster import cc_config, eventually
+from tests.support.radio import Country, Radio, RadioProvider, Station
+from tests.support.raw_websocket import RawClient
+from tests.support.tls import self_signed_certificate
 
 pytestmark = pytest.mark.network
 
 WAIT_S = 5.0
-SERVER_LOG = "transports.websocket_server"
+SERVER_LOG = "pyjoynr.transports.websocket_server"
 #: the CCs here refuse frames above this (and close connections above twice this)
 MAX_FRAME_BYTES = 65536
 
@@ -209,11 +209,11 @@ def is_msgpack_map(frame: bytes) -> bool:
 
 
 def test_joynr_init_is_written_as_joynrs_runtimes_write_it() -> None:
-    frame = encode_joynr_init("libjoynr.messaging.participantid_0a1b")
+    frame = encode_joynr_init("pyjoynr.libjoynr.messaging.participantid_0a1b")
     assert frame == (b'{"_typeName":"joynr.system.RoutingTypes.WebSocketClientAddress",'
-                     b'"id":"libjoynr.messaging.participantid_0a1b"}')
+                     b'"id":"pyjoynr.libjoynr.messaging.participantid_0a1b"}')
     assert frame.startswith(JOYNR_INIT_PREFIX)
-    assert decode_any_init(frame) == ("libjoynr.messaging.participantid_0a1b", JOYNR)
+    assert decode_any_init(frame) == ("pyjoynr.libjoynr.messaging.participantid_0a1b", JOYNR)
     assert decode_any_init(encode_init("c1")) == ("c1", NATIVE)
 
 
@@ -523,7 +523,7 @@ async def test_an_expired_smrf_message_is_dropped_not_delivered(
     await joynr.send_frame(frame)
     await assert_usable(joynr)
     assert cc.router.counters["dropped-expired"] == before + 1
-    assert_logged(caplog, "dropped", "expired-smrf", "expired", logger="runtime.router")
+    assert_logged(caplog, "dropped", "expired-smrf", "expired", logger="pyjoynr.runtime.router")
     await nothing_received(native)
 
 

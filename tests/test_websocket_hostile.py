@@ -29,16 +29,16 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, ConnectionClosedError, InvalidStatus
 
-from cluster_controller.config import ClusterControllerConfig
-from cluster_controller.controller import ClusterController
-from libjoynr import LibjoynrRuntime, ProviderRuntimeError
-from libjoynr import connect as joynr_connect
-from runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
-from runtime.clock import now_ms
-from runtime.generated import system
-from runtime.interface import interface_def, to_wire
-from runtime.messages import Message, MessageType, decode_frame, encode_frame
-from runtime.payloads import (
+from pyjoynr.cluster_controller.config import ClusterControllerConfig
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import LibjoynrRuntime, ProviderRuntimeError
+from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.generated import system
+from pyjoynr.runtime.interface import interface_def, to_wire
+from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
+from pyjoynr.runtime.payloads import (
     MulticastPublication,
     OneWayRequest,
     Publication,
@@ -47,15 +47,19 @@ from runtime.payloads import (
     SubscriptionReply,
     decode_payload,
 )
-from runtime.routing import RoutingEntry
-from runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing, address_struct
+from pyjoynr.runtime.routing import RoutingEntry
+from pyjoynr.runtime.system_interfaces import (
+    DEFAULT_ROUTING_PARTICIPANT_ID,
+    Routing,
+    address_struct,
+)
+from pyjoynr.transports.websocket_common import encode_init
 from tests.support.radio import Country, Radio, RadioProvider, Station
-from transports.websocket_common import encode_init
 
 pytestmark = pytest.mark.network
 
 WAIT_S = 5.0
-SERVER_LOG = "transports.websocket_server"
+SERVER_LOG = "pyjoynr.transports.websocket_server"
 
 ROUTING = interface_def(Routing)
 RADIO = interface_def(Radio)
@@ -383,7 +387,7 @@ async def test_expired_message_is_dropped_not_delivered(
     await assert_attacker_still_routed(raw, legit)
 
     assert cc.router.counters["dropped-expired"] == before + 1
-    assert_logged(caplog, "dropped", message.id, "expired", logger="runtime.router")
+    assert_logged(caplog, "dropped", message.id, "expired", logger="pyjoynr.runtime.router")
     assert "expired-station" not in [s.name for s in legit.provider.stations]
     assert "expired-station" not in await raw.favorites(legit)
     await raw.nothing_received()  # and no error reply for it either
@@ -631,8 +635,8 @@ async def test_add_next_hop_for_another_clients_address_is_refused_raw(
         assert cc.router.counters["refused-foreign-next-hop"] == n
     # the first refusal in full; the repeats of one client are counted, not logged one by one
     assert_logged(caplog, "add_next_hop", "evil-new-pid", "refused",
-                  logger="cluster_controller.routing_provider")
-    assert len(log_lines(caplog, "cluster_controller.routing_provider")) == 1
+                  logger="pyjoynr.cluster_controller.routing_provider")
+    assert len(log_lines(caplog, "pyjoynr.cluster_controller.routing_provider")) == 1
 
     assert "evil-new-pid" not in cc.routing_table
     assert cc.routing_table.get(raw.pid).address == raw.address
@@ -671,8 +675,8 @@ async def test_add_next_hop_for_another_clients_address_is_refused_libjoynr(
     assert cc.router.counters["refused-foreign-next-hop"] == len(foreign) + 1
     # the first refusal in full; the repeats of one client are counted, not logged one by one
     assert_logged(caplog, "add_next_hop", legit.provider_pid, "refused",
-                  logger="cluster_controller.routing_provider")
-    assert len(log_lines(caplog, "cluster_controller.routing_provider")) == 1
+                  logger="pyjoynr.cluster_controller.routing_provider")
+    assert len(log_lines(caplog, "pyjoynr.cluster_controller.routing_provider")) == 1
     assert "evil-pid" not in cc.routing_table
 
     # the attacker's own runtime is not disturbed either
@@ -871,7 +875,7 @@ async def test_a_client_cannot_take_over_a_live_clients_provider(
         assert "routed to the live connection" in reply.error["message"]
         assert cc.router.counters["participant-in-use"] == n
         assert_logged(caplog, "add_next_hop", pid, "refused", "live connection",
-                      logger="cluster_controller.routing_provider")
+                      logger="pyjoynr.cluster_controller.routing_provider")
     # with the route refused, the directory refuses the participant too
     attacker = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
     stack.push_async_callback(attacker.close)
@@ -914,7 +918,7 @@ async def test_a_participant_of_a_hung_client_is_taken_over(
     assert cc.router.counters["claimed-from-dead-connection"] == 1
     assert_logged(caplog, hung.client_id, "did not answer a ping")
     assert_logged(caplog, "add_next_hop", hung.pid, "gone",
-                  logger="cluster_controller.routing_provider")
+                  logger="pyjoynr.cluster_controller.routing_provider")
     await legit.still_works()
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from cluster_controller.controller import ClusterController
-from libjoynr import LibjoynrRuntime, MessageNotSentError, ProviderRuntimeError, connect
-from runtime.addresses import InProcessAddress, WebSocketAddress, WebSocketClientAddress
-from runtime.routing import NO_EXPIRY_MS, RoutingEntry
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import LibjoynrRuntime, MessageNotSentError, ProviderRuntimeError, connect
+from pyjoynr.runtime.addresses import InProcessAddress, WebSocketAddress, WebSocketClientAddress
+from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingEntry
 from tests.support.cluster import cc_config, eventually
 from tests.support.radio import Country, Radio, RadioProvider, Station
 

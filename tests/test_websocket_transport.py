@@ -17,17 +17,17 @@ from websockets.exceptions import ConnectionClosedOK
 from websockets.protocol import CONNECTING
 from websockets.uri import parse_uri
 
-from cluster_controller.controller import ClusterController
-from libjoynr import LibjoynrConfig, connect
-from runtime.addresses import WebSocketClientAddress
-from runtime.clock import now_ms
-from runtime.messages import Message, MessageType, decode_frame
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import LibjoynrConfig, connect
+from pyjoynr.runtime.addresses import WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.messages import Message, MessageType, decode_frame
+from pyjoynr.transports.websocket_client import WebSocketClientSettings
+from pyjoynr.transports.websocket_common import Outbox, encode_init
+from pyjoynr.transports.websocket_connection import ServerSideConnection, open_client_connection
 from tests.support.cluster import cc_config, eventually
 from tests.support.radio import Radio, RadioProvider
 from tests.support.tls import self_signed_certificate
-from transports.websocket_client import WebSocketClientSettings
-from transports.websocket_common import Outbox, encode_init
-from transports.websocket_connection import ServerSideConnection, open_client_connection
 
 WAIT_S = 5.0
 

@@ -20,7 +20,7 @@ import sys
 import uvloop
 
 from examples.radio.generated import Country, RadioStation, build_radio_proxy
-from libjoynr import ApplicationError, DiscoveryError, DiscoveryQos, connect
+from pyjoynr import ApplicationError, DiscoveryError, DiscoveryQos, connect
 
 
 async def main(url: str, domain: str, listen_s: float, country: str,

@@ -21,7 +21,7 @@ import sys
 import uvloop
 
 from examples.radio.generated import Country, RadioProviderBase, RadioStation, ShuffleError
-from libjoynr import ApplicationError, ProviderQos, ProviderScope, connect
+from pyjoynr import ApplicationError, ProviderQos, ProviderScope, connect
 
 log = logging.getLogger("radio-provider")
 

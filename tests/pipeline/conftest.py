@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from gcd.sqlite_store import SqliteStore
-from pipeline.commands import Run
-from pipeline.config import InputSettings, JobSettings, PipelineConfig, SparkSettings
-from pipeline.session import Progress, build_session
+from pyjoynr.gcd.sqlite_store import SqliteStore
+from pyjoynr.pipeline.commands import Run
+from pyjoynr.pipeline.config import InputSettings, JobSettings, PipelineConfig, SparkSettings
+from pyjoynr.pipeline.session import Progress, build_session
 from tests.pipeline import fleet
 
 #: small, so that the too-long tests need no megabyte lines (the session's line reader and the

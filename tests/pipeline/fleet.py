@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gcd.store import GcdStore, StoredEntry
+from pyjoynr.gcd.store import GcdStore, StoredEntry
 
 HOUR = 3_600_000
 MINUTE = 60_000

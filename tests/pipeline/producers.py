@@ -27,17 +27,17 @@ from typing import Any
 
 import aiomqtt
 
-from cluster_controller.controller import ClusterController
-from gcd.sqlite_store import SqliteStore
-from gcd.store import StoredEntry
-from libjoynr import LibjoynrRuntime, ProviderQos, ProviderScope
-from libjoynr import connect as joynr_connect
-from runtime import records
-from runtime.addresses import MqttAddress
-from runtime.clock import now_ms
-from runtime.interface import interface_def
-from runtime.messages import Message, MessageType, encode_frame
-from runtime.payloads import Request
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.gcd.sqlite_store import SqliteStore
+from pyjoynr.gcd.store import StoredEntry
+from pyjoynr.libjoynr import LibjoynrRuntime, ProviderQos, ProviderScope
+from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.runtime import records
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.interface import interface_def
+from pyjoynr.runtime.messages import Message, MessageType, encode_frame
+from pyjoynr.runtime.payloads import Request
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import mqtt_cc_config

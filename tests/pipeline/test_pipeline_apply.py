@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from gcd.interface import GCD_DOMAIN, GCD_PARTICIPANT_ID, GlobalCapabilitiesDirectory
-from gcd.service import GcdService, GcdSettings
-from gcd.sqlite_store import SqliteStore
-from gcd.store import StoredEntry
-from libjoynr import Arbitration, ProviderQos, ProviderScope, connect
-from pipeline import commands
-from pipeline.readers import directory_source
+from pyjoynr.gcd.interface import GCD_DOMAIN, GCD_PARTICIPANT_ID, GlobalCapabilitiesDirectory
+from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.gcd.sqlite_store import SqliteStore
+from pyjoynr.gcd.store import StoredEntry
+from pyjoynr.libjoynr import Arbitration, ProviderQos, ProviderScope, connect
+from pyjoynr.pipeline import commands
+from pyjoynr.pipeline.readers import directory_source
 from tests.pipeline.fleet import HOUR, MINUTE
 from tests.support.brokers import Mosquitto
 from tests.support.cluster import ClusterController
@@ -54,7 +54,7 @@ async def keys(path: Path, pids: list[str]) -> set[tuple[str, str]]:
 
 async def run_cli(*args: str) -> tuple[int, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "pipeline", *args, cwd=ROOT, stdout=asyncio.subprocess.PIPE,
+        sys.executable, "-m", "pyjoynr.pipeline", *args, cwd=ROOT, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, "JOYNR_PIPELINE__SPARK__MASTER": "local[2]",
              "JOYNR_PIPELINE__SPARK__SHUFFLE_PARTITIONS": "4"})
@@ -163,8 +163,8 @@ def test_apply_without_a_plan_or_a_cluster_controller_is_a_clear_error(tmp_path:
     import subprocess  # noqa: PLC0415
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=ROOT, text=True,
-                              capture_output=True, timeout=60, check=False)
+        return subprocess.run([sys.executable, "-m", "pyjoynr.pipeline", *args], cwd=ROOT,
+                              text=True, capture_output=True, timeout=60, check=False)
 
     missing = cli("housekeeping", "--apply", "--plan", str(tmp_path), "--cc", "ws://127.0.0.1:9/")
     assert missing.returncode == 2

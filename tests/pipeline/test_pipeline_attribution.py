@@ -16,10 +16,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from gcd.sqlite_store import SqliteStore
-from pipeline import commands
-from pipeline.jobs.traffic import AMBIGUOUS
-from pipeline.readers import directory_source
+from pyjoynr.gcd.sqlite_store import SqliteStore
+from pyjoynr.pipeline import commands
+from pyjoynr.pipeline.jobs.traffic import AMBIGUOUS
+from pyjoynr.pipeline.readers import directory_source
 from tests.pipeline import fleet
 
 G1, G2, G3 = "g1", "g2", "g3"

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from pipeline import commands
-from pipeline.readers import check_file, decoded_lines, list_record_files
-from pipeline.schemas import AUDIT
+from pyjoynr.pipeline import commands
+from pyjoynr.pipeline.readers import check_file, decoded_lines, list_record_files
+from pyjoynr.pipeline.schemas import AUDIT
 from tests.pipeline import fleet
 from tests.pipeline.conftest import MAX_LINE_BYTES
 

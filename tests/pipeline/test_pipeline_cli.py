@@ -1,4 +1,4 @@
-"""The command line (``bin/pipeline``, ``python -m pipeline``) as a user meets it: options
+"""The command line (``bin/pipeline``, ``python -m pyjoynr.pipeline``) as a user meets it: options
 checked against their ranges and offered only where they do something, relative paths taken
 from the caller's directory, every input checked before Spark starts, the "now" a run judges
 at said and checked against the data, a housekeeping plan that would empty the directory
@@ -27,13 +27,13 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from gcd.sqlite_store import SqliteStore
-from pipeline import commands
-from pipeline.__main__ import _parser
-from pipeline.apply import check_share, read_plan
-from pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
-from pipeline.readers import InputError, directory_source
-from pipeline.session import Progress
+from pyjoynr.gcd.sqlite_store import SqliteStore
+from pyjoynr.pipeline import commands
+from pyjoynr.pipeline.__main__ import _parser
+from pyjoynr.pipeline.apply import check_share, read_plan
+from pyjoynr.pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
+from pyjoynr.pipeline.readers import InputError, directory_source
+from pyjoynr.pipeline.session import Progress
 from tests.pipeline import fleet
 from tests.pipeline.conftest import FleetInputs
 
@@ -68,14 +68,14 @@ def tripwire(tmp_path: Path) -> Tripwire:
 def cli(*args: str, cwd: Path = ROOT, tripwire: Tripwire | None = None, bin_script: bool = False,
         timeout_s: float = 60, **env: str) -> subprocess.CompletedProcess[str]:
     """The command line as a process: ``bin/pipeline`` (``bin_script``) or ``python -m
-    pipeline``, from ``cwd``."""
+    pyjoynr.pipeline``, from ``cwd``."""
     command = [str(ROOT / "bin" / "pipeline")] if bin_script else [sys.executable, "-m",
-                                                                    "pipeline"]
+                                                                    "pyjoynr.pipeline"]
     environment = {key: value for key, value in os.environ.items()
                    if not key.startswith("JOYNR_PIPELINE") and key != "PIPELINE_CALLER_DIR"}
     if tripwire is not None:
         environment["SPARK_HOME"] = str(tripwire.home)
-    if not bin_script:  # python -m pipeline from elsewhere than the repository
+    if not bin_script:  # python -m pyjoynr.pipeline from elsewhere than the repository
         environment["PYTHONPATH"] = str(ROOT)
     return subprocess.run([*command, *args], cwd=cwd, text=True, capture_output=True,
                           timeout=timeout_s, check=False, env={**environment, **env})
@@ -357,7 +357,7 @@ def test_old_data_judged_against_the_clock_is_a_warning(
         caplog: pytest.LogCaptureFixture) -> None:
     source = directory_source(str(fleet_inputs.sqlite), "")
     newest = fleet.NOW - fleet.HOUR  # the directory's newest last-seen
-    caplog.set_level(logging.INFO, logger="pipeline.commands")
+    caplog.set_level(logging.INFO, logger="pyjoynr.pipeline.commands")
 
     def warnings() -> list[str]:
         found = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -459,7 +459,7 @@ def test_progress_lines_name_the_step(spark: SparkSession, tmp_path: Path,
             if any(i is not None and i.numActiveTasks for i in infos):
                 break
             time.sleep(0.1)
-        caplog.set_level(logging.INFO, logger="pipeline.session")
+        caplog.set_level(logging.INFO, logger="pyjoynr.pipeline.session")
         progress.report()
     finally:
         Path(gate).touch()

@@ -107,7 +107,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalo
 
 
 def pipeline(*args: str, timeout_s: float = 60, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=ROOT, text=True,
+    return subprocess.run([sys.executable, "-m", "pyjoynr.pipeline", *args], cwd=ROOT, text=True,
                           capture_output=True, timeout=timeout_s, check=False,
                           env={**os.environ, **env})
 

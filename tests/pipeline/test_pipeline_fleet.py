@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from gcd.postgres_store import PostgresStore
-from pipeline import commands
-from pipeline.readers import InputError, directory_source
-from pipeline.session import Progress
+from pyjoynr.gcd.postgres_store import PostgresStore
+from pyjoynr.pipeline import commands
+from pyjoynr.pipeline.readers import InputError, directory_source
+from pyjoynr.pipeline.session import Progress
 from tests.pipeline import fleet
 from tests.pipeline.conftest import FleetInputs, pipeline_config
 from tests.support.gcd_stores import fresh_postgres_dsn

@@ -17,10 +17,10 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StringType, StructField, StructType
 
-from cluster_controller.snapshots import write_snapshot
-from pipeline import commands
-from pipeline.schemas import DIRECTORY
-from runtime import records
+from pyjoynr.cluster_controller.snapshots import write_snapshot
+from pyjoynr.pipeline import commands
+from pyjoynr.pipeline.schemas import DIRECTORY
+from pyjoynr.runtime import records
 from tests.pipeline import fleet
 from tests.pipeline.conftest import MAX_LINE_BYTES
 

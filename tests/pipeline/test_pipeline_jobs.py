@@ -11,12 +11,12 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.apply import targets_of
-from pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
-from pipeline.jobs import directory, drift, housekeeping, ingest, traffic
-from pipeline.report import time_bin_ms
-from pipeline.report.page import Section, Table, embedded_json, render
-from pipeline.schemas import (
+from pyjoynr.pipeline.apply import targets_of
+from pyjoynr.pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
+from pyjoynr.pipeline.jobs import directory, drift, housekeeping, ingest, traffic
+from pyjoynr.pipeline.report import time_bin_ms
+from pyjoynr.pipeline.report.page import Section, Table, embedded_json, render
+from pyjoynr.pipeline.schemas import (
     AUDIT,
     AUDIT_V1,
     DIRECTORY,
@@ -25,7 +25,7 @@ from pipeline.schemas import (
     NEVER_MS,
     SNAPSHOT,
 )
-from runtime.messages import MessageType
+from pyjoynr.runtime.messages import MessageType
 
 HOUR = 3_600_000
 NOW = 100 * 24 * HOUR

@@ -25,12 +25,12 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from pipeline import commands
-from pipeline.config import JobSettings
-from pipeline.readers import directory_source
-from pipeline.report import build_report
-from pipeline.session import Progress
-from runtime.routing import NO_EXPIRY_MS
+from pyjoynr.pipeline import commands
+from pyjoynr.pipeline.config import JobSettings
+from pyjoynr.pipeline.readers import directory_source
+from pyjoynr.pipeline.report import build_report
+from pyjoynr.pipeline.session import Progress
+from pyjoynr.runtime.routing import NO_EXPIRY_MS
 from tests.pipeline.conftest import pipeline_config
 from tests.pipeline.producers import (
     DOMAINS,

@@ -24,12 +24,12 @@ from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from pipeline import commands
-from pipeline.config import ReportSettings
-from pipeline.readers import directory_source
-from pipeline.report import OTHER, build_report
-from pipeline.report.page import OPEN_ROWS, Chart, Fact, Section, Table, render
-from pipeline.session import Progress
+from pyjoynr.pipeline import commands
+from pyjoynr.pipeline.config import ReportSettings
+from pyjoynr.pipeline.readers import directory_source
+from pyjoynr.pipeline.report import OTHER, build_report
+from pyjoynr.pipeline.report.page import OPEN_ROWS, Chart, Fact, Section, Table, render
+from pyjoynr.pipeline.session import Progress
 from tests.pipeline import fleet
 from tests.pipeline.conftest import FleetInputs, pipeline_config
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline import commands
+from pyjoynr.pipeline import commands
 from tests.pipeline import fleet
 
 

@@ -1,8 +1,9 @@
 """Running cluster controller and GCD processes and asking their admin endpoints, in tests.
 
-- :class:`ProgramProcess`: ``python -m cluster_controller`` or ``python -m gcd`` with
-  environment overrides; its output is read by a thread the whole time (a long-running process
-  must never block on a full pipe), the admin endpoint's URL taken from its log;
+- :class:`ProgramProcess`: ``python -m pyjoynr.cluster_controller`` or ``python -m
+  pyjoynr.gcd`` with environment overrides; its output is read by a thread the whole time (a
+  long-running process must never block on a full pipe), the admin endpoint's URL taken from
+  its log;
 - :func:`http_get`: a real HTTP request (urllib, in a thread), the status, headers and body,
   whatever the status; :func:`raw_exchange`: bytes written on a fresh connection, what came
   back until the server closed it (for hostile requests);
@@ -37,15 +38,19 @@ WAIT_S = 20.0
 
 
 class ProgramProcess:
-    """One program process (``module``: ``cluster_controller`` or ``gcd``)."""
+    """One program process (``module``: ``cluster_controller`` or ``gcd``), run as ``python -m
+    pyjoynr.<module>`` in the checkout, or as ``command`` (e.g. an installed console script)
+    in ``cwd``."""
 
-    def __init__(self, module: str, env: dict[str, str]) -> None:
+    def __init__(self, module: str, env: dict[str, str], *, command: list[str] | None = None,
+                 cwd: Path = ROOT) -> None:
         self.module = module
         self.lines: list[str] = []
         self._changed = threading.Condition()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", module], cwd=ROOT, env={**os.environ, **env},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            command or [sys.executable, "-m", f"pyjoynr.{module}"], cwd=cwd,
+            env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
         self._reader = threading.Thread(target=self._read, daemon=True,
                                         name=f"output of {module}")
         self._reader.start()
@@ -112,18 +117,20 @@ class ProgramProcess:
         return await asyncio.to_thread(self.stop, timeout_s)
 
 
-def cc_process(data_dir: Path, **env: str) -> ProgramProcess:
+def cc_process(data_dir: Path, *, command: list[str] | None = None, cwd: Path = ROOT,
+               **env: str) -> ProgramProcess:
     """A cluster controller process on free ports (websocket, admin, embedded broker)."""
-    return ProgramProcess("cluster_controller", {
+    return ProgramProcess("cluster_controller", command=command, cwd=cwd, env={
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(data_dir),
         "JOYNR_CC__WEBSOCKET__PORT": "0", "JOYNR_CC__EMBEDDED_BROKER__PORT": "0",
         "JOYNR_CC__ADMIN__PORT": "0", "JOYNR_CC__ROUTER__SWEEP_INTERVAL_S": "0.05", **env})
 
 
-def gcd_process(data_dir: Path, broker_url: str, **env: str) -> ProgramProcess:
+def gcd_process(data_dir: Path, broker_url: str, *, command: list[str] | None = None,
+                cwd: Path = ROOT, **env: str) -> ProgramProcess:
     """A GCD process (SQLite and its instance id in ``data_dir``) on the broker, its admin
     endpoint on a free port."""
-    return ProgramProcess("gcd", {
+    return ProgramProcess("gcd", command=command, cwd=cwd, env={
         "JOYNR_GCD__GCD__SQLITE_PATH": str(data_dir / "gcd.sqlite"),
         "JOYNR_GCD__GCD__DATA_DIR": str(data_dir),
         "JOYNR_GCD__GCD__BROKER_URL": broker_url, "JOYNR_GCD__ADMIN__PORT": "0", **env})

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from runtime import records
+from pyjoynr.runtime import records
 
 
 def audit_files(directory: Path) -> list[Path]:

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cluster_controller.config import ClusterControllerConfig
-from cluster_controller.controller import ClusterController
+from pyjoynr.cluster_controller.config import ClusterControllerConfig
+from pyjoynr.cluster_controller.controller import ClusterController
 
 #: the [mqtt] client of the CCs made here (tests.support.mqtt_clients); None: the default
 MQTT_CLIENT: str | None = None

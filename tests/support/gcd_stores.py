@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from gcd.postgres_store import PostgresStore
-from gcd.sqlite_store import SqliteStore
-from gcd.store import GcdStore
+from pyjoynr.gcd.postgres_store import PostgresStore
+from pyjoynr.gcd.sqlite_store import SqliteStore
+from pyjoynr.gcd.store import GcdStore
 from tests.support.postgres import PostgresServer
 
 #: every store implementation; the contract tests run on each

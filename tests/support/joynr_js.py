@@ -34,7 +34,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from runtime.smrf import SmrfFrame, decode_smrf, encode_smrf
+from pyjoynr.runtime.smrf import SmrfFrame, decode_smrf, encode_smrf
 
 __all__ = ["JoynrCallError", "JoynrJsClient", "JsProxy", "discovery_entry", "provider_qos"]
 

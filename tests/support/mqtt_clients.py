@@ -20,8 +20,8 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from pyjoynr.transports.mqtt_settings import CLIENTS
 from tests.support import cluster
-from transports.mqtt_settings import CLIENTS
 
 
 def current() -> str:

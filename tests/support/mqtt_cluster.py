@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster_controller.controller import ClusterController
-from libjoynr import LibjoynrRuntime, ProviderQos, ProviderScope
-from libjoynr import connect as joynr_connect
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.libjoynr import LibjoynrRuntime, ProviderQos, ProviderScope
+from pyjoynr.libjoynr import connect as joynr_connect
 from tests.support.cluster import cc_config
 from tests.support.radio import Radio, RadioProvider
 

@@ -6,7 +6,15 @@ import asyncio
 import enum
 from dataclasses import dataclass
 
-from libjoynr import ApplicationError, Provider, attribute, broadcast, errors, interface, one_way
+from pyjoynr.libjoynr import (
+    ApplicationError,
+    Provider,
+    attribute,
+    broadcast,
+    errors,
+    interface,
+    one_way,
+)
 
 
 class Country(enum.Enum):

@@ -12,18 +12,18 @@ from contextlib import AsyncExitStack
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from runtime.clock import now_ms
-from runtime.interface import interface_def
-from runtime.messages import Message, MessageType
-from runtime.payloads import OneWayRequest
-from tests.support.radio import Radio
-from transports.websocket_common import (
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.interface import interface_def
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.payloads import OneWayRequest
+from pyjoynr.transports.websocket_common import (
     encode_init,
     encode_joynr_init,
     frame_decoder,
     frame_encoder,
 )
-from transports.websocket_settings import NATIVE
+from pyjoynr.transports.websocket_settings import NATIVE
+from tests.support.radio import Radio
 
 __all__ = ["RawClient", "note"]
 

@@ -18,13 +18,13 @@ import random
 from collections.abc import Callable
 from typing import Any, cast
 
-from gcd.changes import Notifier, VersionedStore
-from gcd.index import DirectoryIndex
-from gcd.postgres_store import PostgresNotifier, PostgresStore
-from gcd.provider import GcdProvider
-from gcd.store import StoredEntry
-from gcd.sync import Synchronizer, SyncSettings
-from runtime.tasks import TaskSupervisor
+from pyjoynr.gcd.changes import Notifier, VersionedStore
+from pyjoynr.gcd.index import DirectoryIndex
+from pyjoynr.gcd.postgres_store import PostgresNotifier, PostgresStore
+from pyjoynr.gcd.provider import GcdProvider
+from pyjoynr.gcd.store import StoredEntry
+from pyjoynr.gcd.sync import Synchronizer, SyncSettings
+from pyjoynr.runtime.tasks import TaskSupervisor
 
 GBIDS = ["GBID1", "GBID2"]
 

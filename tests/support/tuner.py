@@ -15,12 +15,12 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
-from libjoynr import LibjoynrRuntime, Provider, attribute, broadcast, interface
-from runtime.addresses import WebSocketClientAddress
-from runtime.clock import now_ms
-from runtime.interface import interface_def
-from runtime.messages import Message, MessageType
-from runtime.payloads import (
+from pyjoynr.libjoynr import LibjoynrRuntime, Provider, attribute, broadcast, interface
+from pyjoynr.runtime.addresses import WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.interface import interface_def
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.payloads import (
     BroadcastSubscriptionRequest,
     Publication,
     Reply,
@@ -30,7 +30,7 @@ from runtime.payloads import (
     SubscriptionStop,
     decode_payload,
 )
-from runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
+from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from tests.support.joynr_js import JoynrJsClient, JsProxy
 from tests.support.raw_websocket import RawClient
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cluster_controller.controller import ClusterController
-from runtime.addresses import Address, WebSocketClientAddress
-from runtime.bodies import BodyFormat, format_of
-from runtime.messages import Message, MessageType
+from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.runtime.addresses import Address, WebSocketClientAddress
+from pyjoynr.runtime.bodies import BodyFormat, format_of
+from pyjoynr.runtime.messages import Message, MessageType
 
 __all__ = ["Wire"]
 

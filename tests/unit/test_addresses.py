@@ -7,7 +7,7 @@ import copy
 import msgpack
 import pytest
 
-from runtime.addresses import (
+from pyjoynr.runtime.addresses import (
     AddressError,
     InProcessAddress,
     MqttAddress,

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime.bodies import (
+from pyjoynr.runtime.bodies import (
     BODY_PARAMETER,
     BODY_PARAMETER_VALUE,
     BodyFormat,
@@ -26,15 +26,15 @@ from runtime.bodies import (
     schema_of,
     with_body_parameter,
 )
-from runtime.discovery_types import (
+from pyjoynr.runtime.discovery_types import (
     CustomParameter,
     DiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
-from runtime.errors import ApplicationError, MessageNotSentError, ProviderRuntimeError
-from runtime.interface import (
+from pyjoynr.runtime.errors import ApplicationError, MessageNotSentError, ProviderRuntimeError
+from pyjoynr.runtime.interface import (
     attribute,
     broadcast,
     errors,
@@ -43,9 +43,9 @@ from runtime.interface import (
     joynr_name,
     to_wire,
 )
-from runtime.joynr_json import reply_types
-from runtime.messages import Message, MessageType
-from runtime.payloads import (
+from pyjoynr.runtime.joynr_json import reply_types
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.payloads import (
     PAYLOAD_TYPES,
     BroadcastSubscriptionRequest,
     MulticastPublication,

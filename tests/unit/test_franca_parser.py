@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import franca.parser
-from franca.model import (
+import pyjoynr.franca.parser
+from pyjoynr.franca.model import (
     Arg,
     ArrayOf,
     ArrayType,
@@ -30,11 +30,11 @@ from franca.model import (
     TypedefType,
     UnionType,
 )
-from franca.parser import FrancaError, Problem, parse_files
-from gcd.interface import GCD_INTERFACE
-from runtime import discovery_types
-from runtime.interface import interface_def, joynr_type_name
-from runtime.system_interfaces import Discovery, Routing
+from pyjoynr.franca.parser import FrancaError, Problem, parse_files
+from pyjoynr.gcd.interface import GCD_INTERFACE
+from pyjoynr.runtime import discovery_types
+from pyjoynr.runtime.interface import interface_def, joynr_type_name
+from pyjoynr.runtime.system_interfaces import Discovery, Routing
 
 HERE = Path(__file__).resolve().parent.parent / "franca" / "parser"
 RADIO = HERE / "radio" / "radio.fidl"
@@ -457,7 +457,7 @@ def test_unreadable_input_is_refused_with_a_reason(
     binary = tmp_path / "binary.fidl"
     binary.write_bytes(b"package p\n\xff\xfe")
     assert _problems(binary) == [f"{binary}:2:1: not UTF-8 text"]
-    monkeypatch.setattr(franca.parser, "MAX_FILE_BYTES", 8)
+    monkeypatch.setattr(pyjoynr.franca.parser, "MAX_FILE_BYTES", 8)
     assert _problems(RADIO) == [
         f"{RADIO}:1:1: file is too large ({RADIO.stat().st_size} bytes, at most 8)"
     ]

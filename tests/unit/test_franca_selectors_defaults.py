@@ -15,9 +15,9 @@ from types import ModuleType
 
 import pytest
 
-from franca.generate import GenerationError, generate, write_package
-from franca.parser import FrancaError, parse_files
-from runtime.interface import from_wire, interface_def, lower_camel
+from pyjoynr.franca.generate import GenerationError, generate, write_package
+from pyjoynr.franca.parser import FrancaError, parse_files
+from pyjoynr.runtime.interface import from_wire, interface_def, lower_camel
 
 ROOT = Path(__file__).resolve().parents[2]
 SELECTED = """\

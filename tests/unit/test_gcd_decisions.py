@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from gcd.decisions import RemoveDecision, decide_remove, distinct, rows_to_add
-from gcd.store import RemoveOutcome, StoredEntry
+from pyjoynr.gcd.decisions import RemoveDecision, decide_remove, distinct, rows_to_add
+from pyjoynr.gcd.store import RemoveOutcome, StoredEntry
 
 REMOVED, NO_PARTICIPANT, NOT_IN_ALL = (RemoveOutcome.REMOVED, RemoveOutcome.NO_PARTICIPANT,
                                        RemoveOutcome.NOT_IN_ALL_SELECTED)

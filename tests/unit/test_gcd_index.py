@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from gcd.changes import (
+from pyjoynr.gcd.changes import (
     BUCKETS,
     Change,
     ChangeBatch,
@@ -26,9 +26,9 @@ from gcd.changes import (
     bucket_of,
     row_hash,
 )
-from gcd.index import DirectoryIndex
-from gcd.sqlite_store import SqliteStore
-from gcd.store import StoredEntry
+from pyjoynr.gcd.index import DirectoryIndex
+from pyjoynr.gcd.sqlite_store import SqliteStore
+from pyjoynr.gcd.store import StoredEntry
 
 Key = tuple[str, str]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcd.changes import Change
-from gcd.index import DirectoryIndex
-from gcd.store import StoredEntry
+from pyjoynr.gcd.changes import Change
+from pyjoynr.gcd.index import DirectoryIndex
+from pyjoynr.gcd.store import StoredEntry
 
 NOW = 1_000
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcd.params import (
+from pyjoynr.gcd.params import (
     HASHED_FIELDS,
     INTERNED_FIELDS,
     UNHASHED_FIELDS,
@@ -21,7 +21,7 @@ from gcd.params import (
     canonical_bytes,
     params_digest,
 )
-from gcd.store import StoredEntry
+from pyjoynr.gcd.store import StoredEntry
 
 
 def entry(**changes: Any) -> StoredEntry:

@@ -11,10 +11,10 @@ import msgpack
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gcd.params import SharedParams
-from gcd.provider import _from_row, _wire_of_row
-from gcd.store import StoredEntry
-from runtime.interface import to_wire
+from pyjoynr.gcd.params import SharedParams
+from pyjoynr.gcd.provider import _from_row, _wire_of_row
+from pyjoynr.gcd.store import StoredEntry
+from pyjoynr.runtime.interface import to_wire
 
 texts = st.text(max_size=12)
 ints = st.integers(-(2**63), 2**63 - 1)

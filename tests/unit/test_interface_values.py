@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime import interface
-from runtime.discovery_types import (
+from pyjoynr.runtime import interface
+from pyjoynr.runtime.discovery_types import (
     CustomParameter,
     DiscoveryQos,
     DiscoveryScope,
@@ -24,7 +24,7 @@ from runtime.discovery_types import (
     ProviderScope,
     Version,
 )
-from runtime.interface import (
+from pyjoynr.runtime.interface import (
     PLAIN_TYPES,
     ValueTypeError,
     datatype_name,

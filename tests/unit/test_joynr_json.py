@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime import joynr_json as joynr_json_module
-from runtime.errors import (
+from pyjoynr.runtime import joynr_json as joynr_json_module
+from pyjoynr.runtime.errors import (
     ApplicationError,
     JoynrError,
     MethodInvocationError,
@@ -22,7 +22,7 @@ from runtime.errors import (
     SubscriptionError,
     error_from_wire,
 )
-from runtime.interface import (
+from pyjoynr.runtime.interface import (
     attribute,
     broadcast,
     datatype_name,
@@ -36,7 +36,7 @@ from runtime.interface import (
     to_wire,
     wire_name,
 )
-from runtime.joynr_json import (
+from pyjoynr.runtime.joynr_json import (
     MAX_DEPTH,
     TYPE_NAMES,
     JoynrJsonError,
@@ -45,7 +45,7 @@ from runtime.joynr_json import (
     decode_any,
     encode,
 )
-from runtime.payloads import (
+from pyjoynr.runtime.payloads import (
     BroadcastSubscriptionRequest,
     MulticastPublication,
     MulticastSubscriptionRequest,
@@ -59,7 +59,7 @@ from runtime.payloads import (
     SubscriptionRequest,
     SubscriptionStop,
 )
-from runtime.system_interfaces import Routing
+from pyjoynr.runtime.system_interfaces import Routing
 
 # ---------------------------------------------------------------------- a declared interface
 

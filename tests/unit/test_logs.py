@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.logs import (
+from pyjoynr.runtime.logs import (
     MAX_KEY_CHARS,
     OVERFLOW_KEY,
     RepeatedWarnings,
@@ -24,6 +24,7 @@ from runtime.logs import (
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("cluster_controller", "gcd", "libjoynr", "runtime", "transports")
+SOURCE = ROOT / "pyjoynr"
 
 # ====================================================================== escaping
 
@@ -127,8 +128,8 @@ def test_every_module_of_the_project_logs_through_get_logger() -> None:
     unescaped: the programs may only adjust other libraries' loggers with it."""
     offenders = []
     for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            if path == ROOT / "runtime" / "logs.py":
+        for path in sorted((SOURCE / package).rglob("*.py")):
+            if path == SOURCE / "runtime" / "logs.py":
                 continue
             for n, line in enumerate(path.read_text().splitlines(), start=1):
                 if "logging.getLogger(" in line and not re.search(
@@ -138,18 +139,19 @@ def test_every_module_of_the_project_logs_through_get_logger() -> None:
     assert offenders == []
     # and every module that logs has a logger of its own from get_logger
     for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
+        for path in sorted((SOURCE / package).rglob("*.py")):
             text = path.read_text()
             if re.search(r"\blog\.(debug|info|warning|error|exception|log)\(", text):
                 assert re.search(r"^log = get_logger\(", text, re.M), path
 
 
 def test_every_project_logger_in_use_has_the_filter() -> None:
-    import cluster_controller.controller  # noqa: F401, PLC0415 - loads every module
-    import gcd.service  # noqa: F401, PLC0415
-    import libjoynr  # noqa: F401, PLC0415
+    import pyjoynr.cluster_controller.controller  # noqa: PLC0415 - loads every module
+    import pyjoynr.gcd.service  # noqa: PLC0415
+    import pyjoynr.libjoynr  # noqa: F401, PLC0415
 
-    loaded = [name for name in sys.modules if name.split(".")[0] in PACKAGES]
+    loaded = [name for name in sys.modules
+              if name.startswith("pyjoynr.") and name.split(".")[1] in PACKAGES]
     for name in loaded:
         log = getattr(sys.modules[name], "log", None)
         if isinstance(log, logging.Logger):
@@ -158,9 +160,9 @@ def test_every_project_logger_in_use_has_the_filter() -> None:
 
 # ====================================================================== the limiter as data
 
-A = ("transports.mqtt", "not-msgpack", "backend g")
-B = ("transports.mqtt", "expired", "backend g")
-C = ("transports.mqtt", "not-msgpack", "backend h")
+A = ("pyjoynr.transports.mqtt", "not-msgpack", "backend g")
+B = ("pyjoynr.transports.mqtt", "expired", "backend g")
+C = ("pyjoynr.transports.mqtt", "not-msgpack", "backend h")
 
 #: (time, key, logged in full?, summaries written before it)
 SCRIPT: list[tuple[float, tuple[str, str, str], bool, list[Summary]]] = [

@@ -12,14 +12,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime import smrf
-from runtime.addresses import (
+from pyjoynr.runtime import smrf
+from pyjoynr.runtime.addresses import (
     Address,
     MqttAddress,
     WebSocketAddress,
     WebSocketClientAddress,
 )
-from runtime.messages import (
+from pyjoynr.runtime.messages import (
     DEFAULT_MAX_FRAME_BYTES,
     INT64_MAX,
     MAX_HEADER_LENGTH,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from transports.mqtt5 import packets as p
-from transports.mqtt5.packets import (
+from pyjoynr.transports.mqtt5 import packets as p
+from pyjoynr.transports.mqtt5.packets import (
     V5,
     V311,
     Connack,

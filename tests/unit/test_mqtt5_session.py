@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from transports.mqtt5.session import (
+from pyjoynr.transports.mqtt5.session import (
     MAX_PACKET_ID,
     KeepAlive,
     Outbound,

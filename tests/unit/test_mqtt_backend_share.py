@@ -5,14 +5,14 @@ the share frees as its messages leave."""
 
 from __future__ import annotations
 
-from runtime.addresses import MqttAddress, WebSocketClientAddress
-from runtime.clock import now_ms
-from runtime.messages import Message, MessageType
-from runtime.router import MessageRouter
-from runtime.routing import RoutingTable, RuntimeKind
-from runtime.tasks import TaskSupervisor
-from transports.mqtt import MqttTransport
-from transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
+from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.transports.mqtt import MqttTransport
+from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
 
 GBID = "g1"
 TO = MqttAddress(GBID, "joynr/cc/far")

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime import smrf
-from runtime.addresses import MqttAddress
-from runtime.clock import now_ms
-from runtime.messages import Message, MessageType, encode_frame
-from transports.mqtt_dialect import (
+from pyjoynr.runtime import smrf
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.messages import Message, MessageType, encode_frame
+from pyjoynr.transports.mqtt_dialect import (
     JOYNR,
     NATIVE,
     DialectMemory,
@@ -20,7 +20,7 @@ from transports.mqtt_dialect import (
     publish_topic,
     user_properties,
 )
-from transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
 
 
 def message(kind: MessageType = MessageType.REQUEST, body: bytes = b"\x93\x01\x02\x03",

@@ -8,14 +8,14 @@ import logging
 
 import pytest
 
-from runtime.addresses import MqttAddress
-from runtime.clock import now_ms
-from runtime.messages import Message, MessageType
-from runtime.router import MessageRouter
-from runtime.routing import RoutingTable, RuntimeKind
-from runtime.tasks import TaskSupervisor
-from transports.mqtt import MqttTransport
-from transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
+from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.transports.mqtt import MqttTransport
+from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
 
 GBIDS = 5_000
 
@@ -35,7 +35,7 @@ async def test_made_up_gbids_are_counted_and_leave_no_state(
                               tasks=tasks)
     before = held(transport)
     message = Message(MessageType.ONE_WAY, "sender", "recipient", now_ms() + 60_000, b"x")
-    with caplog.at_level(logging.WARNING, logger="transports.mqtt"):
+    with caplog.at_level(logging.WARNING, logger="pyjoynr.transports.mqtt"):
         sent = [transport.send(MqttAddress(f"made-up-{i}", "joynr/cc/x"), message)
                 for i in range(GBIDS)]
     assert not any(sent)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.multicast import (
+from pyjoynr.runtime.multicast import (
     MulticastError,
     MulticastReceivers,
     make_multicast_id,

@@ -16,21 +16,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from admin.health import Check, Probe, health_reply
-from admin.page import CONTENT_SECURITY_POLICY, page_reply
-from admin.settings import AdminSettings, is_loopback
-from runtime.addresses import InProcessAddress, MqttAddress, WebSocketClientAddress
-from runtime.logs import (
+from pyjoynr.admin.health import Check, Probe, health_reply
+from pyjoynr.admin.page import CONTENT_SECURITY_POLICY, page_reply
+from pyjoynr.admin.settings import AdminSettings, is_loopback
+from pyjoynr.runtime.addresses import InProcessAddress, MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.logs import (
     JsonFormatter,
     RecentLines,
     RepeatedWarnings,
     get_logger,
     message_fields,
 )
-from runtime.messages import Message, MessageType
-from runtime.metrics import LatencyHistogram, LatencyHistograms
-from runtime.router import MessageRouter
-from runtime.routing import RoutingTable, RuntimeKind
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.metrics import LatencyHistogram, LatencyHistograms
+from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
 from tests.test_router import T0, Clock, Recorder
 
 # ---------------------------------------------------------------------- histograms
@@ -100,11 +100,11 @@ def _record(logger: str, msg: str, *args: object, **extra: object) -> logging.Lo
 def test_a_json_line_is_one_line_with_the_fields_the_call_gave() -> None:
     message = Message(type=MessageType.ONE_WAY, sender="a\u2028b\nc", recipient="r\u00e9",
                       expiry_date_ms=1, body=b"")
-    line = JsonFormatter().format(_record("runtime.router", "dropped %s: %s", "x\ny", "why",
+    line = JsonFormatter().format(_record("pyjoynr.runtime.router", "dropped %s: %s", "x\ny", "why",
                                           **message_fields(message)))
     assert "\n" not in line and "\u2028" not in line and line.isascii()
     data = json.loads(line)
-    assert data["level"] == "WARNING" and data["logger"] == "runtime.router"
+    assert data["level"] == "WARNING" and data["logger"] == "pyjoynr.runtime.router"
     assert data["message"] == "dropped x\ny: why"
     assert (data["messageId"], data["sender"], data["recipient"]) == (
         message.id, "a\u2028b\nc", "r\u00e9")

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.bodies import make_error_answer
-from runtime.errors import (
+from pyjoynr.runtime.bodies import make_error_answer
+from pyjoynr.runtime.errors import (
     ApplicationError,
     JoynrError,
     MessageNotSentError,
     ProviderRuntimeError,
 )
-from runtime.messages import Effort, Message, MessageType, decode_frame, encode_frame
-from runtime.payloads import (
+from pyjoynr.runtime.messages import Effort, Message, MessageType, decode_frame, encode_frame
+from pyjoynr.runtime.payloads import (
     MAX_FILTER_PARAMETER_CHARS,
     MAX_FILTER_PARAMETERS,
     PAYLOAD_TYPES,

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from cluster_controller.local_discovery import LocalDiscovery
-from cluster_controller.provisioning import load_provisioning
-from runtime.addresses import MqttAddress
-from runtime.bodies import BodyFormat, proxy_body_format
-from runtime.config import ConfigError
-from runtime.discovery_types import (
+from pyjoynr.cluster_controller.local_discovery import LocalDiscovery
+from pyjoynr.cluster_controller.provisioning import load_provisioning
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.bodies import BodyFormat, proxy_body_format
+from pyjoynr.runtime.config import ConfigError
+from pyjoynr.runtime.discovery_types import (
     DiscoveryEntry,
     DiscoveryQos,
     DiscoveryScope,
@@ -19,9 +19,9 @@ from runtime.discovery_types import (
     ProviderScope,
     Version,
 )
-from runtime.errors import ApplicationError
-from runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
-from transports.mqtt_settings import parse_broker_url
+from pyjoynr.runtime.errors import ApplicationError
+from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
+from pyjoynr.transports.mqtt_settings import parse_broker_url
 
 GOOD = """
 [[provider]]
@@ -49,7 +49,8 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_provisioning_file_is_read() -> None:
-    example = Path(__file__).resolve().parents[2] / "config" / "provisioning.example.toml"
+    root = Path(__file__).resolve().parents[2]
+    example = root / "pyjoynr" / "config" / "provisioning.example.toml"
     (provider,) = load_provisioning(example)
     assert provider.participant_id == "radio-provider-1"
 
@@ -151,7 +152,7 @@ def test_broker_urls(url: str, expected: tuple[object, ...]) -> None:
 
 
 def test_the_cluster_controller_id_of_a_gcd_entry_is_the_last_level_of_its_topic() -> None:
-    from gcd.provider import cluster_controller_id_of  # noqa: PLC0415
+    from pyjoynr.gcd.provider import cluster_controller_id_of  # noqa: PLC0415
 
     assert cluster_controller_id_of("joynr/cc/cc-1234") == "cc-1234"
     assert cluster_controller_id_of("plain") == "plain"

@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime import records
-from runtime.addresses import (
+from pyjoynr.runtime import records
+from pyjoynr.runtime.addresses import (
     InProcessAddress,
     MqttAddress,
     WebSocketAddress,
     WebSocketClientAddress,
 )
-from runtime.audit import encode
-from runtime.messages import MessageType
-from runtime.routing import NO_EXPIRY_MS, RoutingEntry
+from pyjoynr.runtime.audit import encode
+from pyjoynr.runtime.messages import MessageType
+from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingEntry
 
 DOC_AUDIT_KEYS = ["v", "ts", "proc", "id", "type", "sender", "recipient", "hop", "gbid", "bytes",
                   "outcome", "reason", "peer", "queued_ms"]

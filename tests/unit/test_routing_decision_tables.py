@@ -13,14 +13,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from runtime.addresses import (
+from pyjoynr.runtime.addresses import (
     Address,
     InProcessAddress,
     MqttAddress,
     WebSocketAddress,
     WebSocketClientAddress,
 )
-from runtime.routing import PutResult, RoutingEntry, RoutingTable, RuntimeKind
+from pyjoynr.runtime.routing import PutResult, RoutingEntry, RoutingTable, RuntimeKind
 
 CC = RuntimeKind.CLUSTER_CONTROLLER
 LIB = RuntimeKind.LIBJOYNR

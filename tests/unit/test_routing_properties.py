@@ -5,13 +5,13 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from runtime.addresses import (
+from pyjoynr.runtime.addresses import (
     InProcessAddress,
     MqttAddress,
     WebSocketAddress,
     WebSocketClientAddress,
 )
-from runtime.routing import NO_EXPIRY_MS, RoutingEntry, RoutingTable, RuntimeKind
+from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingEntry, RoutingTable, RuntimeKind
 
 _SKELETONS = [object(), object()]
 OWN = MqttAddress("gbid-a", "cc/own")

@@ -4,15 +4,15 @@ table (and, for learned replyTo routes, the rule that decides them)."""
 
 from __future__ import annotations
 
-from runtime.addresses import (
+from pyjoynr.runtime.addresses import (
     InProcessAddress,
     MqttAddress,
     WebSocketAddress,
     WebSocketClientAddress,
 )
-from runtime.messages import Message, MessageType
-from runtime.routing import NO_EXPIRY_MS, PutResult, RoutingEntry, RoutingTable, RuntimeKind
-from runtime.rules import NO_REPLY_TO, Refusal, reply_route
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.routing import NO_EXPIRY_MS, PutResult, RoutingEntry, RoutingTable, RuntimeKind
+from pyjoynr.runtime.rules import NO_REPLY_TO, Refusal, reply_route
 
 CC = RuntimeKind.CLUSTER_CONTROLLER
 LIB = RuntimeKind.LIBJOYNR

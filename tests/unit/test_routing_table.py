@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.addresses import InProcessAddress, MqttAddress, WebSocketClientAddress
-from runtime.routing import NO_EXPIRY_MS, PutResult, RoutingTable, RuntimeKind
+from pyjoynr.runtime.addresses import InProcessAddress, MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.routing import NO_EXPIRY_MS, PutResult, RoutingTable, RuntimeKind
 
 CC = RuntimeKind.CLUSTER_CONTROLLER
 

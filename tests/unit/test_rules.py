@@ -13,17 +13,17 @@ from dataclasses import dataclass
 
 import pytest
 
-from runtime import rules
-from runtime.addresses import (
+from pyjoynr.runtime import rules
+from pyjoynr.runtime.addresses import (
     Address,
     InProcessAddress,
     MqttAddress,
     WebSocketAddress,
     WebSocketClientAddress,
 )
-from runtime.messages import REQUEST_TYPES, Message, MessageType
-from runtime.routing import NO_EXPIRY_MS, PutResult, RoutingEntry
-from runtime.rules import (
+from pyjoynr.runtime.messages import REQUEST_TYPES, Message, MessageType
+from pyjoynr.runtime.routing import NO_EXPIRY_MS, PutResult, RoutingEntry
+from pyjoynr.runtime.rules import (
     BAD_REPLY_TO,
     CLAIMED_FROM_DEAD,
     EXPIRED,
@@ -96,11 +96,12 @@ def test_the_rules_are_pure():
                 if isinstance(node, ast.Import) for alias in node.names}
     imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom)}
-    assert imported <= {"__future__", "collections", "dataclasses", "typing", "runtime"}
+    assert imported <= {"__future__", "collections", "dataclasses", "typing", "pyjoynr"}
     from_runtime = {node.module for node in ast.walk(tree)
                     if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                        "runtime")}
-    assert from_runtime <= {"runtime.addresses", "runtime.messages", "runtime.routing"}
+                        "pyjoynr.")}
+    assert from_runtime <= {"pyjoynr.runtime.addresses", "pyjoynr.runtime.messages",
+                            "pyjoynr.runtime.routing"}
 
 
 def test_reason_codes_are_distinct_short_counter_keys():

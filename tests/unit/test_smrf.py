@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
-from runtime.messages import INT64_MAX, MAX_HEADERS, Effort, Message, MessageType
-from runtime.smrf import (
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
+from pyjoynr.runtime.messages import INT64_MAX, MAX_HEADERS, Effort, Message, MessageType
+from pyjoynr.runtime.smrf import (
     DEFAULT_COMPRESS_ABOVE_BYTES,
     MAX_SMRF_HEADERS,
     SmrfError,
@@ -29,7 +29,7 @@ from runtime.smrf import (
     frame_from_message,
     message_from_frame,
 )
-from runtime.smrf_core import LAYOUTS_CACHED, _layout
+from pyjoynr.runtime.smrf_core import LAYOUTS_CACHED, _layout
 
 # The smrf test message (sender, recipient, two headers, relative ttl 1234567, body 0..99) as
 # the smrf npm package 0.3.3 writes it: plain, compressed, custom-signed with b"owner-id".
@@ -273,7 +273,7 @@ def test_raw_smrf_is_not_compared_nor_shown() -> None:
 
 
 def test_encode_does_not_use_the_msgpack_frame() -> None:
-    from runtime.messages import decode_frame, encode_frame  # noqa: PLC0415
+    from pyjoynr.runtime.messages import decode_frame, encode_frame  # noqa: PLC0415
 
     native = decode_frame(encode_frame(full_message(custom_signature=None)))
     assert native.raw is not None and native.raw_smrf is None

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import compiled, smrf
-from runtime.addresses import MqttAddress
-from runtime.messages import Message, MessageType
+from pyjoynr.runtime import compiled, smrf
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.messages import Message, MessageType
 from tests.unit.test_smrf import (
     JS_COMPRESSED,
     JS_COMPRESSED_SIGNED,
@@ -35,8 +35,8 @@ from tests.unit.test_smrf import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPILED = sys.modules["runtime.smrf_core"]
-SOURCE = compiled.load_source("runtime.smrf_core")
+COMPILED = sys.modules["pyjoynr.runtime.smrf_core"]
+SOURCE = compiled.load_source("pyjoynr.runtime.smrf_core")
 GOLDEN = (JS_PLAIN, JS_PLAIN_SIGNED, JS_COMPRESSED, JS_COMPRESSED_SIGNED, OURS_PLAIN,
           OURS_COMPRESSED)
 
@@ -218,7 +218,7 @@ def test_the_environment_switch_loads_the_source(package: Path,
 
 
 def test_a_process_with_the_switch_runs_the_source_codec() -> None:
-    script = ("from runtime import smrf; import runtime.smrf_core as core; "
+    script = ("from pyjoynr.runtime import smrf; import pyjoynr.runtime.smrf_core as core; "
               "print(smrf.FORM.compiled, core.COMPILED, core.__file__.endswith('.py'))")
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
                             text=True, timeout=60, check=True,

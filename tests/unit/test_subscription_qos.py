@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime import joynr_json
-from runtime.payloads import (
+from pyjoynr.runtime import joynr_json
+from pyjoynr.runtime.payloads import (
     BroadcastSubscriptionRequest,
     MulticastSubscriptionRequest,
     SubscriptionRequest,
 )
-from runtime.subscription_qos import (
+from pyjoynr.runtime.subscription_qos import (
     MAX_MS,
     AttributeSubscriptionQos,
     MulticastSubscriptionQos,

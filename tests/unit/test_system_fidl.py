@@ -1,8 +1,8 @@
 """The project's system interfaces (Routing, Discovery, the GCD) are generated from fidl/ and
 are joynr's on the wire.
 
-- runtime/generated is what ``python -m franca`` makes of fidl/, byte for byte (the .fidl files
-  and the code in use never drift apart);
+- pyjoynr/runtime/generated is what ``python -m pyjoynr.franca`` makes of fidl/, byte for byte
+  (the .fidl files and the code in use never drift apart);
 - the declarations there (used through runtime.system_interfaces, runtime.discovery_types and
   gcd.interface) are joynr's: every overload by joynr name and ``paramDatatypes``, its out
   types and errors, the attributes, every struct and enumeration with its joynr name and
@@ -26,18 +26,18 @@ from typing import Any
 
 import pytest
 
-import runtime.discovery_types as types_
-from franca.generate import GENERATED_MARK
-from gcd.interface import GlobalCapabilitiesDirectory
-from runtime.addresses import (
+import pyjoynr.runtime.discovery_types as types_
+from pyjoynr.franca.generate import GENERATED_MARK
+from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory
+from pyjoynr.runtime.addresses import (
     AddressError,
     MqttAddress,
     WebSocketAddress,
     WebSocketClientAddress,
 )
-from runtime.generated import infrastructure, system
-from runtime.generated import types as generated_types
-from runtime.interface import (
+from pyjoynr.runtime.generated import infrastructure, system
+from pyjoynr.runtime.generated import types as generated_types
+from pyjoynr.runtime.interface import (
     MethodDef,
     from_wire,
     interface_def,
@@ -47,9 +47,9 @@ from runtime.interface import (
     lower_camel,
     to_wire,
 )
-from runtime.joynr_json import JoynrSchema, decode, encode, reply_types
-from runtime.payloads import Reply, Request
-from runtime.system_interfaces import (
+from pyjoynr.runtime.joynr_json import JoynrSchema, decode, encode, reply_types
+from pyjoynr.runtime.payloads import Reply, Request
+from pyjoynr.runtime.system_interfaces import (
     ADDRESS_STRUCTS,
     ADDRESS_TYPE_NAMES,
     Discovery,
@@ -61,8 +61,8 @@ from runtime.system_interfaces import (
 
 ROOT = Path(__file__).resolve().parents[2]
 FIDL = ROOT / "fidl"
-CHECKED_IN = ROOT / "runtime" / "generated"
-REGENERATE = ".venv/bin/python -m franca -o runtime --package generated fidl/"
+CHECKED_IN = ROOT / "pyjoynr" / "runtime" / "generated"
+REGENERATE = ".venv/bin/python -m pyjoynr.franca -o pyjoynr/runtime --package generated fidl/"
 ROUTING_TYPES = "joynr.system.RoutingTypes."
 INTERFACES = (Routing, Discovery, GlobalCapabilitiesDirectory)
 
@@ -74,12 +74,12 @@ def files_of(folder: Path) -> dict[str, bytes]:
 
 def test_runtime_generated_is_what_fidl_generates(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "franca", "-o", str(tmp_path), "--package", "generated",
+        [sys.executable, "-m", "pyjoynr.franca", "-o", str(tmp_path), "--package", "generated",
          str(FIDL)], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     fresh, checked_in = files_of(tmp_path / "generated"), files_of(CHECKED_IN)
-    hint = f"runtime/generated is not what fidl/ generates; run: {REGENERATE}"
+    hint = f"pyjoynr/runtime/generated is not what fidl/ generates; run: {REGENERATE}"
     assert sorted(checked_in) == sorted(fresh), hint
     for name, data in fresh.items():
         assert checked_in[name] == data, f"{name} differs. {hint}"

@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from cluster_controller.gcd_link import GlobalLink
-from cluster_controller.local_discovery import LocalDiscovery
-from cluster_controller.routing_provider import RoutingProvider
-from gcd.interface import GlobalCapabilitiesDirectory
-from gcd.provider import GcdProvider
-from gcd.sqlite_store import SqliteStore
-from runtime.addresses import InProcessAddress, MqttAddress, WebSocketClientAddress
-from runtime.clock import now_ms
-from runtime.discovery_types import (
+from pyjoynr.cluster_controller.gcd_link import GlobalLink
+from pyjoynr.cluster_controller.local_discovery import LocalDiscovery
+from pyjoynr.cluster_controller.routing_provider import RoutingProvider
+from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory
+from pyjoynr.gcd.provider import GcdProvider
+from pyjoynr.gcd.sqlite_store import SqliteStore
+from pyjoynr.runtime.addresses import InProcessAddress, MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.discovery_types import (
     CustomParameter,
     DiscoveryEntry,
     DiscoveryEntryWithMetaInfo,
@@ -34,15 +34,15 @@ from runtime.discovery_types import (
     ProviderScope,
     Version,
 )
-from runtime.errors import ApplicationError, ProviderRuntimeError
-from runtime.generated import system
-from runtime.generated.types import DiscoveryQos as JoynrDiscoveryQos
-from runtime.interface import MethodDef, from_wire, interface_def, to_wire
-from runtime.joynr_json import JoynrJsonError, JoynrSchema, decode, encode, reply_types
-from runtime.payloads import Reply, Request, decode_payload
-from runtime.router import MessageRouter
-from runtime.routing import RoutingTable, RuntimeKind
-from runtime.system_interfaces import (
+from pyjoynr.runtime.errors import ApplicationError, ProviderRuntimeError
+from pyjoynr.runtime.generated import system
+from pyjoynr.runtime.generated.types import DiscoveryQos as JoynrDiscoveryQos
+from pyjoynr.runtime.interface import MethodDef, from_wire, interface_def, to_wire
+from pyjoynr.runtime.joynr_json import JoynrJsonError, JoynrSchema, decode, encode, reply_types
+from pyjoynr.runtime.payloads import Reply, Request, decode_payload
+from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
+from pyjoynr.runtime.system_interfaces import (
     ADDRESS_TYPE_NAMES,
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
@@ -53,7 +53,7 @@ from runtime.system_interfaces import (
     address_struct,
     address_to_json,
 )
-from runtime.tasks import TaskSupervisor
+from pyjoynr.runtime.tasks import TaskSupervisor
 
 ROUTING = JoynrSchema(interface_def(Routing))
 DISCOVERY = JoynrSchema(interface_def(Discovery))

@@ -1,0 +1,365 @@
+"""The cluster controller: assembly, start and graceful shutdown of its parts."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from pathlib import Path
+from types import TracebackType
+
+from pyjoynr.cluster_controller.config import ClusterControllerConfig, cluster_controller_id
+from pyjoynr.cluster_controller.gcd_link import GlobalLink
+from pyjoynr.cluster_controller.local_discovery import LocalDiscovery
+from pyjoynr.cluster_controller.local_system import LocalSystem
+from pyjoynr.cluster_controller.operability import ClusterControllerOps
+from pyjoynr.cluster_controller.provisioning import ProvisionedProvider, load_provisioning
+from pyjoynr.cluster_controller.routing_provider import RoutingProvider
+from pyjoynr.cluster_controller.snapshots import RoutingSnapshots
+from pyjoynr.gcd.identity import instance_id_from
+from pyjoynr.gcd.interface import (
+    GCD_DOMAIN,
+    GCD_INTERFACE,
+    GCD_PARTICIPANT_ID,
+    GCD_TOPIC,
+    GlobalCapabilitiesDirectory,
+)
+from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.runtime.addresses import InProcessAddress, MqttAddress, WebSocketAddress
+from pyjoynr.runtime.audit import AuditLog
+from pyjoynr.runtime.bodies import BodyFormat
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.config import ConfigError
+from pyjoynr.runtime.discovery_types import (
+    DiscoveryEntryWithMetaInfo,
+    ProviderQos,
+    ProviderScope,
+    Version,
+)
+from pyjoynr.runtime.errors import JoynrError
+from pyjoynr.runtime.housekeeping import RouterHousekeeping
+from pyjoynr.runtime.joynr_runtime import JoynrRuntime
+from pyjoynr.runtime.logs import get_logger
+from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
+from pyjoynr.runtime.smrf import FORM as SMRF_FORM
+from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.transports.inprocess import InProcessTransport
+from pyjoynr.transports.mqtt import MqttTransport
+from pyjoynr.transports.mqtt_broker import EmbeddedBroker
+from pyjoynr.transports.mqtt_client import PACKET_OVERHEAD_BYTES
+from pyjoynr.transports.mqtt_settings import EMBEDDED, parse_broker_url
+from pyjoynr.transports.websocket_server import WebSocketServerTransport
+
+log = get_logger(__name__)
+
+
+class ClusterController:
+    """One cluster controller: ``async with ClusterController(config) as cc: ...``."""
+
+    def __init__(self, config: ClusterControllerConfig) -> None:
+        self.config = config
+        self.id = cluster_controller_id(config.cluster_controller)
+        #: the owner of every background task of this cluster controller
+        self.tasks = TaskSupervisor(f"cluster controller {self.id}")
+        #: the topic this CC is reached at, in every backend
+        self.own_topic = f"{config.mqtt.topic_prefix}{self.id}"
+        default_gbid = config.mqtt.default_gbid
+        #: where this CC is reached from other CCs (its replyTo address): its topic in the
+        #: default backend; None without MQTT backends
+        self.global_address = (None if default_gbid is None
+                               else MqttAddress(default_gbid, self.own_topic))
+        # the CC is reached at its own topic in every backend: routes there would loop
+        self.routing_table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[
+            MqttAddress(gbid, self.own_topic) for gbid in config.mqtt.backends])
+        self.router = MessageRouter(self.routing_table, config.router)
+        data_dir = config.cluster_controller.data_dir
+        #: the message audit log ([audit], off by default): one record per routing decision
+        self.audit_dir = config.audit.directory(data_dir / "audit")
+        self.audit = (AuditLog(config.audit, self.audit_dir, self.id)
+                      if config.audit.enabled else None)
+        self.router.audit = self.audit
+        #: routing table snapshots ([routing_snapshots]): on demand and periodically
+        self.snapshots = RoutingSnapshots(
+            self.routing_table, config.routing_snapshots.directory(data_dir), self.id,
+            config.routing_snapshots, self.tasks)
+        #: the router's timers: queue sweep and retries, routing table purge
+        self.housekeeping = RouterHousekeeping(
+            self.router, self.tasks, purge_interval_s=config.routing.cleanup_interval_s
+        )
+        self.websocket = WebSocketServerTransport(self.router, config.websocket,
+                                                  tasks=self.tasks)
+        # the embedded broker takes no packet larger than the CC takes messages (plus room for
+        # the topic and properties): a bigger one never reaches the CC's MQTT client
+        self.broker = (EmbeddedBroker(config.embedded_broker, max_packet_bytes=(
+            config.mqtt.max_message_bytes + PACKET_OVERHEAD_BYTES))
+            if config.embedded_broker.enabled else None)
+        self.mqtt: MqttTransport | None = None
+        self.gcd: GcdService | None = None
+        self.gcd_link: GlobalLink | None = None
+        self._touch_task: asyncio.Task[None] | None = None
+        self._backend_urls: dict[str, str] = {}  # GBID -> broker URL (resolved)
+        for gbid, url in config.mqtt.backends.items():
+            if url == EMBEDDED and self.broker is None:
+                raise ConfigError(f"mqtt.backends.{gbid} is \"embedded\" but "
+                                  "embedded_broker.enabled is false")
+        self.provisioned: list[ProvisionedProvider] = []
+        if config.discovery.provisioning_file:
+            self.provisioned = load_provisioning(Path(config.discovery.provisioning_file))
+        self.discovery = LocalDiscovery(
+            self.routing_table, self.router,
+            answer_margin_ms=config.discovery.answer_margin_ms,
+            tasks=self.tasks.child("discovery"),
+            vanished_grace_s=config.discovery.vanished_provider_grace_s)
+        self.websocket.on_client_gone = self.discovery.client_gone
+        self.router.register_transport(InProcessAddress, InProcessTransport())
+        self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery))
+        self.routing_provider = RoutingProvider(self.router, self.global_address,
+                                                liveness=self.websocket.connection_alive)
+        self.runtime.reply_to_address = self.global_address
+        self.runtime.register_system_provider(config.system.routing_participant_id,
+                                              self.routing_provider)
+        self.runtime.register_system_provider(config.system.discovery_participant_id,
+                                              self.discovery)
+        #: whether the local directory uses a GCD (and the CC's readiness asks for it)
+        self.uses_gcd = config.discovery.gcd and bool(config.mqtt.backends)
+        #: set when stop() begins (readiness says so)
+        self.stopping = False
+        #: the admin endpoint: metrics, health, status page ([admin])
+        self.ops = ClusterControllerOps(self, config.admin)
+
+    @property
+    def websocket_address(self) -> WebSocketAddress:
+        return self.websocket.address
+
+    async def _start_embedded_gcd(self) -> None:
+        assert self.global_address is not None and self.mqtt is not None
+        gbid = self.global_address.broker_uri
+        url_text = self._backend_urls[gbid]
+        path = self.config.embedded_gcd.sqlite_path or str(
+            self.config.cluster_controller.data_dir / "gcd.sqlite")
+        self.gcd = GcdService(GcdSettings(
+            gbid=gbid, broker_url=url_text, valid_gbids=tuple(self.config.mqtt.backends),
+            sqlite_path=Path(path), mqtt_version=self.config.mqtt.version,
+            client_id=f"gcd-{self.id}", instance_id=instance_id_from(self.id),
+            # it answers from its index like any GCD; alone on its SQLite file it has no
+            # peers to catch up with or drift from: no notifier, no catch-up, no repair
+            notifications=False, catch_up_interval_s=0, repair_interval_s=0),
+            tasks=self.tasks, mqtt=self.config.mqtt,
+            tls_context=self.mqtt.tls_context,
+            # its routing decisions go to an audit log of its own (gcd-<instance>), beside
+            # the cluster controller's
+            audit=self.config.audit if self.config.audit.enabled else None,
+            audit_dir=self.audit_dir)
+        await self.gcd.start()
+        # the CC's link to the GCD speaks only once the GCD is subscribed (a request
+        # published before would reach nobody); its calls wait for it too (_gcd_ready)
+        wait_s = self.config.mqtt.connect_timeout_s
+        try:
+            await self.gcd.mqtt.wait_connected(wait_s)
+        except ConnectionError as exc:
+            log.warning("embedded GCD not connected to its broker yet (%s); the cluster "
+                        "controller's calls to the GCD wait for it", exc)
+
+    async def _gcd_ready(self) -> None:
+        """Until the embedded GCD is subscribed (at once without one)."""
+        if self.gcd is not None:
+            await self.gcd.mqtt.wait_connected(None)
+
+    def _make_mqtt(self) -> MqttTransport:
+        m = self.config.mqtt
+        brokers = {}
+        for gbid, url in m.backends.items():
+            if url == EMBEDDED and self.broker is not None:
+                url = f"{self.broker.url}?version=3.1.1"  # noqa: PLW2901 - resolved
+            self._backend_urls[gbid] = url
+            brokers[gbid] = parse_broker_url(url)
+        tls_context = None
+        if m.tls_ca_file:
+            tls_context = ssl.create_default_context(cafile=m.tls_ca_file)
+        return MqttTransport(
+            self.router, m, brokers=brokers, own_topic=self.own_topic, client_id=self.id,
+            tasks=self.tasks, tls_context=tls_context,
+            routing=self.config.routing,
+        )
+
+    def _provision_gcd(self) -> None:
+        """The GCD's entry: from the provisioning file, else joynr's well-known one."""
+        if any(p.participant_id == GCD_PARTICIPANT_ID for p in self.provisioned):
+            return
+        assert self.global_address is not None
+        address = MqttAddress(self.global_address.broker_uri, GCD_TOPIC)
+        self.provisioned.append(ProvisionedProvider(DiscoveryEntryWithMetaInfo(
+            provider_version=Version(0, 3), domain=GCD_DOMAIN, interface_name=GCD_INTERFACE,
+            participant_id=GCD_PARTICIPANT_ID, qos=ProviderQos(scope=ProviderScope.GLOBAL),
+            last_seen_date_ms=0, expiry_date_ms=NO_EXPIRY_MS, is_local=False), address))
+
+    async def _start_gcd_link(self) -> None:
+        """The local directory's link to the GCD, and the freshness jobs."""
+        d = self.config.discovery
+        global_address = self.global_address
+        assert global_address is not None
+        # the GCD of a fleet of joynr cluster controllers (the default backend speaks joynr's
+        # dialect) may be joynr's, which reads JSON bodies only; this project's reads both
+        default_url = parse_broker_url(self._backend_urls[global_address.broker_uri])
+        body = (BodyFormat.JSON if self.config.mqtt.dialect_of(default_url) == "joynr"
+                else BodyFormat.MSGPACK)
+        proxy = self.runtime.system_proxy(GlobalCapabilitiesDirectory, GCD_PARTICIPANT_ID,
+                                          d.gcd_request_ttl_ms, body_format=body)
+        backends = list(self.config.mqtt.backends)
+        link = self.gcd_link = GlobalLink(
+            proxy, backends, global_address, self.id, tasks=self.tasks,
+            request_ttl_ms=d.gcd_request_ttl_ms, ready=self._gcd_ready,
+            # an embedded GCD answers in the default backend only
+            gcd_gbids=backends[:1] if self.config.embedded_gcd.enabled else None)
+        self.discovery.attach_gcd(link)
+        started = now_ms()
+        # providers of this CC's previous life disappear from the GCD
+        link.in_background("removeStale", lambda: link.remove_stale(started),
+                           give_up_s=d.remove_stale_for_s)
+        self._touch_task = self.tasks.spawn(self._touch_loop(d.touch_interval_s),
+                                            name="gcd-touch")
+
+    async def _touch_loop(self, interval_s: float) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            participants = self.discovery.global_participants()
+            link = self.gcd_link
+            if not participants or link is None:
+                continue
+            try:
+                await link.touch(participants)
+                log.debug("touched %d global provider(s)", len(participants))
+            except JoynrError as exc:
+                log.warning("touch of %d global provider(s) failed: %s", len(participants),
+                            exc)
+
+    def _install_provisioned(self) -> None:
+        gbids = set(self.config.mqtt.backends)
+        for provider in self.provisioned:
+            if provider.address.broker_uri not in gbids:
+                log.warning("provisioned provider %s is in backend %r, which is not configured",
+                            provider.participant_id, provider.address.broker_uri)
+            result = self.router.add_route(provider.participant_id, provider.address,
+                                           is_globally_visible=True, is_sticky=True)
+            if not result.accepted:
+                log.warning("provisioned provider %s not routed: %s", provider.participant_id,
+                            result.reason)
+            self.discovery.add_global(provider.entry)
+        if self.provisioned:
+            log.info("installed %d provisioned global provider(s)", len(self.provisioned))
+
+    async def start(self) -> None:
+        try:  # first: liveness and readiness answer while the rest starts
+            await self.ops.start()
+        except OSError as exc:
+            a = self.config.admin
+            raise OSError(f"cannot listen for the admin endpoint on {a.host}:{a.port}: "
+                          f"{exc.strerror or exc}; {_another_port('admin')}") from None
+        try:
+            await self._start_parts()
+        except BaseException:
+            await self.ops.stop()  # (a process ends here; a test goes on without its port)
+            raise
+
+    async def _start_parts(self) -> None:
+        if self.audit is not None:
+            self.audit.start(self.tasks)
+        self.snapshots.start()
+        if self.broker is not None:
+            try:
+                await self.broker.start()
+            except OSError as exc:
+                raise OSError(f"{exc}; {_another_port('embedded_broker')}") from None
+        self.housekeeping.start()
+        use_gcd = self.uses_gcd
+        if use_gcd:
+            self._provision_gcd()
+        self._install_provisioned()
+        if self.config.mqtt.backends:
+            self.mqtt = self._make_mqtt()
+            await self.mqtt.start()
+            if self.config.embedded_gcd.enabled:
+                await self._start_embedded_gcd()
+        if use_gcd:
+            await self._start_gcd_link()
+        try:
+            await self.websocket.start()
+        except OSError as exc:
+            s = self.config.websocket
+            raise OSError(f"cannot listen for libjoynr runtimes on {s.host}:{s.port}: "
+                          f"{exc.strerror or exc}; {_another_port('websocket')}") from None
+        mqtt = "no MQTT backends"
+        if self.mqtt is not None:
+            backends = ", ".join(f"{gbid}={self._backend_urls[gbid]}"
+                                 for gbid in self.mqtt.gbids)
+            mqtt = f"MQTT backends {backends}, global address {self.global_address!r}"
+        admin = ("admin endpoint off" if self.ops.server is None
+                 else f"admin endpoint {self.ops.server.url}")
+        log.info(
+            "cluster controller %s started: libjoynr runtimes connect to %s; %s; %s; routing "
+            "cleanup every %.0f s",
+            self.id,
+            self.websocket.address.url,
+            mqtt,
+            admin,
+            self.config.routing.cleanup_interval_s,
+        )
+        if not SMRF_FORM.compiled:
+            log.warning("joynr's SMRF frames are read and written by the codec's plain Python "
+                        "form, about three times slower than compiled: %s", SMRF_FORM.reason)
+
+    async def stop(self) -> None:
+        """Stop accepting, close the client connections, stop the background jobs. A step
+        that fails is logged and the next one runs all the same. The admin endpoint answers
+        until the end (readiness: shutting down)."""
+        self.stopping = True
+        steps = [self.websocket.stop, self._stop_gcd_link, self.runtime.close]
+        if self.gcd is not None:
+            steps.append(self.gcd.stop)
+        if self.mqtt is not None:
+            steps.append(self.mqtt.stop)
+        steps.append(self.housekeeping.stop)
+        if self.broker is not None:
+            steps.append(self.broker.stop)
+        # after everything that routes: every record of the routing so far is written
+        steps += [self._stop_audit, self.snapshots.stop]
+        steps.append(self.tasks.close)  # whatever is still running
+        steps.append(self.ops.stop)
+        for step in steps:
+            try:
+                await step()
+            except Exception:
+                log.exception("cluster controller %s: %s failed during shutdown", self.id,
+                              step.__qualname__)
+        log.info("cluster controller %s stopped: %d routing entries, %d message(s) still "
+                 "queued, %d routed; router counters %s; websocket refusals %s", self.id,
+                 len(self.routing_table), self.router.queued(), self.router.routed,
+                 dict(self.router.counters) or "none", dict(self.websocket.counters) or "none")
+        if self.mqtt is not None:
+            log.info("MQTT: %d published, %d received; refusals and drops %s",
+                     self.mqtt.published, self.mqtt.received, dict(self.mqtt.counters) or "none")
+
+    async def _stop_audit(self) -> None:
+        audit, self.router.audit = self.audit, None
+        if audit is not None:
+            await audit.close()
+
+    async def _stop_gcd_link(self) -> None:
+        task, self._touch_task = self._touch_task, None
+        await self.tasks.cancel(task)
+        if self.gcd_link is not None:
+            await self.gcd_link.close()
+
+    async def __aenter__(self) -> ClusterController:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.stop()
+
+
+def _another_port(section: str) -> str:
+    """What to change when a port is taken: the setting, in the file and the environment."""
+    return (f"choose another port with [{section}] port in the configuration file or "
+            f"JOYNR_CC__{section.upper()}__PORT (0: any free port)")

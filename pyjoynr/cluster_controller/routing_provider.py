@@ -1,0 +1,232 @@
+"""The cluster controller's Routing provider (``system/Routing``): the next hops and multicast
+receivers of its libjoynr runtimes.
+
+It is registered in-process under a provisioned participantId with a sticky route, and serves
+local participants only. The caller is the connection its request arrived over: a libjoynr
+runtime registers next hops at its own address only, and removes or subscribes for its own
+participants only (the rules are in runtime.rules). A participant routed to another live
+connection cannot be claimed: ``liveness`` (the websocket server's ``connection_alive``)
+decides whether its connection is gone (then it is taken over, as a provider restarted after a
+crash needs) or alive (then the claim is refused).
+
+It takes each of joynr's eight address structs of ``addNextHop`` (an overload each): a
+WebSocketClientAddress (the caller's own) is routed; the structs of transports this cluster
+controller does not have (Channel, Browser, Uds, UdsClient, Binder) are refused with a provider
+runtime error naming the struct and why; a WebSocketAddress or MqttAddress is refused by the
+rules as any address that is not the caller's own."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from pyjoynr.runtime.addresses import Address, AddressError, address_from_dict
+from pyjoynr.runtime.errors import ProviderRuntimeError
+from pyjoynr.runtime.generated import system
+from pyjoynr.runtime.generated.system import RoutingProviderBase
+from pyjoynr.runtime.interface import joynr_type_name
+from pyjoynr.runtime.logs import get_logger, peer_of
+from pyjoynr.runtime.multicast import MulticastError, make_multicast_id
+from pyjoynr.runtime.providers import current_origin, earlier_form
+from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.routing import RoutingTable
+from pyjoynr.runtime.rules import Refusal, check_claim, check_next_hop, check_owner, contested_owner
+from pyjoynr.runtime.system_interfaces import (
+    ADDRESS_STRUCTS,
+    ADDRESS_TYPE_NAMES,
+    address_of,
+    address_struct,
+    address_to_json,
+)
+
+T = TypeVar("T")
+
+log = get_logger(__name__)
+
+#: the address structs of addNextHop no transport of this cluster controller reaches, and why
+UNROUTABLE_ADDRESS_TYPES: dict[str, str] = {
+    "joynr.system.RoutingTypes.ChannelAddress":
+        "joynr's HTTP channel messaging, which joynr no longer supports",
+    "joynr.system.RoutingTypes.BrowserAddress":
+        "a browser window, which joynr no longer supports",
+    "joynr.system.RoutingTypes.UdsAddress": "a Unix domain socket server",
+    "joynr.system.RoutingTypes.UdsClientAddress": "a Unix domain socket client",
+    "joynr.system.RoutingTypes.BinderAddress": "an Android binder service",
+}
+assert set(UNROUTABLE_ADDRESS_TYPES) <= set(ADDRESS_TYPE_NAMES)
+
+
+def caller_may_act_for(table: RoutingTable, participant_id: str) -> bool:
+    """Whether the current call may act for ``participant_id``: it comes from this process, or
+    the participant is routed to the connection the call arrived over (see
+    runtime.rules.check_owner)."""
+    return check_owner(current_origin(), table.get(participant_id)) is None
+
+
+class RoutingProvider(RoutingProviderBase):
+    """The Routing provider's implementation over the cluster controller's router."""
+
+    serves_remote_callers = False
+
+    def __init__(self, router: MessageRouter, global_address: Address | None = None, *,
+                 liveness: Callable[[Address], Awaitable[bool]] | None = None) -> None:
+        super().__init__()
+        self.router = router
+        #: whether the connection behind a WebSocketClientAddress is alive (None: every
+        #: owner counts as alive)
+        self._liveness = liveness
+        # the CC's address serialized as JSON ("" without MQTT): both attributes read it
+        self._address = "" if global_address is None else address_to_json(global_address)
+
+    async def get_global_address(self) -> str:
+        return self._address
+
+    async def get_reply_to_address(self) -> str:
+        return self._address
+
+    # joynr's eight overloads of addNextHop, one per address struct
+    async def add_next_hop_channel(self, participant_id: str,
+                                   channel_address: system.ChannelAddress,
+                                   is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, channel_address, is_globally_visible)
+
+    async def add_next_hop_mqtt(self, participant_id: str, mqtt_address: system.MqttAddress,
+                                is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, mqtt_address, is_globally_visible)
+
+    async def add_next_hop_browser(self, participant_id: str,
+                                   browser_address: system.BrowserAddress,
+                                   is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, browser_address, is_globally_visible)
+
+    async def add_next_hop_web_socket(self, participant_id: str,
+                                      web_socket_address: system.WebSocketAddress,
+                                      is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, web_socket_address, is_globally_visible)
+
+    async def add_next_hop_uds(self, participant_id: str, uds_address: system.UdsAddress,
+                               is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, uds_address, is_globally_visible)
+
+    async def add_next_hop_binder(self, participant_id: str,
+                                  binder_address: system.BinderAddress,
+                                  is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, binder_address, is_globally_visible)
+
+    async def add_next_hop(self, participant_id: str,
+                           web_socket_client_address: system.WebSocketClientAddress,
+                           is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, web_socket_client_address, is_globally_visible)
+
+    async def add_next_hop_uds_client(self, participant_id: str,
+                                      uds_client_address: system.UdsClientAddress,
+                                      is_globally_visible: bool) -> None:
+        await self._add_next_hop(participant_id, uds_client_address, is_globally_visible)
+
+    @earlier_form("add_next_hop", ("participant_id", str), ("address", dict[str, Any]),
+                  ("is_globally_visible", bool))
+    async def add_next_hop_map(self, participant_id: str, address: dict[str, Any],
+                               is_globally_visible: bool) -> None:
+        """``add_next_hop`` as this project's runtimes of earlier versions call it: the address
+        as its joynr map (``_typeName`` and joynr's member names)."""
+        kind = address.get("_typeName")
+        struct = next((s for s in ADDRESS_STRUCTS if joynr_type_name(s) == kind), None)
+        if struct is None:
+            raise ProviderRuntimeError(f"add_next_hop: bad address: unknown _typeName "
+                                       f"{str(kind)[:100]!r}")
+        if joynr_type_name(struct) in UNROUTABLE_ADDRESS_TYPES:
+            await self._add_next_hop(participant_id, struct(), is_globally_visible)
+            return
+        try:
+            decoded = address_from_dict(address)
+        except AddressError as exc:
+            raise ProviderRuntimeError(f"add_next_hop: bad address: {exc}") from None
+        await self._add_next_hop(participant_id, address_struct(decoded), is_globally_visible)
+
+    async def _add_next_hop(self, participant_id: str, address: system.Address,
+                            is_globally_visible: bool) -> None:
+        kind = joynr_type_name(type(address))
+        unroutable = UNROUTABLE_ADDRESS_TYPES.get(kind)
+        if unroutable is not None:
+            short = kind.removeprefix("joynr.system.RoutingTypes.")
+            self.router.counters["unroutable-address-type"] += 1
+            self.router.warnings.warning(log, "unroutable-address-type",
+                                         peer_of(current_origin()),
+                                         "add_next_hop %s -> %s refused: not routable here",
+                                         participant_id, short)
+            raise ProviderRuntimeError(
+                f"add_next_hop {participant_id} refused: a {short} names {unroutable}; this "
+                "cluster controller has no transport for it")
+        try:
+            decoded = address_of(address)
+        except AddressError as exc:
+            raise ProviderRuntimeError(f"add_next_hop: bad address: {exc}") from None
+        caller = current_origin()
+        refusal = check_next_hop(decoded, caller)
+        if refusal is not None:
+            self.router.counters[refusal.reason] += 1
+            self.router.warnings.warning(log, refusal.reason, peer_of(caller),
+                                         "add_next_hop %s -> %r refused: %s", participant_id,
+                                         decoded, refusal.detail)
+            raise ProviderRuntimeError(f"add_next_hop refused: {refusal.detail}")
+        if caller is not None:
+            decoded = caller  # the same address; the connection's own object compares fastest
+            await self._claim(participant_id, caller)
+        result = self.router.add_route(participant_id, decoded,
+                                       is_globally_visible=is_globally_visible)
+        if not result.accepted:
+            raise ProviderRuntimeError(f"add_next_hop {participant_id} refused: {result.reason}")
+
+    async def _claim(self, participant_id: str, caller: Address) -> None:
+        """A websocket caller claims ``participant_id``: refused (ProviderRuntimeError) while
+        it is routed to another live connection (runtime.rules.check_claim)."""
+        table = self.router.table
+        owner = contested_owner(caller, table.get(participant_id))
+        if owner is None:
+            return
+        alive = True if self._liveness is None else await self._liveness(owner)
+        if contested_owner(caller, table.get(participant_id)) not in (None, owner):
+            alive = True  # another connection took it meanwhile: that one is alive
+        outcome = check_claim(participant_id, owner, alive)
+        self.router.counters[outcome.reason] += 1
+        if isinstance(outcome, Refusal):
+            log.warning("add_next_hop %s from %r refused: %s", participant_id, caller,
+                        outcome.detail)
+            raise ProviderRuntimeError(f"add_next_hop refused: {outcome.detail}")
+        log.warning("add_next_hop %s from %r: %s", participant_id, caller, outcome.detail)
+
+    async def remove_next_hop(self, participant_id: str) -> None:
+        table = self.router.table
+        if participant_id in table and not caller_may_act_for(table, participant_id):
+            raise ProviderRuntimeError(
+                f"remove_next_hop {participant_id} refused: it is not routed to the caller"
+            )
+        self.router.remove_route(participant_id)
+
+    async def resolve_next_hop(self, participant_id: str) -> bool:
+        return participant_id in self.router.table
+
+    async def add_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
+                                     provider_participant_id: str) -> None:
+        self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
+        self.router.add_multicast_receiver(multicast_id, subscriber_participant_id,
+                                           provider_participant_id)
+
+    async def remove_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
+                                        provider_participant_id: str) -> None:
+        self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
+        self.router.remove_multicast_receiver(multicast_id, subscriber_participant_id)
+
+    def _check_multicast(self, multicast_id: str, subscriber: str, provider: str) -> None:
+        prefix = provider + "/"
+        if not multicast_id.startswith(prefix):
+            raise ProviderRuntimeError("multicast id does not belong to the provider")
+        name, *partitions = multicast_id[len(prefix):].split("/")
+        try:
+            make_multicast_id(provider, name, partitions, for_subscription=True)
+        except MulticastError as exc:
+            raise ProviderRuntimeError(f"bad multicast id: {exc}") from None
+        if not caller_may_act_for(self.router.table, subscriber):
+            raise ProviderRuntimeError(
+                f"multicast receiver {subscriber} is not a participant of the caller"
+            )

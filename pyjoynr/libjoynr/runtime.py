@@ -1,0 +1,259 @@
+"""The libjoynr runtime: an application's connection to its cluster controller.
+
+:func:`connect` starts a :class:`LibjoynrRuntime` connected over websocket to the cluster
+controller at a ``ws://`` or ``wss://`` url; the runtime reaches the CC's Routing and Discovery
+providers through proxies (:class:`RemoteSystem`), registers its participants there and does
+so again after every reconnect. It owns one task supervisor for its background tasks (the
+websocket connection, the router's timers).
+
+    async with connect("ws://127.0.0.1:4242/") as runtime:
+        ...
+
+    runtime = await connect("ws://127.0.0.1:4242/")
+    ...
+    await runtime.close()
+
+On every connection (the first and each reconnect) the runtime first makes its system proxies
+routable at the cluster controller and reads the cluster controller's reply-to address, then
+(after a reconnect) registers its participants, multicast receivers and providers again: a
+cluster controller forgets the routes of a connection that closed. The order depends on the
+configured dialect (:class:`~libjoynr.config.LibjoynrConfig`):
+
+- native: ``addNextHop`` of the routing proxy, ``addNextHop`` of the discovery proxy, then
+  ``getGlobalAddress``, all with msgpack bodies;
+- joynr (joynr's runtimes' start sequence, which a cluster controller of joynr's expects):
+  ``addNextHop`` of the routing proxy's own participantId (its reply finds the way back because
+  the cluster controller adds the route before it answers), ``getReplyToAddress``, then
+  ``addNextHop`` of the discovery proxy, all with joynr's JSON bodies in SMRF frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Generator
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+from pyjoynr.libjoynr.config import LibjoynrConfig
+from pyjoynr.runtime.addresses import (
+    AddressError,
+    InProcessAddress,
+    WebSocketAddress,
+    WebSocketClientAddress,
+)
+from pyjoynr.runtime.bodies import BodyFormat
+from pyjoynr.runtime.errors import JoynrError
+from pyjoynr.runtime.housekeeping import RouterHousekeeping
+from pyjoynr.runtime.joynr_runtime import DirectoryCalls, JoynrRuntime
+from pyjoynr.runtime.logs import get_logger
+from pyjoynr.runtime.messages import Message
+from pyjoynr.runtime.proxies import Proxy
+from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
+from pyjoynr.runtime.system_interfaces import Discovery, Routing, address_from_json, address_struct
+from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.transports.inprocess import InProcessTransport
+from pyjoynr.transports.websocket_client import WebSocketClientTransport
+
+__all__ = ["Connect", "LibjoynrRuntime", "RemoteSystem", "connect"]
+
+log = get_logger(__name__)
+
+
+class RemoteSystem(DirectoryCalls):
+    """System services of a libjoynr runtime: proxies to the CC's Routing and Discovery."""
+
+    def __init__(self, runtime: JoynrRuntime, own_address: WebSocketClientAddress,
+                 config: LibjoynrConfig) -> None:
+        self.runtime = runtime
+        self.own_address = own_address
+        #: its own address as joynr's struct, what addNextHop takes
+        self._own_struct = address_struct(own_address)
+        self.joynr_dialect = config.joynr_dialect
+        ttl_ms = config.system_ttl_ms
+        # the system providers of this project's CC read both; joynr's read JSON only
+        fmt = BodyFormat.JSON if config.joynr_dialect else BodyFormat.MSGPACK
+        self.routing: Proxy = runtime.system_proxy(Routing, config.routing_participant_id,
+                                                   ttl_ms, body_format=fmt)
+        self.discovery: Proxy = runtime.system_proxy(Discovery,
+                                                     config.discovery_participant_id, ttl_ms,
+                                                     body_format=fmt)
+
+    def directory(self, ttl_ms: int | None) -> Proxy:
+        return self.discovery if ttl_ms is None else self.discovery.with_ttl(ttl_ms)
+
+    async def start_sequence(self) -> None:
+        """Make the system proxies routable at the cluster controller and read its reply-to
+        address into the runtime's ``reply_to_address``, in the order of the runtime's dialect
+        (see the module docstring). The first call registers the routing proxy itself: its
+        reply finds the way back because the CC adds the route before it answers."""
+        if not self.joynr_dialect:
+            await self._add_own_hop(self.routing)
+            await self._add_own_hop(self.discovery)
+            await self._read_reply_to_address(self.routing.global_address)
+            return
+        await self._add_own_hop(self.routing)
+        await self._read_reply_to_address(self.routing.reply_to_address)
+        await self._add_own_hop(self.discovery)
+
+    async def _add_own_hop(self, proxy: Proxy) -> None:
+        await self.routing.add_next_hop(proxy.participant_id, self._own_struct, False)
+
+    async def _read_reply_to_address(self, attribute: Any) -> None:
+        """The runtime's reply-to address from a Routing address attribute (the address
+        serialized as JSON; "": the CC has none); kept as it was when it cannot be read."""
+        try:
+            text = await attribute.get()
+            self.runtime.reply_to_address = address_from_json(text) if text else None
+        except (JoynrError, AddressError) as exc:
+            log.warning("could not read the cluster controller's reply-to address: %s", exc)
+
+    async def add_next_hop(self, participant_id: str, is_globally_visible: bool) -> None:
+        await self.routing.add_next_hop(participant_id, self._own_struct, is_globally_visible)
+
+    async def remove_next_hop(self, participant_id: str) -> None:
+        await self.routing.remove_next_hop(participant_id)
+
+    async def add_multicast_receiver(self, pattern: str, subscriber: str, provider: str) -> None:
+        await self.routing.add_multicast_receiver(pattern, subscriber, provider)
+
+    async def remove_multicast_receiver(self, pattern: str, subscriber: str, provider: str
+                                        ) -> None:
+        await self.routing.remove_multicast_receiver(pattern, subscriber, provider)
+
+
+class LibjoynrRuntime(JoynrRuntime):
+    """A JoynrRuntime connected to its cluster controller over websocket (made and started
+    by :func:`connect`)."""
+
+    def __init__(self, cc_address: WebSocketAddress, client_id: str,
+                 config: LibjoynrConfig | None = None) -> None:
+        config = config or LibjoynrConfig()
+        self.config = config
+        table = RoutingTable(RuntimeKind.LIBJOYNR)
+        router = MessageRouter(table, config.router, parent=cc_address)
+        own = WebSocketClientAddress(client_id)
+        router.register_transport(InProcessAddress, InProcessTransport())
+        super().__init__(router, reply_grace_s=config.reply_grace_s,
+                         multicast_body=config.multicast_body_format,
+                         joynr_dialect=config.joynr_dialect)
+        self.client_id = client_id
+        self.remote = RemoteSystem(self, own, config)
+        self._system_ids = frozenset({config.routing_participant_id,
+                                      config.discovery_participant_id})
+        self.system = self.remote
+        self._first_connect: asyncio.Future[None] | None = None
+        #: the owner of this runtime's background tasks
+        self.tasks = TaskSupervisor(f"libjoynr runtime {client_id}")
+        self.transport = WebSocketClientTransport(router, cc_address, client_id,
+                                                  config.websocket_settings,
+                                                  on_connected=self._on_connected,
+                                                  tasks=self.tasks, early=self._early)
+        #: the router's timers: queue sweep and retries, routing table purge
+        self.housekeeping = RouterHousekeeping(router, self.tasks)
+
+    def _early(self, message: Message) -> bool:
+        """What may go out before the runtime has registered (again) after a connect: its
+        calls to the cluster controller's Routing and Discovery providers."""
+        return message.recipient in self._system_ids
+
+    async def _on_connected(self) -> None:
+        await self.remote.start_sequence()
+        if self.transport.connections > 1:
+            await self.reregister()
+        if self._first_connect is not None and not self._first_connect.done():
+            self._first_connect.set_result(None)
+
+    async def flow_control(self) -> None:
+        await self.transport.wait_writable()
+
+    async def start(self, timeout_s: float = 10.0) -> None:
+        self._first_connect = asyncio.get_running_loop().create_future()
+        self.housekeeping.start()
+        await self.transport.start(wait_s=None)
+        try:
+            await asyncio.wait_for(asyncio.shield(self._first_connect), timeout_s)
+        except TimeoutError:
+            await self.stop()
+            raise ConnectionError(f"could not connect to the cluster controller at "
+                                  f"{self.transport.cc_address.url} within {timeout_s} s"
+                                  ) from None
+
+    async def stop(self) -> None:
+        """Disconnect at once (no unregistering) and end everything still running."""
+        await self.transport.stop()
+        await self.housekeeping.stop()
+        await self.end_calls()
+        await self.tasks.close()
+
+    async def close(self) -> None:
+        """Unregister everything (while connected), then disconnect."""
+        if self.transport.connected:
+            try:
+                await asyncio.wait_for(super().close(), 10)
+            except TimeoutError:
+                log.warning("unregistering took too long; disconnecting anyway")
+        await self.stop()
+
+    async def __aenter__(self) -> LibjoynrRuntime:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+
+def _websocket_address(url: str | WebSocketAddress) -> WebSocketAddress:
+    if isinstance(url, WebSocketAddress):
+        return url
+    parts = urlsplit(url)
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise ValueError(f"not a websocket url: {url!r}")
+    return WebSocketAddress(parts.scheme, parts.hostname,
+                            parts.port or (443 if parts.scheme == "wss" else 80),
+                            parts.path or "/")
+
+
+class Connect:
+    """What :func:`connect` returns: await it for the started runtime, or use it as an async
+    context manager (the runtime is closed on the way out)."""
+
+    def __init__(self, url: str | WebSocketAddress, config: LibjoynrConfig | None,
+                 client_id: str | None, timeout_s: float) -> None:
+        self.address = _websocket_address(url)
+        self.config = config or LibjoynrConfig()
+        self.client_id = client_id or f"libjoynr-{uuid.uuid4()}"
+        self.timeout_s = timeout_s
+        self._runtime: LibjoynrRuntime | None = None
+
+    async def _start(self) -> LibjoynrRuntime:
+        runtime = LibjoynrRuntime(self.address, self.client_id, self.config)
+        await runtime.start(self.timeout_s)
+        return runtime
+
+    def __await__(self) -> Generator[Any, None, LibjoynrRuntime]:
+        return self._start().__await__()
+
+    async def __aenter__(self) -> LibjoynrRuntime:
+        self._runtime = await self._start()
+        return self._runtime
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            await runtime.close()
+
+
+def connect(url: str | WebSocketAddress, *, config: LibjoynrConfig | None = None,
+            client_id: str | None = None, timeout_s: float = 10.0) -> Connect:
+    """A libjoynr runtime connected to the cluster controller at ``url`` (``ws://`` or
+    ``wss://``, or its WebSocketAddress): ``async with connect(url) as runtime:``, or
+    ``runtime = await connect(url)`` and ``await runtime.close()`` at the end.
+
+    ``client_id`` names this runtime at the cluster controller (default: a new unique one);
+    ``timeout_s`` bounds the wait for the first connection (then ConnectionError). A url
+    that is not a websocket url is a ValueError at once."""
+    return Connect(url, config, client_id, timeout_s)

@@ -1,0 +1,365 @@
+"""What both websocket ends share: the init frames and the send queue of a connection.
+
+The protocol between a libjoynr runtime and its cluster controller: the runtime's first
+websocket message is an init frame (binary, at most 1 KiB, a client id of 1..256 characters);
+every later message either way is one binary message frame, one websocket message per joynr
+message. Two dialects, told by the init frame (:func:`decode_any_init`); a connection keeps
+its dialect for every frame either way:
+
+- ``native``: the init frame is a msgpack map ``{"v": 1, "t": "init", "id": <client id>}``,
+  message frames are the msgpack frames of runtime.messages;
+- ``joynr`` (joynr's Java, C++ and JavaScript runtimes): the init frame is the JSON of the
+  runtime's WebSocketClientAddress, ``{"_typeName":"joynr.system.RoutingTypes.
+  WebSocketClientAddress","id":"<client id>"}`` in UTF-8, told by its exact first bytes
+  (:data:`JOYNR_INIT_PREFIX`: ``_typeName`` first, no whitespace, as joynr's runtimes write it);
+  message frames are SMRF frames (runtime.smrf).
+
+An :class:`Outbox` holds the messages routed to one connection until they are written: the
+first message of a loop turn goes out at once when none waits before it; the others wait for a
+callback scheduled at that moment (not a task), and every message waiting when it runs goes out
+with one socket write (one websocket message each). It stops while
+the transport's write buffer is full and goes on when it drains, so the memory a slow peer can
+hold is bounded by the outbox's limits (messages and bytes) plus the write buffer, which takes
+at most about ``MAX_BATCH_BYTES`` beyond its high-water mark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections import deque
+from collections.abc import Callable
+from itertools import islice
+from typing import Any, Final
+
+import msgpack
+
+from pyjoynr.runtime import smrf
+from pyjoynr.runtime.logs import get_logger
+from pyjoynr.runtime.messages import (
+    MESSAGE_OVERHEAD_BYTES,
+    FrameError,
+    Message,
+    decode_frame,
+    encode_frame,
+)
+from pyjoynr.transports.websocket_connection import WebSocketConnection
+from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+
+__all__ = [
+    "INIT_TYPE",
+    "JOYNR_INIT_PREFIX",
+    "MAX_INIT_BYTES",
+    "Decoder",
+    "Encoder",
+    "Outbox",
+    "decode_any_init",
+    "decode_init",
+    "decode_joynr_init",
+    "encode_init",
+    "encode_joynr_init",
+    "frame_decoder",
+    "frame_encoder",
+]
+
+log = get_logger(__name__)
+
+INIT_TYPE: Final = "init"
+MAX_CLIENT_ID_LENGTH: Final = 256
+MAX_INIT_BYTES: Final = 1024
+#: the address type of joynr's init frame
+WEBSOCKET_CLIENT_ADDRESS_TYPE: Final = "joynr.system.RoutingTypes.WebSocketClientAddress"
+#: how joynr's init frame starts, byte for byte (joynr's cluster controllers test this prefix)
+JOYNR_INIT_PREFIX: Final = b'{"_typeName":"' + WEBSOCKET_CLIENT_ADDRESS_TYPE.encode() + b'"'
+
+
+def encode_init(client_id: str) -> bytes:
+    """The first frame of a libjoynr runtime: ``{"v": 1, "t": "init", "id": <client id>}``."""
+    return msgpack.packb({"v": 1, "t": INIT_TYPE, "id": client_id})
+
+
+def decode_init(frame: Any) -> str:
+    """The client id of an init frame; raises FrameError with the reason."""
+    if not isinstance(frame, bytes):
+        raise FrameError("bad-init", "the first frame must be a binary init frame")
+    if len(frame) > MAX_INIT_BYTES:
+        raise FrameError("bad-init", "init frame too large")
+    try:
+        data = msgpack.unpackb(frame, raw=False, strict_map_key=True)
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise FrameError("bad-init", f"init frame is not msgpack: {exc}") from None
+    if not isinstance(data, dict) or data.get("t") != INIT_TYPE:
+        raise FrameError("bad-init", "the first frame must be an init frame")
+    version = data.get("v")
+    if type(version) is not int or version != 1:
+        raise FrameError("bad-init", f"unsupported init version {str(version)[:40]!r}")
+    client_id = data.get("id")
+    if type(client_id) is not str or not 0 < len(client_id) <= MAX_CLIENT_ID_LENGTH:
+        raise FrameError("bad-init", "init frame needs a client id of 1..256 characters")
+    return client_id
+
+
+def encode_joynr_init(client_id: str) -> bytes:
+    """joynr's init frame: ``{"_typeName":"joynr.system.RoutingTypes.WebSocketClientAddress",
+    "id":"<client id>"}`` in UTF-8, ``_typeName`` first and no whitespace (joynr's cluster
+    controllers recognise it by those first bytes)."""
+    return json.dumps({"_typeName": WEBSOCKET_CLIENT_ADDRESS_TYPE, "id": client_id},
+                      separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        raise ValueError("a key appears twice")
+    return data
+
+
+def decode_joynr_init(frame: Any) -> str:
+    """The client id of joynr's init frame (see :func:`encode_joynr_init`): binary, starting
+    with :data:`JOYNR_INIT_PREFIX`, at most 1 KiB of UTF-8 JSON, an object with exactly the
+    keys ``_typeName`` and ``id`` (each once), the id a string of 1..256 characters; raises
+    FrameError (``bad-init``) otherwise."""
+    if not isinstance(frame, bytes):
+        raise FrameError("bad-init", "the first frame must be a binary init frame")
+    if len(frame) > MAX_INIT_BYTES:
+        raise FrameError("bad-init", "init frame too large")
+    if not frame.startswith(JOYNR_INIT_PREFIX):
+        raise FrameError("bad-init", "the first frame must be an init frame")
+    try:
+        data = json.loads(frame.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, JSONDecodeError too
+        raise FrameError("bad-init", f"joynr init frame is not a JSON object: {exc}") from None
+    if not isinstance(data, dict) or data.get("_typeName") != WEBSOCKET_CLIENT_ADDRESS_TYPE:
+        raise FrameError("bad-init", "joynr init frame is not a WebSocketClientAddress")
+    if set(data) != {"_typeName", "id"}:
+        others = sorted(set(data) - {"_typeName", "id"})
+        raise FrameError("bad-init", "joynr init frame needs exactly the keys _typeName and "
+                         f"id, got {str(others)[:80] if others else 'no id'}")
+    client_id = data["id"]
+    if type(client_id) is not str or not 0 < len(client_id) <= MAX_CLIENT_ID_LENGTH:
+        raise FrameError("bad-init", "init frame needs a client id of 1..256 characters")
+    return client_id
+
+
+def decode_any_init(frame: Any) -> tuple[str, str]:
+    """The client id and the dialect (``native`` or ``joynr``) of a connection's first frame;
+    raises FrameError (``bad-init``) for anything but a valid init frame of either dialect."""
+    if isinstance(frame, bytes) and frame.startswith(JOYNR_INIT_PREFIX):
+        return decode_joynr_init(frame), JOYNR
+    return decode_init(frame), NATIVE
+
+
+#: what writes a message's frame (runtime.messages.encode_frame, runtime.smrf.encode, ...)
+Encoder = Callable[[Message], bytes]
+#: what reads a frame: ``(frame, max_bytes, origin=)`` -> the message, or FrameError
+Decoder = Callable[..., Message]
+
+
+def frame_encoder(dialect: str, owner_id: str = "") -> Encoder:
+    """The encoder of ``dialect``'s message frames; for ``joynr`` with ``owner_id``, every
+    frame is custom-signed with the owner id's UTF-8 bytes."""
+    if dialect == NATIVE:
+        return encode_frame
+    if not owner_id:
+        return smrf.encode
+    signature = owner_id.encode("utf-8")
+    encode = smrf.encode
+
+    def signed(message: Message) -> bytes:
+        if message.custom_signature != signature:
+            message = dataclasses.replace(message, custom_signature=signature, raw=None,
+                                          raw_smrf=None)
+        return encode(message)
+
+    return signed
+
+
+def frame_decoder(dialect: str) -> Decoder:
+    """The decoder of ``dialect``'s message frames."""
+    return decode_frame if dialect == NATIVE else smrf.decode
+
+
+#: most messages written with one socket write (the bytes bound below is the one that matters
+#: for memory)
+MAX_BATCH: Final = 1024
+#: one socket write takes further messages only while it holds fewer bytes than this
+MAX_BATCH_BYTES: Final = 1024 * 1024
+
+
+class Outbox:
+    """A bounded queue of messages for one connection, written as described in the module
+    docstring.
+
+    What was queued but not written when the connection ends is returned by :meth:`close`
+    so that the router can queue it again: a message accepted for a connection is not lost
+    because that connection broke (what the kernel had not sent yet may be).
+
+    ``encode`` writes each message's frame (the connection's dialect: :func:`frame_encoder`).
+    A message it cannot encode (it raises) is dropped and handed to ``on_unencodable`` with
+    the error (default: logged); the connection and the other messages go on.
+    """
+
+    def __init__(self, ws: WebSocketConnection, name: str, max_messages: int,
+                 max_bytes: int, *, encode: Encoder = encode_frame,
+                 on_unencodable: Callable[[Message, Exception], None] | None = None) -> None:
+        self.ws = ws
+        self.name = name
+        self.encode = encode
+        self.on_unencodable = on_unencodable
+        self.max_messages = max_messages
+        #: the bytes its messages may hold (runtime.messages.held_bytes); an empty outbox
+        #: takes one message of any size
+        self.max_bytes = max_bytes
+        self._items: deque[Message] = deque()
+        self._bytes = 0  # what the items hold (runtime.messages.held_bytes), summed
+        self._loop = asyncio.get_running_loop()
+        self._scheduled = False
+        self._done = False  # closed, or the connection is no longer open
+        self._drained: asyncio.Future[None] | None = None  # see wait_below()
+        self._drained_level = 0
+        ws.on_writable = self._write
+
+    def put(self, message: Message) -> bool:
+        """Queue a message; False when the connection is gone or the queue is full (in
+        messages or in bytes)."""
+        items = self._items
+        if self._done or len(items) >= self.max_messages:
+            return False
+        # held_bytes(message), inline: this runs once per message
+        raw, raw_smrf = message.raw, message.raw_smrf
+        size = (len(message.body) + (0 if raw is None else len(raw))
+                + (0 if raw_smrf is None else len(raw_smrf)) + MESSAGE_OVERHEAD_BYTES)
+        if items and self._bytes + size > self.max_bytes:
+            return False
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._write)
+            # the first message of a loop turn goes out at once when none waits before it
+            # (no latency added); the later ones of the turn wait for _write at its end and go
+            # out together (one system call for a burst)
+            if not items and self._write_now(message):
+                return True
+        items.append(message)
+        self._bytes += size
+        return True
+
+    def _write_now(self, message: Message) -> bool:
+        """Write ``message`` alone, now; False when it cannot (paused, closed, or it failed:
+        then it is queued as any other and _write deals with it)."""
+        ws = self.ws
+        if ws.paused_writing or not ws.open:
+            return False
+        try:
+            frame = self.encode(message)
+        except Exception:  # (_write drops it and tells why)
+            return False
+        try:
+            return ws.send_frames([frame])
+        except Exception:  # (_write logs it, ends the connection and gives it back)
+            return False
+
+    @property
+    def pending(self) -> int:
+        """Messages not yet handed to the transport."""
+        return len(self._items)
+
+    @property
+    def pending_bytes(self) -> int:
+        """The bytes the messages not yet handed to the transport hold."""
+        return self._bytes
+
+    def _write(self) -> None:
+        self._scheduled = False
+        if self._done:
+            return
+        items, ws, encode = self._items, self.ws, self.encode
+        if not ws.open:
+            self._finish()
+            return
+        try:
+            while items and not ws.paused_writing:
+                if len(items) <= MAX_BATCH and self._bytes <= MAX_BATCH_BYTES:
+                    # the usual case: all of it in one write
+                    try:
+                        frames = [encode(m) for m in items]
+                    except Exception:
+                        frames = self._encode_each(items)
+                    ws.send_frames(frames)
+                    items.clear()
+                    self._bytes = 0
+                    break
+                # bounded in messages and in bytes: what one write hands over stays in the
+                # transport's buffer until the peer reads it
+                frames = []
+                batch_bytes = held = taken = 0
+                for message in islice(items, MAX_BATCH):
+                    taken += 1
+                    raw, raw_smrf = message.raw, message.raw_smrf
+                    held += (len(message.body) + (0 if raw is None else len(raw))
+                             + (0 if raw_smrf is None else len(raw_smrf)))
+                    try:
+                        frame = encode(message)
+                    except Exception as exc:
+                        self._unencodable(message, exc)
+                        continue
+                    frames.append(frame)
+                    batch_bytes += len(frame)
+                    if batch_bytes >= MAX_BATCH_BYTES:
+                        break
+                ws.send_frames(frames)
+                for _ in range(taken):
+                    items.popleft()
+                self._bytes -= held + taken * MESSAGE_OVERHEAD_BYTES
+        except Exception:
+            log.exception("writing to %s failed", self.name)
+            self._finish()
+            ws.fail(1011, "write failure")
+            return
+        drained = self._drained
+        if drained is not None and len(items) <= self._drained_level:
+            self._drained = None
+            if not drained.done():
+                drained.set_result(None)
+
+    def _encode_each(self, messages: deque[Message]) -> list[bytes]:
+        """The frames of ``messages``, without those that cannot be encoded (dropped)."""
+        frames = []
+        for message in messages:
+            try:
+                frames.append(self.encode(message))
+            except Exception as exc:
+                self._unencodable(message, exc)
+        return frames
+
+    def _unencodable(self, message: Message, error: Exception) -> None:
+        if self.on_unencodable is not None:
+            self.on_unencodable(message, error)
+        else:
+            log.warning("writing to %s: dropped %s: it cannot be encoded: %s", self.name,
+                        message.describe(), error)
+
+    def _finish(self) -> None:
+        self._done = True
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    async def wait_below(self, level: int) -> None:
+        """Return when at most ``level`` messages wait (or the connection is gone)."""
+        if len(self._items) <= level or self._done:
+            return
+        if self._drained is None or self._drained.done():
+            self._drained = self._loop.create_future()
+        self._drained_level = level
+        await self._drained
+
+    def close(self) -> list[Message]:
+        """Stop writing; return what was not written."""
+        self._finish()
+        if self.ws.on_writable == self._write:
+            self.ws.on_writable = None
+        leftover = list(self._items)
+        self._items.clear()
+        self._bytes = 0
+        return leftover

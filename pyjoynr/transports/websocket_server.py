@@ -1,0 +1,449 @@
+"""Cluster controller side of the websocket transport: the server libjoynr runtimes connect to.
+
+Protocol: the client's first message is an init frame carrying its WebSocketClientAddress id
+(see transports.websocket_common), within ``init_timeout_s``; every later message is a binary
+message frame. Both frame dialects are served on one port: the init frame tells the
+connection's dialect (the project's msgpack init, or joynr's JSON one), and the connection
+keeps it: its frames are read in it (msgpack frames, or SMRF frames) and what is routed to it
+is written in it, whatever dialect the message arrived in (the envelope is translated, the body
+goes on untouched). Only ``path`` is served: other paths get an HTTP 404. Identity rules (the
+same for both dialects):
+
+- one live connection per id: a second connection claiming the id of a connection that still
+  answers a ping is refused (close 1008, "client id in use"); one whose connection does not answer
+  within the ping timeout replaces it;
+- the same liveness decides whether another connection may claim a participant routed to a
+  connection (``connection_alive``, asked by the Routing provider; see runtime.rules);
+- a connection speaks only for itself: a message whose sender is routed to another address
+  is refused (spoofed sender, see runtime.rules), so are a provider's answers and
+  multicasts whose sender has no route, and a multicast whose sender is not its provider;
+  the Routing provider accepts add_next_hop from a connection only for that connection's
+  own address (see cluster_controller.routing_provider);
+- when a connection ends, every route and multicast receiver behind it is removed, and what was
+  queued for it but not written is routed again (it waits for the client's next connection);
+- owner ids (wss with ``tls_client_ca_file``): the CN of a client's verified certificate is the
+  owner id of its connection (a certificate without exactly one non-empty CN is refused, 1008,
+  ``bad-certificate``); on a joynr-dialect connection with an owner id, every message must be
+  custom-signed with exactly the owner id's UTF-8 bytes, as joynr's C++ cluster controller
+  requires, else it is refused (``bad-owner``). Forwarded SMRF frames keep their signature.
+
+A connection refused with 1008 is closed at once: what it sent after the refused frame is read
+and dropped, and it has ``REFUSAL_CLOSE_TIMEOUT_S`` to answer the close frame before it is
+aborted.
+
+Every refused message is counted in ``counters`` and logged with its reason (rate-limited per
+reason and peer: runtime.logs); the connection stays open, except for messages over twice
+``max_frame_bytes``, which close it with 1009 (counted as "oversized-closed"), and messages in
+more than ``max_fragments_per_message`` fragments, which close it with 1009 too (counted as
+"too-many-fragments"). Stopping is graceful: no new connections, what is queued is written
+(bounded in time), then every connection is closed with 1001 (going away).
+
+The websocket protocol itself is websockets' sans-I/O implementation under the project's
+asyncio layer (transports.websocket_connection).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from pyjoynr.runtime.addresses import Address, WebSocketAddress, WebSocketClientAddress
+from pyjoynr.runtime.logs import get_logger, message_fields
+from pyjoynr.runtime.messages import FrameError, Message
+from pyjoynr.runtime.records import outcome_of
+from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.rules import admit_from_client
+from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.transports.websocket_common import (
+    Outbox,
+    decode_any_init,
+    frame_decoder,
+    frame_encoder,
+)
+from pyjoynr.transports.websocket_connection import ServerSideConnection
+from pyjoynr.transports.websocket_settings import JOYNR, WebSocketServerSettings, server_ssl_context
+
+__all__ = ["ClientSummary", "WebSocketServerSettings", "WebSocketServerTransport"]
+
+log = get_logger(__name__)
+
+#: close codes (RFC 6455)
+GOING_AWAY = 1001
+POLICY_VIOLATION = 1008
+MESSAGE_TOO_BIG = 1009
+
+#: seconds a refused connection (1008) has to send its close frame before it is aborted: the
+#: refusal does not wait for a client that writes without reading
+REFUSAL_CLOSE_TIMEOUT_S = 1.0
+
+#: reason of a message on a joynr-dialect connection not signed with the connection's owner id
+BAD_OWNER = "bad-owner"
+
+
+def _host_port(peer: object) -> str:
+    """``host:port`` (``[host]:port`` for IPv6) of a socket's peer address."""
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = str(peer[0])
+        return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
+    return str(peer)
+
+
+def _close_reason(text: str) -> str:
+    """A close reason that fits a control frame (123 bytes of UTF-8)."""
+    return text.encode()[:120].decode(errors="ignore")
+
+
+def _owner_id(ws: ServerSideConnection) -> str | None:
+    """The owner id of a connection: the CN of the client's verified certificate, None when it
+    presented none (or the connection is not TLS); FrameError (``bad-certificate``) for a
+    certificate without exactly one non-empty CN."""
+    certificate = ws.transport.get_extra_info("peercert")
+    if not certificate:  # None without TLS, {} when no certificate was asked for or given
+        return None
+    names = [value for rdn in certificate.get("subject", ()) for key, value in rdn
+             if key == "commonName"]
+    if len(names) != 1 or not names[0]:
+        raise FrameError("bad-certificate",
+                         "the client certificate needs exactly one non-empty common name (CN)")
+    return str(names[0])
+
+
+class _Client:
+    __slots__ = ("address", "dialect", "outbox", "owner_id", "since", "ws")
+
+    def __init__(self, ws: ServerSideConnection, address: WebSocketClientAddress,
+                 outbox: Outbox, dialect: str, owner_id: str | None) -> None:
+        self.ws = ws
+        self.address = address
+        self.outbox = outbox
+        self.dialect = dialect
+        self.owner_id = owner_id
+        self.since = time.time()
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSummary:
+    """One connected client, for the status page: its address, where it connects from, since
+    when (epoch seconds), and what waits to be written to it."""
+
+    address: WebSocketClientAddress
+    peer: str
+    since_s: float
+    pending: int
+    pending_bytes: int
+    #: the frame dialect it speaks: "native" or "joynr"
+    dialect: str = "native"
+    #: the CN of its client certificate (wss), if it presented one
+    owner_id: str | None = None
+
+
+class WebSocketServerTransport:
+    """Serves libjoynr runtimes; the router's transport for WebSocketClientAddress.
+
+    Its background tasks (one per connection, for the init frame and the end of the
+    connection) belong to ``tasks`` (a child supervisor of it), or to a supervisor of its own.
+    """
+
+    def __init__(self, router: MessageRouter, settings: WebSocketServerSettings, *,
+                 tasks: TaskSupervisor | None = None) -> None:
+        self.router = router
+        self.settings = settings
+        self.counters: Counter[str] = Counter()
+        self._tasks = (tasks.child("websocket server") if tasks is not None
+                       else TaskSupervisor("websocket server"))
+        self._clients: dict[str, _Client] = {}
+        self._claimed: set[str] = set()  # ids being taken over from a dead connection
+        self._connections: set[ServerSideConnection] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
+        self._server: asyncio.Server | None = None
+        self._bound_port: int | None = None
+        #: told when a connection has ended: its address and the participants that were
+        #: routed to it (the local directory keeps their providers for a grace period)
+        self.on_client_gone: Callable[[WebSocketClientAddress, list[str]], None] | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        s = self.settings
+
+        def connection() -> ServerSideConnection:
+            return ServerSideConnection(
+                # messages between the limit and twice the limit are refused one by one while
+                # the connection stays up; websockets closes it (1009) on bigger ones
+                max_size=2 * s.max_frame_bytes,
+                ping_interval_s=s.ping_interval_s,
+                ping_timeout_s=s.ping_timeout_s,
+                # a dead peer is not waited for longer than the ping timeout
+                close_timeout_s=s.ping_timeout_s,
+                on_request=self._check_path,
+                on_open=self._opened,
+                tracked=self._connections,
+                max_fragments=s.max_fragments_per_message,
+            )
+
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(connection, s.host, s.port,
+                                                ssl=server_ssl_context(s))
+        sockets = self._server.sockets
+        self._bound_port = sockets[0].getsockname()[1] if sockets else s.port
+        self.router.register_transport(WebSocketClientAddress, self)
+
+    def _check_path(self, ws: ServerSideConnection, request: Request) -> Response | None:
+        path = request.path.split("?", 1)[0]
+        if path != self.settings.path:
+            self._refuse("refused-path", f"no joynr endpoint at {path[:200]!r}",
+                         ws.remote_address)
+            return ws.protocol.reject(404, f"no joynr endpoint at {path[:200]}\n")
+        return None
+
+    def _opened(self, ws: ServerSideConnection) -> None:
+        task = self._tasks.spawn(self._handle(ws), name=f"websocket {ws.remote_address}")
+        self._handlers.add(task)
+        task.add_done_callback(self._handlers.discard)
+
+    @property
+    def listening(self) -> bool:
+        return self._server is not None
+
+    @property
+    def address(self) -> WebSocketAddress:
+        """Where libjoynr runtimes connect (the real port when 0 was configured)."""
+        s = self.settings
+        return WebSocketAddress("wss" if s.tls else "ws", s.host, self._bound_port or s.port,
+                                s.path)
+
+    async def stop(self, drain_timeout_s: float = 5.0) -> None:
+        """Stop accepting, let each connection write what is queued for it (at most
+        ``drain_timeout_s``), then close every connection (going away)."""
+        if self._server is None:
+            return
+        server, self._server = self._server, None
+        server.close()
+        draining = [asyncio.ensure_future(c.outbox.wait_below(0))
+                    for c in self._clients.values() if c.outbox.pending]
+        if draining:
+            _, late = await asyncio.wait(draining, timeout=drain_timeout_s)
+            for waiter in late:
+                waiter.cancel()
+        undrained = sum(c.outbox.pending for c in self._clients.values())
+        if undrained:
+            log.warning("closing with %d message(s) not yet written to clients", undrained)
+        closing = [ws.close(GOING_AWAY, "cluster controller shutting down")
+                   for ws in list(self._connections)]
+        await asyncio.gather(*closing)
+        if self._handlers:  # each one cleans up after its connection
+            await asyncio.wait(list(self._handlers))
+        await server.wait_closed()
+
+    @property
+    def clients(self) -> list[str]:
+        return list(self._clients)
+
+    def client_summaries(self) -> list[ClientSummary]:
+        return [ClientSummary(c.address, _host_port(c.ws.remote_address), c.since,
+                              c.outbox.pending, c.outbox.pending_bytes, c.dialect, c.owner_id)
+                for c in self._clients.values()]
+
+    def pending_to(self, client_id: str) -> int:
+        """Messages waiting to be written to one connected client (0 if it is not connected)."""
+        client = self._clients.get(client_id)
+        return 0 if client is None else client.outbox.pending
+
+    def pending_bytes_to(self, client_id: str) -> int:
+        """The bytes the messages waiting to be written to one connected client hold."""
+        client = self._clients.get(client_id)
+        return 0 if client is None else client.outbox.pending_bytes
+
+    # ------------------------------------------------------------------ sending
+
+    def send(self, address: Address, message: Message) -> bool:
+        assert isinstance(address, WebSocketClientAddress)
+        client = self._clients.get(address.id)
+        return client is not None and client.outbox.put(message)
+
+    # ------------------------------------------------------------------ connections
+
+    def _refuse(self, reason: str, detail: str, peer: object, client: str | None = None,
+                message: Message | None = None) -> None:
+        """Count and log a refusal; the log line is rate-limited per reason and peer: the
+        client once it is known (its id), else the connection (see runtime.logs)."""
+        self.counters[reason] += 1
+        key = f"client {client}" if client is not None else str(peer)
+        extra: dict[str, object] = {} if message is None else message_fields(message)
+        if client is not None:
+            extra["clientId"] = client
+        self.router.warnings.warning(log, reason, key, "websocket %s: refused: %s", peer, detail,
+                                     extra=extra)
+
+    async def _handle(self, ws: ServerSideConnection) -> None:
+        peer = ws.remote_address
+        try:
+            owner_id = _owner_id(ws)
+            first = await asyncio.wait_for(ws.recv(), self.settings.init_timeout_s)
+            client_id, dialect = decode_any_init(first)
+        except TimeoutError:
+            self._refuse("init-timeout", "no init frame in time", peer)
+            await ws.close(POLICY_VIOLATION, "init frame expected",
+                           timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
+            return
+        except FrameError as exc:
+            self._refuse(exc.reason, str(exc), peer)
+            await ws.close(POLICY_VIOLATION, _close_reason(str(exc)),
+                           timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
+            return
+        except ConnectionClosed:
+            return
+
+        if not await self._take_id(client_id, ws, peer):
+            return
+        address = WebSocketClientAddress(client_id)
+
+        def unencodable(message: Message, error: Exception) -> None:
+            self._refuse("unencodable", f"client {client_id}: {message.describe()}: not "
+                         f"encodable as a {dialect} frame: {error}", peer, client_id, message)
+
+        outbox = Outbox(ws, f"client {client_id}", self.settings.max_queued_per_connection,
+                        self.settings.max_queued_bytes_per_connection,
+                        encode=frame_encoder(dialect), on_unencodable=unencodable)
+        client = _Client(ws, address, outbox, dialect, owner_id)
+        self._clients[client_id] = client
+        self._claimed.discard(client_id)
+        log.info("websocket client %s connected from %s (%s frames%s)", client_id, peer,
+                 dialect, "" if owner_id is None else f", owner id {owner_id}",
+                 extra={"clientId": client_id})
+        try:
+            await self._receive(client, peer)
+        finally:
+            self._disconnected(client)
+
+    async def _take_id(self, client_id: str, ws: ServerSideConnection, peer: object) -> bool:
+        """Bind ``client_id`` to ``ws`` unless a live connection holds it."""
+        if client_id in self._claimed:
+            self._refuse("id-in-use", f"client id {client_id} is being taken over", peer)
+            await ws.close(POLICY_VIOLATION, "client id in use",
+                           timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
+            return False
+        old = self._clients.get(client_id)
+        if old is None:
+            return True
+        # while the ping is awaited another claimant may take the id: only the one that
+        # finds it still held by the silent connection replaces it
+        if await self._answers_ping(old.ws) or self._clients.get(client_id) is not old:
+            self._refuse("id-in-use", f"client id {client_id} belongs to a live connection", peer)
+            await ws.close(POLICY_VIOLATION, "client id in use",
+                           timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
+            return False
+        log.warning("websocket client %s: previous connection is dead, replacing it", client_id)
+        self.counters["replaced-dead"] += 1
+        self._claimed.add(client_id)  # until _handle registers the new connection
+        try:
+            self._disconnected(old)
+            await old.ws.close(GOING_AWAY, "replaced by a new connection")
+        except BaseException:
+            self._claimed.discard(client_id)
+            raise
+        return True
+
+    async def connection_alive(self, address: Address) -> bool:
+        """Whether the connection behind ``address`` (a WebSocketClientAddress) is alive: it
+        is connected and answers a ping within the ping timeout. A connection that does not
+        answer is closed (going away) and everything behind it removed, as when a new
+        connection takes over its client id (counted "closed-dead")."""
+        if type(address) is not WebSocketClientAddress:
+            return False
+        client = self._clients.get(address.id)
+        if client is None:
+            return False
+        if await self._answers_ping(client.ws):
+            return True
+        if self._clients.get(address.id) is client:
+            log.warning("websocket client %s did not answer a ping within %.1f s: closing it",
+                        address.id, self.settings.ping_timeout_s)
+            self.counters["closed-dead"] += 1
+            self._disconnected(client)
+            await client.ws.close(GOING_AWAY, "did not answer a ping")
+        return False
+
+    async def _answers_ping(self, ws: ServerSideConnection) -> bool:
+        try:
+            await asyncio.wait_for(ws.ping(), self.settings.ping_timeout_s)
+        except (TimeoutError, ConnectionClosed):
+            return False
+        return True
+
+    async def _receive(self, client: _Client, peer: object) -> None:
+        """Route the client's messages as they arrive (in data_received) until it is gone."""
+        router, table = self.router, self.router.table
+        max_bytes = self.settings.max_frame_bytes
+        address = client.address
+        ws = client.ws
+        decode = frame_decoder(client.dialect)
+        # on a joynr connection with an owner id, the signature every message must carry
+        signature = (client.owner_id.encode("utf-8")
+                     if client.owner_id is not None and client.dialect == JOYNR else None)
+        # the peer of this connection's refusals in the audit log: the id it claimed and the
+        # host it connected from
+        host = peer[0] if isinstance(peer, tuple) and peer else peer
+        audit_peer = f"client {address.id} from {host}"
+
+        def refused(message: Message, reason: str, detail: str) -> None:
+            self._refuse(reason, f"client {address.id}: {message.describe()}: {detail}", peer,
+                         address.id, message)
+            audit = router.audit
+            if audit is not None:
+                audit.decided(message, outcome_of(reason), None, reason, audit_peer)
+
+        def on_frame(frame: bytes | str) -> None:
+            if self._clients.get(address.id) is not client:
+                return  # replaced or disconnected: what it still sends is not routed
+            try:
+                message = decode(frame, max_bytes, origin=address)
+            except FrameError as exc:
+                self._refuse(exc.reason, f"client {address.id}: {exc}", peer, address.id)
+                return
+            if signature is not None and message.custom_signature != signature:
+                refused(message, BAD_OWNER, "not custom-signed with the owner id "
+                        f"{client.owner_id!r} of the connection's certificate")
+                return
+            refusal = admit_from_client(message, table.get(message.sender), address)
+            if refusal is not None:
+                refused(message, refusal.reason, refusal.detail)
+                return
+            router.route(message)
+
+        ws.deliver(on_frame)
+        await ws.wait_closed()
+        closed = ws.protocol.close_exc
+        if ws.too_many_fragments:
+            self._refuse("too-many-fragments", f"client {address.id}: a message in more than "
+                         f"{ws.max_fragments} fragments", peer, address.id)
+        elif MESSAGE_TOO_BIG in (closed.rcvd and closed.rcvd.code,
+                                 closed.sent and closed.sent.code):
+            self._refuse("oversized-closed", f"client {address.id}: message too big", peer,
+                         address.id)
+
+    def _disconnected(self, client: _Client) -> None:
+        if self._clients.get(client.address.id) is not client:
+            return  # already replaced and cleaned up
+        del self._clients[client.address.id]
+        # routes first, at once: whoever sees the client gone sees its routes gone too
+        removed = self.router.remove_routes_at(client.address)
+        leftover = client.outbox.close()
+        log.info("websocket client %s disconnected: %d route(s) removed, %d unsent message(s) "
+                 "queued again", client.address.id, len(removed), len(leftover),
+                 extra={"clientId": client.address.id})
+        if self.on_client_gone is not None and removed:
+            try:
+                self.on_client_gone(client.address, removed)
+            except Exception:
+                log.exception("websocket client %s: clean-up after the end failed",
+                              client.address.id)
+        # its participants have no route now: the messages wait until they register again
+        for message in leftover:
+            self.router.route(message)

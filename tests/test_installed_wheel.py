@@ -1,0 +1,135 @@
+"""The project as a library: its wheel, built and installed into a fresh virtual environment
+outside the checkout, is one top-level package (``pyjoynr``) whose console scripts start the
+cluster controller and the GCD with their packaged default configuration, and the radio
+example runs against it from a folder of its own.
+
+Building the wheel takes setuptools and installing it takes the project's dependencies from
+pip's index (or its cache), as any user's ``pip install`` does.
+"""
+
+from __future__ import annotations
+
+import configparser
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.admin import cc_process, gcd_process
+
+ROOT = Path(__file__).resolve().parents[1]
+PIP = ["--disable-pip-version-check", "--quiet"]
+
+
+@dataclass(frozen=True)
+class Installed:
+    venv: Path
+    wheel: Path
+    #: a folder outside the checkout, where the programs and the example run
+    outside: Path
+
+    def script(self, name: str) -> list[str]:
+        return [str(self.venv / "bin" / name)]
+
+
+def run(args: list[str], cwd: Path, timeout_s: float = 600) -> str:
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout_s,
+                          check=False, env={k: v for k, v in os.environ.items()
+                                            if k not in ("PYTHONPATH", "VIRTUAL_ENV")})
+    assert done.returncode == 0, f"{' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    base = tmp_path_factory.mktemp("wheel")
+    assert not base.resolve().is_relative_to(ROOT)
+    run([sys.executable, "-m", "pip", "wheel", *PIP, "--no-deps", "-w", str(base / "dist"),
+         str(ROOT)], cwd=base)
+    (wheel,) = (base / "dist").glob("pyjoynr-*.whl")
+    venv = base / "venv"
+    # the interpreter the project's own environment was made from, not that environment
+    run([sys.executable, "-c", "import sys; assert sys.prefix != sys.base_prefix"], cwd=base)
+    base_python = Path(sys.base_prefix) / "bin" / "python3"
+    run([str(base_python), "-m", "venv", str(venv)], cwd=base)
+    run([str(venv / "bin" / "python"), "-m", "pip", "install", *PIP, str(wheel)], cwd=base)
+    outside = base / "app"
+    outside.mkdir()
+    yield Installed(venv, wheel, outside)
+
+
+def test_the_wheel_is_one_top_level_package_with_its_defaults(installed: Installed) -> None:
+    site = Path(run([str(installed.venv / "bin" / "python"), "-c",
+                     "import pyjoynr, pathlib; print(pathlib.Path(pyjoynr.__file__).parent)"],
+                    cwd=installed.outside).strip())
+    assert site.name == "pyjoynr" and not site.is_relative_to(ROOT)
+    record = next(site.parent.glob("pyjoynr-*.dist-info")) / "RECORD"
+    with record.open(newline="") as rows:
+        paths = [row[0] for row in csv.reader(rows)]
+    tops = {path.split("/")[0] for path in paths if not path.startswith("../")}
+    assert tops == {"pyjoynr", record.parent.name}
+    assert (record.parent / "top_level.txt").read_text().split() == ["pyjoynr"]
+    for name in ("cluster-controller.toml", "gcd.toml", "pipeline.toml",
+                 "provisioning.example.toml"):
+        assert (site / "config" / name).is_file(), name
+    scripts = configparser.ConfigParser()
+    scripts.read(record.parent / "entry_points.txt")
+    assert dict(scripts["console_scripts"]) == {
+        "pyjoynr-cluster-controller": "pyjoynr.cluster_controller.__main__:main",
+        "pyjoynr-gcd": "pyjoynr.gcd.__main__:main",
+        "pyjoynr-pipeline": "pyjoynr.pipeline.__main__:main",
+        "pyjoynr-franca": "pyjoynr.franca.__main__:main"}
+    # the application API from the package root
+    out = run([str(installed.venv / "bin" / "python"), "-c",
+               "from pyjoynr import Provider, connect, interface; print(connect.__module__)"],
+              cwd=installed.outside)
+    assert out.strip() == "pyjoynr.libjoynr.runtime"
+
+
+async def test_the_console_scripts_start_the_programs_and_the_example_runs(
+        installed: Installed, tmp_path: Path) -> None:
+    cc = cc_process(tmp_path / "cc", command=installed.script("pyjoynr-cluster-controller"),
+                    cwd=installed.outside)
+    try:
+        url = (await cc.wait_for(r"libjoynr runtimes connect to (ws://\S+);", 60)).group(1)
+        broker = (await cc.wait_for(r"embedded MQTT broker .* listening on (\S+)", 5)).group(1)
+        started = cc.output()
+        # the packaged defaults: the embedded broker and GCD are on unless configured off
+        assert "embedded GCD" in started or "GCD for joynrdefaultgbid started" in started
+        gcd = gcd_process(tmp_path / "gcd", broker_url=broker_url(broker),
+                          command=installed.script("pyjoynr-gcd"), cwd=installed.outside,
+                          JOYNR_GCD__GCD__INSTANCE_ID="gcd-from-the-wheel")
+        try:
+            await gcd.wait_for(r"GCD for joynrdefaultgbid started", 60)
+        finally:
+            assert await gcd.astop() == 0, gcd.output()
+        # the example, copied out of the checkout, against the installed package
+        shutil.copytree(ROOT / "examples", installed.outside / "examples",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        python = str(installed.venv / "bin" / "python")
+        provider = subprocess.Popen(
+            [python, "-m", "examples.radio.provider", "--url", url], cwd=installed.outside,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            consumer = run([python, "-m", "examples.radio.consumer", "--url", url],
+                           cwd=installed.outside, timeout_s=120)
+        finally:
+            provider.terminate()
+            provider.communicate(timeout=30)
+        heard = re.search(r"stations heard: (\d+)", consumer)
+        assert heard is not None and int(heard.group(1)) >= 1, consumer
+    finally:
+        assert await cc.astop() == 0, cc.output()
+
+
+def broker_url(listening: str) -> str:
+    """The embedded broker's URL from its log line (``127.0.0.1:PORT`` or a URL)."""
+    listening = listening.rstrip(" ,;(")
+    return listening if "://" in listening else f"mqtt://{listening}?version=3.1.1"
