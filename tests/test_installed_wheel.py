@@ -9,6 +9,7 @@ pip's index (or its cache), as any user's ``pip install`` does.
 
 from __future__ import annotations
 
+import asyncio
 import configparser
 import csv
 import os
@@ -110,23 +111,28 @@ async def test_the_console_scripts_start_the_programs_and_the_example_runs(
             await gcd.wait_for(r"GCD for joynrdefaultgbid started", 60)
         finally:
             assert await gcd.astop() == 0, gcd.output()
-        # the example, copied out of the checkout, against the installed package
-        shutil.copytree(ROOT / "examples", installed.outside / "examples",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        python = str(installed.venv / "bin" / "python")
-        provider = subprocess.Popen(
-            [python, "-m", "examples.radio.provider", "--url", url], cwd=installed.outside,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            consumer = run([python, "-m", "examples.radio.consumer", "--url", url],
-                           cwd=installed.outside, timeout_s=120)
-        finally:
-            provider.terminate()
-            provider.communicate(timeout=30)
+        consumer = await asyncio.to_thread(run_example, installed, url)
         heard = re.search(r"stations heard: (\d+)", consumer)
         assert heard is not None and int(heard.group(1)) >= 1, consumer
     finally:
         assert await cc.astop() == 0, cc.output()
+
+
+def run_example(installed: Installed, url: str) -> str:
+    """The radio example, copied out of the checkout, against the installed package: the
+    provider in the background, the consumer to its end; the consumer's output."""
+    shutil.copytree(ROOT / "examples", installed.outside / "examples",
+                    ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+    python = str(installed.venv / "bin" / "python")
+    provider = subprocess.Popen(
+        [python, "-m", "examples.radio.provider", "--url", url], cwd=installed.outside,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        return run([python, "-m", "examples.radio.consumer", "--url", url],
+                   cwd=installed.outside, timeout_s=120)
+    finally:
+        provider.terminate()
+        provider.communicate(timeout=30)
 
 
 def broker_url(listening: str) -> str:
