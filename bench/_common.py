@@ -77,8 +77,8 @@ from pyjoynr.runtime.interface import interface_def
 from pyjoynr.runtime.messages import DEFAULT_MAX_FRAME_BYTES, Message, MessageType, encode_frame
 from pyjoynr.runtime.payloads import OneWayRequest, Request
 from pyjoynr.runtime.smrf import FORM as SMRF_FORM
-from tests.support.brokers import MOSQUITTO
-from tests.support.brokers import Mosquitto as TestMosquitto
+from pyjoynr.testing.brokers import MOSQUITTO
+from pyjoynr.testing.brokers import Mosquitto as TestMosquitto
 from tests.support.mqtt_cluster import write_provisioning
 
 T = TypeVar("T")
@@ -433,7 +433,7 @@ def free_port() -> int:
 
 
 class Mosquitto(TestMosquitto):
-    """``async with Mosquitto() as broker``: the tests' mosquitto (tests/support/brokers.py: a
+    """``async with Mosquitto() as broker``: the tests' mosquitto (pyjoynr/testing/brokers.py: a
     free loopback port, ``set_tcp_nodelay true``, no limit on QoS 1 messages in flight, 100,000
     queued per client) without persistence, in a temporary directory of its own."""
 

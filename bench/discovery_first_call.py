@@ -6,7 +6,7 @@ Usage: .venv/bin/python bench/discovery_first_call.py [--iterations N] [--raw-pe
                                    [--client native|aiomqtt] [--profile]
 
 Set-up, all in this process and uvloop event loop: one mosquitto broker
-(tests/support/brokers.Mosquitto, no persistence, TCP_NODELAY) on a free loopback port; a GCD
+(pyjoynr/testing/brokers.Mosquitto, no persistence, TCP_NODELAY) on a free loopback port; a GCD
 (gcd.service.GcdService, SQLite store in a temporary directory) on it; cluster
 controllers CC1 and CC2, each with that broker as their only backend (GBID joynrdefaultgbid)
 and the GCD provisioned as usual; a libjoynr runtime on each, by websocket. The provider of
@@ -92,7 +92,7 @@ from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.gcd.service import GcdService, GcdSettings
 from pyjoynr.libjoynr import DiscoveryQos, LibjoynrRuntime, ProviderQos, ProviderScope, connect
 from pyjoynr.runtime.interface import interface_def
-from tests.support.brokers import Mosquitto
+from pyjoynr.testing.brokers import Mosquitto
 
 WAIT_S = 10.0
 WARM_UP = 3

@@ -7,8 +7,8 @@ Usage: .venv/bin/python bench/gcd_cluster.py [--entries N] [--only PARTS] [--loo
            [--catch-up-interval SECONDS] [--writes W] [--writers K] [--conv-entries M]
            [--profile]
 
-A throwaway PostgreSQL server (tests/support/postgres.PostgresServer, durability off) and a
-mosquitto broker (tests/support/brokers.py, TCP_NODELAY) are started for the run. Parts
+A throwaway PostgreSQL server (pyjoynr/testing/postgres.PostgresServer, durability off) and a
+mosquitto broker (pyjoynr/testing/brokers.py, TCP_NODELAY) are started for the run. Parts
 (``--only``, comma-separated; default all):
 
 - ``load``: N entries (default 1,000,000; the entries of bench/gcd_store.py: uuid-like
@@ -110,7 +110,7 @@ from pyjoynr.runtime.interface import interface_def
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
 from pyjoynr.runtime.tasks import TaskSupervisor
-from tests.support.postgres import PostgresServer
+from pyjoynr.testing.postgres import PostgresServer
 
 GBID = "joynrdefaultgbid"
 VALID_GBIDS = (GBID, "gbid-2")

@@ -5,7 +5,7 @@ Usage: .venv/bin/python bench/gcd_store.py [--entries N] [--batch B] [--adds A]
            [--lookups L] [--rounds R] [--stores sqlite,postgres] [--no-analyze]
 
 For each store, in a fresh database (SQLite: a file in a temporary directory; PostgreSQL: a
-throwaway server, tests/support/postgres.PostgresServer, started by this script with its
+throwaway server, pyjoynr/testing/postgres.PostgresServer, started by this script with its
 durability switched off - fsync, synchronous_commit, full_page_writes):
 
 - fill: N entries in batches of B rows (default 10,000), alternating between the project
@@ -76,7 +76,7 @@ from pyjoynr.runtime.discovery_types import (
     Version,
 )
 from pyjoynr.runtime.system_interfaces import address_to_json
-from tests.support.postgres import PostgresServer
+from pyjoynr.testing.postgres import PostgresServer
 
 GBID = "joynrdefaultgbid"
 VALID_GBIDS = (GBID, "gbid-2")

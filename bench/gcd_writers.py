@@ -9,7 +9,7 @@ costs. Only ``GcdStore.add`` and ``GcdStore.touch`` are used, so the same script
 store without versions (run it with an older checkout on PYTHONPATH) for a before/after.
 
 For each configuration (writers, store instances) on a throwaway PostgreSQL server (durability
-off, tests/support/postgres.PostgresServer): N single-row adds of new participants spread over
+off, pyjoynr/testing/postgres.PostgresServer): N single-row adds of new participants spread over
 the writers (each writer a task, writers assigned to the instances round robin), then N touches
 of one participant's row each; writes/s, the best of R rounds (fresh database each round).
 """
@@ -26,7 +26,7 @@ from _common import help_text, setup_logging
 
 from pyjoynr.gcd.postgres_store import PostgresStore
 from pyjoynr.gcd.store import StoredEntry
-from tests.support.postgres import PostgresServer
+from pyjoynr.testing.postgres import PostgresServer
 
 NOW = 1_800_000_000_000
 CONFIGS = [(1, 1), (8, 1), (8, 3), (32, 3)]  # (writers, instances)

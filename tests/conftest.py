@@ -7,13 +7,12 @@ every skip is turned into a failure that names its reason.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from pyjoynr.libjoynr import LibjoynrRuntime, connect
-from tests.support.cluster import ClusterController, cc_config
+from pyjoynr.libjoynr import LibjoynrRuntime
+from pyjoynr.testing.cluster import ClusterController, cc_config
 
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -36,24 +35,24 @@ def pytest_runtest_makereport(
 
 @pytest.fixture
 async def cc(tmp_path) -> AsyncIterator[ClusterController]:
-    """A real cluster controller on a free loopback port."""
+    """A real cluster controller on a free loopback port (no MQTT: the plugin's ``joynr_cc``
+    with its embedded broker and GCD is for tests that need them)."""
     async with ClusterController(cc_config(tmp_path)) as controller:
         yield controller
 
 
 @pytest.fixture
-async def runtimes(cc) -> AsyncIterator[Callable[..., Awaitable[LibjoynrRuntime]]]:
-    """Factory of libjoynr runtimes connected to ``cc``; all are closed at the end."""
-    started: list[LibjoynrRuntime] = []
+def joynr_cc(cc: ClusterController) -> ClusterController:
+    """The suite's ``cc`` serves the plugin's fixtures that build on ``joynr_cc``
+    (``joynr_runtimes``, ``joynr_runtime``), as an application may override them."""
+    return cc
 
-    async def start(**options: Any) -> LibjoynrRuntime:
-        runtime = await connect(cc.websocket_address.url, **options)
-        started.append(runtime)
-        return runtime
 
-    yield start
-    for runtime in started:
-        await runtime.stop()
+@pytest.fixture
+def runtimes(joynr_runtimes: Callable[..., Awaitable[LibjoynrRuntime]]
+             ) -> Callable[..., Awaitable[LibjoynrRuntime]]:
+    """Factory of libjoynr runtimes connected to ``cc``: the plugin's ``joynr_runtimes``."""
+    return joynr_runtimes
 
 
 from tests.support.gcd_stores import store  # noqa: E402, F401 - the fixture, suite-wide

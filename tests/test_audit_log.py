@@ -19,8 +19,8 @@ from pyjoynr.runtime.addresses import WebSocketClientAddress
 from pyjoynr.runtime.audit import AuditLog, AuditSettings, AuditWriter
 from pyjoynr.runtime.config import ConfigError
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
+from pyjoynr.testing.cluster import eventually
 from tests.support.audit import audit_files, read_audit, read_jsonl_gz
-from tests.support.cluster import eventually
 
 HOP = WebSocketClientAddress("receiver")
 

@@ -31,9 +31,9 @@ from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.interface import interface_def
 from pyjoynr.runtime.messages import Message, MessageType, encode_frame
 from pyjoynr.runtime.payloads import Request
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.cluster import cc_config, eventually
 from tests.support.audit import audit_files, between, outcomes, read_audit
-from tests.support.brokers import Mosquitto
-from tests.support.cluster import cc_config, eventually
 from tests.support.mqtt_cluster import GBID, start_pair
 from tests.support.radio import Country, Radio, RadioProvider, Station
 from tests.support.raw_websocket import RawClient, note

@@ -34,7 +34,7 @@ from pyjoynr.runtime.discovery_types import CustomParameter
 from pyjoynr.runtime.interface import joynr_name
 from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.proxies import Proxy
-from tests.support.cluster import eventually
+from pyjoynr.testing.cluster import eventually
 from tests.support.radio import Country, FavoriteError, Radio, RadioProvider, Station
 from tests.support.wire import Wire
 

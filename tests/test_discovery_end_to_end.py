@@ -30,11 +30,11 @@ from pyjoynr.libjoynr import (
 from pyjoynr.libjoynr import connect as joynr_connect
 from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
 from pyjoynr.runtime.clock import now_ms
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.cluster import eventually
+from pyjoynr.testing.postgres import PostgresServer
 from tests.support import mqtt_clients
-from tests.support.brokers import Mosquitto
-from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import WAIT_S, mqtt_cc_config
-from tests.support.postgres import PostgresServer
 from tests.support.radio import Country, Radio, RadioProvider, Station
 
 pytestmark = [pytest.mark.network, pytest.mark.usefixtures("mqtt_client")]

@@ -22,7 +22,7 @@ from pyjoynr.libjoynr import (
     interface,
 )
 from pyjoynr.runtime.addresses import InProcessAddress, WebSocketClientAddress
-from tests.support.cluster import eventually
+from pyjoynr.testing.cluster import eventually
 from tests.support.radio import Country, FavoriteError, Radio, RadioProvider, Station
 
 

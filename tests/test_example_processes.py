@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import free_port
+from pyjoynr.testing.cluster import free_port
 from tests.support.processes import wait_for_line
 
 ROOT = Path(__file__).resolve().parents[1]

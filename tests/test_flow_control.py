@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pyjoynr.libjoynr import LibjoynrConfig, MessageNotSentError, RouterSettings
-from tests.support.cluster import eventually
+from pyjoynr.testing.cluster import eventually
 from tests.support.radio import Radio, RadioProvider
 
 

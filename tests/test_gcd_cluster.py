@@ -38,11 +38,11 @@ from pyjoynr.runtime.discovery_types import GlobalDiscoveryEntry, Version
 from pyjoynr.runtime.discovery_types import ProviderQos as GcdQos
 from pyjoynr.runtime.errors import ApplicationError
 from pyjoynr.runtime.system_interfaces import address_to_json
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.postgres import PostgresServer
 from tests.support import mqtt_clients
-from tests.support.brokers import Mosquitto
 from tests.support.gcd_stores import fresh_postgres_dsn
 from tests.support.mqtt_cluster import WAIT_S, mqtt_cc_config
-from tests.support.postgres import PostgresServer
 from tests.support.radio import RadioProvider
 from tests.support.sync_harness import Instance, store_rows
 

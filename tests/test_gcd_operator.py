@@ -20,6 +20,8 @@ from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory as Gcd
 from pyjoynr.gcd.postgres_store import PostgresStore
 from pyjoynr.gcd.store import StoredEntry
 from pyjoynr.runtime.errors import ProviderRuntimeError
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.postgres import PostgresServer
 from tests.support.admin import (
     Answer,
     ProgramProcess,
@@ -29,9 +31,7 @@ from tests.support.admin import (
     http_get,
     scrape,
 )
-from tests.support.brokers import Mosquitto
 from tests.support.mqtt_cluster import mqtt_cc_config
-from tests.support.postgres import PostgresServer
 from tests.test_gcd_service import entry, gcd_provisioning
 
 pytestmark = pytest.mark.network

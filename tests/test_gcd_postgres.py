@@ -24,9 +24,9 @@ import pytest
 from pyjoynr.gcd.changes import Change, ChangeBatch
 from pyjoynr.gcd.postgres_store import _PURGE_LOCK_KEY, PostgresNotifier, PostgresStore, channel_of
 from pyjoynr.gcd.store import GcdStore, RemoveOutcome, StoredEntry, StoreError
-from tests.support.cluster import free_port
+from pyjoynr.testing.cluster import free_port
+from pyjoynr.testing.postgres import PostgresServer
 from tests.support.gcd_stores import STORE_KINDS, fresh_postgres_dsn
-from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.network
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pyjoynr.gcd.interface import GCD_TOPIC
-from tests.support.brokers import Mosquitto
+from pyjoynr.testing.brokers import Mosquitto
 from tests.support.processes import wait_for_line
 
 ROOT = Path(__file__).resolve().parents[1]

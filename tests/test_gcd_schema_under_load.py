@@ -19,8 +19,8 @@ import pytest
 
 from pyjoynr.gcd.postgres_store import PostgresStore
 from pyjoynr.gcd.store import COLUMNS, INDEXES, StoreError
+from pyjoynr.testing.postgres import PostgresServer
 from tests.support.gcd_stores import fresh_postgres_dsn, shared_postgres
-from tests.support.postgres import PostgresServer
 from tests.test_gcd_migration import ROWS, previous_version_database
 from tests.test_gcd_postgres import LATER, NOW, row
 

@@ -32,8 +32,8 @@ from pyjoynr.runtime.messages import Message, MessageType, encode_frame
 from pyjoynr.runtime.payloads import Request
 from pyjoynr.runtime.system_interfaces import address_from_json, address_to_json
 from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.testing.brokers import Mosquitto
 from tests.support import mqtt_clients
-from tests.support.brokers import Mosquitto
 from tests.support.mqtt_cluster import mqtt_cc_config, write_provisioning
 
 pytestmark = [pytest.mark.network, pytest.mark.usefixtures("mqtt_client")]

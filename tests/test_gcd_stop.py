@@ -45,8 +45,8 @@ from pyjoynr.runtime.interface import interface_def, to_wire
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
 from pyjoynr.runtime.system_interfaces import address_to_json
+from pyjoynr.testing.brokers import Mosquitto
 from tests.support import mqtt_clients
-from tests.support.brokers import Mosquitto
 from tests.support.gcd_stores import fresh_postgres_dsn
 from tests.support.sync_harness import store_rows
 

@@ -7,7 +7,7 @@ import pytest
 from pyjoynr.libjoynr import ProviderQos, ProviderRuntimeError, connect
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.discovery_types import DiscoveryEntry, Version
-from tests.support.cluster import ClusterController, cc_config, eventually
+from pyjoynr.testing.cluster import ClusterController, cc_config, eventually
 from tests.support.radio import Radio, RadioProvider
 
 

@@ -1,7 +1,8 @@
 """The project as a library: its wheel, built and installed into a fresh virtual environment
 outside the checkout, is one top-level package (``pyjoynr``) whose console scripts start the
-cluster controller and the GCD with their packaged default configuration, and the radio
-example runs against it from a folder of its own.
+cluster controller and the GCD with their packaged default configuration, the radio example
+runs against it from a folder of its own, and so does the example integration test of
+docs/testing.md on the installed pytest plugin.
 
 Building the wheel takes setuptools and installing it takes the project's dependencies from
 pip's index (or its cache), as any user's ``pip install`` does.
@@ -24,6 +25,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.admin import cc_process, gcd_process
+from tests.test_testing_plugin import example as plugin_example
+from tests.test_testing_plugin import run_pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PIP = ["--disable-pip-version-check", "--quiet"]
@@ -60,7 +63,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     run([sys.executable, "-c", "import sys; assert sys.prefix != sys.base_prefix"], cwd=base)
     base_python = Path(sys.base_prefix) / "bin" / "python3"
     run([str(base_python), "-m", "venv", str(venv)], cwd=base)
-    run([str(venv / "bin" / "python"), "-m", "pip", "install", *PIP, str(wheel)], cwd=base)
+    # with the testing extra: the pytest plugin and what it runs on
+    run([str(venv / "bin" / "python"), "-m", "pip", "install", *PIP, f"{wheel}[testing]"],
+        cwd=base)
     outside = base / "app"
     outside.mkdir()
     yield Installed(venv, wheel, outside)
@@ -139,3 +144,11 @@ def broker_url(listening: str) -> str:
     """The embedded broker's URL from its log line (``127.0.0.1:PORT`` or a URL)."""
     listening = listening.rstrip(" ,;(")
     return listening if "://" in listening else f"mqtt://{listening}?version=3.1.1"
+
+
+def test_the_plugins_example_test_passes_on_the_installed_wheel(installed: Installed) -> None:
+    folder = installed.outside / "integration-tests"
+    folder.mkdir()
+    (folder / "test_example.py").write_text(plugin_example(), encoding="utf-8")
+    out = run_pytest(folder, str(installed.venv / "bin" / "python"))
+    assert re.search(r"\b2 passed\b", out), out

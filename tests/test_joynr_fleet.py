@@ -37,9 +37,9 @@ from pyjoynr.libjoynr import connect as joynr_connect
 from pyjoynr.runtime import smrf
 from pyjoynr.runtime.addresses import MqttAddress
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.cluster import eventually
 from tests.support import mqtt_clients
-from tests.support.brokers import Mosquitto
-from tests.support.cluster import eventually
 from tests.support.joynr_js import JoynrCallError, JoynrJsClient, JsProxy, Received
 from tests.support.mqtt_clients import RawPeer
 from tests.support.mqtt_clients import Received as MqttReceived

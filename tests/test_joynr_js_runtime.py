@@ -14,7 +14,7 @@ import pytest
 
 from pyjoynr.libjoynr import ApplicationError
 from pyjoynr.runtime.smrf import SmrfFrame, decode_smrf, encode_smrf
-from tests.support.cluster import eventually
+from pyjoynr.testing.cluster import eventually
 from tests.support.joynr_js import JoynrCallError, JoynrJsClient, new_id
 from tests.support.radio import Country, Radio, RadioProvider, Station
 

@@ -21,7 +21,7 @@ from pyjoynr.libjoynr import (
     PublicationMissedError,
 )
 from pyjoynr.runtime.messages import DIALECTS
-from tests.support.cluster import eventually
+from pyjoynr.testing.cluster import eventually
 from tests.support.joynr_js import JoynrJsClient
 from tests.support.tuner import Tuner
 

@@ -47,9 +47,9 @@ from pyjoynr.runtime.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
 )
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
-from tests.support.brokers import Mosquitto
-from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, mqtt_cc_config, write_provisioning
 from tests.support.radio import Country, FavoriteError, Radio, RadioProvider, Station
 from tests.support.wire import Wire

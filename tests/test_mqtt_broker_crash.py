@@ -44,9 +44,9 @@ from pyjoynr.libjoynr import connect as joynr_connect
 from pyjoynr.runtime.bodies import decode_body
 from pyjoynr.runtime.messages import MessageType, decode_frame
 from pyjoynr.runtime.payloads import OneWayRequest
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.mqtt import MqttTransport
-from tests.support.brokers import Mosquitto
-from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import (
     GBID,
     WAIT_S,

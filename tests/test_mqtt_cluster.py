@@ -18,9 +18,9 @@ from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.libjoynr import ApplicationError, ProviderQos, ProviderRuntimeError, ProviderScope
 from pyjoynr.runtime.addresses import MqttAddress
 from pyjoynr.runtime.clock import now_ms
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.mqtt_broker import EmbeddedBroker, EmbeddedBrokerSettings
-from tests.support.brokers import Mosquitto
-from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, mqtt_cc_config, start_pair
 from tests.support.radio import Country, FavoriteError, RadioProvider, Station
 from tests.support.tls import self_signed_certificate

@@ -40,10 +40,10 @@ from pyjoynr.runtime.interface import from_wire, interface_def, to_wire
 from pyjoynr.runtime.messages import Effort, Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import OneWayRequest, Reply, Request, decode_payload
 from pyjoynr.runtime.system_interfaces import address_to_json
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.mqtt import MqttTransport
 from tests.support import mqtt_clients
-from tests.support.brokers import Mosquitto
-from tests.support.cluster import eventually
 from tests.support.mqtt_clients import RawPeer, Received
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, mqtt_cc_config, start_pair
 from tests.support.radio import Country, Radio, Station

@@ -58,9 +58,9 @@ from pyjoynr.runtime.system_interfaces import (
     Discovery,
     Routing,
 )
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.mqtt import MqttTransport
-from tests.support.brokers import Mosquitto
-from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, MqttPair, start_pair
 from tests.support.radio import Country, Radio, Station
 

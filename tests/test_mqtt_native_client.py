@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.mqtt5 import packets as p
 from pyjoynr.transports.mqtt_client import MqttSessionError, open_session
 from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
-from tests.support.cluster import eventually
 from tests.support.mqtt_cluster import GBID, mqtt_cc_config
 from tests.unit.test_mqtt5_packets import MALFORMED
 

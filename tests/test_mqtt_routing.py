@@ -25,8 +25,8 @@ from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.messages import Effort, Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import OneWayRequest, Reply, Request, decode_payload
-from tests.support.brokers import Mosquitto
-from tests.support.cluster import eventually
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.cluster import eventually
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, start_pair
 from tests.support.radio import Country, Radio, Station
 

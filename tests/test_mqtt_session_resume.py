@@ -17,10 +17,10 @@ from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
 from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.mqtt import MqttTransport
 from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
-from tests.support.brokers import Mosquitto
-from tests.support.cluster import eventually
 
 pytestmark = pytest.mark.network
 

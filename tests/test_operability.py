@@ -28,6 +28,8 @@ from pyjoynr.libjoynr import (
 )
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.messages import Message, MessageType, encode_frame
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.cluster import cc_config, eventually, free_port
 from tests.support.admin import (
     ARTIFACTS,
     Answer,
@@ -42,9 +44,7 @@ from tests.support.admin import (
     scrape,
     status_line,
 )
-from tests.support.brokers import Mosquitto
 from tests.support.browser import headless_chromium
-from tests.support.cluster import cc_config, eventually, free_port
 from tests.support.mqtt_cluster import GBID, WAIT_S, mqtt_cc_config
 from tests.support.radio import Radio, RadioProvider
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.support.postgres import PostgresServer, find_bin_dir
+from pyjoynr.testing.postgres import PostgresServer, find_bin_dir
 
 pytestmark = pytest.mark.network
 
@@ -85,7 +85,7 @@ async def test_create_database_gives_a_separate_database() -> None:
 
 async def test_missing_installation_is_a_clear_error(monkeypatch: pytest.MonkeyPatch,
                                                      tmp_path: Path) -> None:
-    monkeypatch.setattr("tests.support.postgres.POSTGRES_ROOT", tmp_path / "nowhere")
+    monkeypatch.setattr("pyjoynr.testing.postgres.POSTGRES_ROOT", tmp_path / "nowhere")
     with pytest.raises(RuntimeError, match="apt-get install -y postgresql"):
         find_bin_dir()
     server = PostgresServer()

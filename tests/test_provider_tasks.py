@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pyjoynr.runtime.calls import Call, CallRunner
-from tests.support.brokers import Mosquitto
+from pyjoynr.testing.brokers import Mosquitto
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, start_pair
 from tests.support.radio import Radio, RadioProvider
 

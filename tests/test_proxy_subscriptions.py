@@ -42,8 +42,8 @@ from pyjoynr.runtime.interface import interface_def
 from pyjoynr.runtime.messages import MessageType
 from pyjoynr.runtime.payloads import BroadcastSubscriptionRequest, SubscriptionRequest
 from pyjoynr.runtime.subscription_qos import qos_from_wire
+from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
-from tests.support.cluster import eventually
 from tests.support.wire import Wire
 
 pytestmark = pytest.mark.network

@@ -25,10 +25,10 @@ from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.messages import INT64_MAX, Message, MessageType, encode_frame
 from pyjoynr.runtime.payloads import Request
 from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID
+from pyjoynr.testing.brokers import MAX_PACKET_BYTES, Mosquitto
+from pyjoynr.testing.cluster import cc_config, eventually
 from pyjoynr.transports.mqtt_client import PACKET_OVERHEAD_BYTES
 from pyjoynr.transports.websocket_common import encode_init
-from tests.support.brokers import MAX_PACKET_BYTES, Mosquitto
-from tests.support.cluster import cc_config, eventually
 from tests.support.mqtt_cluster import backends_value
 from tests.test_memory_bounds import client_frame, close_code, fragmented, raw_websocket
 
@@ -217,7 +217,7 @@ async def test_the_packet_limit_holds_on_both_brokers(tmp_path: Path, stack: Asy
                                                       broker_kind: str) -> None:
     """A publish of 20 MB to the CC's topic never reaches the CC (MQTT 3.1.1, so that the
     broker's own limit is what holds): the embedded broker is configured from
-    [mqtt] max_message_bytes, mosquitto with max_packet_size (tests/support/brokers.py, as
+    [mqtt] max_message_bytes, mosquitto with max_packet_size (pyjoynr/testing/brokers.py, as
     documented). One just under the limit does reach it (and is refused by the CC as too big
     for max_message_bytes: counted)."""
     overrides: dict[str, str] = {"discovery__gcd": "false", "mqtt__version": "3.1.1",

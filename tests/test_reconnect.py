@@ -10,7 +10,7 @@ import asyncio
 
 from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.libjoynr import connect
-from tests.support.cluster import cc_config, eventually, free_port
+from pyjoynr.testing.cluster import cc_config, eventually, free_port
 from tests.support.radio import Country, Radio, RadioProvider, Station
 
 

@@ -20,8 +20,8 @@ from pyjoynr.libjoynr import connect as joynr_connect
 from pyjoynr.runtime import records
 from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
 from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingEntry
+from pyjoynr.testing.cluster import cc_config, eventually
 from tests.support.audit import read_jsonl_gz
-from tests.support.cluster import cc_config, eventually
 from tests.support.mqtt_cluster import write_provisioning
 from tests.support.processes import wait_for_line
 from tests.support.radio import RadioProvider

@@ -18,7 +18,7 @@ import pytest
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.payloads import BroadcastSubscriptionRequest, SubscriptionRequest
-from tests.support.cluster import eventually
+from pyjoynr.testing.cluster import eventually
 from tests.support.joynr_js import JsProxy, Received
 from tests.support.tuner import (
     GENRES,

@@ -48,6 +48,7 @@ from pyjoynr.runtime.messages import (
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
 from pyjoynr.runtime.smrf import SmrfFrame, encode_smrf
 from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
+from pyjoynr.testing.cluster import cc_config, eventually
 from pyjoynr.transports.websocket_common import (
     JOYNR_INIT_PREFIX,
     Outbox,
@@ -58,7 +59,6 @@ from pyjoynr.transports.websocket_common import (
 )
 from pyjoynr.transports.websocket_connection import open_client_connection
 from pyjoynr.transports.websocket_settings import JOYNR, NATIVE, WebSocketClientSettings
-from tests.support.cluster import cc_config, eventually
 from tests.support.radio import Country, Radio, RadioProvider, Station
 from tests.support.raw_websocket import RawClient
 from tests.support.tls import self_signed_certificate

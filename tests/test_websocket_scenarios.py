@@ -15,7 +15,7 @@ from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.libjoynr import LibjoynrRuntime, MessageNotSentError, ProviderRuntimeError, connect
 from pyjoynr.runtime.addresses import InProcessAddress, WebSocketAddress, WebSocketClientAddress
 from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingEntry
-from tests.support.cluster import cc_config, eventually
+from pyjoynr.testing.cluster import cc_config, eventually
 from tests.support.radio import Country, Radio, RadioProvider, Station
 
 FIXED = "radio-provider-fixed-id"

@@ -22,10 +22,10 @@ from pyjoynr.libjoynr import LibjoynrConfig, connect
 from pyjoynr.runtime.addresses import WebSocketClientAddress
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame
+from pyjoynr.testing.cluster import cc_config, eventually
 from pyjoynr.transports.websocket_client import WebSocketClientSettings
 from pyjoynr.transports.websocket_common import Outbox, encode_init
 from pyjoynr.transports.websocket_connection import ServerSideConnection, open_client_connection
-from tests.support.cluster import cc_config, eventually
 from tests.support.radio import Radio, RadioProvider
 from tests.support.tls import self_signed_certificate
 

@@ -38,8 +38,8 @@ from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.interface import interface_def
 from pyjoynr.runtime.messages import Message, MessageType, encode_frame
 from pyjoynr.runtime.payloads import Request
-from tests.support.brokers import Mosquitto
-from tests.support.cluster import eventually
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.cluster import eventually
 from tests.support.mqtt_cluster import mqtt_cc_config
 from tests.support.radio import Country, Radio, RadioProvider, Station
 from tests.support.raw_websocket import RawClient, note

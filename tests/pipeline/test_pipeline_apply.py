@@ -23,9 +23,9 @@ from pyjoynr.gcd.store import StoredEntry
 from pyjoynr.libjoynr import Arbitration, ProviderQos, ProviderScope, connect
 from pyjoynr.pipeline import commands
 from pyjoynr.pipeline.readers import directory_source
+from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.testing.cluster import ClusterController
 from tests.pipeline.fleet import HOUR, MINUTE
-from tests.support.brokers import Mosquitto
-from tests.support.cluster import ClusterController
 from tests.support.mqtt_cluster import WAIT_S, mqtt_cc_config
 from tests.support.radio import RadioProvider
 

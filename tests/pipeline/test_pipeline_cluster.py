@@ -18,9 +18,9 @@ import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
+from pyjoynr.testing.cluster import free_port
 from tests.pipeline import fleet
 from tests.pipeline.conftest import FleetInputs
-from tests.support.cluster import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).resolve().parent

@@ -19,7 +19,7 @@ import pytest
 from pyjoynr.gcd.postgres_store import PostgresStore
 from pyjoynr.gcd.sqlite_store import SqliteStore
 from pyjoynr.gcd.store import GcdStore
-from tests.support.postgres import PostgresServer
+from pyjoynr.testing.postgres import PostgresServer
 
 #: every store implementation; the contract tests run on each
 STORE_KINDS = ["sqlite", "postgres"]

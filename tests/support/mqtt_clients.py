@@ -1,7 +1,7 @@
 """The MQTT suite runs on both MQTT clients: the project's own ("native", the default) and
 aiomqtt. A test file opts in with ``pytestmark = pytest.mark.usefixtures("mqtt_client")``;
 its tests then run once per client (ids ``[native]`` / ``[aiomqtt]``), and every cluster
-controller made by :func:`tests.support.cluster.cc_config` meanwhile uses that client
+controller made by :func:`pyjoynr.testing.cluster.cc_config` meanwhile uses that client
 (``[mqtt] client``), as does a GCD whose settings take :func:`current`.
 
 :class:`RawPeer`: a bare MQTT 5 client on a test's broker, playing another cluster controller
@@ -20,8 +20,8 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from pyjoynr.testing import cluster
 from pyjoynr.transports.mqtt_settings import CLIENTS
-from tests.support import cluster
 
 
 def current() -> str:

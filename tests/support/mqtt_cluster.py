@@ -15,7 +15,7 @@ from typing import Any
 from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.libjoynr import LibjoynrRuntime, ProviderQos, ProviderScope
 from pyjoynr.libjoynr import connect as joynr_connect
-from tests.support.cluster import cc_config
+from pyjoynr.testing.cluster import cc_config
 from tests.support.radio import Radio, RadioProvider
 
 WAIT_S = 10.0

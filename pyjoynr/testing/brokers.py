@@ -21,8 +21,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+from pyjoynr.testing.cluster import free_port
 from pyjoynr.transports.mqtt_broker import DEFAULT_MAX_PACKET_BYTES
-from tests.support.cluster import free_port
 
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 #: mosquitto's max_packet_size: the embedded broker's default limit (4 MiB + 5 KiB)

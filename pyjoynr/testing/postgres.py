@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 import asyncpg
 
-from tests.support.cluster import free_port
+from pyjoynr.testing.cluster import free_port
 
 POSTGRES_ROOT = Path("/usr/lib/postgresql")
 SUPERUSER = "postgres"
