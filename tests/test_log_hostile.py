@@ -139,11 +139,11 @@ async def test_websocket_strings_cannot_forge_log_lines(
     text = log_text.getvalue()
     assert_no_forged_line(text)
     lines = text.splitlines()
-    assert any(" INFO    transports.websocket_server: " in line and f"raw-{ESCAPED}" in line
+    assert any(" INFO    pyjoynr.transports.websocket_server: " in line and f"raw-{ESCAPED}" in line
                for line in lines), text
-    assert any(" WARNING transports.websocket_server: " in line and f"spoofed-{ESCAPED}" in line
-               for line in lines), text
-    assert any(" WARNING runtime.router: " in line and f"expired-{ESCAPED}" in line
+    assert any(" WARNING pyjoynr.transports.websocket_server: " in line
+               and f"spoofed-{ESCAPED}" in line for line in lines), text
+    assert any(" WARNING pyjoynr.runtime.router: " in line and f"expired-{ESCAPED}" in line
                for line in lines), text
 
 
