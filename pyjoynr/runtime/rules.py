@@ -139,9 +139,11 @@ __all__ = [
     "check_owner",
     "check_queued",
     "contested_owner",
+    "exceeds_share",
     "multicast_backend",
     "multicast_hops",
     "multicast_provider",
+    "origin_share_of",
     "outgoing_reply_to",
     "publishes_globally",
     "reply_route",
@@ -277,8 +279,21 @@ class QueueLimits:
 
     def origin_limits(self) -> Queued:
         """The share of one sending connection (it takes at least one message of any size)."""
-        return Queued(max(1, int(self.total * self.origin_share)),
-                      max(1, int(self.bytes_total * self.origin_share)))
+        return origin_share_of(self.total, self.bytes_total, self.origin_share)
+
+
+def origin_share_of(messages: int, bytes_: int, share: float) -> Queued:
+    """What one sending connection may hold of queues taking ``messages`` messages and
+    ``bytes_`` bytes: ``share`` of each, at least one message of any size."""
+    return Queued(max(1, int(messages * share)), max(1, int(bytes_ * share)))
+
+
+def exceeds_share(origin: Queued, size: int, share: Queued) -> bool:
+    """Would one more message of ``size`` bytes take a connection holding ``origin`` beyond
+    its ``share``? A connection holding nothing takes one message of any size. The one rule of
+    a connection's share, for the router's queues and an MQTT backend's queue alike."""
+    return origin.messages >= share.messages or (
+        origin.messages > 0 and origin.bytes + size > share.bytes)
 
 
 def admit_to_queue(size: int, recipient: Queued, total: Queued, origin: Queued | None,
@@ -302,8 +317,7 @@ def admit_to_queue(size: int, recipient: Queued, total: Queued, origin: Queued |
                                    f"message(s), {total.bytes} bytes", answer=True)
     if origin is not None:
         share = limits.origin_limits()
-        if origin.messages >= share.messages or (
-                origin.messages and origin.bytes + size > share.bytes):
+        if exceeds_share(origin, size, share):
             return Refusal(QUEUE_SHARE_USED,
                            f"queue full for its connection ({why}): its messages hold "
                            f"{origin.messages} message(s), {origin.bytes} bytes of all queues, "

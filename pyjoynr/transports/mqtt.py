@@ -252,13 +252,13 @@ class _Backend:
 
     def _over_share(self, use: list[int], size: int) -> bool:
         """Would one more message of ``size`` bytes take a connection holding ``use`` beyond
-        its share? (A connection holding nothing takes one message of any size.)"""
+        its share of this backend's queue (:func:`runtime.rules.exceeds_share`)?"""
         s = self.transport.settings
-        share = s.max_queued_share_per_connection
-        if share >= 1.0 or not use[0]:
+        if s.max_queued_share_per_connection >= 1.0:
             return False
-        return (use[0] >= max(1, int(s.max_queued_per_backend * share))
-                or use[1] + size > max(1, int(s.max_queued_bytes_per_backend * share)))
+        return rules.exceeds_share(rules.Queued(use[0], use[1]), size, rules.origin_share_of(
+            s.max_queued_per_backend, s.max_queued_bytes_per_backend,
+            s.max_queued_share_per_connection))
 
     def _release(self, item: _Outgoing) -> None:
         """``item`` left the queue and flight for good: its bytes and its origin's share."""

@@ -229,6 +229,21 @@ def test_queue_share_of_a_connection():
     assert LIMITS.origin_limits() == Queued(5, 1000)
     assert dataclasses.replace(LIMITS, origin_share=0.01).origin_limits() == Queued(1, 20)
     assert dataclasses.replace(LIMITS, origin_share=1.0).origin_limits() == Queued(10, 2000)
+    assert rules.origin_share_of(10, 2000, 0.5) == LIMITS.origin_limits()
+
+
+@pytest.mark.parametrize(("origin", "size", "expected"), [
+    (Queued(0, 0), 5000, False),     # holding nothing: one message of any size
+    (Queued(4, 500), 500, False),    # up to the share exactly
+    (Queued(4, 500), 501, True),     # one byte beyond
+    (Queued(5, 10), 1, True),        # as many messages as the share
+    (Queued(1, 1000), 1, True),      # the bytes are taken already
+])
+def test_the_one_rule_of_a_connections_share(origin, size, expected):
+    """The router's queues (admit_to_queue) and an MQTT backend's queue ask this one rule."""
+    assert rules.exceeds_share(origin, size, Queued(5, 1000)) is expected
+    refusal = rules.admit_to_queue(size, Queued(0, 0), Queued(0, 0), origin, LIMITS, why="w")
+    assert (refusal is not None and refusal.reason == QUEUE_SHARE_USED) is expected
 
 
 # ====================================================================== admission
