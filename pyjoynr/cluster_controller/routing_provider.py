@@ -26,11 +26,17 @@ from pyjoynr.runtime.generated import system
 from pyjoynr.runtime.generated.system import RoutingProviderBase
 from pyjoynr.runtime.interface import joynr_type_name
 from pyjoynr.runtime.logs import get_logger, peer_of
-from pyjoynr.runtime.multicast import MulticastError, make_multicast_id
 from pyjoynr.runtime.providers import current_origin, earlier_form
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingTable
-from pyjoynr.runtime.rules import Refusal, check_claim, check_next_hop, check_owner, contested_owner
+from pyjoynr.runtime.rules import (
+    Refusal,
+    check_claim,
+    check_multicast_receiver,
+    check_next_hop,
+    check_owner,
+    contested_owner,
+)
 from pyjoynr.runtime.system_interfaces import (
     ADDRESS_STRUCTS,
     ADDRESS_TYPE_NAMES,
@@ -218,15 +224,7 @@ class RoutingProvider(RoutingProviderBase):
         self.router.remove_multicast_receiver(multicast_id, subscriber_participant_id)
 
     def _check_multicast(self, multicast_id: str, subscriber: str, provider: str) -> None:
-        prefix = provider + "/"
-        if not multicast_id.startswith(prefix):
-            raise ProviderRuntimeError("multicast id does not belong to the provider")
-        name, *partitions = multicast_id[len(prefix):].split("/")
-        try:
-            make_multicast_id(provider, name, partitions, for_subscription=True)
-        except MulticastError as exc:
-            raise ProviderRuntimeError(f"bad multicast id: {exc}") from None
-        if not caller_may_act_for(self.router.table, subscriber):
-            raise ProviderRuntimeError(
-                f"multicast receiver {subscriber} is not a participant of the caller"
-            )
+        refusal = check_multicast_receiver(multicast_id, subscriber, provider, current_origin(),
+                                           self.router.table.get(subscriber))
+        if refusal is not None:
+            raise ProviderRuntimeError(refusal.detail)

@@ -97,9 +97,11 @@ from typing import Final
 
 from pyjoynr.runtime.addresses import Address, MqttAddress, WebSocketClientAddress
 from pyjoynr.runtime.messages import REQUEST_TYPES, Message, MessageType
+from pyjoynr.runtime.multicast import MulticastError, make_multicast_id
 from pyjoynr.runtime.routing import NO_EXPIRY_MS, PutResult, RoutingEntry
 
 __all__ = [
+    "BAD_MULTICAST_RECEIVER",
     "BAD_REPLY_TO",
     "CLAIMED_FROM_DEAD",
     "EXPIRED",
@@ -134,6 +136,7 @@ __all__ = [
     "check_claim",
     "check_expiry",
     "check_forward",
+    "check_multicast_receiver",
     "check_multicast_sender",
     "check_next_hop",
     "check_owner",
@@ -190,6 +193,9 @@ NOT_OWNER: Final = "not-owner"
 UNROUTED_SENDER: Final = "unrouted-sender"
 #: a multicast whose sender is not the provider its multicast id names
 FORGED_MULTICAST: Final = "forged-multicast"
+#: add/removeMulticastReceiver with a multicast id that is not a subscription pattern of the
+#: provider named
+BAD_MULTICAST_RECEIVER: Final = "bad-multicast-receiver"
 #: a multicast from MQTT whose provider is not behind MQTT (local to this CC, or unknown)
 FOREIGN_MULTICAST: Final = "foreign-multicast"
 #: a claim of a participant routed to another, live websocket connection
@@ -412,6 +418,27 @@ def check_owner(caller: Address | None, entry: RoutingEntry | None) -> Refusal |
     if caller is None or (entry is not None and entry.address == caller):
         return None
     return Refusal(NOT_OWNER, "it is not routed to the caller")
+
+
+def check_multicast_receiver(multicast_id: str, subscriber: str, provider: str,
+                             caller: Address | None, subscriber_entry: RoutingEntry | None
+                             ) -> Refusal | None:
+    """add/removeMulticastReceiver(``multicast_id``, ``subscriber``, ``provider``) called by
+    ``caller`` (None: this process): the id is a subscription pattern of that provider
+    (``<provider>/<broadcast>[/<partition>...]``, ``+`` and a last ``*`` allowed), and the
+    subscriber (whose routing entry is ``subscriber_entry``) is the caller's (check_owner)."""
+    prefix = provider + "/"
+    if not multicast_id.startswith(prefix):
+        return Refusal(BAD_MULTICAST_RECEIVER, "multicast id does not belong to the provider")
+    name, *partitions = multicast_id[len(prefix):].split("/")
+    try:
+        make_multicast_id(provider, name, partitions, for_subscription=True)
+    except MulticastError as exc:
+        return Refusal(BAD_MULTICAST_RECEIVER, f"bad multicast id: {exc}")
+    if check_owner(caller, subscriber_entry) is not None:
+        return Refusal(NOT_OWNER,
+                       f"multicast receiver {subscriber} is not a participant of the caller")
+    return None
 
 
 def check_next_hop(address: Address, caller: Address | None) -> Refusal | None:

@@ -24,6 +24,7 @@ from pyjoynr.runtime.addresses import (
 from pyjoynr.runtime.messages import REQUEST_TYPES, Message, MessageType
 from pyjoynr.runtime.routing import NO_EXPIRY_MS, PutResult, RoutingEntry
 from pyjoynr.runtime.rules import (
+    BAD_MULTICAST_RECEIVER,
     BAD_REPLY_TO,
     CLAIMED_FROM_DEAD,
     EXPIRED,
@@ -100,8 +101,9 @@ def test_the_rules_are_pure():
     from_runtime = {node.module for node in ast.walk(tree)
                     if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
                         "pyjoynr.")}
+    # (multicast ids are parsed by runtime.multicast, pure as well)
     assert from_runtime <= {"pyjoynr.runtime.addresses", "pyjoynr.runtime.messages",
-                            "pyjoynr.runtime.routing"}
+                            "pyjoynr.runtime.multicast", "pyjoynr.runtime.routing"}
 
 
 def test_reason_codes_are_distinct_short_counter_keys():
@@ -109,7 +111,8 @@ def test_reason_codes_are_distinct_short_counter_keys():
              SPOOFED_SENDER, REFUSED_RELAY, NO_ROUTE,
              NO_REPLY_TO, BAD_REPLY_TO, REPLY_TO_NOT_LEARNED, REMOTE_CALLER, NOT_OWNER,
              FOREIGN_NEXT_HOP, NOT_A_CLIENT_ADDRESS, UNROUTED_SENDER, FORGED_MULTICAST,
-             FOREIGN_MULTICAST, PARTICIPANT_IN_USE, CLAIMED_FROM_DEAD, VANISHED_PROVIDER_KEPT]
+             FOREIGN_MULTICAST, PARTICIPANT_IN_USE, CLAIMED_FROM_DEAD, VANISHED_PROVIDER_KEPT,
+             BAD_MULTICAST_RECEIVER]
     assert len(set(codes)) == len(codes)
     assert all(code == code.lower() and " " not in code and len(code) <= 32 for code in codes)
     assert set(codes) == {getattr(rules, name) for name in rules.__all__ if name.isupper()}
@@ -664,3 +667,32 @@ def test_vanished_provider(registered_again, routed_at, expected, detail):
     if outcome is not None:
         assert isinstance(outcome, Notice)
         assert detail in outcome.detail
+
+
+# ====================================================================== multicast receivers
+
+OWNED = RoutingEntry(CLIENT_A, False, NO_EXPIRY_MS, False)
+
+
+@pytest.mark.parametrize(("multicast_id", "caller", "entry", "expected", "detail"), [
+    ("prov/news", CLIENT_A, OWNED, None, ""),
+    ("prov/news/AT/+/*", CLIENT_A, OWNED, None, ""),
+    ("prov/news", None, None, None, ""),  # this process acts for any participant
+    ("other/news", CLIENT_A, OWNED, BAD_MULTICAST_RECEIVER,
+     "multicast id does not belong to the provider"),
+    ("provnews", CLIENT_A, OWNED, BAD_MULTICAST_RECEIVER,
+     "multicast id does not belong to the provider"),
+    ("prov/news/*/AT", CLIENT_A, OWNED, BAD_MULTICAST_RECEIVER, "bad multicast id: "),
+    ("prov/", CLIENT_A, OWNED, BAD_MULTICAST_RECEIVER, "bad multicast id: "),
+    ("prov/news", CLIENT_B, OWNED, NOT_OWNER,
+     "multicast receiver sub-1 is not a participant of the caller"),
+    ("prov/news", CLIENT_A, None, NOT_OWNER,
+     "multicast receiver sub-1 is not a participant of the caller"),
+])
+def test_a_multicast_receiver_is_of_the_provider_and_the_callers(
+        multicast_id, caller, entry, expected, detail):
+    refusal = rules.check_multicast_receiver(multicast_id, "sub-1", "prov", caller, entry)
+    assert (None if refusal is None else refusal.reason) == expected
+    if refusal is not None:
+        assert refusal.detail.startswith(detail)
+
