@@ -38,10 +38,8 @@ from pyjoynr.runtime.rules import (
     contested_owner,
 )
 from pyjoynr.runtime.system_interfaces import (
-    ADDRESS_STRUCTS,
     ADDRESS_TYPE_NAMES,
     address_of,
-    address_struct,
     address_to_json,
 )
 
@@ -136,37 +134,41 @@ class RoutingProvider(RoutingProviderBase):
         """``add_next_hop`` as this project's runtimes of earlier versions call it: the address
         as its joynr map (``_typeName`` and joynr's member names)."""
         kind = address.get("_typeName")
-        struct = next((s for s in ADDRESS_STRUCTS if joynr_type_name(s) == kind), None)
-        if struct is None:
-            raise ProviderRuntimeError(f"add_next_hop: bad address: unknown _typeName "
-                                       f"{str(kind)[:100]!r}")
-        if joynr_type_name(struct) in UNROUTABLE_ADDRESS_TYPES:
-            await self._add_next_hop(participant_id, struct(), is_globally_visible)
-            return
+        if isinstance(kind, str):
+            self._refuse_unroutable(participant_id, kind)
         try:
             decoded = address_from_dict(address)
         except AddressError as exc:
             raise ProviderRuntimeError(f"add_next_hop: bad address: {exc}") from None
-        await self._add_next_hop(participant_id, address_struct(decoded), is_globally_visible)
+        await self._route(participant_id, decoded, is_globally_visible)
 
     async def _add_next_hop(self, participant_id: str, address: system.Address,
                             is_globally_visible: bool) -> None:
-        kind = joynr_type_name(type(address))
-        unroutable = UNROUTABLE_ADDRESS_TYPES.get(kind)
-        if unroutable is not None:
-            short = kind.removeprefix("joynr.system.RoutingTypes.")
-            self.router.counters["unroutable-address-type"] += 1
-            self.router.warnings.warning(log, "unroutable-address-type",
-                                         peer_of(current_origin()),
-                                         "add_next_hop %s -> %s refused: not routable here",
-                                         participant_id, short)
-            raise ProviderRuntimeError(
-                f"add_next_hop {participant_id} refused: a {short} names {unroutable}; this "
-                "cluster controller has no transport for it")
+        self._refuse_unroutable(participant_id, joynr_type_name(type(address)))
         try:
             decoded = address_of(address)
         except AddressError as exc:
             raise ProviderRuntimeError(f"add_next_hop: bad address: {exc}") from None
+        await self._route(participant_id, decoded, is_globally_visible)
+
+    def _refuse_unroutable(self, participant_id: str, kind: str) -> None:
+        """A ProviderRuntimeError (counted, logged) for an address struct named ``kind`` that
+        no transport of this cluster controller reaches."""
+        unroutable = UNROUTABLE_ADDRESS_TYPES.get(kind)
+        if unroutable is None:
+            return
+        short = kind.removeprefix("joynr.system.RoutingTypes.")
+        self.router.counters["unroutable-address-type"] += 1
+        self.router.warnings.warning(log, "unroutable-address-type", peer_of(current_origin()),
+                                     "add_next_hop %s -> %s refused: not routable here",
+                                     participant_id, short)
+        raise ProviderRuntimeError(
+            f"add_next_hop {participant_id} refused: a {short} names {unroutable}; this "
+            "cluster controller has no transport for it")
+
+    async def _route(self, participant_id: str, decoded: Address, is_globally_visible: bool
+                     ) -> None:
+        """Route ``participant_id`` to ``decoded`` if the rules let the caller."""
         caller = current_origin()
         refusal = check_next_hop(decoded, caller)
         if refusal is not None:
