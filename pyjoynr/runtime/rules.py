@@ -373,10 +373,16 @@ def multicast_provider(multicast_id: str) -> str:
     return multicast_id.partition("/")[0]
 
 
+def _of_provider(multicast_id: str, provider: str) -> bool:
+    """Whether ``multicast_id`` is one of ``provider``'s (``<provider>/<broadcast>...``)."""
+    return (multicast_id.startswith(provider)
+            and multicast_id[len(provider):len(provider) + 1] == "/")
+
+
 def check_multicast_sender(message: Message) -> Refusal | None:
     """A multicast's sender must be the provider its id names (``<provider>/<broadcast>...``)."""
     sender, recipient = message.sender, message.recipient
-    if recipient.startswith(sender) and recipient[len(sender):len(sender) + 1] == "/":
+    if _of_provider(recipient, sender):
         return None
     return Refusal(FORGED_MULTICAST, f"the sender {sender!r} is not the provider of multicast "
                                      f"{recipient!r}")
@@ -427,10 +433,9 @@ def check_multicast_receiver(multicast_id: str, subscriber: str, provider: str,
     ``caller`` (None: this process): the id is a subscription pattern of that provider
     (``<provider>/<broadcast>[/<partition>...]``, ``+`` and a last ``*`` allowed), and the
     subscriber (whose routing entry is ``subscriber_entry``) is the caller's (check_owner)."""
-    prefix = provider + "/"
-    if not multicast_id.startswith(prefix):
+    if not _of_provider(multicast_id, provider):
         return Refusal(BAD_MULTICAST_RECEIVER, "multicast id does not belong to the provider")
-    name, *partitions = multicast_id[len(prefix):].split("/")
+    name, *partitions = multicast_id[len(provider) + 1:].split("/")
     try:
         make_multicast_id(provider, name, partitions, for_subscription=True)
     except MulticastError as exc:
