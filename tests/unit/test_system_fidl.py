@@ -17,9 +17,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-import os
-import subprocess
-import sys
 import typing
 from pathlib import Path
 from typing import Any
@@ -58,33 +55,17 @@ from pyjoynr.runtime.system_interfaces import (
     address_struct,
     address_to_json,
 )
+from tests.support.generated import assert_generated_from
 
 ROOT = Path(__file__).resolve().parents[2]
 FIDL = ROOT / "fidl"
 CHECKED_IN = ROOT / "pyjoynr" / "runtime" / "generated"
-REGENERATE = ".venv/bin/python -m pyjoynr.franca -o pyjoynr/runtime --package generated fidl/"
 ROUTING_TYPES = "joynr.system.RoutingTypes."
 INTERFACES = (Routing, Discovery, GlobalCapabilitiesDirectory)
 
 
-def files_of(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts}
-
-
 def test_runtime_generated_is_what_fidl_generates(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "pyjoynr.franca", "-o", str(tmp_path), "--package", "generated",
-         str(FIDL)], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert done.returncode == 0, done.stderr
-    fresh, checked_in = files_of(tmp_path / "generated"), files_of(CHECKED_IN)
-    hint = f"pyjoynr/runtime/generated is not what fidl/ generates; run: {REGENERATE}"
-    assert sorted(checked_in) == sorted(fresh), hint
-    for name, data in fresh.items():
-        assert checked_in[name] == data, f"{name} differs. {hint}"
-        if name.endswith(".py"):
-            assert data.decode().startswith(GENERATED_MARK)
+    assert_generated_from(FIDL, CHECKED_IN, GENERATED_MARK, tmp_path)
 
 
 def test_the_declarations_in_use_are_the_generated_ones() -> None:
