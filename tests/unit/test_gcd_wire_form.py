@@ -12,9 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyjoynr.gcd.params import SharedParams
-from pyjoynr.gcd.provider import _from_row, _wire_of_row
+from pyjoynr.gcd.provider import _address_json, _from_row, _wire_of_row
 from pyjoynr.gcd.store import StoredEntry
+from pyjoynr.runtime.addresses import MqttAddress
 from pyjoynr.runtime.interface import to_wire
+from pyjoynr.runtime.joynr_json import compact_json
+from pyjoynr.runtime.system_interfaces import address_to_json
 
 texts = st.text(max_size=12)
 ints = st.integers(-(2**63), 2**63 - 1)
@@ -41,3 +44,20 @@ def test_the_direct_wire_form_is_the_typed_entrys(entry: StoredEntry) -> None:
     pack = msgpack.Packer(use_bin_type=True).pack
     assert pack(direct) == pack(typed)
 
+
+
+
+@given(texts, texts)
+def test_a_looked_up_entrys_address_is_the_serialized_mqtt_address(gbid: str,
+                                                                   topic: str) -> None:
+    """The GCD writes a row's address string directly (gcd.provider._address_json): it is
+    what address_to_json writes of that MqttAddress (compact JSON of its wire form), for any
+    GBID and topic text."""
+    wire_form = {"_typeName": "joynr.system.RoutingTypes.MqttAddress", "brokerUri": gbid,
+                 "topic": topic}
+    assert _address_json(gbid, topic) == compact_json(wire_form)
+
+
+def test_the_direct_address_of_a_valid_topic_is_address_to_json() -> None:
+    for gbid, topic in (("joynrdefaultgbid", "joynr/cc/cc-1"), ("gbid-ü", 'a"b\\c/é')):
+        assert _address_json(gbid, topic) == address_to_json(MqttAddress(gbid, topic))
