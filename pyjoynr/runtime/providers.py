@@ -161,6 +161,25 @@ def wire_form_of(method_name: str) -> Callable[[F], F]:
     return mark
 
 
+#: the attribute a method serving an earlier form carries: that form's declaration
+_EARLIER_FORM = "__joynr_earlier_form__"
+
+
+def earlier_form(method_name: str, *params: tuple[str, Any]) -> Callable[[F], F]:
+    """Mark an ``async def`` of a provider as serving calls in a form an earlier declaration
+    of its interface had on this project's msgpack wire: method ``method_name`` with the typed
+    parameters ``params`` (``("address", dict[str, Any])``, ...), so that runtimes written
+    against that declaration keep working. Only this project's msgpack requests reach it, and
+    only when the interface declares no method of that name and parameter types; it is no
+    joynr overload."""
+    definition = MethodDef(method_name, tuple(params), None)
+
+    def mark(fn: F) -> F:
+        setattr(fn, _EARLIER_FORM, definition)
+        return fn
+    return mark
+
+
 class Provider:
     """Base class of provider implementations.
 
@@ -181,6 +200,8 @@ class Provider:
     serves_remote_callers: ClassVar[bool] = True
     #: interface method (Python name) -> the attribute name of its wire-form twin
     wire_forms: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    #: the methods serving an earlier form (:func:`earlier_form`): attribute -> that form
+    earlier_forms: ClassVar[Mapping[str, MethodDef]] = MappingProxyType({})
 
     def __init_subclass__(cls, *, interface: type | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -206,6 +227,12 @@ class Provider:
                 raise TypeError(f"{cls.__name__}: wire-form twins of methods its interface "
                                 f"does not have: {', '.join(unknown)}")
         cls.wire_forms = MappingProxyType(twins)
+        forms = dict(cls.earlier_forms)
+        for attribute, value in vars(cls).items():
+            earlier = getattr(value, _EARLIER_FORM, None)
+            if earlier is not None:
+                forms[attribute] = earlier
+        cls.earlier_forms = MappingProxyType(forms)
 
     def __init__(self, **initial_attributes: Any) -> None:
         self._definition = interface_def(type(self).interface)
@@ -291,25 +318,6 @@ class Provider:
             skeleton.fire(broadcast_name, list(values), list(partitions), ttl_ms)
 
 
-#: the attribute a method serving an earlier form carries: that form's declaration
-_EARLIER_FORM = "__joynr_earlier_form__"
-
-
-def earlier_form(method_name: str, *params: tuple[str, Any]) -> Callable[[F], F]:
-    """Mark an ``async def`` of a provider as serving calls in a form an earlier declaration
-    of its interface had on this project's msgpack wire: method ``method_name`` with the typed
-    parameters ``params`` (``("address", dict[str, Any])``, ...), so that runtimes written
-    against that declaration keep working. Only this project's msgpack requests reach it, and
-    only when the interface declares no method of that name and parameter types; it is no
-    joynr overload."""
-    definition = MethodDef(method_name, tuple(params), None)
-
-    def mark(fn: F) -> F:
-        setattr(fn, _EARLIER_FORM, definition)
-        return fn
-    return mark
-
-
 #: a method, what runs it, and whether that returns the wire form already (a twin)
 _Bound = tuple[MethodDef, Callable[..., Any], bool]
 
@@ -368,12 +376,9 @@ class ProviderSkeleton:
             kind, name = accessor.name.split("_", 1)
             impl = self._getter(name) if kind == "get" else self._setter(name)
             table[(accessor.name, tuple(accessor.param_datatypes))] = (accessor, impl, False)
-        for cls in reversed(type(provider).__mro__):
-            for attribute, value in vars(cls).items():
-                earlier: MethodDef | None = getattr(value, _EARLIER_FORM, None)
-                if earlier is not None:
-                    table.setdefault((earlier.name, tuple(earlier.param_datatypes)),
-                                     (earlier, getattr(provider, attribute), False))
+        for attribute, earlier in type(provider).earlier_forms.items():
+            table.setdefault((earlier.name, tuple(earlier.param_datatypes)),
+                             (earlier, getattr(provider, attribute), False))
         return table
 
     def _getter(self, name: str) -> Callable[[], Any]:
