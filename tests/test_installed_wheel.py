@@ -25,8 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.admin import cc_process, gcd_process
-from tests.test_testing_plugin import example as plugin_example
-from tests.test_testing_plugin import run_pytest
+from tests.support.docs import plugin_example, run_pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PIP = ["--disable-pip-version-check", "--quiet"]

@@ -6,16 +6,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-import re
 from pathlib import Path
 
 from pyjoynr.cluster_controller.controller import ClusterController
+from tests.support.docs import python_blocks
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def readme_example() -> str:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    blocks = python_blocks(README)
     assert len(blocks) == 1, "the README has one Python example"
     return blocks[0]
 

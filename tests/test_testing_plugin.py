@@ -6,36 +6,18 @@ find each other through a PostgreSQL-backed GCD."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "testing.md"
-
-
-def example() -> str:
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
-    (test_file,) = [b for b in blocks if "async def test_" in b]
-    return test_file
-
-
-def run_pytest(folder: Path, python: str = sys.executable) -> str:
-    done = subprocess.run(
-        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto",
-         "-o", "asyncio_default_fixture_loop_scope=function", str(folder)],
-        cwd=folder, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
+from tests.support.docs import plugin_example, run_pytest
 
 
 def test_the_documented_example_passes(tmp_path: Path) -> None:
-    (tmp_path / "test_example.py").write_text(example(), encoding="utf-8")
+    (tmp_path / "test_example.py").write_text(plugin_example(), encoding="utf-8")
     assert re.search(r"\b2 passed\b", run_pytest(tmp_path))
 
 
 def test_two_hosts_with_a_postgresql_backed_gcd(tmp_path: Path) -> None:
-    (tmp_path / "test_example.py").write_text(example(), encoding="utf-8")
+    (tmp_path / "test_example.py").write_text(plugin_example(), encoding="utf-8")
     (tmp_path / "conftest.py").write_text(
         "import pytest\n\n\n@pytest.fixture\ndef joynr_gcd(joynr_postgres_gcd):\n"
         "    assert joynr_postgres_gcd.settings.store == 'postgres'\n"
