@@ -156,10 +156,19 @@ def _to_row(entry: GlobalDiscoveryEntry, gbid: str, topic: str) -> StoredEntry:
 _MQTT_JSON_START: Final = '{"_typeName":' + json.dumps(MqttAddress("", "t").to_dict()["_typeName"])
 
 
+def _json_string(text: str) -> str:
+    """``text`` as a JSON string, as ``json.dumps(text, ensure_ascii=False)`` writes it: quoted
+    as it is when it holds nothing JSON escapes (the common case: a GBID, a topic)."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _address_json(gbid: str, topic: str) -> str:
-    """``address_to_json(MqttAddress(gbid, topic))``, made directly."""
-    return (f"{_MQTT_JSON_START},\"brokerUri\":{json.dumps(gbid, ensure_ascii=False)},"
-            f"\"topic\":{json.dumps(topic, ensure_ascii=False)}}}")
+    """``address_to_json(MqttAddress(gbid, topic))``, made directly (once per looked-up row)."""
+    return f'{_MQTT_JSON_START},"brokerUri":{_json_string(gbid)},"topic":{_json_string(topic)}}}'
+
+
 _SCOPES: Final = {scope.value: scope for scope in ProviderScope}
 _NO_CUSTOM_PARAMETERS: Final = "[]"
 
