@@ -165,7 +165,8 @@ PROXY_NAMES = frozenset({
 })
 #: the public names of ``runtime.providers.Provider``
 PROVIDER_NAMES = frozenset({
-    "add_broadcast_filter", "attach", "attribute_values", "broadcast_filters", "detach", "fire",
+    "add_broadcast_filter", "attach", "attribute_values", "broadcast_filters", "detach",
+    "earlier_forms", "fire",
     "get_attribute", "interface", "registrations", "serves_remote_callers", "set_attribute",
     "wire_forms",
 })
