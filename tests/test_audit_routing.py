@@ -266,7 +266,7 @@ async def test_mqtt_routing_decisions_are_recorded_on_both_cluster_controllers(
 
 async def test_the_audit_log_is_off_by_default(tmp_path: Path) -> None:
     async with ClusterController(cc_config(tmp_path)) as cc:
-        assert cc.audit is None and cc.router.audit is None
+        assert cc.audit is None
         rt = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
         provider = RadioProvider()
         await rt.register_provider("off.test", provider)

@@ -299,7 +299,7 @@ async def test_the_routers_own_error_answer_is_in_the_requests_format(pair: Pair
     to a JSON request."""
     wire, proxy, pid = pair.wire, pair.proxy, pair.pid
     await pair.provider_rt.unregister_provider(pid)
-    assert pid not in pair.cc.routing_table
+    assert not pair.cc.router.has_route(pid)
     with pytest.raises(MessageNotSentError):
         await proxy.with_ttl(300).favorites()
     (answer,) = wire.json(MessageType.REPLY, sender=pid, recipient=proxy.participant_id)

@@ -106,7 +106,7 @@ async def test_a_provider_in_two_backends_is_found_and_called_from_the_other_cc(
     assert proxy.provider_participant_id == pid
     assert await proxy.add_favorite(Station("far", Country.AUSTRIA)) is True
     # CC two reaches the provider in its own backend, gbid-2
-    route = world.two.routing_table.get(pid)
+    route = world.two.router.route_of(pid)
     assert route is not None and route.address == MqttAddress(G2, world.one.own_topic)
     assert world.gcds[G2].mqtt.received >= 1  # CC two asked the GCD of its backend
 
@@ -127,7 +127,7 @@ async def test_local_then_global_prefers_a_local_provider(world: World) -> None:
     assert world.two.discovery.gcd_calls["lookup"] == 1
     assert {(e.participant_id == local_pid, e.is_local) for e in both} == {
         (True, True), (False, False)}
-    route = world.two.routing_table.get(local_pid)
+    route = world.two.router.route_of(local_pid)
     assert route is not None and isinstance(route.address, WebSocketClientAddress)
 
 
@@ -159,7 +159,7 @@ async def test_the_cache_answers_within_its_max_age(world: World) -> None:
 
 def routes_of(cc: ClusterController, rt: LibjoynrRuntime) -> set[str]:
     address = WebSocketClientAddress(rt.client_id)
-    return {pid for pid, e in cc.routing_table.items() if e.address == address}
+    return {pid for pid, e in cc.router.routing_entries() if e.address == address}
 
 
 async def test_bad_gbids_are_refused(world: World) -> None:

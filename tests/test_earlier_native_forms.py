@@ -68,13 +68,13 @@ async def test_add_next_hop_with_the_address_as_a_map(stack: AsyncExitStack,
     reply = await call(raw, DEFAULT_ROUTING_PARTICIPANT_ID, "add_next_hop",
                        [raw.pid, own_map(raw), False], EARLIER_ADD_NEXT_HOP)
     assert reply.error is None, reply.error
-    assert cc.routing_table.get(raw.pid).address == WebSocketClientAddress(raw.client_id)
+    assert cc.router.route_of(raw.pid).address == WebSocketClientAddress(raw.client_id)
     # the rules are those of the current form: only the caller's own address ...
     reply = await call(raw, DEFAULT_ROUTING_PARTICIPANT_ID, "add_next_hop",
                        ["p-mqtt", MqttAddress("gbid", "cc/low").to_dict(), False],
                        EARLIER_ADD_NEXT_HOP)
     assert reply.error is not None and "refused" in reply.error["message"]
-    assert "p-mqtt" not in cc.routing_table
+    assert not cc.router.has_route("p-mqtt")
     # ... no struct of a transport the cluster controller does not have ...
     channel = {"_typeName": "joynr.system.RoutingTypes.ChannelAddress",
                "messagingEndpointUrl": "http://x", "channelId": "c"}
@@ -88,7 +88,7 @@ async def test_add_next_hop_with_the_address_as_a_map(stack: AsyncExitStack,
         reply = await call(raw, DEFAULT_ROUTING_PARTICIPANT_ID, "add_next_hop",
                            ["p-bad", bad, False], EARLIER_ADD_NEXT_HOP)
         assert reply.error is not None and "bad address" in reply.error["message"], bad
-    assert "p-bad" not in cc.routing_table
+    assert not cc.router.has_route("p-bad")
 
 
 async def test_add_next_hop_with_the_struct(stack: AsyncExitStack,
@@ -101,7 +101,7 @@ async def test_add_next_hop_with_the_struct(stack: AsyncExitStack,
     reply = await call(raw, DEFAULT_ROUTING_PARTICIPANT_ID, method.name,
                        [raw.pid, struct, True], method.param_datatypes)
     assert reply.error is None, reply.error
-    entry = cc.routing_table.get(raw.pid)
+    entry = cc.router.route_of(raw.pid)
     assert (entry.address, entry.is_globally_visible) == (
         WebSocketClientAddress(raw.client_id), True)
 

@@ -171,24 +171,24 @@ async def test_a_cancelled_call_leaves_nothing_waiting_and_a_late_reply_is_ignor
 
 async def test_discovery_fails_clearly_without_provider(cc, runtimes):
     consumer = await runtimes()
-    at_cc = set(cc.routing_table.participants_at(WebSocketClientAddress(consumer.client_id)))
-    in_runtime = len(consumer.router.table)
+    at_cc = set(cc.router.participants_at(WebSocketClientAddress(consumer.client_id)))
+    in_runtime = consumer.router.route_count
     with pytest.raises(DiscoveryError, match="no provider for test/Radio"):
         await consumer.build_proxy(Radio, "nowhere",
                                    discovery_qos=DiscoveryQos(discovery_timeout_ms=300))
     # the route to the proxy, registered at the CC while discovery ran, is gone again
-    assert cc.routing_table.participants_at(
+    assert cc.router.participants_at(
         WebSocketClientAddress(consumer.client_id)) == at_cc
-    assert len(consumer.router.table) == in_runtime
+    assert consumer.router.route_count == in_runtime
 
 
 async def test_routing_entries_follow_registration_and_cleanup(cc, pair):
     provider_rt, consumer_rt, provider, pid, proxy = pair
-    table = cc.routing_table
-    assert table.get(pid).address == WebSocketClientAddress(provider_rt.client_id)
-    assert table.get(proxy.participant_id).address == WebSocketClientAddress(
+    router = cc.router
+    assert router.route_of(pid).address == WebSocketClientAddress(provider_rt.client_id)
+    assert router.route_of(proxy.participant_id).address == WebSocketClientAddress(
         consumer_rt.client_id)
-    assert isinstance(provider_rt.router.table.get(pid).address, InProcessAddress)
+    assert isinstance(provider_rt.router.route_of(pid).address, InProcessAddress)
 
     subscription = await proxy.new_station.subscribe(lambda s: None, partitions=["a"])
     assert cc.router.multicast_receivers.receivers_for(f"{pid}/newStation/a") == {
@@ -197,18 +197,18 @@ async def test_routing_entries_follow_registration_and_cleanup(cc, pair):
     assert len(cc.router.multicast_receivers) == 0
 
     await proxy.close()
-    assert proxy.participant_id not in table
-    assert proxy.participant_id not in consumer_rt.router.table
+    assert not router.has_route(proxy.participant_id)
+    assert not consumer_rt.router.has_route(proxy.participant_id)
     await provider_rt.unregister_provider(provider)
-    assert pid not in table
-    assert pid not in provider_rt.router.table
+    assert not router.has_route(pid)
+    assert not provider_rt.router.has_route(pid)
     assert not cc.discovery.entries()
 
 
 async def test_in_process_provider_in_the_cc_and_consumer_over_websocket(cc, runtimes):
     provider = RadioProvider()
     pid = await cc.runtime.register_provider("cc-local", provider)
-    assert isinstance(cc.routing_table.get(pid).address, InProcessAddress)
+    assert isinstance(cc.router.route_of(pid).address, InProcessAddress)
     consumer = await runtimes()
     proxy = await consumer.build_proxy(Radio, "cc-local")
     assert await proxy.add_favorite(Station("A", Country.AUSTRIA)) is True

@@ -67,23 +67,23 @@ def make_router(**settings: object) -> MessageRouter:
 
 async def test_purge_removes_expired_routes_periodically_but_not_sticky_ones(caplog, tasks):
     router = make_router()
-    table = router.table
     start = now_ms()
-    table.put("short", A, is_globally_visible=True, expiry_date_ms=start + 100)
-    table.put("long", A, is_globally_visible=True, expiry_date_ms=start + 60_000)
-    table.put("sticky", A, is_globally_visible=True, expiry_date_ms=start, is_sticky=True)
+    router.add_route("short", A, is_globally_visible=True, expiry_date_ms=start + 100)
+    router.add_route("long", A, is_globally_visible=True, expiry_date_ms=start + 60_000)
+    router.add_route("sticky", A, is_globally_visible=True, expiry_date_ms=start,
+                     is_sticky=True)
     router.multicast_receivers.add("prov/news", "short")
     caplog.set_level(logging.INFO, logger="pyjoynr.runtime.housekeeping")
     housekeeping = RouterHousekeeping(router, tasks, purge_interval_s=0.02)
     housekeeping.start()
     assert housekeeping.running
-    await wait_for(lambda: "short" not in table)
+    await wait_for(lambda: not router.has_route("short"))
     assert now_ms() > start + 100
     runs = housekeeping.runs
     await wait_for(lambda: housekeeping.runs >= runs + 3)
     await housekeeping.stop()
     assert not housekeeping.running
-    assert set(table) == {"long", "sticky"}
+    assert {pid for pid, _ in router.routing_entries()} == {"long", "sticky"}
     assert len(router.multicast_receivers) == 0  # the purged participant's receiver went too
     assert housekeeping.purged_total == 1
     assert "removed 1 expired entry" in caplog.text

@@ -239,7 +239,7 @@ async def js_to_js(fleet: Fleet) -> JsFlow:
     assert await proxy.call("addFavorite", [STATION], [fm4]) == [False]
     assert await proxy.call("favorites", [], []) == [[fm4]]
     assert radio.calls[0] == ("addFavorite", [STATION], [fm4])
-    learned = fleet.one.routing_table.get(proxy.participant_id)
+    learned = fleet.one.router.route_of(proxy.participant_id)
     assert learned is not None and learned.address == MqttAddress(GBID, fleet.two.own_topic)
     with pytest.raises(JoynrCallError) as raised:
         await proxy.call("removeFavorite", ["String"], ["nothing"])

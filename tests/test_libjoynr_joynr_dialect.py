@@ -232,7 +232,7 @@ async def test_calls_attributes_and_errors(cc, runtimes, provider_dialect: str,
             assert sent and all(m.raw is not None for m in sent)
     # a local provider: joynr's dialect puts no replyTo on anything (and this CC has none)
     assert all(m.reply_to is None for m in wire.sent_by(consumer_rt.client_id))
-    assert pid in cc.routing_table
+    assert cc.router.has_route(pid)
 
 
 @pytest.mark.parametrize(("provider_dialect", "consumer_dialect"),
@@ -324,7 +324,7 @@ async def test_system_calls_are_smrf_frames_with_json_bodies(cc, runtimes) -> No
     await subscription.unsubscribe()
     await proxy.close()
     await provider_rt.unregister_provider(pid)
-    assert pid not in cc.routing_table
+    assert not cc.router.has_route(pid)
     assert not [e for e in cc.discovery.entries() if e.participant_id == pid]
 
     provider_calls = [call_of(m)[:2] for m in system_calls(wire, provider_rt)]
@@ -420,7 +420,7 @@ async def test_requests_to_providers_that_are_not_local_carry_the_reply_to(tmp_p
                            (MessageType.SUBSCRIPTION_REQUEST, one.global_address),
                            (MessageType.ONE_WAY, None), (MessageType.SUBSCRIPTION_STOP, None)}
         # its hop at CC one: globally visible (its provider is not local)
-        entry = one.routing_table.get(remote)
+        entry = one.router.route_of(remote)
         assert entry is not None and entry.is_globally_visible
         # system calls (to local providers) carry none
         assert {m.reply_to for m in system_calls(wire, remote_rt)} == {None}
@@ -464,14 +464,14 @@ async def test_after_a_reconnect_the_start_sequence_and_registrations_again(cc, 
         await runtime.transport.stop()
         # the CC forgets the routes of the closed connection
         await eventually(lambda: runtime.client_id not in cc.websocket.clients
-                         and own not in cc.routing_table, what="the connection gone")
+                         and not cc.router.has_route(own), what="the connection gone")
         await runtime.transport.start()
         await eventually(lambda: runtime.transport.connections == 2
                          and runtime.client_id in cc.websocket.clients, what="reconnected")
         dialects = {s.address.id: s.dialect for s in cc.websocket.client_summaries()}
         assert dialects[runtime.client_id] == JOYNR
-        await eventually(lambda: pid in cc.routing_table
-                         and proxy.participant_id in cc.routing_table
+        await eventually(lambda: cc.router.has_route(pid)
+                         and cc.router.has_route(proxy.participant_id)
                          and cc.router.multicast_receivers.receivers_for(
                              f"{pid}/newStation/eu") == {proxy.participant_id}
                          and [e for e in cc.discovery.entries() if e.participant_id == pid],
@@ -514,6 +514,6 @@ async def test_a_broadcast_subscription_whose_receiver_fails_is_forgotten(
     assert not consumer_rt.router.multicast_receivers.receivers_for(f"{pid}/newStation/eu")
     await consumer_rt.transport.start()
     await eventually(lambda: consumer_rt.transport.connections == 2
-                     and proxy.participant_id in cc.routing_table, what="registered again")
+                     and cc.router.has_route(proxy.participant_id), what="registered again")
     assert await proxy.current_station.get() == "FM4"
     assert not cc.router.multicast_receivers.receivers_for(f"{pid}/newStation/eu")

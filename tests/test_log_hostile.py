@@ -166,7 +166,7 @@ async def test_a_websocket_flood_of_bad_frames_writes_a_bounded_log(
     assert 1 <= len(lines) <= 2, lines  # the first in full (and a summary if a minute passed)
     assert "refused" in lines[0] and raw.client_id in lines[0] and "sender" in lines[0]
     # the summary of the flood, as the router's sweep writes it once the interval is over
-    cc.router.warnings.flush(now=time.monotonic() + cc.router.warnings.limiter.interval_s)
+    cc.warnings.flush(now=time.monotonic() + cc.warnings.limiter.interval_s)
     lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.websocket_server")
     assert SUMMARY.search(lines[-1]), lines
     assert total_refused(lines, "bad-field", f"client {raw.client_id}") == FLOOD
@@ -218,7 +218,7 @@ async def test_an_mqtt_flood_of_bad_payloads_writes_a_bounded_log(
     lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.mqtt")
     assert 1 <= len(lines) <= 2, lines
     assert "refused (not-msgpack)" in lines[0]
-    two.router.warnings.flush(now=time.monotonic() + two.router.warnings.limiter.interval_s)
+    two.warnings.flush(now=time.monotonic() + two.warnings.limiter.interval_s)
     lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.mqtt")
     assert SUMMARY.search(lines[-1]), lines
     assert total_refused(lines, "not-msgpack", "backend joynrdefaultgbid") == MQTT_FLOOD
@@ -231,14 +231,14 @@ async def test_the_summaries_are_written_by_the_router_sweep(
     cc = await start_cc(stack, tmp_path)
     legit = await build_legit(stack, cc)
     clock = [time.monotonic()]
-    cc.router.warnings.clock = lambda: clock[0]
+    cc.warnings.clock = lambda: clock[0]
     raw = await registered_raw(stack, cc)
     logged_before = len(log_text.getvalue())
     bad = msgpack.packb(valid_frame(s=42), use_bin_type=True)
     for _ in range(10):
         await raw.send(bad)
     await assert_attacker_still_routed(raw, legit)
-    clock[0] += cc.router.warnings.limiter.interval_s + 1  # the interval is over
+    clock[0] += cc.warnings.limiter.interval_s + 1  # the interval is over
     deadline = time.monotonic() + WAIT_S
     while not SUMMARY.search(log_text.getvalue()[logged_before:]):
         assert time.monotonic() < deadline, "no summary written by the sweep"

@@ -47,10 +47,10 @@ async def test_request_reply_across_cluster_controllers(pair: MqttPair) -> None:
     assert await proxy.add_favorite(Station("Oe1", Country.AUSTRIA, 87.8)) is False
     assert [s.name for s in await proxy.favorites()] == ["Oe1"]
     # the route in CC one is the provisioned sticky one; CC two learned the proxy's replyTo
-    entry = pair.one.routing_table.get(pair.provider_pid)
+    entry = pair.one.router.route_of(pair.provider_pid)
     assert entry is not None and entry.is_sticky
     assert entry.address == MqttAddress(GBID, pair.two.own_topic)
-    learned = pair.two.routing_table.get(proxy.participant_id)
+    learned = pair.two.router.route_of(proxy.participant_id)
     assert learned is not None
     assert learned.address == MqttAddress(GBID, pair.one.own_topic)
 

@@ -213,7 +213,7 @@ class Scene:
     def tables(self, *ignore: str) -> dict[str, dict[str, RoutingEntry]]:
         """Both CCs' routing tables, without the raw client's own (refreshed) entry."""
         skip = {self.raw.pid, *ignore}
-        return {name: {pid: e for pid, e in cc.routing_table.items() if pid not in skip}
+        return {name: {pid: e for pid, e in cc.router.routing_entries() if pid not in skip}
                 for name, cc in (("one", self.one), ("two", self.two))}
 
     def counters(self) -> tuple[Counter[str], Counter[str]]:
@@ -259,10 +259,10 @@ async def start_scene(stack: AsyncExitStack, tmp_path: Path, **overrides: Any) -
     await scene.still_works()
     await scene.raw_is_served()
     # CC two learned both callers' replyTo; CC one has the provisioned route to the provider
-    assert scene.two.routing_table.get(proxy.participant_id).address == MqttAddress(
+    assert scene.two.router.route_of(proxy.participant_id).address == MqttAddress(
         GBID, scene.one.own_topic)
-    assert scene.two.routing_table.get(raw.pid).address == raw.address
-    assert scene.one.routing_table.get(pair.provider_pid).address == MqttAddress(
+    assert scene.two.router.route_of(raw.pid).address == raw.address
+    assert scene.one.router.route_of(pair.provider_pid).address == MqttAddress(
         GBID, scene.two.own_topic)
     assert scene.counters() == (Counter(), Counter())
     # the answers are out: what the CCs publish from here on is the tests' business
@@ -442,7 +442,7 @@ async def test_bad_payload_is_refused_and_nothing_else_is_disturbed(
     # the line names the backend and the topic the payload came on
     assert_refused_once(scene, before, caplog, scene.two, reason, fragment,
                         f"backend {GBID}", f"topic {scene.two.own_topic}")
-    assert not [pid for pid, _ in scene.two.routing_table.items()
+    assert not [pid for pid, _ in scene.two.router.routing_entries()
                 if pid.startswith(f"hostile-{name}-")]
     await assert_undisturbed(scene, before)
 
@@ -496,7 +496,7 @@ async def test_expired_message_is_refused_not_delivered_and_not_learned(
 
     assert_refused_once(scene, before, caplog, scene.two, "expired", message.id, "expired",
                         "ms ago")
-    assert sender not in scene.two.routing_table  # its replyTo was not learned
+    assert not scene.two.router.has_route(sender)  # its replyTo was not learned
     await assert_undisturbed(scene, before)  # no answer, no call, no note
 
 
@@ -549,7 +549,7 @@ async def test_request_without_mqtt_reply_to_is_refused(
 
     assert_refused_once(scene, before, caplog, scene.two, "no-reply-to", message.id,
                         "without an MQTT replyTo", repr(reply_to))
-    assert sender not in scene.two.routing_table
+    assert not scene.two.router.has_route(sender)
     await assert_undisturbed(scene, before)
 
 
@@ -564,7 +564,7 @@ async def test_subscription_request_without_reply_to_is_refused(
     await scene.publish(scene.two, [encode_frame(message)])
     assert_refused_once(scene, before, caplog, scene.two, "no-reply-to", message.id,
                         "without an MQTT replyTo")
-    assert sender not in scene.two.routing_table
+    assert not scene.two.router.has_route(sender)
     assert not scene.pair.provider.registrations[0].publisher.subscription_ids
     await assert_undisturbed(scene, before)
 
@@ -800,7 +800,7 @@ async def test_reply_to_the_cc_itself_is_refused(
 
     assert_refused_once(scene, before, caplog, scene.two, "bad-reply-to", message.id,
                         "own address")
-    assert sender not in scene.two.routing_table
+    assert not scene.two.router.has_route(sender)
     assert mqtt.published == published  # not to itself, not anywhere
     await assert_undisturbed(scene, before)
 
@@ -859,9 +859,9 @@ async def test_a_burst_of_bad_payloads_then_a_good_request(
     assert len(log_lines(caplog)) == before.warnings + len(expected)
     assert scene.stations() == [*before.stations, "after-the-burst"]
     assert scene.pair.provider.notes == before.notes
-    assert not [pid for pid, _ in scene.two.routing_table.items()
+    assert not [pid for pid, _ in scene.two.router.routing_entries()
                 if pid.startswith(("burst-", "hostile-burst-"))]
-    assert not [pid for pid, _ in scene.one.routing_table.items()
+    assert not [pid for pid, _ in scene.one.router.routing_entries()
                 if pid.startswith(("burst-", "hostile-burst-"))]
     await assert_undisturbed(scene, before, added=("after-the-burst",))
 
@@ -927,7 +927,7 @@ async def test_system_providers_do_not_serve_mqtt_peers(
     # all from one backend: the first in full, the repeats counted, not logged one by one
     assert len(refusals) == 1, refusals
     assert "serves local participants only" in refusals[0]
-    assert pid not in scene.two.routing_table
+    assert not scene.two.router.has_route(pid)
     assert [e.participant_id for e in scene.two.discovery.entries()] == [scene.pair.provider_pid]
     assert scene.counters() == (before.counters_one, before.counters_two)
     await assert_undisturbed(scene, before)

@@ -104,7 +104,7 @@ async def test_reply_to_is_learned_with_the_receiving_gbid_and_grace(
     topic, reply = await caller.reply(rid)
     assert topic == caller.topic and reply.error is None
 
-    entry = pair.two.routing_table.get(caller.pid)
+    entry = pair.two.router.route_of(caller.pid)
     assert entry is not None
     # the broker URI of the replyTo is replaced by the GBID of the receiving connection
     assert entry.address == MqttAddress(GBID, caller.topic)
@@ -119,14 +119,14 @@ async def test_a_later_request_extends_the_learned_entry(
     await caller.reply(rid)
     later, rid = await caller.request(pair.two.own_topic, pair.provider_pid, ttl_ms=9_000)
     await caller.reply(rid)
-    entry = pair.two.routing_table.get(caller.pid)
+    entry = pair.two.router.route_of(caller.pid)
     assert entry is not None
     assert entry.expiry_date_ms == later.expiry_date_ms + GRACE_MS > first.expiry_date_ms
 
     # an earlier-expiring request does not shorten it
     await caller.request(pair.two.own_topic, pair.provider_pid, ttl_ms=1_000)
     await asyncio.sleep(0.3)
-    entry = pair.two.routing_table.get(caller.pid)
+    entry = pair.two.router.route_of(caller.pid)
     assert entry is not None and entry.expiry_date_ms == later.expiry_date_ms + GRACE_MS
 
 
@@ -140,7 +140,7 @@ async def test_a_different_reply_to_replaces_the_learned_entry(
                                   reply_to=MqttAddress(GBID, moved))
     topic, _ = await caller.reply(rid)
     assert topic == moved
-    entry = pair.two.routing_table.get(caller.pid)
+    entry = pair.two.router.route_of(caller.pid)
     assert entry is not None and entry.address == MqttAddress(GBID, moved)
 
 
@@ -148,7 +148,7 @@ async def test_reply_to_never_replaces_a_local_entry(
         stack: AsyncExitStack, broker: Mosquitto, pair: MqttPair) -> None:
     # a global caller that claims the participantId of a local participant of CC two
     proxy_two = await pair.rt_two.build_proxy(Radio, pair.domain)
-    local = pair.two.routing_table.get(proxy_two.participant_id)
+    local = pair.two.router.route_of(proxy_two.participant_id)
     assert local is not None and isinstance(local.address, WebSocketClientAddress)
     caller = await RawCaller.open(stack, broker)
     mqtt_two = pair.two.mqtt
@@ -157,7 +157,7 @@ async def test_reply_to_never_replaces_a_local_entry(
     await caller.request(pair.two.own_topic, pair.provider_pid, sender=proxy_two.participant_id)
     await eventually(lambda: mqtt_two.counters["reply-to-not-learned"] == before + 1, WAIT_S,
                      "the refused learning")
-    assert pair.two.routing_table.get(proxy_two.participant_id) == local
+    assert pair.two.router.route_of(proxy_two.participant_id) == local
 
 
 async def test_learned_entries_are_removed_by_the_cleanup_after_expiry(
@@ -165,9 +165,9 @@ async def test_learned_entries_are_removed_by_the_cleanup_after_expiry(
     caller = await RawCaller.open(stack, broker)
     message, rid = await caller.request(pair.two.own_topic, pair.provider_pid, ttl_ms=500)
     await caller.reply(rid)
-    assert caller.pid in pair.two.routing_table
+    assert pair.two.router.has_route(caller.pid)
     # gone once message expiry + grace has passed (the cleanup runs every 0.2 s here)
-    await eventually(lambda: caller.pid not in pair.two.routing_table, 10.0,
+    await eventually(lambda: not pair.two.router.has_route(caller.pid), 10.0,
                      "the cleanup of the learned entry")
     assert now_ms() >= message.expiry_date_ms + GRACE_MS
 
@@ -182,7 +182,7 @@ async def test_a_request_without_reply_to_is_dropped(
                       body=Request("r1", "add_favorite", [], []).to_body())
     await caller.client.publish(pair.two.own_topic, encode_frame(message), qos=1)
     await eventually(lambda: mqtt_two.counters["no-reply-to"] == 1, WAIT_S, "the refusal")
-    assert caller.pid not in pair.two.routing_table
+    assert not pair.two.router.has_route(caller.pid)
 
 
 async def test_outgoing_requests_carry_the_cc_reply_to_address(
@@ -240,7 +240,7 @@ async def test_the_cc_routes_by_the_gbid_of_each_address(
     finally:
         for task in tasks:
             task.cancel()
-    learned = pair.two.routing_table.get(proxy.participant_id)
+    learned = pair.two.router.route_of(proxy.participant_id)
     assert learned is not None and learned.address == MqttAddress("gbid-b", pair.one.own_topic)
 
 

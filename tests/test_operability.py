@@ -169,7 +169,7 @@ async def test_the_providers_of_a_vanished_runtime_leave_the_gcd_after_the_grace
         assert cc.discovery.entries() == []
         assert cc.discovery.global_participants() == []  # no longer touched
         assert cc.discovery.counters["vanished-provider-removed"] == 2
-        assert local_pid not in cc.routing_table
+        assert not cc.router.has_route(local_pid)
 
 
 async def test_a_restarted_runtime_keeps_its_providers_registered(tmp_path: Path) -> None:

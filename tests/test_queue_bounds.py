@@ -183,7 +183,7 @@ async def test_learned_routes_are_bounded(tmp_path: Path, stack: AsyncExitStack)
         routing__max_learned_routes="100")))
     assert cc.mqtt is not None
     await cc.mqtt.wait_connected(10)
-    before = {pid: entry for pid, entry in cc.routing_table.items()}
+    before = {pid: entry for pid, entry in cc.router.routing_entries()}
     client = await stack.enter_async_context(aiomqtt.Client(
         "127.0.0.1", broker.port, identifier="hostile-senders",
         protocol=aiomqtt.ProtocolVersion.V5, timeout=10))
@@ -198,11 +198,10 @@ async def test_learned_routes_are_bounded(tmp_path: Path, stack: AsyncExitStack)
         await client.publish(cc.own_topic, encode_frame(message), qos=0)
     await eventually(lambda: cc.mqtt is not None and cc.mqtt.received >= received + 1_000,
                      30, "1,000 requests received")
-    table = cc.routing_table
+    table = dict(cc.router.routing_entries())
     assert sorted(pid for pid in table if pid.startswith("sender-")) == sorted(
         f"sender-{i}" for i in range(900, 1_000))
-    learned = {pid for pid in table if table.is_learned(pid)}
-    assert learned == {f"sender-{i}" for i in range(900, 1_000)}
+    assert cc.router.routing_counts().learned == 100  # those, and nothing else
     assert cc.router.counters["evicted-learned-route"] == 900
     for pid, entry in before.items():  # provisioned and system routes are all still there
         assert table.get(pid) == entry

@@ -38,8 +38,8 @@ async def test_cc_restart_clients_reconnect_and_calls_work_again(tmp_path):
                          and consumer.transport.connections == 2, timeout_s=15,
                          what="reconnect")
         # re-registration: routes, discovery entry and multicast receiver are back
-        await eventually(lambda: pid in cc.routing_table
-                         and proxy.participant_id in cc.routing_table
+        await eventually(lambda: cc.router.has_route(pid)
+                         and cc.router.has_route(proxy.participant_id)
                          and len(cc.router.multicast_receivers) == 1
                          and cc.discovery.entries(), what="re-registration")
         assert await proxy.current_station.get() == "FM4"
@@ -113,7 +113,7 @@ async def test_a_providers_messages_wait_until_it_has_registered_again(cc, runti
     await proxy.new_station.subscribe(lambda s: seen.append(s.name))
 
     await provider_rt.transport.stop()
-    await eventually(lambda: pid not in cc.routing_table, what="routes removed")
+    await eventually(lambda: not cc.router.has_route(pid), what="routes removed")
     registering = provider_rt.transport.on_connected
     assert registering is not None
 

@@ -444,7 +444,7 @@ def test_purge_removes_expired_routes_and_their_receivers_but_not_sticky_ones():
     assert r.purge(T0 + 101) == ["short"]
     assert len(r.multicast_receivers) == 0
     assert link.unsubscribed == [("g", "provider/news")]
-    assert set(r.table) == {"provider", "sticky"}
+    assert {pid for pid, _ in r.routing_entries()} == {"provider", "sticky"}
     rig.clock.now = T0 + 10_001
     assert r.purge() == ["provider"]
 
@@ -472,7 +472,7 @@ def test_learned_reply_to_delivers_what_waited_and_does_not_override_local_route
     route = ReplyRoute("caller", MqttAddress("g", "cc/caller"), T0 + 1_000)
     assert r.learn_reply_to(route) is PutResult.CREATED
     assert [a for a, _ in rig.mqtt.sent] == [route.address]
-    assert r.table.get("caller").expiry_date_ms == T0 + 1_000
+    assert r.route_of("caller").expiry_date_ms == T0 + 1_000
     rig.participant("local")
     assert r.learn_reply_to(ReplyRoute("local", route.address, T0)) is (
         PutResult.REJECTED_PRECEDENCE)

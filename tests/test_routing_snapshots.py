@@ -69,7 +69,7 @@ async def test_periodic_snapshots_hold_exactly_the_live_routing_table(tmp_path: 
                 return False
             rows = sorted(read_jsonl_gz(path), key=lambda row: row["participant_id"])
             return bool(rows) and rows == expected(rows[0]["taken_ms"], cc.id,
-                                                   list(cc.routing_table.items()))
+                                                   list(cc.router.routing_entries()))
 
         # a snapshot taken after the registration equals the table row for row
         await eventually(matches, WAIT_S, "a snapshot equal to the live table")
@@ -99,7 +99,7 @@ async def test_take_writes_one_snapshot_now(tmp_path: Path) -> None:
         assert re.fullmatch(rf"routing-{cc.id}-\d{{8}}T\d{{6}}Z-\d{{3}}\.jsonl\.gz", path.name)
         rows = read_jsonl_gz(path)
         assert sorted(rows, key=lambda row: row["participant_id"]) == expected(
-            rows[0]["taken_ms"], cc.id, list(cc.routing_table.items()))
+            rows[0]["taken_ms"], cc.id, list(cc.router.routing_entries()))
         assert cc.snapshots.written == 1
 
 
@@ -163,7 +163,7 @@ async def test_the_snapshot_command_against_a_running_cluster_controller(tmp_pat
         rows = {row["participant_id"]: row for row in read_jsonl_gz(path)}
         # exactly: the CC's two system providers, the provisioned radio, and every
         # participant the runtime registered with it (its in-process ones), at its connection
-        own = {pid for pid, entry in rt.router.table.items()
+        own = {pid for pid, entry in rt.router.routing_entries()
                if entry.address.type_name == "InProcessAddress"}
         assert set(rows) == {"CC.RoutingProvider.ParticipantId",
                              "CC.DiscoveryProvider.ParticipantId",

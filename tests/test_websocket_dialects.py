@@ -224,7 +224,7 @@ async def test_joynr_init_is_accepted_and_binds_the_id_as_a_native_one(
     native = await registered(stack, cc, NATIVE)
     dialects = {s.address.id: s.dialect for s in cc.websocket.client_summaries()}
     assert dialects == {joynr.client_id: JOYNR, native.client_id: NATIVE}
-    entry = cc.routing_table.get(joynr.pid)
+    entry = cc.router.route_of(joynr.pid)
     assert entry is not None and entry.address == WebSocketClientAddress(joynr.client_id)
 
     # a second connection claiming a live id is refused, in either dialect, whichever dialect
@@ -244,7 +244,7 @@ async def test_joynr_init_is_accepted_and_binds_the_id_as_a_native_one(
     client_id = joynr.client_id
     await joynr.ws.close()
     await eventually(lambda: client_id not in cc.websocket.clients, what="disconnected")
-    assert joynr.pid not in cc.routing_table
+    assert not cc.router.has_route(joynr.pid)
     again = await RawClient.open(stack, cc.websocket_address.url, dialect=JOYNR,
                                  client_id=client_id)
     again.pid = joynr.pid

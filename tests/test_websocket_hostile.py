@@ -125,7 +125,7 @@ class Legit:
     def entries(self) -> dict[str, RoutingEntry]:
         """The CC's routing entries of both legitimate clients."""
         mine = {self.provider_address, self.consumer_address}
-        return {pid: e for pid, e in self.cc.routing_table.items() if e.address in mine}
+        return {pid: e for pid, e in self.cc.router.routing_entries() if e.address in mine}
 
     async def still_works(self) -> None:
         name = f"station-{uuid.uuid4().hex[:8]}"
@@ -272,7 +272,7 @@ class RawClient:
 async def registered_raw(stack: AsyncExitStack, cc: ClusterController) -> RawClient:
     raw = await RawClient.open(stack, cc.websocket_address.url)
     await raw.register()
-    assert cc.routing_table.get(raw.pid) is not None
+    assert cc.router.route_of(raw.pid) is not None
     return raw
 
 
@@ -427,7 +427,7 @@ async def test_oversized_frame_is_refused_then_too_big_closes(
     await wait_until(lambda: cc.websocket.counters["oversized-closed"] == 1, "oversized-closed")
     assert_logged(caplog, "refused", raw.client_id, "too big")
     # the closed connection's routes are gone, nobody else's
-    await wait_until(lambda: raw.pid not in cc.routing_table, "the attacker's route removed")
+    await wait_until(lambda: not cc.router.has_route(raw.pid), "the attacker's route removed")
     await legit.still_works()
     assert legit.entries() == before_entries
 
@@ -599,16 +599,16 @@ async def test_claiming_the_id_after_its_connection_closed_is_accepted(
     client_id = legit.consumer_rt.client_id
     await asyncio.wait_for(legit.consumer_rt.close(), WAIT_S)
     await wait_until(lambda: client_id not in cc.websocket.clients, "the consumer disconnected")
-    assert not [pid for pid, e in cc.routing_table.items()
+    assert not [pid for pid, e in cc.router.routing_entries()
                 if e.address == legit.consumer_address]
 
     raw = await RawClient.open(stack, cc.websocket_address.url, client_id)
     await raw.register()  # a round trip: the connection was accepted under that id
     assert client_id in cc.websocket.clients
-    assert cc.routing_table.get(raw.pid).address == WebSocketClientAddress(client_id)
+    assert cc.router.route_of(raw.pid).address == WebSocketClientAddress(client_id)
     await assert_attacker_still_routed(raw, legit)
     assert cc.websocket.counters["id-in-use"] == 0
-    assert {pid: e for pid, e in cc.routing_table.items()
+    assert {pid: e for pid, e in cc.router.routing_entries()
             if e.address == legit.provider_address} == provider_entries
 
 
@@ -638,8 +638,8 @@ async def test_add_next_hop_for_another_clients_address_is_refused_raw(
                   logger="pyjoynr.cluster_controller.routing_provider")
     assert len(log_lines(caplog, "pyjoynr.cluster_controller.routing_provider")) == 1
 
-    assert "evil-new-pid" not in cc.routing_table
-    assert cc.routing_table.get(raw.pid).address == raw.address
+    assert not cc.router.has_route("evil-new-pid")
+    assert cc.router.route_of(raw.pid).address == raw.address
     await assert_attacker_still_routed(raw, legit)
     await legit.still_works()
     assert legit.entries() == before_entries
@@ -677,7 +677,7 @@ async def test_add_next_hop_for_another_clients_address_is_refused_libjoynr(
     assert_logged(caplog, "add_next_hop", legit.provider_pid, "refused",
                   logger="pyjoynr.cluster_controller.routing_provider")
     assert len(log_lines(caplog, "pyjoynr.cluster_controller.routing_provider")) == 1
-    assert "evil-pid" not in cc.routing_table
+    assert not cc.router.has_route("evil-pid")
 
     # the attacker's own runtime is not disturbed either
     own = await attacker.build_proxy(Radio, "hostile.test", ttl_ms=3000)
@@ -777,7 +777,7 @@ async def test_a_raw_client_that_leaves_takes_only_its_own_routes(
     before_entries = legit.entries()
     raw = await registered_raw(stack, cc)
     await raw.ws.close()
-    await wait_until(lambda: raw.pid not in cc.routing_table, "the raw client's route removed")
+    await wait_until(lambda: not cc.router.has_route(raw.pid), "the raw client's route removed")
     await legit.still_works()
     assert legit.entries() == before_entries
 
@@ -888,7 +888,7 @@ async def test_a_client_cannot_take_over_a_live_clients_provider(
     assert legit.entries() == before_entries
     await legit.still_works()
     await asyncio.wait_for(legit.provider_rt.unregister_provider(legit.provider_pid), WAIT_S)
-    assert legit.provider_pid not in cc.routing_table
+    assert not cc.router.has_route(legit.provider_pid)
     assert [e.participant_id for e in cc.discovery.entries()] == []
 
 
@@ -912,7 +912,7 @@ async def test_a_participant_of_a_hung_client_is_taken_over(
 
     reply = await taker.add_next_hop(hung.pid, taker.address.to_dict())
     assert reply.error is None, reply.error
-    assert cc.routing_table.get(hung.pid).address == taker.address
+    assert cc.router.route_of(hung.pid).address == taker.address
     assert hung.client_id not in cc.websocket.clients
     assert cc.websocket.counters["closed-dead"] == 1
     assert cc.router.counters["claimed-from-dead-connection"] == 1

@@ -24,7 +24,7 @@ FIXED = "radio-provider-fixed-id"
 async def test_scenario_2_provider_restarts_with_the_same_participant_id(cc, runtimes):
     first = await runtimes()
     await first.register_provider("d", RadioProvider(), participant_id=FIXED)
-    assert cc.routing_table.get(FIXED) == RoutingEntry(
+    assert cc.router.route_of(FIXED) == RoutingEntry(
         WebSocketClientAddress(first.client_id), False, NO_EXPIRY_MS, False)
 
     # the provider crashes (its connection closes without unregistering) and comes back in
@@ -34,7 +34,7 @@ async def test_scenario_2_provider_restarts_with_the_same_participant_id(cc, run
     second = await runtimes()
     restarted = RadioProvider()
     await second.register_provider("d", restarted, participant_id=FIXED)
-    assert cc.routing_table.get(FIXED).address == WebSocketClientAddress(second.client_id)
+    assert cc.router.route_of(FIXED).address == WebSocketClientAddress(second.client_id)
 
     consumer = await runtimes()
     proxy = await consumer.build_proxy(Radio, "d")
@@ -60,7 +60,7 @@ async def test_scenario_2_provider_restarts_while_the_old_process_hangs(tmp_path
             hang(first)
             restarted = RadioProvider()
             await second.register_provider("d", restarted, participant_id=FIXED)
-            assert cc.routing_table.get(FIXED).address == WebSocketClientAddress(
+            assert cc.router.route_of(FIXED).address == WebSocketClientAddress(
                 second.client_id)
             assert first.client_id not in cc.websocket.clients  # closed as dead
             assert cc.websocket.counters["closed-dead"] == 1
@@ -78,9 +78,9 @@ async def test_a_live_providers_participant_id_cannot_be_registered_again(cc, ru
     await first.register_provider("d", original, participant_id=FIXED)
     with pytest.raises(ProviderRuntimeError, match="routed to the live connection"):
         await second.register_provider("d", RadioProvider(), participant_id=FIXED)
-    assert cc.routing_table.get(FIXED).address == WebSocketClientAddress(first.client_id)
+    assert cc.router.route_of(FIXED).address == WebSocketClientAddress(first.client_id)
     assert cc.router.counters["participant-in-use"] == 1
-    assert second.router.table.get(FIXED) is None  # the refused runtime rolled back
+    assert second.router.route_of(FIXED) is None  # the refused runtime rolled back
     proxy = await consumer.build_proxy(Radio, "d")
     await proxy.add_favorite(Station("kept", Country.AUSTRIA))
     assert [s.name for s in original.stations] == ["kept"]
@@ -90,21 +90,21 @@ async def test_scenario_3_proxy_built_before_its_provider_reregisters(cc, runtim
     old = await runtimes()
     await old.register_provider("d", RadioProvider(), participant_id=FIXED)
     await old.stop()  # crash: no unregister, the CC keeps the discovery entry
-    await eventually(lambda: FIXED not in cc.routing_table, what="routes of the crashed client")
+    await eventually(lambda: not cc.router.has_route(FIXED), what="routes of the crashed client")
 
     restarted = await runtimes()
     # the consumer in the restarted runtime is built first and discovers the old entry
     proxy = await restarted.build_proxy(Radio, "d")
     assert proxy.provider_participant_id == FIXED
-    assert restarted.router.table.get(FIXED).address == cc.websocket_address
-    assert isinstance(restarted.router.table.get(FIXED).address, WebSocketAddress)
+    assert restarted.router.route_of(FIXED).address == cc.websocket_address
+    assert isinstance(restarted.router.route_of(FIXED).address, WebSocketAddress)
 
     provider = RadioProvider()
     await restarted.register_provider("d", provider, participant_id=FIXED)
-    entry = restarted.router.table.get(FIXED)
+    entry = restarted.router.route_of(FIXED)
     assert isinstance(entry.address, InProcessAddress)
     assert entry.address.skeleton.provider is provider
-    assert cc.routing_table.get(FIXED).address == WebSocketClientAddress(restarted.client_id)
+    assert cc.router.route_of(FIXED).address == WebSocketClientAddress(restarted.client_id)
 
     # the call stays inside the runtime
     routed_before = cc.router.routed
@@ -117,8 +117,8 @@ async def test_scenario_5_a_proxy_is_built(cc, runtimes):
     provider_rt, consumer = await runtimes(), await runtimes()
     await provider_rt.register_provider("d", RadioProvider())
     proxy = await consumer.build_proxy(Radio, "d")
-    assert isinstance(consumer.router.table.get(proxy.participant_id).address, InProcessAddress)
-    assert cc.routing_table.get(proxy.participant_id) == RoutingEntry(
+    assert isinstance(consumer.router.route_of(proxy.participant_id).address, InProcessAddress)
+    assert cc.router.route_of(proxy.participant_id) == RoutingEntry(
         WebSocketClientAddress(consumer.client_id), False, NO_EXPIRY_MS, False)
 
 
@@ -131,8 +131,8 @@ async def test_crash_without_unregister(cc, runtimes):
     assert cc.router.multicast_receivers.receivers_for(f"{pid}/newStation")
 
     await provider_rt.stop()
-    await eventually(lambda: pid not in cc.routing_table, what="routes removed")
-    assert cc.routing_table.participants_at(WebSocketClientAddress(provider_rt.client_id)) == set()
+    await eventually(lambda: not cc.router.has_route(pid), what="routes removed")
+    assert cc.router.participants_at(WebSocketClientAddress(provider_rt.client_id)) == set()
     assert [e.participant_id for e in cc.discovery.entries()] == [pid]  # discovery keeps it
 
     # a request to the vanished provider waits in the CC and is answered as not sent
@@ -148,6 +148,6 @@ async def test_consumer_crash_removes_its_routes_and_receivers(cc, runtimes):
     await proxy.new_station.subscribe(lambda s: None, partitions=["x"])
     assert len(cc.router.multicast_receivers) == 1
     await consumer.stop()
-    await eventually(lambda: proxy.participant_id not in cc.routing_table, what="cleanup")
+    await eventually(lambda: not cc.router.has_route(proxy.participant_id), what="cleanup")
     assert len(cc.router.multicast_receivers) == 0
-    assert pid in cc.routing_table
+    assert cc.router.has_route(pid)

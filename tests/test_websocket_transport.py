@@ -67,14 +67,14 @@ async def test_a_dead_connection_is_detected_and_its_id_can_be_taken_over(tmp_pa
         victim = await connect(cc.websocket_address, config=LibjoynrConfig(websocket=fast))
         try:
             pid = await victim.register_provider("d", RadioProvider())
-            assert pid in cc.routing_table
+            assert cc.router.has_route(pid)
             # the victim's process hangs: it stops reading its socket, so it answers no ping
             outbox = victim.transport._outbox
             assert outbox is not None
             outbox.ws.transport.pause_reading()
             await eventually(lambda: victim.client_id not in cc.websocket.clients,
                              timeout_s=5, what="dead connection detected")
-            assert pid not in cc.routing_table
+            assert not cc.router.has_route(pid)
             # the same id may now connect again (e.g. the restarted process)
             again = await connect(cc.websocket_address, client_id=victim.client_id)
             try:
@@ -205,7 +205,7 @@ async def test_a_client_that_does_not_read_holds_no_more_than_its_queue(tmp_path
             # back to the router, which keeps it for when the participant has a route again
             await cc.websocket.stop(drain_timeout_s=0.2)
             assert "silent" not in cc.websocket.clients
-            assert "silent-pid" not in cc.routing_table
+            assert not cc.router.has_route("silent-pid")
             assert cc.router.queued() == 10
         finally:
             silent.close()

@@ -32,7 +32,6 @@ from pyjoynr.admin.http import AdminServer, Reply
 from pyjoynr.runtime.logs import RepeatedWarnings
 from pyjoynr.runtime.metrics import HistogramSnapshot, LatencyHistogram, LatencyHistograms
 from pyjoynr.runtime.router import OUTCOMES, MessageRouter
-from pyjoynr.runtime.routing import RoutingTable
 from pyjoynr.transports.mqtt import MqttTransport
 
 __all__ = [
@@ -155,9 +154,8 @@ def router_metrics(prefix: str, router: MessageRouter) -> list[Metric]:
     ]
 
 
-def routing_metrics(prefix: str, table: RoutingTable) -> list[Metric]:
-    total = len(table)
-    sticky, learned = table.sticky_count, table.learned_count
+def routing_metrics(prefix: str, router: MessageRouter) -> list[Metric]:
+    total, sticky, learned, by_type = router.routing_counts()
     return [
         gauge(f"{prefix}_routing_entries", "Routing table entries, by kind (sticky: "
               "provisioned, never removed; learned: replyTo routes taught by requests from a "
@@ -166,15 +164,16 @@ def routing_metrics(prefix: str, table: RoutingTable) -> list[Metric]:
                (["other"], max(0, total - sticky - learned))]),
         gauge(f"{prefix}_routing_entries_by_address", "Routing table entries, by the type of "
               "their address", ["address_type"],
-              (([name], n) for name, n in sorted(table.count_by_address_type().items()))),
+              (([name], n) for name, n in sorted(by_type.items()))),
     ]
 
 
 def refusal_metrics(prefix: str, router: MessageRouter,
-                    components: Mapping[str, Mapping[str, int]]) -> list[Metric]:
+                    components: Mapping[str, Mapping[str, int]],
+                    warnings: RepeatedWarnings) -> list[Metric]:
     """Every drop and refusal, by component (router: its ``dropped-<reason>`` counters; the
     transports and the admin endpoint: every counter they keep) and reason; and the log lines
-    the rate limit left out."""
+    the rate limit left out (``warnings``: the process's limit of repeated warnings)."""
     samples: list[tuple[Sequence[str], float]] = [
         (["router", key.removeprefix("dropped-")], n)
         for key, n in sorted(router.counters.items()) if key.startswith("dropped-")]
@@ -183,7 +182,7 @@ def refusal_metrics(prefix: str, router: MessageRouter,
     return [
         counter(f"{prefix}_refusals", "Messages, frames, connections and requests refused or "
                 "dropped, by component and reason", ["component", "reason"], samples),
-        warnings_metric(prefix, router.warnings),
+        warnings_metric(prefix, warnings),
     ]
 
 

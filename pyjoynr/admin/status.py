@@ -13,7 +13,6 @@ from pyjoynr.admin.health import Check, degraded, passes
 from pyjoynr.runtime.logs import RecentLines
 from pyjoynr.runtime.metrics import HistogramSnapshot
 from pyjoynr.runtime.router import MessageRouter
-from pyjoynr.runtime.routing import RoutingTable
 from pyjoynr.transports.mqtt import MqttTransport
 
 __all__ = [
@@ -115,13 +114,11 @@ def mqtt_section(mqtt: MqttTransport | None, title: str = "MQTT backends",
                  note="" if mqtt is not None else "no MQTT backends configured")
 
 
-def routing_section(table_: RoutingTable, router: MessageRouter,
-                    section_id: str = "routing") -> dict[str, Any]:
-    by_type = table_.count_by_address_type()
-    sticky, learned = table_.sticky_count, table_.learned_count
+def routing_section(router: MessageRouter, section_id: str = "routing") -> dict[str, Any]:
+    total, sticky, learned, by_type = router.routing_counts()
     items: list[tuple[str, Value]] = [
-        ("entries", len(table_)), ("sticky", sticky), ("learned (replyTo)", learned),
-        ("other", max(0, len(table_) - sticky - learned)),
+        ("entries", total), ("sticky", sticky), ("learned (replyTo)", learned),
+        ("other", max(0, total - sticky - learned)),
     ]
     items += [(f"to {name}", n) for name, n in sorted(by_type.items())]
     items += [("messages routed", router.routed),

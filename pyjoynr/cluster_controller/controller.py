@@ -38,7 +38,7 @@ from pyjoynr.runtime.discovery_types import (
 from pyjoynr.runtime.errors import JoynrError
 from pyjoynr.runtime.housekeeping import RouterHousekeeping
 from pyjoynr.runtime.joynr_runtime import JoynrRuntime
-from pyjoynr.runtime.logs import get_logger
+from pyjoynr.runtime.logs import RepeatedWarnings, get_logger
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
 from pyjoynr.runtime.smrf import FORM as SMRF_FORM
@@ -69,18 +69,22 @@ class ClusterController:
         self.global_address = (None if default_gbid is None
                                else MqttAddress(default_gbid, self.own_topic))
         # the CC is reached at its own topic in every backend: routes there would loop
-        self.routing_table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[
-            MqttAddress(gbid, self.own_topic) for gbid in config.mqtt.backends])
-        self.router = MessageRouter(self.routing_table, config.router)
         data_dir = config.cluster_controller.data_dir
         #: the message audit log ([audit], off by default): one record per routing decision
         self.audit_dir = config.audit.directory(data_dir / "audit")
         self.audit = (AuditLog(config.audit, self.audit_dir, self.id)
                       if config.audit.enabled else None)
-        self.router.audit = self.audit
+        #: the rate limit of this process's repeated warnings (runtime.logs), shared by its
+        #: router, providers, transports and admin endpoint
+        self.warnings = RepeatedWarnings()
+        # the CC is reached at its own topic in every backend: routes there would loop
+        self.router = MessageRouter(
+            RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[
+                MqttAddress(gbid, self.own_topic) for gbid in config.mqtt.backends]),
+            config.router, warnings=self.warnings, audit=self.audit)
         #: routing table snapshots ([routing_snapshots]): on demand and periodically
         self.snapshots = RoutingSnapshots(
-            self.routing_table, config.routing_snapshots.directory(data_dir), self.id,
+            self.router, config.routing_snapshots.directory(data_dir), self.id,
             config.routing_snapshots, self.tasks)
         #: the router's timers: queue sweep and retries, routing table purge
         self.housekeeping = RouterHousekeeping(
@@ -106,8 +110,7 @@ class ClusterController:
         if config.discovery.provisioning_file:
             self.provisioned = load_provisioning(Path(config.discovery.provisioning_file))
         self.discovery = LocalDiscovery(
-            self.routing_table, self.router,
-            answer_margin_ms=config.discovery.answer_margin_ms,
+            self.router, answer_margin_ms=config.discovery.answer_margin_ms,
             tasks=self.tasks.child("discovery"),
             vanished_grace_s=config.discovery.vanished_provider_grace_s)
         self.websocket.on_client_gone = self.discovery.client_gone
@@ -333,14 +336,15 @@ class ClusterController:
                               step.__qualname__)
         log.info("cluster controller %s stopped: %d routing entries, %d message(s) still "
                  "queued, %d routed; router counters %s; websocket refusals %s", self.id,
-                 len(self.routing_table), self.router.queued(), self.router.routed,
+                 self.router.route_count, self.router.queued(), self.router.routed,
                  dict(self.router.counters) or "none", dict(self.websocket.counters) or "none")
         if self.mqtt is not None:
             log.info("MQTT: %d published, %d received; refusals and drops %s",
                      self.mqtt.published, self.mqtt.received, dict(self.mqtt.counters) or "none")
 
     async def _stop_audit(self) -> None:
-        audit, self.router.audit = self.audit, None
+        audit = self.audit
+        self.router.set_audit(None)
         if audit is not None:
             await audit.close()
 

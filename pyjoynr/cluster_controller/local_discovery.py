@@ -32,10 +32,9 @@ from pyjoynr.runtime.discovery_types import (
 from pyjoynr.runtime.errors import ApplicationError, ProviderRuntimeError
 from pyjoynr.runtime.generated import types
 from pyjoynr.runtime.generated.system import DiscoveryProviderBase
-from pyjoynr.runtime.logs import RepeatedWarnings, get_logger, peer_of
+from pyjoynr.runtime.logs import get_logger, peer_of
 from pyjoynr.runtime.providers import current_deadline_ms, current_origin
 from pyjoynr.runtime.router import MessageRouter
-from pyjoynr.runtime.routing import RoutingTable
 from pyjoynr.runtime.system_interfaces import address_from_json
 from pyjoynr.runtime.tasks import TaskSupervisor
 
@@ -58,11 +57,11 @@ class LocalDiscovery(DiscoveryProviderBase):
 
     serves_remote_callers = False
 
-    def __init__(self, table: RoutingTable, router: MessageRouter | None = None, *,
-                 answer_margin_ms: int = 500, tasks: TaskSupervisor | None = None,
-                 vanished_grace_s: float = 60.0) -> None:
+    def __init__(self, router: MessageRouter, *, answer_margin_ms: int = 500,
+                 tasks: TaskSupervisor | None = None, vanished_grace_s: float = 60.0) -> None:
+        """``router``: the cluster controller's, which routes to the providers found (and whose
+        routing table says who may act for whom)."""
         super().__init__()
-        self._table = table
         #: the timers of vanished connections' providers (none: they are kept)
         self._tasks = tasks
         #: the providers of a connection that ended without unregistering them are removed
@@ -74,7 +73,6 @@ class LocalDiscovery(DiscoveryProviderBase):
         #: that the answer reaches the caller in time
         self.answer_margin_ms = answer_margin_ms
         self._router = router
-        self._warnings = router.warnings if router is not None else RepeatedWarnings()
         self._entries: dict[str, DiscoveryEntry] = {}
         self._provisioned: dict[str, DiscoveryEntryWithMetaInfo] = {}
         self._gcd: GlobalLink | None = None
@@ -93,11 +91,11 @@ class LocalDiscovery(DiscoveryProviderBase):
         return list(self._gcd.gbids) if self._gcd is not None else []
 
     def _check_owner(self, participant_id: str, action: str) -> None:
-        if not caller_may_act_for(self._table, participant_id):
+        if not caller_may_act_for(self._router, participant_id):
             caller = current_origin()
-            self._warnings.warning(log, f"refused-{action}", peer_of(caller),
-                                   "discovery %s of %s refused: not a participant of %r",
-                                   action, participant_id, caller)
+            self._router.warn(log, f"refused-{action}", peer_of(caller),
+                              "discovery %s of %s refused: not a participant of %r",
+                              action, participant_id, caller)
             raise ProviderRuntimeError(
                 f"discovery {action} refused: {participant_id} is not routed to the caller")
 
@@ -203,7 +201,7 @@ class LocalDiscovery(DiscoveryProviderBase):
             current = self._entries.get(pid)
             if current is None:
                 continue  # removed meanwhile
-            notice = rules.vanished_provider(current is not entry, self._table.get(pid))
+            notice = rules.vanished_provider(current is not entry, self._router.route_of(pid))
             if notice is not None:
                 self.counters[notice.reason] += 1
                 log.info("provider %s of vanished %r kept: %s", pid, client, notice.detail)
@@ -257,7 +255,7 @@ class LocalDiscovery(DiscoveryProviderBase):
             meta = DiscoveryEntryWithMetaInfo(**{k: v for k, v in vars(gde).items()
                                                  if k != "address"}, is_local=False)
             self._cache[gde.participant_id] = (now, meta)
-            if self._router is not None and gde.participant_id not in self._entries:
+            if gde.participant_id not in self._entries:
                 self._router.add_route(gde.participant_id, address, is_globally_visible=True)
             entries.append(meta)
         return entries

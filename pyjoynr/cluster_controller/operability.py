@@ -80,7 +80,7 @@ class ClusterControllerOps(ProgramOps):
 
     def __init__(self, cc: ClusterController, settings: AdminSettings) -> None:
         super().__init__(settings, name=f"admin endpoint of {cc.id}",
-                         warnings=cc.router.warnings, housekeeping=cc.housekeeping)
+                         warnings=cc.warnings, housekeeping=cc.housekeeping)
         self.cc = cc
         self.version = _version()
         # (the link's call ends first, with its own outcome in the link's figures)
@@ -122,8 +122,8 @@ class ClusterControllerOps(ProgramOps):
                   [((), len(cc.discovery.entries()))]),
         ]
         metrics += router_metrics(PREFIX, cc.router)
-        metrics += routing_metrics(PREFIX, cc.routing_table)
-        metrics += refusal_metrics(PREFIX, cc.router, self._refusal_counters())
+        metrics += routing_metrics(PREFIX, cc.router)
+        metrics += refusal_metrics(PREFIX, cc.router, self._refusal_counters(), cc.warnings)
         if cc.mqtt is not None:
             metrics += mqtt_metrics(PREFIX, cc.mqtt)
         link = cc.gcd_link
@@ -220,14 +220,14 @@ class ClusterControllerOps(ProgramOps):
         cc = self.cc
         rows = self.settings.status_max_rows
         sections = [self._identity(), mqtt_section(cc.mqtt), self._runtimes(rows),
-                    routing_section(cc.routing_table, cc.router), self._queues(),
+                    routing_section(cc.router), self._queues(),
                     self._messages()]
         sections += self._gcd_link(rows)
         sections.append(self._directory())
-        rings = [cc.router.warnings.recent]
+        rings = [cc.warnings.recent]
         if cc.gcd is not None:
             sections += gcd_sections(cc.gcd, max_rows=rows, title="Embedded GCD")
-            rings.append(cc.gcd.router.warnings.recent)
+            rings.append(cc.gcd.warnings.recent)
         sections.append(refusals_section(cc.router, self._refusal_counters(), max_rows=rows))
         sections.append(recent_section(rings, max_rows=rows))
         return page_status(title=f"cluster controller {cc.id}", started_s=self.started_s,
@@ -251,12 +251,11 @@ class ClusterControllerOps(ProgramOps):
     def _runtimes(self, max_rows: int) -> dict[str, Any]:
         cc = self.cc
         clients = sorted(cc.websocket.client_summaries(), key=lambda c: c.address.id)
-        table_ = cc.routing_table
         return table("runtimes", "Connected libjoynr runtimes",
                      ("client id", "from", "dialect", "owner id", "connected since",
                       "participants", "outbox messages", "outbox bytes"),
                      ((c.address.id, c.peer, c.dialect, c.owner_id or "", stamp(c.since_s),
-                       len(table_.participants_at(c.address)), c.pending, c.pending_bytes)
+                       len(cc.router.participants_at(c.address)), c.pending, c.pending_bytes)
                       for c in clients), max_rows=max_rows)
 
     def _queues(self) -> dict[str, Any]:

@@ -28,7 +28,6 @@ from pyjoynr.runtime.interface import joynr_type_name
 from pyjoynr.runtime.logs import get_logger, peer_of
 from pyjoynr.runtime.providers import current_origin, earlier_form
 from pyjoynr.runtime.router import MessageRouter
-from pyjoynr.runtime.routing import RoutingTable
 from pyjoynr.runtime.rules import (
     Refusal,
     check_claim,
@@ -60,11 +59,11 @@ UNROUTABLE_ADDRESS_TYPES: dict[str, str] = {
 assert set(UNROUTABLE_ADDRESS_TYPES) <= set(ADDRESS_TYPE_NAMES)
 
 
-def caller_may_act_for(table: RoutingTable, participant_id: str) -> bool:
+def caller_may_act_for(router: MessageRouter, participant_id: str) -> bool:
     """Whether the current call may act for ``participant_id``: it comes from this process, or
     the participant is routed to the connection the call arrived over (see
     runtime.rules.check_owner)."""
-    return check_owner(current_origin(), table.get(participant_id)) is None
+    return check_owner(current_origin(), router.route_of(participant_id)) is None
 
 
 class RoutingProvider(RoutingProviderBase):
@@ -159,9 +158,9 @@ class RoutingProvider(RoutingProviderBase):
             return
         short = kind.removeprefix("joynr.system.RoutingTypes.")
         self.router.counters["unroutable-address-type"] += 1
-        self.router.warnings.warning(log, "unroutable-address-type", peer_of(current_origin()),
-                                     "add_next_hop %s -> %s refused: not routable here",
-                                     participant_id, short)
+        self.router.warn(log, "unroutable-address-type", peer_of(current_origin()),
+                         "add_next_hop %s -> %s refused: not routable here",
+                         participant_id, short)
         raise ProviderRuntimeError(
             f"add_next_hop {participant_id} refused: a {short} names {unroutable}; this "
             "cluster controller has no transport for it")
@@ -173,9 +172,9 @@ class RoutingProvider(RoutingProviderBase):
         refusal = check_next_hop(decoded, caller)
         if refusal is not None:
             self.router.counters[refusal.reason] += 1
-            self.router.warnings.warning(log, refusal.reason, peer_of(caller),
-                                         "add_next_hop %s -> %r refused: %s", participant_id,
-                                         decoded, refusal.detail)
+            self.router.warn(log, refusal.reason, peer_of(caller),
+                             "add_next_hop %s -> %r refused: %s", participant_id,
+                             decoded, refusal.detail)
             raise ProviderRuntimeError(f"add_next_hop refused: {refusal.detail}")
         if caller is not None:
             decoded = caller  # the same address; the connection's own object compares fastest
@@ -188,12 +187,12 @@ class RoutingProvider(RoutingProviderBase):
     async def _claim(self, participant_id: str, caller: Address) -> None:
         """A websocket caller claims ``participant_id``: refused (ProviderRuntimeError) while
         it is routed to another live connection (runtime.rules.check_claim)."""
-        table = self.router.table
-        owner = contested_owner(caller, table.get(participant_id))
+        router = self.router
+        owner = contested_owner(caller, router.route_of(participant_id))
         if owner is None:
             return
         alive = True if self._liveness is None else await self._liveness(owner)
-        if contested_owner(caller, table.get(participant_id)) not in (None, owner):
+        if contested_owner(caller, router.route_of(participant_id)) not in (None, owner):
             alive = True  # another connection took it meanwhile: that one is alive
         outcome = check_claim(participant_id, owner, alive)
         self.router.counters[outcome.reason] += 1
@@ -204,15 +203,15 @@ class RoutingProvider(RoutingProviderBase):
         log.warning("add_next_hop %s from %r: %s", participant_id, caller, outcome.detail)
 
     async def remove_next_hop(self, participant_id: str) -> None:
-        table = self.router.table
-        if participant_id in table and not caller_may_act_for(table, participant_id):
+        router = self.router
+        if router.has_route(participant_id) and not caller_may_act_for(router, participant_id):
             raise ProviderRuntimeError(
                 f"remove_next_hop {participant_id} refused: it is not routed to the caller"
             )
         self.router.remove_route(participant_id)
 
     async def resolve_next_hop(self, participant_id: str) -> bool:
-        return participant_id in self.router.table
+        return self.router.has_route(participant_id)
 
     async def add_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
                                      provider_participant_id: str) -> None:
@@ -227,6 +226,6 @@ class RoutingProvider(RoutingProviderBase):
 
     def _check_multicast(self, multicast_id: str, subscriber: str, provider: str) -> None:
         refusal = check_multicast_receiver(multicast_id, subscriber, provider, current_origin(),
-                                           self.router.table.get(subscriber))
+                                           self.router.route_of(subscriber))
         if refusal is not None:
             raise ProviderRuntimeError(refusal.detail)

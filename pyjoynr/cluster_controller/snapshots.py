@@ -26,7 +26,8 @@ from pathlib import Path
 from pyjoynr.runtime import records
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.logs import get_logger
-from pyjoynr.runtime.routing import RoutingEntry, RoutingTable
+from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.routing import RoutingEntry
 from pyjoynr.runtime.tasks import TaskSupervisor
 
 __all__ = ["RoutingSnapshotSettings", "RoutingSnapshots", "write_snapshot"]
@@ -95,10 +96,11 @@ class RoutingSnapshots:
     """Snapshots of one routing table (see the module docstring). Its task (the periodic
     timer, the one writing) belongs to ``tasks``."""
 
-    def __init__(self, table: RoutingTable, directory: Path, process_id: str,
+    def __init__(self, router: MessageRouter, directory: Path, process_id: str,
                  settings: RoutingSnapshotSettings, tasks: TaskSupervisor, *,
                  clock_ms: Callable[[], int] = now_ms) -> None:
-        self.table = table
+        """``router``: the one whose routing table is written."""
+        self.router = router
         self.directory = directory
         self.process_id = process_id
         self.settings = settings
@@ -142,7 +144,7 @@ class RoutingSnapshots:
                 await self._write_one()
 
     async def _write_one(self) -> Path:
-        entries = list(self.table.items())  # immutable entries: a consistent copy
+        entries = self.router.routing_entries()  # immutable entries: a consistent copy
         taken = self.clock_ms()
         s = self.settings
         try:

@@ -143,7 +143,7 @@ def gcd_metrics(service: GcdService, prefix: str = PREFIX) -> list[Metric]:
                            "and reason (unreachable, timeout, connection-lost, conflict, "
                            "database, not-open)", ["operation", "reason"], failures))
     metrics += router_metrics(prefix, service.router)
-    metrics += routing_metrics(prefix, service.table)
+    metrics += routing_metrics(prefix, service.router)
     metrics += mqtt_metrics(prefix, service.mqtt)
     return metrics
 
@@ -255,7 +255,7 @@ class GcdOps(ProgramOps):
 
     def __init__(self, service: GcdService, settings: AdminSettings) -> None:
         super().__init__(settings, name=f"admin endpoint of {service.name}",
-                         warnings=service.router.warnings, housekeeping=service.housekeeping)
+                         warnings=service.warnings, housekeeping=service.housekeeping)
         self.service = service
         self.store_probe = Probe("the store", store_probe(service),
                                  timeout_s=settings.probe_timeout_s,
@@ -270,7 +270,8 @@ class GcdOps(ProgramOps):
                                           service.settings.cluster_name,
                                           service.instance_id], 1.0)])]
         metrics += gcd_metrics(service)
-        metrics += refusal_metrics(PREFIX, service.router, self._refusal_counters())
+        metrics += refusal_metrics(PREFIX, service.router, self._refusal_counters(),
+                                   service.warnings)
         metrics += admin_metrics(PREFIX, self.server)
         return metrics
 
@@ -298,7 +299,7 @@ class GcdOps(ProgramOps):
         sections += gcd_sections(service, max_rows=rows)
         sections.append(refusals_section(service.router, self._refusal_counters(),
                                          max_rows=rows))
-        sections.append(recent_section([service.router.warnings.recent], max_rows=rows))
+        sections.append(recent_section([service.warnings.recent], max_rows=rows))
         return page_status(title=f"GCD for {s.gbid}, instance {service.instance_id}",
                            started_s=self.started_s,
                            started_monotonic=self._started_monotonic,

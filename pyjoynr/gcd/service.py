@@ -40,7 +40,7 @@ from pyjoynr.runtime.config import load_config
 from pyjoynr.runtime.discovery_types import DEFAULT_PROVIDER_EXPIRY_MS
 from pyjoynr.runtime.housekeeping import RouterHousekeeping
 from pyjoynr.runtime.joynr_runtime import JoynrRuntime
-from pyjoynr.runtime.logs import LOG_FORMATS, get_logger
+from pyjoynr.runtime.logs import LOG_FORMATS, RepeatedWarnings, get_logger
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingSettings, RoutingTable, RuntimeKind
 from pyjoynr.runtime.tasks import TaskSupervisor
@@ -252,14 +252,17 @@ class GcdService:
         self.name = f"GCD {settings.gbid} [{self.instance_id}]"
         self.store = make_store(settings, self.instance_id)
         self.address = MqttAddress(settings.gbid, GCD_TOPIC)
-        self.table = RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[self.address])
-        self.router = MessageRouter(self.table)
         client_id = settings.client_id or f"gcd-{settings.gbid}-{self.instance_id}"
         #: the message audit log of this instance's routing (None: off)
         self.audit = None if audit is None or not audit.enabled else AuditLog(
             audit, audit_dir or audit.directory(Path("var/gcd/audit")),
             client_id if client_id.startswith("gcd-") else f"gcd-{client_id}")
-        self.router.audit = self.audit
+        #: the rate limit of this instance's repeated warnings (runtime.logs), shared by its
+        #: router, provider, transport and admin endpoint
+        self.warnings = RepeatedWarnings()
+        self.router = MessageRouter(
+            RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[self.address]),
+            warnings=self.warnings, audit=self.audit)
         group = settings.shared_subscription_group
         #: the owner of this instance's background tasks
         self.tasks = (tasks.child(self.name) if tasks is not None
@@ -282,7 +285,7 @@ class GcdService:
         self.provider = GcdProvider(self.store, settings.gbid, settings.valid_gbids,
                                     default_expiry_ms=settings.default_expiry_ms,
                                     sync=self.sync, name=self.name,
-                                    warnings=self.router.warnings)
+                                    warnings=self.warnings)
         self.router.register_transport(InProcessAddress, InProcessTransport())
         self.runtime = JoynrRuntime(self.router)
         self.runtime.register_system_provider(GCD_PARTICIPANT_ID, self.provider)
@@ -324,7 +327,7 @@ class GcdService:
             except Exception:
                 log.exception("%s: %s failed during shutdown", self.name, step.__qualname__)
         # the counts of the rate-limited lines whose minute has not ended yet
-        self.router.warnings.close()
+        self.warnings.close()
         self.identity.release()
         log.info("GCD for %s stopped: instance %s, %d request(s) received; refusals %s",
                  self.settings.gbid, self.instance_id, self.mqtt.received,
@@ -363,7 +366,8 @@ class GcdService:
                         self.name, bound, unfinished, unpublished)
 
     async def _stop_audit(self) -> None:
-        audit, self.router.audit = self.audit, None
+        audit = self.audit
+        self.router.set_audit(None)
         if audit is not None:
             await audit.close()
 

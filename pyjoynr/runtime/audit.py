@@ -2,8 +2,8 @@
 
 Schema and file names: :mod:`runtime.records` and docs/records.md (audit schema version 1).
 
-:class:`AuditLog` is what a process hands its router (``router.audit``) and its transports:
-the router calls :meth:`AuditLog.delivered` / :meth:`AuditLog.decided` at each routing decision
+:class:`AuditLog` is what a process hands its router (``MessageRouter(..., audit=)``): the
+router calls :meth:`AuditLog.delivered` / :meth:`AuditLog.decided` at each routing decision
 (see docs/records.md for where), which append one tuple of the message's fields to an in-memory
 batch: no dict, no JSON, no I/O on the event loop. Whole batches go to a writer thread (one per
 log, fed through a queue, when a batch is full and every ``flush_interval_s``, a periodic job of

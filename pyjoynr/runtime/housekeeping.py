@@ -80,7 +80,7 @@ class RouterHousekeeping:
                 "routing table cleanup: removed %d expired entr%s (%d left), e.g. %s",
                 len(removed),
                 "y" if len(removed) == 1 else "ies",
-                len(self.router.table),
+                self.router.route_count,
                 ", ".join(removed[:3]),
             )
         return removed

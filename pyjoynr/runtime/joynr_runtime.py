@@ -270,7 +270,7 @@ class JoynrRuntime:
         entry = await self._discover(definition, [domain] if isinstance(domain, str) else domain,
                                      qos, arbitration, discovery_retry_s, gbids=gbids)
         pid = f"{uuid.uuid4()}"
-        endpoint = ProxyEndpoint(pid, self.router.warnings, self.router.counters)
+        endpoint = ProxyEndpoint(pid, self.router.warn, self.router.counters)
         self.router.add_route(pid, endpoint.address, is_globally_visible=False)
         # joynr's dialect: globally visible when the provider is not local, as joynr's
         # JavaScript runtime registers a proxy
@@ -348,8 +348,7 @@ class JoynrRuntime:
         its answers are read in either). Its provider counts as local (joynr's runtimes
         provision the cluster controller's providers as local entries): in joynr's dialect its
         requests carry no replyTo."""
-        endpoint = ProxyEndpoint(f"{uuid.uuid4()}", self.router.warnings,
-                                 self.router.counters)
+        endpoint = ProxyEndpoint(f"{uuid.uuid4()}", self.router.warn, self.router.counters)
         self.router.add_route(endpoint.participant_id, endpoint.address,
                               is_globally_visible=False)
         self._system_endpoints.append(endpoint)

@@ -18,7 +18,8 @@ root handlers (:func:`escape_handlers`), which covers the lines of the libraries
 
 **Rate limiting.** One network peer can make a component refuse every message it sends; a
 WARNING per refusal is a log flood (a fuzzer wrote 18 MB in six minutes). Such lines go through
-a :class:`RepeatedWarnings` (one per router, so one per process: ``router.warnings``), keyed by
+a :class:`RepeatedWarnings` (one per process, given to its router and its other components),
+keyed by
 the logger, a reason (a short code, e.g. a counter's name) and the peer (the connection or
 backend the message came from): the first line of a key is logged in full and opens a window of
 ``interval_s`` (60 s); later lines of that key within the window are only counted; when the

@@ -431,14 +431,14 @@ class ProviderSkeleton:
         elif kind is MessageType.SUBSCRIPTION_STOP:
             self.publisher.stop(message)
         else:
-            self.router.warnings.warning(log, "ignored", peer_of(message.origin),
-                                         "provider %s: ignored %s", self.participant_id,
-                                         message.describe())
+            self.router.warn(log, "ignored", peer_of(message.origin),
+                             "provider %s: ignored %s", self.participant_id,
+                             message.describe())
 
     def _refuse_remote(self, message: Message, refusal: Refusal) -> None:
-        self.router.warnings.warning(log, refusal.reason, peer_of(message.origin),
-                                     "provider %s %s: refused %s from %r", self.participant_id,
-                                     refusal.detail, message.describe(), message.origin)
+        self.router.warn(log, refusal.reason, peer_of(message.origin),
+                         "provider %s %s: refused %s from %r", self.participant_id,
+                         refusal.detail, message.describe(), message.origin)
         error = ProviderRuntimeError(
             f"{self.definition.name} of this cluster controller serves its local participants "
             "only")
@@ -463,9 +463,9 @@ class ProviderSkeleton:
             (_, impl, _), args = self._prepare(payload)
         except (PayloadError, JoynrError) as exc:
             self.router.counters["dropped-bad-one-way"] += 1
-            self.router.warnings.warning(log, "bad-one-way", peer_of(message.origin),
-                                         "provider %s: one-way call %s refused: %s",
-                                         self.participant_id, message.id, exc)
+            self.router.warn(log, "bad-one-way", peer_of(message.origin),
+                             "provider %s: one-way call %s refused: %s",
+                             self.participant_id, message.id, exc)
             return None
         context.run(_origin.set, message.origin)
         return impl(*args), context, f"one-way {payload.method_name}"
@@ -477,9 +477,9 @@ class ProviderSkeleton:
             payload = decode_body(Request, body, schema=self.schema)
         except PayloadError as exc:
             self.router.counters["dropped-bad-request"] += 1
-            self.router.warnings.warning(log, "bad-request", peer_of(message.origin),
-                                         "provider %s: bad request %s: %s", self.participant_id,
-                                         message.id, exc)
+            self.router.warn(log, "bad-request", peer_of(message.origin),
+                             "provider %s: bad request %s: %s", self.participant_id,
+                             message.id, exc)
             if fmt is _JSON:
                 self._answer_bad_json_request(message, exc)
             return
@@ -519,9 +519,9 @@ class ProviderSkeleton:
                                types=None if method is None else reply_types(method),
                                error_enum=None if method is None else method.error_enum)
         except PayloadError as exc:
-            self.router.warnings.warning(log, "unencodable-reply", peer_of(message.origin),
-                                         "provider %s: reply to %s not written as JSON: %s",
-                                         self.participant_id, message.id, exc)
+            self.router.warn(log, "unencodable-reply", peer_of(message.origin),
+                             "provider %s: reply to %s not written as JSON: %s",
+                             self.participant_id, message.id, exc)
             error = ProviderRuntimeError(f"the answer cannot be written as joynr JSON: {exc}")
         try:
             return encode_body(Reply(reply.request_reply_id, error=error.to_wire()), _JSON)
@@ -590,10 +590,10 @@ class ProviderSkeleton:
             request = decode_body(MulticastSubscriptionRequest, message.body, schema=self.schema)
         except PayloadError as exc:
             self.router.counters["dropped-bad-multicast-subscription"] += 1
-            self.router.warnings.warning(log, "bad-multicast-subscription",
-                                         peer_of(message.origin),
-                                         "provider %s: bad multicast subscription %s: %s",
-                                         self.participant_id, message.id, exc)
+            self.router.warn(log, "bad-multicast-subscription",
+                             peer_of(message.origin),
+                             "provider %s: bad multicast subscription %s: %s",
+                             self.participant_id, message.id, exc)
             return
         error = None
         name, sid = request.subscribe_to_name, request.subscription_id

@@ -177,12 +177,13 @@ class ProxyHost(Protocol):
 class ProxyEndpoint:
     """The participant of one proxy: replies, subscription replies, publications, multicasts."""
 
-    def __init__(self, participant_id: str, warnings: RepeatedWarnings | None = None,
+    def __init__(self, participant_id: str, warn: Callable[..., object] | None = None,
                  counters: Counter[str] | None = None) -> None:
-        """``warnings``: the rate limit of the process's repeated warnings (its router's);
-        ``counters``: where refused messages are counted (its router's, ``dropped-<reason>``)."""
+        """``warn``: writes a rate-limited log line (its router's ``warn``: the process's limit
+        of repeated warnings); ``counters``: where refused messages are counted (its router's,
+        ``dropped-<reason>``)."""
         self.participant_id = participant_id
-        self.warnings = warnings if warnings is not None else RepeatedWarnings()
+        self.warn = warn if warn is not None else RepeatedWarnings().warning
         self.counters: Counter[str] = counters if counters is not None else Counter()
         self.address = InProcessAddress(self)
         #: the calls waiting for their reply: answered with the Reply of a msgpack body, or
@@ -250,14 +251,14 @@ class ProxyEndpoint:
                                 typed[subscription.types] = values
                         self._deliver(subscription, values, None)
             else:
-                self.warnings.warning(log, "ignored", peer_of(message.origin),
-                                      "proxy %s: ignored %s", self.participant_id,
-                                      message.describe())
+                self.warn(log, "ignored", peer_of(message.origin),
+                          "proxy %s: ignored %s", self.participant_id,
+                          message.describe())
         except PayloadError as exc:
             self.counters["dropped-bad-payload"] += 1
-            self.warnings.warning(log, "bad-payload", peer_of(message.origin),
-                                  "proxy %s: refused %s: %s", self.participant_id,
-                                  message.describe(), exc)
+            self.warn(log, "bad-payload", peer_of(message.origin),
+                      "proxy %s: refused %s: %s", self.participant_id,
+                      message.describe(), exc)
 
     def _deliver(self, subscription: Subscription, response: list[Any] | None,
                  error: dict[str, Any] | None) -> None:
@@ -281,9 +282,9 @@ class ProxyEndpoint:
                        subscription.callback_is_async())
         except ValueTypeError as exc:
             self.counters["dropped-bad-publication"] += 1
-            self.warnings.warning(log, "bad-publication", f"subscription {subscription.name}",
-                                  "proxy %s: publication for %s refused: %s",
-                                  self.participant_id, subscription.name, exc)
+            self.warn(log, "bad-publication", f"subscription {subscription.name}",
+                      "proxy %s: publication for %s refused: %s",
+                      self.participant_id, subscription.name, exc)
         except Exception:
             log.exception("proxy %s: subscription callback for %s failed", self.participant_id,
                           subscription.name)
@@ -824,7 +825,7 @@ class Proxy:
             await self._host.remove_multicast_receiver(pattern, self.participant_id,
                                                        self.provider_participant_id)
         except JoynrError as exc:
-            self._host.router.warnings.warning(
+            self._host.router.warn(
                 log, "receiver-not-removed", f"subscription {subscription.name}",
                 "proxy %s: multicast receiver %s not removed: %s", self.participant_id,
                 pattern, exc)

@@ -1,16 +1,31 @@
-"""The message router: next hop by recipient, queues for unknown recipients, expiry, multicast.
+"""The message router: the way in, next hop by recipient, queues, expiry, multicast.
 
 Free of I/O: the router's decisions are a function of the messages given to it and of the time
 read from the clock given at construction (epoch milliseconds; tests pass one they control).
+
+The way in. A transport decodes what arrives on a connection and hands each message to
+``receive(message, inlet)`` (the inlet: runtime.inlets, one per connection); what does not
+decode it reports with ``refuse_frame``. ``receive`` runs what a message from that kind of
+connection must pass (:mod:`runtime.rules`: a websocket client speaks only for its own
+participants; from an MQTT backend no duplicates, nothing expired, nothing to relay, replyTo
+routes learned), counts, audits and logs (rate-limited) each refusal, and routes the rest.
+Messages made in this process (proxies, providers) go straight to ``route(message)``.
+
 ``route(message)`` decides and hands the message to the transport for the next hop's address
 type, which accepts it (queues it on a connection) or refuses it (no connection right now).
-Messages that cannot go out yet wait in a bounded queue per recipient until a route appears, a
-retry succeeds, or they expire. ``sweep()`` drops expired queued messages and retries refused
-sends with backoff; ``purge()`` removes expired routes. The router runs no timers itself: the
-process's driver (:mod:`runtime.housekeeping`) calls ``sweep`` and ``purge`` periodically.
+Messages that cannot go out yet wait in a bounded queue per recipient (runtime.queues, all
+sharing one budget) until a route appears, a retry succeeds, or they expire. ``sweep()`` drops
+expired queued messages and retries refused sends with backoff; ``purge()`` removes expired
+routes. The router runs no timers itself: the process's driver (:mod:`runtime.housekeeping`)
+calls ``sweep`` and ``purge`` periodically.
 
-What may be routed where is decided by :mod:`runtime.rules` (expiry, queue room, forwarding,
-multicast); the router acts on the outcome.
+What may be routed where is decided by :mod:`runtime.rules` (admission, expiry, queue room,
+forwarding, multicast); the router acts on the outcome.
+
+The routing table is the router's alone: routes change through ``add_route``,
+``remove_route``, ``remove_routes_at``, ``learn_reply_to`` and ``purge`` (which deliver what
+waited, and forget multicast receivers, as a route comes and goes), and others read it through
+``route_of``, ``has_route``, ``participants_at``, ``routing_entries`` and ``routing_counts``.
 
 A libjoynr runtime's router has a ``parent``: the cluster controller's WebSocketAddress, the
 next hop of every participant without an entry of its own.
@@ -19,50 +34,60 @@ Counters (``router.counters``) count every message dropped and why (``dropped-<r
 ``routed_by_type`` counts the messages handed to ``route`` per type, and ``outcomes`` what
 became of them per outcome and type: ``forwarded`` (a transport took it; a multicast once per
 next hop), ``queued`` (it waits; when it goes out later it is routed, and counted, again) and
-``dropped`` (when routed, or later from a queue: expired, waited too long). Each drop is logged
-with the message id, rate-limited per reason and origin (``router.warnings``, one per process,
-used by the transports and providers on this router as well; ``sweep()`` writes its
-summaries, see :mod:`runtime.logs`).
+``dropped`` (when routed, or later from a queue: expired, waited too long). Refusals on the way
+in are counted in the inlet's counters (the transport's). Each drop and refusal is logged with
+the message id, rate-limited per reason and peer by the process's limit of repeated warnings
+(runtime.logs; given at construction, shared with the process's other components, which log
+through ``warn`` when they hold only the router; ``sweep()`` writes its summaries).
 
-The audit hook: ``router.audit`` (None by default) is told of every routing decision — a
-message handed to a transport that accepted it (with the time it spent queued), queued, dropped
-or refused with its reason — by the router here and by the transports for what they refuse on
-admission (:class:`RoutingAudit`, implemented by :class:`runtime.audit.AuditLog`; records in
-docs/records.md). Without it the cost is one attribute test per decision.
+The audit hook (given at construction or by ``set_audit``; none by default) is told of every
+routing decision: a message handed to a transport that accepted it (with the time it spent
+queued), queued, dropped or refused with its reason, on the way in, here, and by the transports
+for what they drop after accepting it (``dropped_by_transport``) or send on their own
+(``sent_by_transport``) (:class:`RoutingAudit`, implemented by :class:`runtime.audit.AuditLog`;
+records in docs/records.md). Without it the cost is one attribute test per decision.
 """
+
 
 from __future__ import annotations
 
-from collections import Counter, deque
+import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from operator import attrgetter
+from typing import Any, NamedTuple, Protocol
 
 from pyjoynr.runtime import rules
 from pyjoynr.runtime.addresses import Address
 from pyjoynr.runtime.bodies import make_error_answer
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import JoynrError, MessageNotSentError
+from pyjoynr.runtime.inlets import Inlet, InletKind
 from pyjoynr.runtime.logs import RepeatedWarnings, get_logger, message_fields, peer_of
 from pyjoynr.runtime.messages import REQUEST_TYPES, Message, MessageType, held_bytes
 from pyjoynr.runtime.multicast import MulticastReceivers, to_mqtt_topic
 from pyjoynr.runtime.payloads import PayloadError
-from pyjoynr.runtime.records import QUEUED, outcome_of
+from pyjoynr.runtime.queues import BoundedQueue, QueueBudget
+from pyjoynr.runtime.records import DROPPED, QUEUED, outcome_of
 from pyjoynr.runtime.routing import (
     DEFAULT_MAX_LEARNED_ROUTES,
     NO_EXPIRY_MS,
     PutResult,
+    RoutingEntry,
     RoutingTable,
 )
 from pyjoynr.runtime.rules import check_expiry, check_forward
 
 __all__ = ["OUTCOMES", "GlobalMulticast", "MessageRouter", "RouterSettings", "RoutingAudit",
-           "Transport"]
+           "RoutingCounts", "Transport"]
 
 log = get_logger(__name__)
 
 # enum members as module constants for the per-message paths (cheaper to look up in 3.11)
 _MULTICAST = MessageType.MULTICAST
+_FROM_CLIENT = InletKind.CLIENT
+_FROM_BACKEND = InletKind.BACKEND
 
 #: what becomes of a routed message (``MessageRouter.outcomes``)
 OUTCOMES = ("forwarded", "queued", "dropped")
@@ -147,6 +172,16 @@ class RouterSettings:
             raise ValueError("error_reply_ttl_ms must be >= 0")
 
 
+class RoutingCounts(NamedTuple):
+    """How many routing entries there are, of which sticky and learned (replyTo), and by the
+    type of their address."""
+
+    entries: int
+    sticky: int
+    learned: int
+    by_address_type: dict[str, int]
+
+
 class _Waiting(NamedTuple):
     """A queued message, when it was first queued (clock ms) and the bytes it holds."""
 
@@ -155,17 +190,26 @@ class _Waiting(NamedTuple):
     size: int
 
 
-class _Pending:
-    """The queue of one recipient plus its retry state (clock milliseconds). ``hop`` is set
-    for the queue of a multicast that one next hop refused: it is retried to that hop alone,
-    since routing it again would deliver it twice everywhere else."""
+# the bytes a queued message holds and where it came from (for the queues)
+_size_of = attrgetter("size")
+_origin_of = attrgetter("message.origin")
 
-    __slots__ = ("bytes", "delay_ms", "hop", "messages", "retry_at_ms")
 
-    def __init__(self, hop: Address | None = None) -> None:
+class _Pending(BoundedQueue[_Waiting]):
+    """The queue of one recipient (runtime.queues: bounded per recipient, drawing on the
+    router's budget for all queues and each connection's share) plus its retry state (clock
+    milliseconds). ``hop`` is set for the queue of a multicast that one next hop refused: it is
+    retried to that hop alone, since routing it again would deliver it twice everywhere else."""
+
+    __slots__ = ("delay_ms", "hop", "retry_at_ms")
+
+    name = "the recipient's queue"
+
+    def __init__(self, max_messages: int, max_bytes: int, budget: QueueBudget,
+                 hop: Address | None = None) -> None:
+        super().__init__(max_messages, max_bytes, budget, size_of=_size_of,
+                         origin_of=_origin_of)
         self.hop = hop
-        self.messages: deque[_Waiting] = deque()
-        self.bytes = 0
         self.retry_at_ms = 0
         self.delay_ms = 0
 
@@ -178,8 +222,14 @@ class MessageRouter:
         *,
         parent: Address | None = None,
         clock_ms: Callable[[], int] = now_ms,
+        warnings: RepeatedWarnings | None = None,
+        audit: RoutingAudit | None = None,
     ) -> None:
-        self.table = table
+        """``table``: the routing table, from now on the router's alone (read it through
+        :meth:`route_of` and the other readers below). ``warnings``: the process's limit of
+        repeated warnings (runtime.logs), shared with its other components; the router's own
+        by default. ``audit``: told of every routing decision (see :meth:`set_audit`)."""
+        self._table = table
         self.settings = settings or RouterSettings()
         self.parent = parent
         self.multicast_receivers = MulticastReceivers()
@@ -188,29 +238,28 @@ class MessageRouter:
         # receivers of providers behind MQTT: subscriber -> {pattern: GBID}
         self._global_receivers: dict[str, dict[str, str]] = {}
         self.counters: Counter[str] = Counter()
-        #: the rate limit of this process's repeated warnings (runtime.logs); the sweep writes
-        #: their summaries
-        self.warnings = RepeatedWarnings()
+        # the rate limit of this process's repeated warnings (runtime.logs); the sweep writes
+        # their summaries
+        self._warnings = RepeatedWarnings() if warnings is None else warnings
         # per type (every key present: an increment is one dict lookup), for statistics
         self.routed_by_type: dict[MessageType, int] = dict.fromkeys(MessageType, 0)
         self.outcomes: dict[str, dict[MessageType, int]] = {
             outcome: dict.fromkeys(MessageType, 0) for outcome in OUTCOMES}
         self._forwarded = self.outcomes["forwarded"]
-        #: told of every routing decision when set (the audit log; see the module docstring)
-        self.audit: RoutingAudit | None = None
+        # told of every routing decision when set (the audit log; see the module docstring)
+        self._audit: RoutingAudit | None = audit
         self._transports: dict[type[Address], Transport] = {}
         # keyed by recipient, or by (next hop, multicast id) for a refused multicast hop
         self._pending: dict[str | tuple[Address, str], _Pending] = {}
-        self._pending_total = 0
-        self._pending_bytes = 0
-        # what the messages from each connection hold in the queues: origin -> [messages, bytes]
-        self._by_origin: dict[Address, list[int]] = {}
+        # what all queues hold together, and the messages from each connection of them:
+        # origin -> [messages, bytes] (runtime.queues)
+        s = self.settings
+        self._queued = QueueBudget(s.max_queued_total, s.max_queued_bytes_total,
+                                   share=rules.origin_share_of(
+                                       s.max_queued_total, s.max_queued_bytes_total,
+                                       s.max_queued_share_per_connection))
         # a message being queued again by _flush keeps the time it was first queued
         self._requeued: _Waiting | None = None
-        s = self.settings
-        self._queue_limits = rules.QueueLimits(
-            s.max_queued_per_recipient, s.max_queued_total, s.max_queued_bytes_per_recipient,
-            s.max_queued_bytes_total, s.max_queued_share_per_connection)
         #: the router's clock: epoch milliseconds
         self.clock_ms = clock_ms
         self._retry_initial_ms = round(self.settings.retry_initial_s * 1000)
@@ -238,7 +287,7 @@ class MessageRouter:
         is_sticky: bool = False,
     ) -> PutResult:
         """Put a routing entry and deliver what was waiting for the participant."""
-        result = self.table.put(
+        result = self._table.put(
             participant_id,
             address,
             is_globally_visible=is_globally_visible,
@@ -254,7 +303,7 @@ class MessageRouter:
         return result
 
     def remove_route(self, participant_id: str) -> bool:
-        removed = self.table.remove(participant_id)
+        removed = self._table.remove(participant_id)
         if removed:
             log.debug("route %s removed", participant_id)
         return removed
@@ -262,7 +311,7 @@ class MessageRouter:
     def remove_routes_at(self, address: Address) -> list[str]:
         """Forget everything behind ``address`` (a websocket client gone): routes and
         multicast receivers."""
-        removed = self.table.remove_all_at(address)
+        removed = self._table.remove_all_at(address)
         self._forget_receivers(removed)
         if removed:
             log.info("removed %d route(s) behind %r", len(removed), address)
@@ -271,7 +320,7 @@ class MessageRouter:
     def purge(self, now_ms: int | None = None) -> list[str]:
         """Remove the routes that expired before ``now_ms`` (default: the router's clock) and
         the multicast receivers of those participants; return their participantIds."""
-        removed = self.table.purge(self.clock_ms() if now_ms is None else now_ms)
+        removed = self._table.purge(self.clock_ms() if now_ms is None else now_ms)
         self._forget_receivers(removed)
         return removed
 
@@ -287,7 +336,7 @@ class MessageRouter:
         :func:`runtime.rules.reply_route` decided) and deliver what was waiting for it. At most
         ``max_learned`` learned routes are kept: the ones that expire first make room."""
         sender = route.participant_id
-        result, evicted = self.table.put_learned(sender, route.address,
+        result, evicted = self._table.put_learned(sender, route.address,
                                                  expiry_date_ms=route.expiry_date_ms,
                                                  max_learned=max_learned)
         if evicted:
@@ -310,7 +359,7 @@ class MessageRouter:
         self.multicast_receivers.add(pattern, subscriber)
         if self.global_multicast is None:
             return
-        gbid = rules.multicast_backend(self.table.get(provider))
+        gbid = rules.multicast_backend(self._table.get(provider))
         if gbid is None:
             return
         patterns = self._global_receivers.setdefault(subscriber, {})
@@ -337,6 +386,168 @@ class MessageRouter:
         for recipient in list(self._pending):
             self._flush(recipient)
 
+    # ------------------------------------------------------------------ the way in
+
+    def receive(self, message: Message, inlet: Inlet) -> bool:
+        """The way in: ``message`` arrived over ``inlet`` (decoded by its transport, with
+        ``message.origin`` the inlet's address).
+
+        What a message from that kind of connection must pass is decided here
+        (:mod:`runtime.rules`): from a websocket client, the owner-id signature and that it
+        speaks for its own participants only; from an MQTT backend, that it is no duplicate,
+        not expired, not for a participant behind MQTT, a multicast only from its provider's
+        cluster controller, and that a request's replyTo can be learned (it is, here). A
+        refused message is counted in the inlet's counters, logged (rate-limited per reason and
+        connection) and recorded in the audit log; the rest is routed. True when it was routed
+        (it went out or waits in a queue)."""
+        kind = inlet.kind
+        if kind is _FROM_CLIENT:
+            signature = inlet.signature
+            refusal = (None if signature is None
+                       else rules.check_signature(message, signature))
+            if refusal is None:
+                refusal = rules.admit_from_client(message, self._table.get(message.sender),
+                                                  inlet.address)
+            if refusal is not None:
+                self._refused_in(inlet, message, refusal.reason, refusal.detail)
+                return False
+        elif kind is _FROM_BACKEND and not self._admit_from_backend(message, inlet):
+            return False
+        return self.route(message)
+
+    def _admit_from_backend(self, message: Message, inlet: Inlet) -> bool:
+        seen = inlet.seen
+        if seen is not None and message.id in seen:
+            inlet.counters[rules.DUPLICATE] += 1
+            inlet.logger.debug("%s: duplicate %s dropped", inlet.name, message.describe())
+            audit = self._audit
+            if audit is not None:
+                audit.decided(message, DROPPED, None, rules.DUPLICATE)
+            return False
+        now = self.clock_ms()
+        table = self._table
+        refusal = rules.admit_from_backend(message, table.get(message.recipient), now)
+        if refusal is None and message.type is _MULTICAST:
+            # only the provider's own CC publishes its multicasts, and only for its provider
+            refusal = rules.admit_multicast_from_backend(
+                message, table.get(rules.multicast_provider(message.recipient)))
+        if refusal is None:
+            refusal = self._learn_from(message, inlet, now)
+        if refusal is not None:  # (and nothing is learned from it)
+            self._refused_in(inlet, message, refusal.reason, refusal.detail)
+            return False
+        if inlet.accepted is not None:
+            inlet.accepted(message)
+        if seen is not None:  # accepted: a redelivery is a duplicate
+            seen.add(message.id, message.expiry_date_ms, now)
+        return True
+
+    def _learn_from(self, message: Message, inlet: Inlet, now: int) -> rules.Refusal | None:
+        """Learn how to answer a request from a backend (runtime.rules.reply_route); a
+        Refusal when it cannot be answered."""
+        routing = inlet.routing
+        route = rules.reply_route(message, gbid=inlet.gbid, now_ms=now,
+                                  grace_ms=routing.reply_to_grace_ms,
+                                  max_ttl_ms=routing.reply_to_max_ttl_ms)
+        if route is None:  # not a request
+            return None
+        if isinstance(route, rules.Refusal):
+            return route
+        outcome = rules.reply_route_learned(
+            self.learn_reply_to(route, max_learned=routing.max_learned_routes), route)
+        if isinstance(outcome, rules.Notice):
+            # the sender's id has a local or sticky route, which wins; answers go there
+            inlet.counters[outcome.reason] += 1
+            self._warnings.warning(inlet.logger, outcome.reason, inlet.key, "%s: %s: %s",
+                                   inlet.name, message.describe(), outcome.detail,
+                                   level=logging.INFO,
+                                   extra={**inlet.log_fields, **message_fields(message)})
+            return None
+        return outcome
+
+    def _refused_in(self, inlet: Inlet, message: Message, reason: str, detail: str) -> None:
+        inlet.counters[reason] += 1
+        audit = self._audit
+        if audit is not None:
+            audit.decided(message, outcome_of(reason), None, reason, inlet.peer)
+        self._warnings.warning(inlet.logger, reason, inlet.key, "%s: refused (%s): %s: %s",
+                               inlet.name, reason, message.describe(), detail,
+                               extra={**inlet.log_fields, **message_fields(message)})
+
+    def refuse_frame(self, inlet: Inlet, reason: str, detail: str, *,
+                     level: int = logging.WARNING, exc_info: bool = False) -> None:
+        """What arrived over ``inlet`` is no message (it did not decode, it is too big, ...):
+        counted in the inlet's counters under ``reason`` and logged, rate-limited."""
+        inlet.counters[reason] += 1
+        self._warnings.warning(inlet.logger, reason, inlet.key, "%s: refused (%s): %s",
+                               inlet.name, reason, detail, level=level, exc_info=exc_info,
+                               extra=inlet.log_fields)
+
+    # ------------------------------------------------------------------ what transports report
+
+    def sent_by_transport(self, message: Message, hop: Address) -> None:
+        """A transport took ``message`` for ``hop`` outside :meth:`route` (MQTT: a local
+        provider's multicast published to a backend): recorded in the audit log."""
+        audit = self._audit
+        if audit is not None:
+            audit.delivered(message, hop, 0)
+
+    def dropped_by_transport(self, message: Message, reason: str, detail: str, *, hop: Address,
+                             counters: Counter[str] | None = None, key: str = "", name: str = "",
+                             logger: logging.Logger | None = None) -> None:
+        """A message a transport had accepted for ``hop`` is dropped there (expired in its
+        queue, refused by a broker, ...): counted under ``dropped-<reason>`` in ``counters``
+        (the transport's), recorded in the audit log and logged, rate-limited per reason and
+        ``key`` (``name`` starts the line)."""
+        if counters is not None:
+            counters[f"dropped-{reason}"] += 1
+        audit = self._audit
+        if audit is not None:
+            audit.decided(message, outcome_of(reason), hop, reason)
+        self._warnings.warning(logger or log, reason, key or repr(hop), "%s: dropped %s: %s",
+                               name or repr(hop), message.describe(), detail,
+                               extra=message_fields(message))
+
+    # ------------------------------------------------------------------ logging and audit
+
+    def warn(self, logger: logging.Logger, reason: str, peer: str, msg: str, *args: object,
+             **kwargs: Any) -> None:
+        """A log line rate-limited per ``reason`` and ``peer`` by this process's limit of
+        repeated warnings (runtime.logs.RepeatedWarnings.warning), for the providers and
+        transports on this router."""
+        self._warnings.warning(logger, reason, peer, msg, *args, **kwargs)
+
+    def set_audit(self, audit: RoutingAudit | None) -> None:
+        """Record every routing decision in ``audit`` from now on (None: no longer)."""
+        self._audit = audit
+
+    # ------------------------------------------------------------------ what others may read
+
+    def route_of(self, participant_id: str) -> RoutingEntry | None:
+        """The routing entry of ``participant_id`` (immutable), None without one."""
+        return self._table.get(participant_id)
+
+    def has_route(self, participant_id: str) -> bool:
+        return participant_id in self._table
+
+    def participants_at(self, address: Address) -> set[str]:
+        """The participants routed to ``address``."""
+        return self._table.participants_at(address)
+
+    def routing_entries(self) -> list[tuple[str, RoutingEntry]]:
+        """A copy of the routing table (its entries are immutable): a consistent snapshot."""
+        return list(self._table.items())
+
+    @property
+    def route_count(self) -> int:
+        """How many routing entries there are."""
+        return len(self._table)
+
+    def routing_counts(self) -> RoutingCounts:
+        table = self._table
+        return RoutingCounts(len(table), table.sticky_count, table.learned_count,
+                             table.count_by_address_type())
+
     # ------------------------------------------------------------------ routing
 
     def route(self, message: Message) -> bool:
@@ -351,7 +562,7 @@ class MessageRouter:
             return False
         if message.type is _MULTICAST:
             return self._route_multicast(message)
-        entry = self.table.get(message.recipient)
+        entry = self._table.get(message.recipient)
         address = entry.address if entry is not None else self.parent
         if address is None:
             return self._enqueue(message, "no route yet")
@@ -369,7 +580,7 @@ class MessageRouter:
             return False
         if transport.send(address, message):
             self._forwarded[message.type] += 1
-            audit = self.audit
+            audit = self._audit
             if audit is not None:
                 requeued = self._requeued
                 audit.delivered(message, address, 0 if requeued is None
@@ -388,14 +599,14 @@ class MessageRouter:
         origin = message.origin
         receivers = []
         for receiver in self.multicast_receivers.receivers_for(message.recipient):
-            entry = self.table.get(receiver)
+            entry = self._table.get(receiver)
             if entry is not None:
                 receivers.append(entry.address)
         self.counters["multicast"] += 1
         for address in rules.multicast_hops(receivers, origin, self.parent):
             self._send(address, message)
         if self.global_multicast is not None and rules.publishes_globally(
-            origin, self.table.get(message.sender)
+            origin, self._table.get(message.sender)
         ):
             self.global_multicast.publish_multicast(message)
         return True
@@ -408,69 +619,44 @@ class MessageRouter:
         that it waits for; ``refused_by``: the next hop whose transport refused it (None: no
         route)."""
         key = message.recipient if hop is None else (hop, message.recipient)
-        pending = self._pending.get(key)
         requeued = self._requeued
         if requeued is not None and requeued.message is message:
-            size, queued_at = requeued.size, requeued.queued_at_ms
+            waiting = requeued
         else:
-            size, queued_at = held_bytes(message), self.clock_ms()
-        origin = message.origin
-        by_origin = None if origin is None else self._by_origin.get(origin)
-        refusal = rules.admit_to_queue(
-            size,
-            rules.Queued() if pending is None else rules.Queued(len(pending.messages),
-                                                                pending.bytes),
-            rules.Queued(self._pending_total, self._pending_bytes),
-            None if origin is None else (rules.Queued() if by_origin is None
-                                         else rules.Queued(by_origin[0], by_origin[1])),
-            self._queue_limits, why=why)
+            waiting = _Waiting(message, self.clock_ms(), held_bytes(message))
+        pending = self._pending.get(key)
+        if pending is None:
+            s = self.settings
+            pending = _Pending(s.max_queued_per_recipient, s.max_queued_bytes_per_recipient,
+                               self._queued, hop)
+            refusal = pending.offer(waiting, waiting.size, message.origin, why)
+            if refusal is None:
+                self._pending[key] = pending
+        else:
+            refusal = pending.offer(waiting, waiting.size, message.origin, why)
         if refusal is not None:
             self._refused(message, refusal, hop=refused_by)
             return False
-        if pending is None:
-            pending = self._pending[key] = _Pending(hop)
-        pending.messages.append(_Waiting(message, queued_at, size))
-        pending.bytes += size
-        self._pending_total += 1
-        self._pending_bytes += size
-        if origin is not None:
-            if by_origin is None:
-                self._by_origin[origin] = [1, size]
-            else:
-                by_origin[0] += 1
-                by_origin[1] += size
         self.counters["queued"] += 1
         self.outcomes["queued"][message.type] += 1
-        audit = self.audit
+        audit = self._audit
         if audit is not None and (requeued is None or requeued.message is not message):
             # (a message queued again after a retry was recorded when it was first queued)
             audit.decided(message, QUEUED, refused_by)
-        log.debug("queued %s: %s", message.describe(), why)
+        if log.isEnabledFor(logging.DEBUG):  # (describe() only for a line written)
+            log.debug("queued %s: %s", message.describe(), why)
         return True
-
-    def _dequeued(self, waiting: _Waiting) -> None:
-        """Account for a message that left its queue."""
-        self._pending_total -= 1
-        self._pending_bytes -= waiting.size
-        origin = waiting.message.origin
-        if origin is not None:
-            by_origin = self._by_origin[origin]
-            by_origin[0] -= 1
-            by_origin[1] -= waiting.size
-            if not by_origin[0]:
-                del self._by_origin[origin]
 
     def _flush(self, key: str | tuple[Address, str]) -> None:
         pending = self._pending.pop(key, None)
         if pending is None:
             return
-        for waiting in pending.messages:
-            self._dequeued(waiting)
+        waited = pending.drain()
         # route() and _send() queue again whatever still cannot go out, in order; such a
         # message keeps the time it was first queued (the cap on its wait counts from there)
         hop = pending.hop
         try:
-            for waiting in pending.messages:
+            for waiting in waited:
                 self._requeued = waiting
                 if hop is None:
                     self.route(waiting.message)
@@ -481,50 +667,52 @@ class MessageRouter:
 
     def queued(self, recipient: str | tuple[Address, str] | None = None) -> int:
         if recipient is None:
-            return self._pending_total
+            return self._queued.messages
         pending = self._pending.get(recipient)
-        return 0 if pending is None else len(pending.messages)
+        return 0 if pending is None else len(pending.items)
 
     def queued_bytes(self, origin: Address | None = None) -> int:
         """The bytes all queued messages hold, or those that arrived from ``origin``."""
         if origin is None:
-            return self._pending_bytes
-        by_origin = self._by_origin.get(origin)
-        return 0 if by_origin is None else by_origin[1]
+            return self._queued.bytes
+        return self._queued.held_by(origin).bytes
 
     def sweep(self, now_ms: int | None = None) -> None:
         """Drop queued messages expired at ``now_ms`` (default: the router's clock) or queued
         longer than ``max_queue_wait_ms``; retry the queues whose backoff has passed (doubling
         from ``retry_initial_s`` up to ``retry_max_s`` while the transport still refuses); write
         the summaries of rate-limited warnings whose interval has ended."""
-        self.warnings.flush()
+        self._warnings.flush()
         if not self._pending:
             return
         now = self.clock_ms() if now_ms is None else now_ms
         max_wait_ms = self.settings.max_queue_wait_ms
+        dropped: list[tuple[_Waiting, rules.Refusal]] = []
+
+        def leaves(waiting: _Waiting) -> bool:
+            refusal = rules.check_queued(waiting.message.expiry_date_ms, now,
+                                         queued_at_ms=waiting.queued_at_ms,
+                                         max_wait_ms=max_wait_ms)
+            if refusal is None:
+                return False
+            dropped.append((waiting, refusal))
+            return True
+
         for key in list(self._pending):
             pending = self._pending[key]
-            fresh: deque[_Waiting] = deque()
-            for waiting in pending.messages:
-                refusal = rules.check_queued(waiting.message.expiry_date_ms, now,
-                                             queued_at_ms=waiting.queued_at_ms,
-                                             max_wait_ms=max_wait_ms)
-                if refusal is not None:
-                    self._dequeued(waiting)
-                    pending.bytes -= waiting.size
-                    self._refused(waiting.message, refusal, hop=pending.hop)
-                else:
-                    fresh.append(waiting)
-            if not fresh:
+            pending.remove_if(leaves)
+            for waiting, refusal in dropped:
+                self._refused(waiting.message, refusal, hop=pending.hop)
+            dropped.clear()
+            if not pending.items:
                 del self._pending[key]
                 continue
-            pending.messages = fresh
-            has_route = pending.hop is not None or key in self.table or self.parent is not None
+            has_route = pending.hop is not None or key in self._table or self.parent is not None
             if has_route and now >= pending.retry_at_ms:
                 pending.delay_ms = min(max(pending.delay_ms * 2, self._retry_initial_ms),
                                        self._retry_max_ms)
                 pending.retry_at_ms = now + pending.delay_ms
-                before = len(fresh)
+                before = len(pending.items)
                 self._flush(key)
                 if key in self._pending:
                     # still refused: keep the backoff going on the re-created queue
@@ -546,10 +734,10 @@ class MessageRouter:
         ``hop``: the next hop it was meant for, if one was chosen."""
         self.counters[f"dropped-{reason}"] += 1
         self.outcomes["dropped"][message.type] += 1
-        audit = self.audit
+        audit = self._audit
         if audit is not None:
             audit.decided(message, outcome_of(reason), hop, reason)
-        self.warnings.warning(log, reason, peer_of(message.origin), "dropped %s: %s",
+        self._warnings.warning(log, reason, peer_of(message.origin), "dropped %s: %s",
                               message.describe(), detail, extra=message_fields(message))
         if answer and message.type in REQUEST_TYPES:
             self._answer_not_sent(message, MessageNotSentError(
@@ -569,6 +757,6 @@ class MessageRouter:
         except PayloadError as exc:
             log.warning("cannot answer undeliverable %s: %s", request.describe(), exc)
             return
-        if answer.recipient in self.table or self.parent is not None:
+        if answer.recipient in self._table or self.parent is not None:
             self.counters["answered-not-sent"] += 1
             self.route(answer)

@@ -18,7 +18,7 @@ Time
     whatever expiry its sender chose. A message waits only while its recipient's queue and all
     queues together have room, counted in messages and in bytes, and while the connection it
     arrived over holds less than its share of all queues, so that one sender cannot take them
-    all (:func:`admit_to_queue`).
+    all (:func:`queue_admission`: every bounded queue asks it, runtime.queues).
 
 Who may send what
     A websocket client speaks only for its own participants: a message whose sender is routed
@@ -102,8 +102,10 @@ from pyjoynr.runtime.routing import NO_EXPIRY_MS, PutResult, RoutingEntry
 
 __all__ = [
     "BAD_MULTICAST_RECEIVER",
+    "BAD_OWNER",
     "BAD_REPLY_TO",
     "CLAIMED_FROM_DEAD",
+    "DUPLICATE",
     "EXPIRED",
     "EXPIRED_IN_QUEUE",
     "FOREIGN_MULTICAST",
@@ -141,14 +143,18 @@ __all__ = [
     "check_next_hop",
     "check_owner",
     "check_queued",
+    "check_signature",
     "contested_owner",
+    "exceeds_queue",
     "exceeds_share",
+    "exceeds_total",
     "multicast_backend",
     "multicast_hops",
     "multicast_provider",
     "origin_share_of",
     "outgoing_reply_to",
     "publishes_globally",
+    "queue_admission",
     "reply_route",
     "reply_route_learned",
     "vanished_provider",
@@ -208,6 +214,10 @@ FOREIGN_NEXT_HOP: Final = "refused-foreign-next-hop"
 NOT_A_CLIENT_ADDRESS: Final = "not-a-client-address"
 #: a provider of a vanished connection is kept after its grace period (a notice)
 VANISHED_PROVIDER_KEPT: Final = "vanished-provider-kept"
+#: a message on a connection with an owner id that is not custom-signed with that id
+BAD_OWNER: Final = "bad-owner"
+#: a message from a backend whose id was accepted before (MQTT QoS 1: at least once)
+DUPLICATE: Final = "duplicate"
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,12 +304,65 @@ def origin_share_of(messages: int, bytes_: int, share: float) -> Queued:
     return Queued(max(1, int(messages * share)), max(1, int(bytes_ * share)))
 
 
+def exceeds_queue(queue: Queued, size: int, limits: Queued, *, holds: int | None = None
+                  ) -> bool:
+    """Would one more message of ``size`` bytes take a queue holding ``queue`` beyond its
+    ``limits``? It takes fewer messages than ``limits.messages`` and bytes that fit in
+    ``limits.bytes``, but while it holds nothing it takes one message of any size (a message
+    that passed the frame size limit can always wait alone). ``holds``: the messages it holds
+    when more than wait in it (an MQTT backend holds those in flight until the broker
+    acknowledges them): they count for its bytes and for its being empty, not for its
+    messages."""
+    held = queue.messages if holds is None else holds
+    return queue.messages >= limits.messages or (
+        held > 0 and queue.bytes + size > limits.bytes)
+
+
+def exceeds_total(total: Queued, size: int, limits: Queued) -> bool:
+    """Would one more message of ``size`` bytes take queues holding ``total`` together beyond
+    their ``limits``? All queues together take only what fits."""
+    return total.messages >= limits.messages or total.bytes + size > limits.bytes
+
+
 def exceeds_share(origin: Queued, size: int, share: Queued) -> bool:
     """Would one more message of ``size`` bytes take a connection holding ``origin`` beyond
     its ``share``? A connection holding nothing takes one message of any size. The one rule of
     a connection's share, for the router's queues and an MQTT backend's queue alike."""
     return origin.messages >= share.messages or (
         origin.messages > 0 and origin.bytes + size > share.bytes)
+
+
+def queue_admission(size: int, queue: Queued, limits: Queued, *, why: str,
+                    holds: int | None = None, total: Queued | None = None,
+                    total_limits: Queued | None = None, origin: Queued | None = None,
+                    share: Queued | None = None, name: str = "the recipient's queue"
+                    ) -> Refusal | None:
+    """May a message of ``size`` bytes wait in a queue (``why``: the reason it cannot go out
+    now)? The one rule of every bounded queue (runtime.queues), in three parts, asked in this
+    order:
+
+    - the queue itself (``queue``, ``name`` in the refusal's detail) has room for it within its
+      ``limits`` (:func:`exceeds_queue`; ``holds``: see there);
+    - the queues it shares its limits with hold together (``total``) less than
+      ``total_limits`` (:func:`exceeds_total`; None: it shares none);
+    - the connection it arrived over holds (``origin``: what its messages hold; None for
+      messages made in this process, which have no share of their own) less than its
+      ``share`` (:func:`exceeds_share`; None: no share of its own)."""
+    if exceeds_queue(queue, size, limits, holds=holds):
+        return Refusal(QUEUE_FULL, f"queue full ({why}): {name} holds "
+                                   f"{queue.messages} message(s), {queue.bytes} bytes",
+                       answer=True)
+    if total is not None and total_limits is not None and exceeds_total(total, size,
+                                                                          total_limits):
+        return Refusal(QUEUE_FULL, f"queue full ({why}): all queues hold {total.messages} "
+                                   f"message(s), {total.bytes} bytes", answer=True)
+    if origin is not None and share is not None and exceeds_share(origin, size, share):
+        return Refusal(QUEUE_SHARE_USED,
+                       f"queue full for its connection ({why}): its messages hold "
+                       f"{origin.messages} message(s), {origin.bytes} bytes of all queues, "
+                       f"its share is {share.messages} message(s), {share.bytes} bytes",
+                       answer=True)
+    return None
 
 
 def admit_to_queue(size: int, recipient: Queued, total: Queued, origin: Queued | None,
@@ -312,24 +375,11 @@ def admit_to_queue(size: int, recipient: Queued, total: Queued, origin: Queued |
     for messages made in this process, which have no share of their own) holds less than its
     share. The recipient's queue and a connection's share take one message of any size while
     they are empty (a message that passed the frame size limit can always wait alone), all
-    queues together only what fits."""
-    if recipient.messages >= limits.per_recipient or (
-            recipient.messages and recipient.bytes + size > limits.bytes_per_recipient):
-        return Refusal(QUEUE_FULL, f"queue full ({why}): the recipient's queue holds "
-                                   f"{recipient.messages} message(s), {recipient.bytes} bytes",
-                       answer=True)
-    if total.messages >= limits.total or total.bytes + size > limits.bytes_total:
-        return Refusal(QUEUE_FULL, f"queue full ({why}): all queues hold {total.messages} "
-                                   f"message(s), {total.bytes} bytes", answer=True)
-    if origin is not None:
-        share = limits.origin_limits()
-        if exceeds_share(origin, size, share):
-            return Refusal(QUEUE_SHARE_USED,
-                           f"queue full for its connection ({why}): its messages hold "
-                           f"{origin.messages} message(s), {origin.bytes} bytes of all queues, "
-                           f"its share is {share.messages} message(s), {share.bytes} bytes",
-                           answer=True)
-    return None
+    queues together only what fits (:func:`queue_admission`)."""
+    return queue_admission(
+        size, recipient, Queued(limits.per_recipient, limits.bytes_per_recipient), why=why,
+        total=total, total_limits=Queued(limits.total, limits.bytes_total), origin=origin,
+        share=None if origin is None else limits.origin_limits())
 
 
 # ---------------------------------------------------------------------- admission
@@ -353,6 +403,17 @@ def admit_from_client(message: Message, sender_entry: RoutingEntry | None, origi
     if message.type is _MULTICAST:
         return check_multicast_sender(message)
     return None
+
+
+def check_signature(message: Message, signature: bytes) -> Refusal | None:
+    """A message on a connection whose client certificate names an owner id must be
+    custom-signed with exactly its UTF-8 bytes (``signature``), as joynr's C++ cluster
+    controller requires."""
+    if message.custom_signature == signature:
+        return None
+    owner_id = signature.decode("utf-8", "replace")
+    return Refusal(BAD_OWNER, f"not custom-signed with the owner id {owner_id!r} of the "
+                              "connection's certificate")
 
 
 def admit_from_backend(message: Message, recipient_entry: RoutingEntry | None, now_ms: int

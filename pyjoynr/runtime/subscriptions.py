@@ -159,9 +159,9 @@ def answer_subscription(router: MessageRouter, message: Message, subscription_id
     try:
         body = encode_body(reply, fmt)
     except PayloadError as exc:  # (an id no JSON can hold; it came in JSON, so not expected)
-        router.warnings.warning(log, "unencodable-answer", peer_of(message.origin),
-                                "subscription reply to %s not written: %s",
-                                message.describe(), exc)
+        router.warn(log, "unencodable-answer", peer_of(message.origin),
+                    "subscription reply to %s not written: %s",
+                    message.describe(), exc)
         return
     router.route(answer_to(message, reply, body=body))
 
@@ -323,9 +323,9 @@ class SubscriptionPublisher:
             stop = decode_body(SubscriptionStop, message.body)
         except PayloadError as exc:
             self.router.counters["dropped-bad-subscription-stop"] += 1
-            self.router.warnings.warning(log, "bad-subscription-stop", peer_of(message.origin),
-                                         "provider %s: bad subscription stop %s: %s",
-                                         self.participant_id, message.id, exc)
+            self.router.warn(log, "bad-subscription-stop", peer_of(message.origin),
+                             "provider %s: bad subscription stop %s: %s",
+                             self.participant_id, message.id, exc)
             return
         live = self._subscriptions.get(stop.subscription_id)
         if live is not None and live.subscriber == message.sender:
@@ -348,9 +348,9 @@ class SubscriptionPublisher:
     def _bad_request(self, message: Message, sid: str | None, detail: str) -> None:
         """A request that does not decode: counted, logged, refused when its id is known."""
         self.router.counters["dropped-bad-subscription-request"] += 1
-        self.router.warnings.warning(log, "bad-subscription-request", peer_of(message.origin),
-                                     "provider %s: bad subscription request %s: %s",
-                                     self.participant_id, message.id, detail)
+        self.router.warn(log, "bad-subscription-request", peer_of(message.origin),
+                         "provider %s: bad subscription request %s: %s",
+                         self.participant_id, message.id, detail)
         if sid is not None:
             answer_subscription(self.router, message, sid, SubscriptionError(
                 f"bad subscription request: {detail}", sid))
@@ -460,10 +460,10 @@ class SubscriptionPublisher:
             self._send(live, value)
             return
         self.router.counters["subscription-getter-failed"] += 1
-        self.router.warnings.warning(log, "subscription-getter-failed", f"attribute {live.name}",
-                                     "provider %s: get_%s for subscription %s failed: %s",
-                                     self.participant_id, live.name, live.subscription_id,
-                                     error)
+        self.router.warn(log, "subscription-getter-failed", f"attribute {live.name}",
+                         "provider %s: get_%s for subscription %s failed: %s",
+                         self.participant_id, live.name, live.subscription_id,
+                         error)
         self._send_error(live, error)
 
     def _send(self, live: _Live, value: Any) -> None:
@@ -500,7 +500,7 @@ class SubscriptionPublisher:
                 continue
             if live.filtering >= MAX_FILTER_RUNS:
                 self.router.counters["selective-broadcast-dropped-busy"] += 1
-                self.router.warnings.warning(
+                self.router.warn(
                     log, "selective-broadcast-busy", f"broadcast {name}",
                     "provider %s: broadcast %s not published to subscription %s: %d filter "
                     "runs of it have not ended", self.participant_id, name,
@@ -523,7 +523,7 @@ class SubscriptionPublisher:
                     break
         except Exception as exc:
             self.router.counters["selective-broadcast-filter-failed"] += 1
-            self.router.warnings.warning(
+            self.router.warn(
                 log, "selective-broadcast-filter-failed", f"broadcast {live.name}",
                 "provider %s: a filter of broadcast %s failed for subscription %s: %s: %s",
                 self.participant_id, live.name, live.subscription_id, type(exc).__name__, exc)
@@ -552,7 +552,7 @@ class SubscriptionPublisher:
         try:
             body = encode_body(publication, live.body_format, types=types)
         except PayloadError as exc:
-            self.router.warnings.warning(
+            self.router.warn(
                 log, "unencodable-publication", f"{live.name}",
                 "provider %s: publication of %s for %s not written: %s",
                 self.participant_id, live.name, live.subscription_id, exc)

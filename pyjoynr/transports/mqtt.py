@@ -65,15 +65,16 @@ import os
 import random
 import ssl
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyjoynr.gcd.interface import GBID_HEADER, GCD_PARTICIPANT_ID
-from pyjoynr.runtime import records, rules, smrf
+from pyjoynr.runtime import rules, smrf
 from pyjoynr.runtime.addresses import Address, MqttAddress
 from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.logs import get_logger, message_fields
+from pyjoynr.runtime.inlets import Inlet, InletKind, SeenMessages
+from pyjoynr.runtime.logs import get_logger
 from pyjoynr.runtime.messages import (
     Effort,
     FrameError,
@@ -84,6 +85,7 @@ from pyjoynr.runtime.messages import (
     held_bytes,
 )
 from pyjoynr.runtime.metrics import LatencyHistogram
+from pyjoynr.runtime.queues import BoundedQueue, QueueBudget
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingSettings
 from pyjoynr.runtime.tasks import TaskSupervisor
@@ -95,6 +97,7 @@ from pyjoynr.transports.mqtt_client import (
     open_session,
 )
 from pyjoynr.transports.mqtt_dialect import (
+    JOYNR,
     NATIVE,
     DialectMemory,
     frame_dialect,
@@ -172,13 +175,23 @@ class _Backend:
         #: messages received and published in joynr's dialect (SMRF), of those above
         self.received_joynr = 0
         self.published_joynr = 0
-        self.queue: deque[_Outgoing] = deque()
+        s = transport.settings
+        # the share of one connection, of this queue's messages and bytes (runtime.rules)
+        budget = QueueBudget(share=None if s.max_queued_share_per_connection >= 1.0 else
+                             rules.origin_share_of(s.max_queued_per_backend,
+                                                   s.max_queued_bytes_per_backend,
+                                                   s.max_queued_share_per_connection))
+        #: what waits to be published (runtime.queues): at most max_queued_per_backend
+        #: messages; with those in flight (taken out of it, held until the broker acknowledged
+        #: them) at most max_queued_bytes_per_backend bytes; the messages from one connection
+        #: at most their share of those two
+        self.queue: BoundedQueue[_Outgoing] = BoundedQueue(
+            s.max_queued_per_backend, s.max_queued_bytes_per_backend, budget,
+            size_of=self._size_of, origin_of=self._origin_of)
         self.inflight: dict[int, _Outgoing] = {}
-        #: the bytes the messages in the queue and in flight hold
-        self.bytes = 0
-        #: what the messages from each connection hold of them: [messages, bytes] (messages
-        #: made in this process have no origin and no share of their own)
-        self.by_origin: dict[Address, list[int]] = {}
+        #: what the messages from each connection hold of the queue and flight: [messages,
+        #: bytes] (messages made in this process have no origin and no share of their own)
+        self.by_origin: dict[Address, list[int]] = budget.by_origin
         #: sends refused because their connection held its share (also in the transport's
         #: counters as queue-share-used)
         self.share_refusals = 0
@@ -220,57 +233,46 @@ class _Backend:
     # ------------------------------------------------------------------ queue
 
     def put(self, item: _Outgoing) -> bool:
-        settings = self.transport.settings
-        if len(self.queue) >= settings.max_queued_per_backend:
-            return False
-        if self.bytes + item.size > settings.max_queued_bytes_per_backend and self.pending:
-            return False
-        origin = item.message.origin
-        if origin is not None:
-            use = self.by_origin.get(origin)
-            if use is None:
-                use = self.by_origin[origin] = [0, 0]
-            elif self._over_share(use, item.size):
-                self.share_refusals += 1
-                self.transport.counters["queue-share-used"] += 1
-                return False
-            use[0] += 1
-            use[1] += item.size
-        self.bytes += item.size
-        self.idle.clear()
+        """Queue ``item``, or publish it at once; False when the queue has no room for it
+        (one refused because its connection holds its share is counted)."""
+        queue = self.queue
         session = self._session
-        if (session is not None and self._wakeup is not None and not self.queue
-                and self._free_slots > 0):
-            # the writer waits for work and a slot is free: publish at once (what the writer
-            # would do one loop iteration later, from a task of its own one more later)
+        # the writer waits for work and a slot is free: publish at once (what the writer would
+        # do one loop iteration later, from a task of its own one more later)
+        at_once = (session is not None and self._wakeup is not None and not queue.items
+                   and self._free_slots > 0)
+        refusal = queue.offer(item, item.size, item.message.origin, at_once=at_once)
+        if refusal is not None:
+            if refusal.reason == rules.QUEUE_SHARE_USED:
+                self.share_refusals += 1
+                self.transport.counters[rules.QUEUE_SHARE_USED] += 1
+            return False
+        self.idle.clear()
+        if at_once:
+            assert session is not None
             self._free_slots -= 1
             self._dispatch(session, item)
-            return True
-        self.queue.append(item)
-        self._wake()
+        else:
+            self._wake()
         return True
 
-    def _over_share(self, use: list[int], size: int) -> bool:
-        """Would one more message of ``size`` bytes take a connection holding ``use`` beyond
-        its share of this backend's queue (:func:`runtime.rules.exceeds_share`)?"""
-        s = self.transport.settings
-        if s.max_queued_share_per_connection >= 1.0:
-            return False
-        return rules.exceeds_share(rules.Queued(use[0], use[1]), size, rules.origin_share_of(
-            s.max_queued_per_backend, s.max_queued_bytes_per_backend,
-            s.max_queued_share_per_connection))
+    @property
+    def bytes(self) -> int:
+        """The bytes the messages in the queue and in flight hold."""
+        return self.queue.bytes
+
+    @staticmethod
+    def _size_of(item: _Outgoing) -> int:
+        return item.size
+
+    @staticmethod
+    def _origin_of(item: _Outgoing) -> Address | None:
+        return item.message.origin
 
     def _release(self, item: _Outgoing) -> None:
-        """``item`` left the queue and flight for good: its bytes and its origin's share."""
-        self.bytes -= item.size
-        origin = item.message.origin
-        if origin is not None:
-            use = self.by_origin.get(origin)
-            if use is not None:
-                use[0] -= 1
-                use[1] -= item.size
-                if use[0] <= 0:
-                    del self.by_origin[origin]
+        """``item``, taken out of the queue, left flight for good (or never got there): its
+        bytes and its origin's share are free."""
+        self.queue.release(item.size, item.message.origin)
 
     def _wake(self) -> None:
         wakeup = self._wakeup
@@ -281,7 +283,7 @@ class _Backend:
 
     @property
     def pending(self) -> int:
-        return len(self.queue) + len(self.inflight)
+        return len(self.queue.items) + len(self.inflight)
 
     def _refusal(self, item: _Outgoing, now: int) -> rules.Refusal | None:
         return rules.check_queued(item.message.expiry_date_ms, now,
@@ -291,24 +293,27 @@ class _Backend:
     def drop_expired(self) -> None:
         """Drop what expired or waited longer than ``max_queue_wait_ms``."""
         now = now_ms()
-        if not any(self._refusal(item, now) for item in self.queue):
-            return
-        fresh: deque[_Outgoing] = deque()
-        for item in self.queue:
+        dropped: list[tuple[_Outgoing, rules.Refusal]] = []
+
+        def leaves(item: _Outgoing) -> bool:
             refusal = self._refusal(item, now)
-            if refusal is not None:
-                self._release(item)
-                self.transport.dropped_outgoing(self, item.message, refusal.reason,
-                                                 f"{refusal.detail} (the broker)")
-            else:
-                fresh.append(item)
-        self.queue = fresh
+            if refusal is None:
+                return False
+            dropped.append((item, refusal))
+            return True
+
+        self.queue.remove_if(leaves)
+        if not dropped:
+            return
+        for item, refusal in dropped:
+            self.transport.dropped_outgoing(self, item.message, refusal.reason,
+                                             f"{refusal.detail} (the broker)")
         self._settled()
 
     # ------------------------------------------------------------------ connection
 
     def _settled(self) -> None:
-        if not self.queue and not self.inflight:
+        if not self.queue.items and not self.inflight:
             self.idle.set()
 
     def start(self) -> None:
@@ -431,7 +436,7 @@ class _Backend:
         if self.inflight:
             items = sorted(self.inflight.values(), key=lambda item: item.seq)
             self.inflight.clear()
-            self.queue.extendleft(reversed(items))
+            self.queue.putback(items)  # (held all the while)
 
     async def _write(self, session: MqttSession) -> None:
         loop = asyncio.get_running_loop()
@@ -439,19 +444,18 @@ class _Backend:
         self._free_slots = self.transport.settings.max_inflight
         self._session = session
         try:
+            queue = self.queue
             while True:
-                queue = self.queue  # drop_expired() may have replaced it
-                while not queue:
+                while not queue.items:
                     self._wakeup = loop.create_future()
                     await self._wakeup
-                    queue = self.queue
                 while self._free_slots <= 0:
                     self._slot_wait = loop.create_future()
                     await self._slot_wait
-                if not queue:
+                if not queue.items:
                     continue
                 self._free_slots -= 1
-                self._dispatch(session, queue.popleft())
+                self._dispatch(session, queue.popleft())  # (held until _release)
         finally:
             # publishes in flight end with the connection (what they carried is in flight and
             # goes out again after the reconnect)
@@ -557,16 +561,16 @@ class _Backend:
 
     def _forget(self, item: _Outgoing) -> None:
         if self.inflight.pop(item.seq, None) is not None:
-            self._release(item)
+            self.queue.release(item.size, item.message.origin)
         self._settled()
 
     def _refused(self, reason: str, detail: str) -> None:
         """What the MQTT client refused from this backend's broker (a protocol violation:
         the connection ends and is made again; an oversized packet)."""
         self.transport.counters[f"mqtt-{reason}"] += 1
-        self.transport.router.warnings.warning(log, f"mqtt-{reason}", self.peer,
-                                               "MQTT backend %s (%s): refused (%s): %s",
-                                               self.gbid, self.url, reason, detail)
+        self.transport.router.warn(log, f"mqtt-{reason}", self.peer,
+                                   "MQTT backend %s (%s): refused (%s): %s",
+                                   self.gbid, self.url, reason, detail)
 
     # ------------------------------------------------------------------ subscriptions
 
@@ -633,7 +637,11 @@ class MqttTransport:
         #: backend
         self.global_address = MqttAddress(next(iter(brokers)), own_topic)
         self._seq = 0
-        self._seen: dict[str, int] = {}  # message id -> expiry, of messages received
+        # the ids of the messages accepted lately, from any backend: one seen again is a
+        # duplicate; and the way in of each backend (runtime.router.MessageRouter.receive)
+        seen = SeenMessages(settings.duplicate_window)
+        self._inlets = {backend.gbid: self._inlet(backend, seen)
+                        for backend in self._backends.values()}
         router.register_transport(MqttAddress, self)
         router.global_multicast = self
 
@@ -723,9 +731,9 @@ class MqttTransport:
             gbid = message.custom_headers.get(GBID_HEADER, gbid)
         backend = self._backends.get(gbid)
         if backend is None:
-            # rate-limited per GBID by the router's warnings (bounded in keys: a GBID comes
-            # from an address, which a peer may have made up)
-            self.router.warnings.warning(
+            # rate-limited per GBID (bounded in keys: a GBID comes from an address, which a
+            # peer may have made up)
+            self.router.warn(
                 log, "unknown-gbid", f"GBID {gbid[:200]!r}",
                 "no MQTT backend for GBID %r (known: %s): messages to %r wait until they "
                 "expire", gbid[:200], ", ".join(self._backends),
@@ -757,17 +765,14 @@ class MqttTransport:
                 self.dropped_outgoing(backend, message, "queue-full",
                                        "the backend's queue is full")
             else:
-                audit = self.router.audit
-                if audit is not None:
-                    audit.delivered(message, backend.origin, 0)  # (its kind and GBID)
+                self.router.sent_by_transport(message, backend.origin)  # (its kind and GBID)
 
     def subscribe_multicast(self, gbid: str, topic: str) -> None:
         backend = self._backends.get(gbid)
         if backend is None:
             self.counters["unknown-gbid"] += 1
-            self.router.warnings.warning(log, "unknown-gbid", f"GBID {gbid}",
-                                         "multicast topic %s: no MQTT backend for GBID %r",
-                                         topic, gbid)
+            self.router.warn(log, "unknown-gbid", f"GBID {gbid}",
+                             "multicast topic %s: no MQTT backend for GBID %r", topic, gbid)
             return
         backend.subscribe(topic)
 
@@ -782,31 +787,29 @@ class MqttTransport:
     def dropped_outgoing(self, backend: _Backend, message: Message, reason: str,
                           detail: str) -> None:
         """A message accepted for ``backend`` is dropped (counted, logged, audited)."""
-        self.counters[f"dropped-{reason}"] += 1
-        audit = self.router.audit
-        if audit is not None:
-            audit.decided(message, records.outcome_of(reason), backend.origin, reason)
-        self.router.warnings.warning(log, reason, backend.peer,
-                                     "MQTT backend %s: dropped %s: %s", backend.gbid,
-                                     message.describe(), detail, extra=message_fields(message))
+        self.router.dropped_by_transport(message, reason, detail, hop=backend.origin,
+                                         counters=self.counters, key=backend.peer,
+                                         name=f"MQTT backend {backend.gbid}", logger=log)
 
     # ------------------------------------------------------------------ incoming
 
-    def _refuse(self, reason: str, detail: str, peer: str = "MQTT",
-                message: Message | None = None) -> None:
-        """Count and log a refusal (and audit it: ``message``, one that decoded); the log line
-        is rate-limited per reason and ``peer`` (the backend it came from: the peer MQTT lets
-        one know)."""
-        self.counters[reason] += 1
-        audit = self.router.audit
-        if audit is not None and message is not None:
-            audit.decided(message, records.outcome_of(reason), None, reason, peer)
-        self.router.warnings.warning(log, reason, peer, "MQTT: refused (%s): %s", reason,
-                                     detail, extra=None if message is None
-                                     else message_fields(message))
+    def _inlet(self, backend: _Backend, seen: SeenMessages) -> Inlet:
+        """The way in of ``backend``: what arrives there is from other cluster controllers."""
+        notes = backend.dialects
+
+        def accepted(message: Message) -> None:
+            reply_to = message.reply_to
+            if type(reply_to) is MqttAddress and message.is_request_type:
+                # its answer goes back in the dialect it came in
+                notes.note(reply_to.topic, NATIVE if message.raw_smrf is None else JOYNR)
+
+        return Inlet(InletKind.BACKEND, backend.origin, f"MQTT backend {backend.gbid}",
+                     backend.peer, self.counters, peer=backend.peer, gbid=backend.gbid,
+                     seen=seen, routing=self.routing, accepted=accepted, logger=log)
 
     def handle_incoming(self, backend: _Backend, topic: str, payload: bytes) -> None:
-        """A message from ``backend``'s broker: decode, check, learn, route (or refuse)."""
+        """A message from ``backend``'s broker: decoded here, handed to the router's way in
+        (which checks it, learns from it and routes it, or refuses it)."""
         if not backend.taking and topic == backend.marker_topic:  # (only while stopping)
             marker = backend.marker
             if marker is not None and payload == marker[0] and not marker[1].done():
@@ -814,6 +817,7 @@ class MqttTransport:
             return
         self.received += 1
         backend.received += 1
+        inlet = self._inlets[backend.gbid]
         dialect = frame_dialect(payload)
         try:
             if dialect == NATIVE:
@@ -826,79 +830,12 @@ class MqttTransport:
         except FrameError as exc:  # (SmrfError too)
             message_id = f" (message {exc.message_id})" if exc.message_id else ""
             what = "" if dialect == NATIVE else "SMRF frame: "
-            self._refuse(exc.reason, f"{_where(backend, topic)}{message_id}: {what}{exc}",
-                         backend.peer)
+            self.router.refuse_frame(inlet, exc.reason,
+                                     f"{_where(backend, topic)}{message_id}: {what}{exc}")
             return
         except Exception:  # never let one payload end the connection
-            self.counters["undecodable"] += 1
-            self.router.warnings.warning(log, "undecodable", backend.peer,
-                                         "MQTT %s: cannot decode a payload",
-                                         _where(backend, topic),
-                                         level=logging.ERROR, exc_info=True)
+            self.router.refuse_frame(inlet, "undecodable",
+                                     f"{_where(backend, topic)}: cannot decode a payload",
+                                     level=logging.ERROR, exc_info=True)
             return
-        seen = self._seen
-        if message.id in seen:
-            self.counters["duplicate"] += 1
-            log.debug("MQTT %s: duplicate %s dropped", _where(backend, topic),
-                      message.describe())
-            audit = self.router.audit
-            if audit is not None:
-                audit.decided(message, records.DROPPED, None, "duplicate")
-            return
-        now = now_ms()
-        refusal = rules.admit_from_backend(message, self.router.table.get(message.recipient),
-                                           now)
-        if refusal is None and message.type is _MULTICAST:
-            # only the provider's own CC publishes its multicasts, and only for its provider
-            refusal = rules.admit_multicast_from_backend(
-                message, self.router.table.get(rules.multicast_provider(message.recipient)))
-        if refusal is not None:  # (and nothing is learned from it)
-            self._refuse(refusal.reason,
-                         f"{_where(backend, topic)}: {message.describe()}: {refusal.detail}",
-                         backend.peer, message)
-            return
-        if not self._learn_reply_to(backend, message, now, topic):
-            return
-        reply_to = message.reply_to
-        if type(reply_to) is MqttAddress and message.is_request_type:
-            # its answer goes back in the dialect it came in
-            backend.dialects.note(reply_to.topic, dialect)
-        if len(seen) >= self.settings.duplicate_window:
-            self._forget_seen(now)
-        seen[message.id] = message.expiry_date_ms  # accepted: a redelivery is a duplicate
-        self.router.route(message)
-
-    def _learn_reply_to(self, backend: _Backend, message: Message, now: int, topic: str
-                        ) -> bool:
-        """Learn how to answer a request (runtime.rules.reply_route); False (refused) when it
-        cannot be answered."""
-        route = rules.reply_route(message, gbid=backend.gbid, now_ms=now,
-                                  grace_ms=self.routing.reply_to_grace_ms,
-                                  max_ttl_ms=self.routing.reply_to_max_ttl_ms)
-        if route is None:  # not a request
-            return True
-        outcome = (route if isinstance(route, rules.Refusal)
-                   else rules.reply_route_learned(self.router.learn_reply_to(
-                       route, max_learned=self.routing.max_learned_routes), route))
-        if outcome is None:
-            return True
-        where = _where(backend, topic)
-        if isinstance(outcome, rules.Refusal):
-            self._refuse(outcome.reason, f"{where}: {message.describe()}: {outcome.detail}",
-                         backend.peer, message)
-            return False
-        # the sender's id has a local or sticky route, which wins; answers go there
-        self.counters[outcome.reason] += 1
-        self.router.warnings.warning(log, outcome.reason, backend.peer,
-                                     "MQTT %s: %s: %s", where, message.describe(),
-                                     outcome.detail, level=logging.INFO)
-        return True
-
-    def _forget_seen(self, now: int) -> None:
-        seen = self._seen
-        for message_id in [i for i, expiry in seen.items() if expiry < now]:
-            del seen[message_id]
-        if len(seen) >= self.settings.duplicate_window * 9 // 10:
-            for message_id in list(itertools.islice(seen, len(seen) // 10 + 1)):
-                del seen[message_id]
-
+        self.router.receive(message, inlet)

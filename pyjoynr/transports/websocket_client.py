@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from pyjoynr.runtime.addresses import Address, WebSocketAddress
+from pyjoynr.runtime.inlets import Inlet, InletKind
 from pyjoynr.runtime.logs import get_logger
 from pyjoynr.runtime.messages import FrameError, Message
 from pyjoynr.runtime.router import MessageRouter
@@ -221,25 +222,25 @@ class WebSocketClientTransport:
 
     def _unencodable(self, message: Message, error: Exception) -> None:
         self.counters["unencodable"] += 1
-        self.router.warnings.warning(log, "unencodable", "the cluster controller",
-                                     "dropped %s: not encodable as a %s frame: %s",
-                                     message.describe(), self.settings.dialect, error)
+        self.router.warn(log, "unencodable", "the cluster controller",
+                         "dropped %s: not encodable as a %s frame: %s",
+                         message.describe(), self.settings.dialect, error)
 
     async def _receive(self, ws: ClientSideConnection) -> None:
         """Route the cluster controller's messages as they arrive until the connection ends."""
         router, origin = self.router, self.cc_address
         max_bytes = self.settings.max_frame_bytes
         decode = frame_decoder(self.settings.dialect)
+        inlet = Inlet(InletKind.PARENT, origin, "the cluster controller",
+                      "the cluster controller", self.counters, logger=log)
 
         def on_frame(frame: bytes | str) -> None:
             try:
                 message = decode(frame, max_bytes, origin=origin)
             except FrameError as exc:
-                self.counters[exc.reason] += 1
-                router.warnings.warning(log, exc.reason, "the cluster controller",
-                                        "refused a frame from the cluster controller: %s", exc)
+                router.refuse_frame(inlet, exc.reason, str(exc))
                 return
-            router.route(message)
+            router.receive(message, inlet)
 
         ws.deliver(on_frame)
         await ws.wait_closed()

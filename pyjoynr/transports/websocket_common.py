@@ -14,13 +14,16 @@ its dialect for every frame either way:
   (:data:`JOYNR_INIT_PREFIX`: ``_typeName`` first, no whitespace, as joynr's runtimes write it);
   message frames are SMRF frames (runtime.smrf).
 
-An :class:`Outbox` holds the messages routed to one connection until they are written: the
-first message of a loop turn goes out at once when none waits before it; the others wait for a
-callback scheduled at that moment (not a task), and every message waiting when it runs goes out
-with one socket write (one websocket message each). It stops while
-the transport's write buffer is full and goes on when it drains, so the memory a slow peer can
-hold is bounded by the outbox's limits (messages and bytes) plus the write buffer, which takes
-at most about ``MAX_BATCH_BYTES`` beyond its high-water mark.
+An :class:`Outbox` holds the messages routed to one connection until they are written, in a
+bounded queue (runtime.queues: at most so many messages and bytes; an empty outbox takes one
+message of any size). It writes as every writer of the project does (transports.coalescing):
+the first message of a loop turn goes out at once when none waits before it; the others wait
+for a callback scheduled at that moment (not a task), and every message waiting when it runs
+goes out with one socket write (one websocket message each; at most ``MAX_BATCH`` messages and
+about ``MAX_BATCH_BYTES`` per write). It stops while the transport's write buffer is full and
+goes on when it drains, so the memory a slow peer can hold is bounded by the outbox's limits
+plus the write buffer, which takes at most about ``MAX_BATCH_BYTES`` beyond its high-water
+mark.
 """
 
 from __future__ import annotations
@@ -28,8 +31,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import islice
 from typing import Any, Final
 
@@ -43,7 +45,10 @@ from pyjoynr.runtime.messages import (
     Message,
     decode_frame,
     encode_frame,
+    held_bytes,
 )
+from pyjoynr.runtime.queues import BoundedQueue
+from pyjoynr.transports.coalescing import TurnCoalescer
 from pyjoynr.transports.websocket_connection import WebSocketConnection
 from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
 
@@ -206,15 +211,17 @@ class Outbox:
         self.ws = ws
         self.name = name
         self.encode = encode
+        # the native encoder writes a message that arrived in a native frame as that frame:
+        # taken here without a call per message
+        self._native = encode is encode_frame
         self.on_unencodable = on_unencodable
-        self.max_messages = max_messages
-        #: the bytes its messages may hold (runtime.messages.held_bytes); an empty outbox
-        #: takes one message of any size
-        self.max_bytes = max_bytes
-        self._items: deque[Message] = deque()
-        self._bytes = 0  # what the items hold (runtime.messages.held_bytes), summed
+        #: the messages waiting, at most ``max_messages``, and the bytes they hold
+        #: (runtime.messages.held_bytes) at most ``max_bytes`` (an empty outbox takes one
+        #: message of any size)
+        self._queue: BoundedQueue[Message] = BoundedQueue(max_messages, max_bytes,
+                                                          size_of=held_bytes)
         self._loop = asyncio.get_running_loop()
-        self._scheduled = False
+        self._turn = TurnCoalescer(self._loop, self._queue.items, self._write)
         self._done = False  # closed, or the connection is no longer open
         self._drained: asyncio.Future[None] | None = None  # see wait_below()
         self._drained_level = 0
@@ -223,81 +230,71 @@ class Outbox:
     def put(self, message: Message) -> bool:
         """Queue a message; False when the connection is gone or the queue is full (in
         messages or in bytes)."""
-        items = self._items
-        if self._done or len(items) >= self.max_messages:
+        if self._done:
             return False
         # held_bytes(message), inline: this runs once per message
         raw, raw_smrf = message.raw, message.raw_smrf
         size = (len(message.body) + (0 if raw is None else len(raw))
                 + (0 if raw_smrf is None else len(raw_smrf)) + MESSAGE_OVERHEAD_BYTES)
-        if items and self._bytes + size > self.max_bytes:
+        queue, turn = self._queue, self._turn
+        if turn.scheduled:  # not the first of the turn: it waits
+            return queue.offer(message, size) is None
+        if queue.admit(size) is not None:
             return False
-        if not self._scheduled:
-            self._scheduled = True
-            self._loop.call_soon(self._write)
-            # the first message of a loop turn goes out at once when none waits before it
-            # (no latency added); the later ones of the turn wait for _write at its end and go
-            # out together (one system call for a burst)
-            if not items and self._write_now(message):
-                return True
-        items.append(message)
-        self._bytes += size
+        if not (turn.at_once() and self._write_now(message)):
+            queue.push(message, size)
         return True
 
     def _write_now(self, message: Message) -> bool:
         """Write ``message`` alone, now; False when it cannot (paused, closed, or it failed:
         then it is queued as any other and _write deals with it)."""
         ws = self.ws
-        if ws.paused_writing or not ws.open:
+        if ws.paused_writing:
             return False
+        raw = message.raw
         try:
-            frame = self.encode(message)
-        except Exception:  # (_write drops it and tells why)
-            return False
-        try:
-            return ws.send_frames([frame])
-        except Exception:  # (_write logs it, ends the connection and gives it back)
-            return False
+            return ws.send_frames([raw if raw is not None and self._native
+                                   else self.encode(message)])  # (False: not open)
+        except Exception:  # (_write drops what it cannot encode, or logs the failure, ends
+            return False   # the connection and gives the messages back)
 
     @property
     def pending(self) -> int:
         """Messages not yet handed to the transport."""
-        return len(self._items)
+        return len(self._queue.items)
 
     @property
     def pending_bytes(self) -> int:
         """The bytes the messages not yet handed to the transport hold."""
-        return self._bytes
+        return self._queue.bytes
 
     def _write(self) -> None:
-        self._scheduled = False
+        """Write what waits (at the end of a turn, and when the write buffer drained)."""
         if self._done:
             return
-        items, ws, encode = self._items, self.ws, self.encode
+        queue, ws, encode = self._queue, self.ws, self.encode
         if not ws.open:
             self._finish()
             return
+        items = queue.items
         try:
             while items and not ws.paused_writing:
-                if len(items) <= MAX_BATCH and self._bytes <= MAX_BATCH_BYTES:
+                if len(items) <= MAX_BATCH and queue.bytes <= MAX_BATCH_BYTES:
                     # the usual case: all of it in one write
                     try:
-                        frames = [encode(m) for m in items]
+                        frames = ([m.raw or encode(m) for m in items] if self._native
+                                  else [encode(m) for m in items])
                     except Exception:
                         frames = self._encode_each(items)
                     ws.send_frames(frames)
-                    items.clear()
-                    self._bytes = 0
+                    queue.clear()
                     break
                 # bounded in messages and in bytes: what one write hands over stays in the
                 # transport's buffer until the peer reads it
                 frames = []
-                batch_bytes = held = taken = 0
+                batch_bytes = taken = 0
                 for message in islice(items, MAX_BATCH):
                     taken += 1
-                    raw, raw_smrf = message.raw, message.raw_smrf
-                    held += (len(message.body) + (0 if raw is None else len(raw))
-                             + (0 if raw_smrf is None else len(raw_smrf)))
                     try:
                         frame = encode(message)
                     except Exception as exc:
@@ -309,20 +306,19 @@ class Outbox:
                         break
                 ws.send_frames(frames)
                 for _ in range(taken):
-                    items.popleft()
-                self._bytes -= held + taken * MESSAGE_OVERHEAD_BYTES
+                    queue.release(held_bytes(queue.popleft()))
         except Exception:
             log.exception("writing to %s failed", self.name)
             self._finish()
             ws.fail(1011, "write failure")
             return
         drained = self._drained
-        if drained is not None and len(items) <= self._drained_level:
+        if drained is not None and len(queue.items) <= self._drained_level:
             self._drained = None
             if not drained.done():
                 drained.set_result(None)
 
-    def _encode_each(self, messages: deque[Message]) -> list[bytes]:
+    def _encode_each(self, messages: Iterable[Message]) -> list[bytes]:
         """The frames of ``messages``, without those that cannot be encoded (dropped)."""
         frames = []
         for message in messages:
@@ -347,7 +343,7 @@ class Outbox:
 
     async def wait_below(self, level: int) -> None:
         """Return when at most ``level`` messages wait (or the connection is gone)."""
-        if len(self._items) <= level or self._done:
+        if len(self._queue.items) <= level or self._done:
             return
         if self._drained is None or self._drained.done():
             self._drained = self._loop.create_future()
@@ -359,7 +355,4 @@ class Outbox:
         self._finish()
         if self.ws.on_writable == self._write:
             self.ws.on_writable = None
-        leftover = list(self._items)
-        self._items.clear()
-        self._bytes = 0
-        return leftover
+        return self._queue.drain()

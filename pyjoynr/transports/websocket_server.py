@@ -54,11 +54,10 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from pyjoynr.runtime.addresses import Address, WebSocketAddress, WebSocketClientAddress
+from pyjoynr.runtime.inlets import Inlet, InletKind
 from pyjoynr.runtime.logs import get_logger, message_fields
 from pyjoynr.runtime.messages import FrameError, Message
-from pyjoynr.runtime.records import outcome_of
 from pyjoynr.runtime.router import MessageRouter
-from pyjoynr.runtime.rules import admit_from_client
 from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.transports.websocket_common import (
     Outbox,
@@ -81,10 +80,6 @@ MESSAGE_TOO_BIG = 1009
 #: seconds a refused connection (1008) has to send its close frame before it is aborted: the
 #: refusal does not wait for a client that writes without reading
 REFUSAL_CLOSE_TIMEOUT_S = 1.0
-
-#: reason of a message on a joynr-dialect connection not signed with the connection's owner id
-BAD_OWNER = "bad-owner"
-
 
 def _host_port(peer: object) -> str:
     """``host:port`` (``[host]:port`` for IPv6) of a socket's peer address."""
@@ -278,8 +273,8 @@ class WebSocketServerTransport:
         extra: dict[str, object] = {} if message is None else message_fields(message)
         if client is not None:
             extra["clientId"] = client
-        self.router.warnings.warning(log, reason, key, "websocket %s: refused: %s", peer, detail,
-                                     extra=extra)
+        self.router.warn(log, reason, key, "websocket %s: refused (%s): %s", peer, reason, detail,
+                         extra=extra)
 
     async def _handle(self, ws: ServerSideConnection) -> None:
         peer = ws.remote_address
@@ -378,26 +373,23 @@ class WebSocketServerTransport:
         return True
 
     async def _receive(self, client: _Client, peer: object) -> None:
-        """Route the client's messages as they arrive (in data_received) until it is gone."""
-        router, table = self.router, self.router.table
+        """Hand the client's messages to the router's way in as they arrive (in
+        data_received) until it is gone."""
+        router = self.router
         max_bytes = self.settings.max_frame_bytes
         address = client.address
         ws = client.ws
         decode = frame_decoder(client.dialect)
-        # on a joynr connection with an owner id, the signature every message must carry
-        signature = (client.owner_id.encode("utf-8")
-                     if client.owner_id is not None and client.dialect == JOYNR else None)
         # the peer of this connection's refusals in the audit log: the id it claimed and the
         # host it connected from
         host = peer[0] if isinstance(peer, tuple) and peer else peer
-        audit_peer = f"client {address.id} from {host}"
-
-        def refused(message: Message, reason: str, detail: str) -> None:
-            self._refuse(reason, f"client {address.id}: {message.describe()}: {detail}", peer,
-                         address.id, message)
-            audit = router.audit
-            if audit is not None:
-                audit.decided(message, outcome_of(reason), None, reason, audit_peer)
+        inlet = Inlet(
+            InletKind.CLIENT, address, f"websocket client {address.id} from {_host_port(peer)}",
+            f"client {address.id}", self.counters, peer=f"client {address.id} from {host}",
+            # on a joynr connection with an owner id, the signature every message must carry
+            signature=(client.owner_id.encode("utf-8")
+                       if client.owner_id is not None and client.dialect == JOYNR else None),
+            log_fields={"clientId": address.id}, logger=log)
 
         def on_frame(frame: bytes | str) -> None:
             if self._clients.get(address.id) is not client:
@@ -405,28 +397,19 @@ class WebSocketServerTransport:
             try:
                 message = decode(frame, max_bytes, origin=address)
             except FrameError as exc:
-                self._refuse(exc.reason, f"client {address.id}: {exc}", peer, address.id)
+                router.refuse_frame(inlet, exc.reason, str(exc))
                 return
-            if signature is not None and message.custom_signature != signature:
-                refused(message, BAD_OWNER, "not custom-signed with the owner id "
-                        f"{client.owner_id!r} of the connection's certificate")
-                return
-            refusal = admit_from_client(message, table.get(message.sender), address)
-            if refusal is not None:
-                refused(message, refusal.reason, refusal.detail)
-                return
-            router.route(message)
+            router.receive(message, inlet)
 
         ws.deliver(on_frame)
         await ws.wait_closed()
         closed = ws.protocol.close_exc
         if ws.too_many_fragments:
-            self._refuse("too-many-fragments", f"client {address.id}: a message in more than "
-                         f"{ws.max_fragments} fragments", peer, address.id)
+            router.refuse_frame(inlet, "too-many-fragments",
+                                f"a message in more than {ws.max_fragments} fragments")
         elif MESSAGE_TOO_BIG in (closed.rcvd and closed.rcvd.code,
                                  closed.sent and closed.sent.code):
-            self._refuse("oversized-closed", f"client {address.id}: message too big", peer,
-                         address.id)
+            router.refuse_frame(inlet, "oversized-closed", "message too big")
 
     def _disconnected(self, client: _Client) -> None:
         if self._clients.get(client.address.id) is not client:

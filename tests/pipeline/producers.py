@@ -106,7 +106,7 @@ def request(sender: str, recipient: str, ttl_ms: int, reply_to: MqttAddress | No
 def _route_facts(cc: ClusterController
                  ) -> dict[str, tuple[str, str | None, str | None, bool, int]]:
     facts = {}
-    for pid, entry in cc.routing_table.items():
+    for pid, entry in cc.router.routing_entries():
         address = entry.address
         topic = address.topic if isinstance(address, MqttAddress) else None
         facts[pid] = (records.address_kind(address), records.address_gbid(address), topic,

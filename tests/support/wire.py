@@ -20,8 +20,8 @@ class Wire:
 
     def __init__(self, cc: ClusterController) -> None:
         self.seen: list[Message] = []
-        self._next = cc.router.audit
-        cc.router.audit = self
+        self._next = cc.audit
+        cc.router.set_audit(self)
 
     def delivered(self, message: Message, hop: Address, queued_ms: int) -> None:
         self.seen.append(message)

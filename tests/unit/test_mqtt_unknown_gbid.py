@@ -10,6 +10,7 @@ import pytest
 
 from pyjoynr.runtime.addresses import MqttAddress
 from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.logs import RepeatedWarnings
 from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
@@ -28,7 +29,8 @@ def held(transport: MqttTransport) -> int:
 
 async def test_made_up_gbids_are_counted_and_leave_no_state(
         caplog: pytest.LogCaptureFixture) -> None:
-    router = MessageRouter(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER))
+    warnings = RepeatedWarnings()
+    router = MessageRouter(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER), warnings=warnings)
     tasks = TaskSupervisor("test")
     transport = MqttTransport(router, MqttSettings(), client_id="cc-test", own_topic="joynr/cc/t",
                               brokers={"known": parse_broker_url("mqtt://127.0.0.1:1")},
@@ -41,7 +43,7 @@ async def test_made_up_gbids_are_counted_and_leave_no_state(
     assert not any(sent)
     assert transport.counters["unknown-gbid"] == GBIDS
     assert transport.pending() == 0
-    limiter = router.warnings.limiter
+    limiter = warnings.limiter
     assert len(limiter) <= limiter.max_keys < GBIDS
     lines = [r for r in caplog.records if "no MQTT backend for GBID" in r.getMessage()]
     assert 1 <= len(lines) <= limiter.max_keys

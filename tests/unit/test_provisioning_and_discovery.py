@@ -20,6 +20,7 @@ from pyjoynr.runtime.discovery_types import (
     Version,
 )
 from pyjoynr.runtime.errors import ApplicationError
+from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
 from pyjoynr.transports.mqtt_settings import parse_broker_url
 
@@ -113,7 +114,7 @@ def local_entry(pid: str, scope: ProviderScope) -> DiscoveryEntry:
 ])
 async def test_lookup_by_discovery_scope(tmp_path: Path, scope: DiscoveryScope,
                                          with_local: bool, expected: list[str]) -> None:
-    discovery = LocalDiscovery(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER))
+    discovery = LocalDiscovery(MessageRouter(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER)))
     for provider in load_provisioning(write(tmp_path, GOOD)):
         discovery.add_global(provider.entry)
     if with_local:  # registered in-process (no caller: the CC's own runtime)
@@ -126,7 +127,7 @@ async def test_lookup_by_discovery_scope(tmp_path: Path, scope: DiscoveryScope,
 
 async def test_lookup_participant_finds_provisioned_entries_unless_local_only(
         tmp_path: Path) -> None:
-    discovery = LocalDiscovery(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER))
+    discovery = LocalDiscovery(MessageRouter(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER)))
     for provider in load_provisioning(write(tmp_path, GOOD)):
         discovery.add_global(provider.entry)
     found = await discovery.lookup_participant_in("p-2", DiscoveryQos(), [])

@@ -25,8 +25,10 @@ from pyjoynr.runtime.messages import REQUEST_TYPES, Message, MessageType
 from pyjoynr.runtime.routing import NO_EXPIRY_MS, PutResult, RoutingEntry
 from pyjoynr.runtime.rules import (
     BAD_MULTICAST_RECEIVER,
+    BAD_OWNER,
     BAD_REPLY_TO,
     CLAIMED_FROM_DEAD,
+    DUPLICATE,
     EXPIRED,
     EXPIRED_IN_QUEUE,
     FOREIGN_MULTICAST,
@@ -112,7 +114,7 @@ def test_reason_codes_are_distinct_short_counter_keys():
              NO_REPLY_TO, BAD_REPLY_TO, REPLY_TO_NOT_LEARNED, REMOTE_CALLER, NOT_OWNER,
              FOREIGN_NEXT_HOP, NOT_A_CLIENT_ADDRESS, UNROUTED_SENDER, FORGED_MULTICAST,
              FOREIGN_MULTICAST, PARTICIPANT_IN_USE, CLAIMED_FROM_DEAD, VANISHED_PROVIDER_KEPT,
-             BAD_MULTICAST_RECEIVER]
+             BAD_MULTICAST_RECEIVER, BAD_OWNER, DUPLICATE]
     assert len(set(codes)) == len(codes)
     assert all(code == code.lower() and " " not in code and len(code) <= 32 for code in codes)
     assert set(codes) == {getattr(rules, name) for name in rules.__all__ if name.isupper()}

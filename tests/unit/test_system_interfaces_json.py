@@ -303,7 +303,7 @@ async def test_address_types_without_a_transport_here_are_refused_naming_them(
     provider = routing_provider(MqttAddress("g", "cc/1"))
     with pytest.raises(ProviderRuntimeError, match=f"a {kind} names .*no transport"):
         await call_add_next_hop(provider, form, "p", STRUCTS[kind][0], False)
-    assert "p" not in provider.router.table
+    assert not provider.router.has_route("p")
     assert provider.router.counters["unroutable-address-type"] == 1
 
 
@@ -318,7 +318,7 @@ async def test_websocket_and_mqtt_addresses_are_refused_by_the_rules(
     provider = routing_provider(MqttAddress("g", "cc/1"))
     with pytest.raises(ProviderRuntimeError, match="refused"):
         await call_add_next_hop(provider, form, "p", address, False)
-    assert "p" not in provider.router.table
+    assert not provider.router.has_route("p")
     assert provider.router.counters["unroutable-address-type"] == 0
 
 
@@ -328,7 +328,7 @@ async def test_a_websocket_client_address_is_routed(form: str) -> None:
     await call_add_next_hop(provider, form, "p", system.WebSocketClientAddress("Zq3_client"),
                             False)
     assert await provider.resolve_next_hop("p")
-    entry = provider.router.table.get("p")
+    entry = provider.router.route_of("p")
     assert entry is not None and entry.address == WebSocketClientAddress("Zq3_client")
 
 
@@ -466,7 +466,7 @@ async def linked(tmp_path: Path) -> AsyncIterator[tuple[LocalDiscovery, SqliteSt
     try:
         link = GlobalLink(DirectGcd(store, "g1", ["g1", "g2"]), ["g1", "g2"],
                           MqttAddress("g1", "joynr/cc/cc-1"), "cc-1", tasks=tasks)
-        discovery = LocalDiscovery(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER))
+        discovery = LocalDiscovery(MessageRouter(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER)))
         discovery.attach_gcd(link)
         yield discovery, store
     finally:

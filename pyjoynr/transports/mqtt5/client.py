@@ -1,7 +1,9 @@
 """A thin asyncio protocol over the sans-I/O core: bytes in, packets out, per-publish futures.
 
-- Outgoing packets are gathered and written once per event-loop iteration (one ``send`` for
-  all the publishes and PUBACKs a burst makes).
+- Outgoing packets: the first of an event-loop turn is written at once when none waits before
+  it; the later ones are gathered and written together at the end of the turn, joined into one
+  ``transport.write`` (transports.coalescing: one system call for all the publishes and
+  PUBACKs a burst makes).
 - A QoS 1 publish returns a future resolved with the PUBACK's reason code; the session state
   (transports.mqtt5.session) keeps it by packet id, so an acknowledgement costs one dict pop.
   At most the broker's receive maximum are in flight; the rest wait in order.
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from pyjoynr.runtime.logs import get_logger
+from pyjoynr.transports.coalescing import TurnCoalescer
 from pyjoynr.transports.mqtt5 import packets as p
 from pyjoynr.transports.mqtt5.session import KeepAlive, Outbound, PacketIdsExhausted, Session
 
@@ -85,8 +88,9 @@ class MqttClientProtocol(asyncio.Protocol):
         self.early: list[tuple[str, bytes]] = []
         #: the broker's limits (CONNACK): largest packet it takes
         self.server_max_packet = p.MAX_VARINT + 5
+        #: packets waiting for the end of the turn (see _write)
         self._out: list[bytes] = []
-        self._flush_scheduled = False
+        self._turn = TurnCoalescer(self.loop, self._out, self._flush)
         self._keepalive: KeepAlive | None = None
         self._keepalive_timer: asyncio.TimerHandle | None = None
         #: (topic, expiry) -> the encoded topic and property block of a PUBLISH
@@ -118,11 +122,10 @@ class MqttClientProtocol(asyncio.Protocol):
             self._received(packets)
         finally:
             # the PUBACKs of this read go out at the end of the turn: after the calls its
-            # messages started, with the first answers they publish (one system call, and no
+            # messages started, with the answers they publish (one system call, and no
             # handler waits for one)
-            if self._out and not self._flush_scheduled:
-                self._flush_scheduled = True
-                self.loop.call_soon(self._flush)
+            if self._out:
+                self._turn.waits()
 
     def _received(self, packets: list[p.Packet]) -> None:
         for packet in packets:
@@ -223,28 +226,31 @@ class MqttClientProtocol(asyncio.Protocol):
     # ------------------------------------------------------------------ outgoing
 
     def _write(self, data: bytes) -> None:
-        """Send ``data``: the first write of a loop turn goes out at once (no latency added);
-        the later ones of the same turn are gathered and go out together at its end (one
-        system call for a burst)."""
-        if self._flush_scheduled:
+        """Send ``data``: the first packet of a loop turn goes out at once when none waits
+        before it (no latency added); the others wait for the end of the turn and go out
+        together (transports.coalescing)."""
+        turn = self._turn
+        if turn.scheduled or not turn.at_once():
             self._out.append(data)
             return
-        self._flush_scheduled = True
-        self.loop.call_soon(self._flush)
         transport = self.transport
         if transport is None or transport.is_closing():
-            return
+            return  # (nothing more goes out)
         transport.write(data)
         if self._keepalive is not None:
             self._keepalive.last_sent = self.loop.time()
 
     def _flush(self) -> None:
-        self._flush_scheduled = False
-        out, self._out = self._out, []
-        transport = self.transport
-        if transport is None or transport.is_closing() or not out:
+        """Write the packets waiting, joined into one write."""
+        out = self._out
+        if not out:
             return
-        transport.write(out[0] if len(out) == 1 else b"".join(out))
+        data = out[0] if len(out) == 1 else b"".join(out)
+        out.clear()
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return  # (nothing more goes out)
+        transport.write(data)
         if self._keepalive is not None:
             self._keepalive.last_sent = self.loop.time()
 
