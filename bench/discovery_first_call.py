@@ -26,23 +26,23 @@ the runtime's websocket hops) and the GCD provider's ``lookup_in`` called in-pro
 SQLite store and the provider, without MQTT).
 
 Raw path, R ping-pongs after each project iteration (so both see the same moments of this noisy
-machine): gmqtt client A (the fastest Python MQTT client here; bench/mqtt_rpc.py's
-RawGmqttPingPong) publishes a BYTES payload with QoS 1 to topic a, client B (subscribed to a)
-publishes it back to topic b with QoS 1, A (subscribed to b) waits for it: four MQTT legs, one
-MQTT request/reply round trip, as one GCD lookup or one remote call is. The same with two
-aiomqtt clients (TCP_NODELAY) for reference. And the figure's own hops done raw
-(RawSameHops, the floor of this layout): a websockets client in the runtime's place, bare
-websockets relays in the CCs' places and gmqtt clients, one of them answering in the GCD's
-place; the lookup, add_next_hop (the relay answers) and the first call, as the project does
-them, with nothing encoded, routed or looked up. The goal: build_proxy + first call
-p50 <= 2.5 x the raw gmqtt round trip's p50; the report also says how many raw round trips the
-raw same hops take (the floor) and the project's figure over them; and, for that floor with
-MQTT legs as fast as the project's own client, the ping-pong with two native sessions
-(NativePingPong) and an estimate from it. Discovery plus
-the first call are two such round trips plus websocket hops (runtime <-> CC, four of them for
-build_proxy and two for each call) and the work of the CCs, the GCD and its store; the ratios
-say how many raw round trips the project's figures cost.
-"""
+machine), each one, like each project iteration, after a full garbage collection and a pause of
+SETTLE_S (the first hop after a pause costs more; both paths pay it alike): gmqtt client A (the
+fastest Python MQTT client here; bench/mqtt_rpc.py's RawGmqttPingPong) publishes a BYTES payload
+with QoS 1 to topic a, client B (subscribed to a) publishes it back to topic b with QoS 1, A
+(subscribed to b) waits for it: four MQTT legs, one MQTT request/reply round trip, as one GCD
+lookup or one remote call is. The same with two aiomqtt clients (TCP_NODELAY) for reference. And
+the figure's own hops done raw (RawSameHops, the floor of this layout): a websockets client in
+the runtime's place, bare websockets relays in the CCs' places and gmqtt clients, one of them
+answering in the GCD's place; the lookup, add_next_hop (the relay answers) and the first call,
+as the project does them, with nothing encoded, routed or looked up. The goal: build_proxy +
+first call p50 <= 2.5 x the raw gmqtt round trip's p50; the report also says how many raw round
+trips the raw same hops take (the floor) and the project's figure over them; and, for that floor
+with MQTT legs as fast as the project's own client, the ping-pong with two native sessions
+(NativePingPong) and an estimate from it. Discovery plus the first call are two such round trips
+plus websocket hops (runtime <-> CC, four of them for build_proxy and two for each call) and the
+work of the CCs, the GCD and its store; the ratios say how many raw round trips the project's
+figures cost. """
 
 from __future__ import annotations
 
@@ -96,8 +96,11 @@ from pyjoynr.testing.brokers import Mosquitto
 
 WAIT_S = 10.0
 WARM_UP = 3
-#: a pause before each timed block, so that what the previous one left running (the proxy's
-#: close, acknowledgements) does not fall into the next one
+#: a pause before each timed block, project or raw, so that what the previous one left
+#: running (the proxy's close, acknowledgements) does not fall into the next one; both paths
+#: start every timed block alike, since the first hop after a pause costs more (the broker's
+#: process and this one are woken: about 0.5 ms more for build_proxy on a loaded 2-core
+#: machine, measured 2026-11-27)
 SETTLE_S = 0.01
 PROFILED = 50
 #: build_proxy + first call at most this many raw round trips (p50; two round trips are the
@@ -283,6 +286,9 @@ async def raw_round_trips(raws: Raws, n: int, samples: Samples | None) -> None:
              if samples else (None, None, None, None))
     for raw, into in zip(raws, intos, strict=True):
         for _ in range(n):
+            # each timed block starts as the project's does: a clean heap and a pause
+            quiet_gc()
+            await asyncio.sleep(SETTLE_S)
             t0 = clock()
             await raw.call()
             if into is not None:
@@ -416,8 +422,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=help_text(__doc__))
     parser.add_argument("--iterations", type=int, default=100,
                         help="timed build_proxy + first call iterations")
-    parser.add_argument("--raw-per-iteration", type=int, default=10,
-                        help="raw round trips after each iteration")
+    parser.add_argument("--raw-per-iteration", type=int, default=3,
+                        help="raw round trips of each kind after each iteration (each after "
+                             "the same pause as an iteration)")
     parser.add_argument("--payload", type=int, default=200, help="echo string length")
     parser.add_argument("--raw-payload", type=int, default=512,
                         help="raw ping-pong payload bytes (about a GCD lookup reply)")
