@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Generator
+from collections.abc import Coroutine, Generator
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
@@ -166,8 +166,9 @@ class LibjoynrRuntime(JoynrRuntime):
         if self._first_connect is not None and not self._first_connect.done():
             self._first_connect.set_result(None)
 
-    async def flow_control(self) -> None:
-        await self.transport.wait_writable()
+    def flow_control(self) -> Coroutine[Any, Any, None]:
+        # (the transport's coroutine itself: one coroutine fewer per one-way call)
+        return self.transport.wait_writable()
 
     async def start(self, timeout_s: float = 10.0) -> None:
         self._first_connect = asyncio.get_running_loop().create_future()

@@ -32,7 +32,7 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import msgpack
 
@@ -116,7 +116,7 @@ class FrameError(ProtocolError):
 
 # one Packer per process (each call resets its buffer); packb would build a new one per call
 _pack = msgpack.Packer(use_bin_type=True).pack
-_unpack_options = {"raw": False, "strict_map_key": True, "use_list": True}
+_unpackb = msgpack.unpackb
 
 _ABSENT = object()
 
@@ -207,7 +207,9 @@ def encode_frame(message: Message) -> bytes:
         return message.raw
     frame: dict[str, Any] = {
         "v": WIRE_VERSION,
-        "t": message.type.value,
+        # a MessageType is a str: msgpack writes the member as its value (without the enum's
+        # ``.value`` property, slow in CPython 3.11)
+        "t": message.type,
         "id": message.id,
         "s": message.sender,
         "r": message.recipient,
@@ -246,32 +248,33 @@ def decode_frame(frame: bytes | str, max_bytes: int = DEFAULT_MAX_FRAME_BYTES, *
     """Decode and validate one frame that arrived from ``origin`` (the payload of a binary
     websocket message; a text message's ``str`` is refused as not-binary); raises
     :class:`FrameError` with the reason."""
-    if not isinstance(frame, (bytes, bytearray, memoryview)):
+    if type(frame) is not bytes and not isinstance(frame, (bytearray, memoryview)):
         raise FrameError("not-binary", f"a frame must be binary, got {type(frame).__name__}")
     if len(frame) > max_bytes:
         raise FrameError("oversized", f"frame of {len(frame)} bytes exceeds {max_bytes} bytes")
     try:
-        data = msgpack.unpackb(frame, **_unpack_options)
+        # (the options spelled out: a ``**`` mapping costs a dict merge per frame)
+        data = _unpackb(frame, raw=False, strict_map_key=True, use_list=True)
     except (ValueError, msgpack.UnpackException, RecursionError) as exc:
         raise FrameError("not-msgpack", f"frame is not valid msgpack: {exc}") from None
     if type(data) is not dict:
         raise FrameError("not-a-map", f"frame must be a msgpack map, got {type(data).__name__}")
-    get = data.get
-    message_id, sender, recipient, expiry = get("id"), get("s"), get("r"), get("x")
-    raw_type = get("t")
-    message_type = _TYPES.get(raw_type) if type(raw_type) is str else None
-    # the common case in one test; the slow path below says exactly what is wrong
+    # the common case in one test; the slow path (_explain_bad_header) says exactly what is
+    # wrong. (Subscripts in a try block: cheaper than .get() per field.)
+    try:
+        version, message_id, sender, recipient = data["v"], data["id"], data["s"], data["r"]
+        expiry, message_type = data["x"], _TYPES[data["t"]]
+    except (KeyError, TypeError):  # a field missing; a type that is no key (unhashable)
+        _explain_bad_header(data)
     if not (
-        get("v") == WIRE_VERSION
-        and message_type is not None
+        version == WIRE_VERSION and type(version) is int
         and type(message_id) is str and 0 < len(message_id) <= MAX_ID_LENGTH
         and type(sender) is str and 0 < len(sender) <= MAX_ID_LENGTH
         and type(recipient) is str and 0 < len(recipient) <= MAX_ID_LENGTH
         and type(expiry) is int and 0 <= expiry <= INT64_MAX
-        and type(get("v")) is int
     ):
         _explain_bad_header(data)
-    body = get("b", _ABSENT)
+    body = data.get("b", _ABSENT)
     if type(body) is not bytes:
         if body is _ABSENT:
             raise FrameError("missing-field", "frame has no body ('b')", message_id)
@@ -283,12 +286,12 @@ def decode_frame(frame: bytes | str, max_bytes: int = DEFAULT_MAX_FRAME_BYTES, *
         reply_to, effort, headers, compressed = None, _NORMAL, {}, False
     if type(frame) is not bytes:
         frame = bytes(frame)
-    return Message(message_type, sender, recipient, expiry, body, message_id,  # type: ignore[arg-type]
+    return Message(message_type, sender, recipient, expiry, body, message_id,
                    reply_to, effort, headers, compressed, origin, frame)
 
 
-def _explain_bad_header(data: dict[str, Any]) -> None:
-    """Raise the FrameError for the first fixed field that is wrong."""
+def _explain_bad_header(data: dict[str, Any]) -> NoReturn:
+    """Raise the FrameError for the first fixed field that is wrong (or missing)."""
     raw_id = data.get("id")
     message_id = raw_id if type(raw_id) is str and len(raw_id) <= MAX_ID_LENGTH else None
     version = data.get("v")

@@ -542,7 +542,9 @@ class ProviderSkeleton:
         if len(params) != len(method.params):
             raise MethodInvocationError(f"{method.name} takes {len(method.params)} parameters")
         args = []
-        for value, (name, tp) in zip(params, method.params, strict=True):
+        # (no strict=True: the lengths are equal, checked above; zip's keyword argument alone
+        # costs about as much as the rest of this loop)
+        for value, (name, tp) in zip(params, method.params):  # noqa: B905
             if type(value) is tp and tp in PLAIN_TYPES:
                 args.append(value)  # the common case, without building a label
                 continue

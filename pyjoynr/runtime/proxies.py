@@ -75,7 +75,7 @@ import contextlib
 import contextvars
 import inspect
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from pyjoynr.runtime import joynr_json
@@ -93,6 +93,7 @@ from pyjoynr.runtime.errors import (
     error_from_wire,
 )
 from pyjoynr.runtime.interface import (
+    PLAIN_TYPES,
     BroadcastDef,
     InterfaceDef,
     MethodDef,
@@ -571,8 +572,10 @@ class Proxy:
             raise AttributeError(name)
         method = definition.methods.get(name)
         if method is not None:
-            async def call(*args: Any) -> Any:
-                return await self._invoke(method, args)
+            # a plain function returning _invoke's coroutine: awaited as an ``async def``
+            # would be, without a coroutine of its own per call
+            def call(*args: Any) -> Coroutine[Any, Any, Any]:
+                return self._invoke(method, args)
             call.__name__ = name
             self.__dict__[name] = call  # found directly from now on
             return call
@@ -625,7 +628,7 @@ class Proxy:
     async def _invoke(self, method: MethodDef, args: tuple[Any, ...]) -> Any:
         if len(args) != len(method.params):
             raise TypeError(f"{method.name}() takes {len(method.params)} arguments")
-        params = [to_wire(a) for a in args]
+        params = [a if type(a) in PLAIN_TYPES else to_wire(a) for a in args]
         if method.one_way:
             body = self._body(OneWayRequest(method.name, params, method.param_datatypes))
             message = self._message(_ONE_WAY, body)

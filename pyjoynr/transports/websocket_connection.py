@@ -167,7 +167,16 @@ class WebSocketConnection(asyncio.Protocol):
             return False
         for frame in frames:
             protocol.send_binary(frame)
-        self._write(protocol.data_to_send())
+        writes = protocol.data_to_send()
+        transport = self.transport
+        if not transport.is_closing():
+            # data frames only: no end of the stream among them, and sending them cannot make
+            # the connection expect its end, so close_expected() is not asked (as _write()
+            # does after the rest)
+            if len(writes) == 1:
+                transport.write(writes[0])
+            else:
+                transport.writelines(writes)
         return True
 
     def ping(self) -> asyncio.Future[None]:
@@ -245,14 +254,31 @@ class WebSocketConnection(asyncio.Protocol):
         writes = protocol.data_to_send()
         if writes:  # pongs, the close handshake, the end of the stream
             self._write(writes)
-        for event in events:
+        # taken out of the list one by one, so that each frame is freed once handled: a read
+        # brings hundreds, and a list holding them all while they are handled would make the
+        # garbage collector see them as long-lived (promoted, then full collections)
+        events.reverse()
+        while events:
+            event = events.pop()
             if isinstance(event, Frame):
                 if self.too_many_fragments:
                     break  # failed: nothing more of this peer's is delivered
                 opcode = event.opcode
                 if opcode is OP_BINARY and event.fin and self._fragments is None:
                     payload = event.data
-                    self._message(payload if type(payload) is bytes else bytes(payload))
+                    if type(payload) is not bytes:
+                        payload = bytes(payload)
+                    handler = self._handler
+                    if handler is None:
+                        self._message(payload)
+                        continue
+                    # the usual message: _message() and _call() inline (two calls fewer per
+                    # message)
+                    try:
+                        handler(payload)
+                    except Exception:
+                        log.exception("websocket %s: handling a message failed",
+                                      self.remote_address)
                 elif opcode is OP_BINARY or opcode is OP_TEXT or opcode is OP_CONT:
                     self._fragment(event)
                 elif opcode is OP_PONG:
