@@ -291,13 +291,15 @@ async def test_open_fails_quickly_without_a_server() -> None:
 
 
 async def wait_for_lock_waiter(dsn: str, timeout_s: float = 10) -> None:
-    """Until a session waits on a lock in an INSERT into discovery_entries."""
+    """Until a session waits on a lock in an add (an INSERT into discovery_entries, or the
+    session's function that does it)."""
     conn = await asyncpg.connect(dsn, timeout=5)
     try:
         deadline = time.monotonic() + timeout_s
         while not await conn.fetchval(
                 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                "AND query LIKE 'INSERT INTO discovery_entries%'"):
+                "AND (query LIKE 'INSERT INTO discovery_entries%' "
+                "OR query LIKE 'SELECT pg_temp.joynr_gcd_v1_add(%')"):
             assert time.monotonic() < deadline, "the add never waited on the row lock"
             await asyncio.sleep(0.02)
     finally:

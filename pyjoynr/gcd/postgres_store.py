@@ -11,7 +11,8 @@ that write several rows lock them in one order, by primary key ``(gbid, particip
 they cannot deadlock each other; ``remove`` locks the participant's rows (``SELECT ... FOR
 UPDATE``) before it decides, so concurrent removes behave as if one ran after the other. A
 transaction that PostgreSQL aborts anyway (deadlock, serialization failure) runs again, at most
-twice more.
+twice more. Concurrent adds and touches of one store are committed in groups, each group one
+statement (a function of the session) at one version (see :class:`PostgresStore`).
 
 Schema: GCD instances start, restart and upgrade while the others write, so ``open()`` must
 neither stall the writers nor deadlock with them. Writers lock the meta row first (the next
@@ -49,6 +50,7 @@ import contextlib
 import random
 import re
 import time
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -75,6 +77,7 @@ from pyjoynr.gcd.feed import (
     hashes_of,
     sort_changes,
 )
+from pyjoynr.gcd.group_commit import GroupCommitter
 from pyjoynr.gcd.store import (
     COLUMNS,
     DIGESTS,
@@ -308,6 +311,116 @@ _TOUCH = ("UPDATE discovery_entries d SET last_seen_ms = $1, expiry_ms = $2, ver
           "row_hash = k.h FROM unnest($4::text[], $5::text[], $6::bigint[]) AS k(g, p, h) "
           "WHERE d.gbid = k.g AND d.participant_id = k.p RETURNING "
           + ", ".join(f"d.{c}" for c in COLUMNS))
+#: a group of touches (see group_commit), each of another cluster controller: the version and
+#: the rows of the cluster controllers $2 (all their rows) and of the pairs ($3 cluster
+#: controller, $4 participant), locked in key order after the meta row, in one statement:
+#: (version, gbid, participant_id, cluster_controller_id) rows; one row with NULL keys when
+#: nothing matches
+_VERSION_LOCK_TOUCH_GROUP = (
+    f"WITH next AS ({NEXT_VERSION}), locked AS ("
+    "SELECT d.gbid, d.participant_id, d.cluster_controller_id FROM discovery_entries d "
+    "WHERE (d.cluster_controller_id = ANY($2::text[]) OR (d.participant_id = ANY($4::text[]) "
+    "AND (d.cluster_controller_id, d.participant_id) IN "
+    "(SELECT c, p FROM unnest($3::text[], $4::text[]) AS k(c, p)))) "
+    f"AND (SELECT version FROM next) > 0 ORDER BY {_LOCK_ORDER} FOR UPDATE OF d) "
+    "SELECT next.version, pg_notify($1, next.version::text)::text, locked.gbid, "
+    "locked.participant_id, locked.cluster_controller_id FROM next LEFT JOIN locked ON true")
+#: the rows of a group of touches (locked before), each with its touch's values and its new
+#: row hash
+_TOUCH_GROUP = (
+    "UPDATE discovery_entries d SET last_seen_ms = k.l, expiry_ms = k.e, version = $1, "
+    "row_hash = k.h FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], "
+    "$6::bigint[]) AS k(g, p, h, l, e) WHERE d.gbid = k.g AND d.participant_id = k.p "
+    "RETURNING " + ", ".join(f"d.{c}" for c in COLUMNS))
+
+
+# -- the writes in one round trip ----------------------------------------------------------------
+#
+# An add or a touch (or a group of them) is one call of a function of the session (created in
+# its temporary schema when the session first needs it: no DDL in the database's schema, and
+# nothing left behind when the session ends): one statement, committed on its own, that does
+# what the transaction of the individual write does, statement after statement (each with a
+# fresh snapshot, as in that transaction), so that the meta row stays locked only while the
+# server works, never for a round trip to the client. The one thing the client cannot give
+# then is the row hash of the new version: a row hash is the key's hash at version 0 XOR a
+# function of the version only (CRC-32 is affine), and that function is XOR-linear in the
+# version's bytes: the XOR of one table entry per byte (:func:`_version_hash_tables`).
+
+
+def _version_hash_tables() -> list[list[int]]:
+    """``row_hash(key, v) == row_hash(key, 0) ^ h(v)``, where ``h(v)`` is the XOR of
+    ``tables[j][byte_j]`` over the 8 bytes of ``v`` (big-endian: j = 0 the highest)."""
+    zero = zlib.crc32(bytes(8))
+    return [[zlib.crc32(bytes(b if i == j else 0 for i in range(8))) ^ zero
+             for b in range(256)] for j in range(8)]
+
+
+_FN = "pg_temp.joynr_gcd_v1"
+#: how the functions' statements are planned: once per session (a generic plan: planning
+#: every call costs more than the work), and by index, driven by the arguments' arrays,
+#: whatever the statistics say (a plan made before the table's first ANALYZE would scan it)
+_PLANS = "SET plan_cache_mode = force_generic_plan SET enable_seqscan = off"
+#: the keys (g, p) and cluster controller (c) of the rows a group of touches changes: every
+#: row of the cluster controllers $2, and the rows of the pairs ($3 cluster controller, $4
+#: participant)
+_TOUCHED = (
+    "SELECT e.gbid AS g, e.participant_id AS p, e.cluster_controller_id AS c "
+    "FROM unnest($2) AS a(c) JOIN discovery_entries e ON e.cluster_controller_id = a.c "
+    "UNION ALL SELECT e.gbid, e.participant_id, e.cluster_controller_id "
+    "FROM unnest($3, $4) AS s(c, p) JOIN discovery_entries e ON e.participant_id = s.p "
+    "AND e.cluster_controller_id = s.c")
+_TYPE = {c: _PG_TYPES.get(c, "text") for c in (*COLUMNS, "bucket", "row_hash")}
+#: the session's functions (one script, simple protocol)
+_FUNCTIONS = (
+    # h(v): inlined where it is used, the tables constants of the plan (parsed when a
+    # statement using it is planned: once per session, see _PLANS)
+    f"CREATE OR REPLACE FUNCTION {_FN}_version_hash(v bigint) RETURNS bigint LANGUAGE sql "
+    f"IMMUTABLE PARALLEL SAFE AS $$ SELECT "
+    + " # ".join(f"('{{{','.join(map(str, table))}}}'::bigint[])[1 + ((v >> {8 * (7 - j)}) & 255)]"
+                 for j, table in enumerate(_version_hash_tables())) + " $$;\n"
+    # an add: ($1 channel, then one array per column, the buckets, the hashes at version 0);
+    # answers the version
+    f"CREATE OR REPLACE FUNCTION {_FN}_add(text, "
+    + ", ".join(f"{_TYPE[c]}[]" for c in (*COLUMNS, "bucket", "row_hash"))
+    + f") RETURNS bigint LANGUAGE plpgsql {_PLANS} AS $$ DECLARE v bigint; BEGIN "
+    f"{NEXT_VERSION} INTO v; PERFORM pg_notify($1, v::text); "
+    "DELETE FROM discovery_tombstones t USING unnest($2, $3) AS k(g, p) "
+    "WHERE t.gbid = k.g AND t.participant_id = k.p AND t.version < v; "
+    # h(v) in the statement (a plan of the session keeps its table as a constant; as an
+    # expression of its own it would be evaluated - the table parsed - at every call)
+    f"INSERT INTO discovery_entries ({', '.join(_WRITTEN)}, version) SELECT "
+    + ", ".join(f"u.c{i}" for i in range(1, len(COLUMNS) + 2))
+    + f", u.c{len(COLUMNS) + 2} # {_FN}_version_hash(v), v FROM unnest("
+    + ", ".join(f"${i}" for i in range(2, len(COLUMNS) + 4))
+    + ") AS u(" + ", ".join(f"c{i}" for i in range(1, len(COLUMNS) + 3)) + ") "
+    "ON CONFLICT (gbid, participant_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in (*_WRITTEN, "version")
+                if c not in ("gbid", "participant_id"))
+    + "; RETURN v; END $$;\n"
+    # touches: ($1 channel, $2 cluster controllers all of whose rows are touched, the pairs
+    # ($3 cluster controller, $4 participant) touched, and each cluster controller's ($5)
+    # last seen ($6) and expiry ($7)); answers the touched rows at their new version, raises
+    # no_data_found when there is none (nothing written, no version spent)
+    f"CREATE OR REPLACE FUNCTION {_FN}_touch(text, text[], text[], text[], text[], bigint[], "
+    "bigint[]) RETURNS TABLE ("
+    + ", ".join(f"c{i} {_TYPE[c]}" for i, c in enumerate(COLUMNS, 1))
+    + f", c_version bigint) LANGUAGE plpgsql {_PLANS} AS $$ DECLARE v bigint; BEGIN "
+    f"{NEXT_VERSION} INTO v; PERFORM pg_notify($1, v::text); "
+    f"PERFORM FROM discovery_entries d JOIN ({_TOUCHED}) x ON d.gbid = x.g "
+    "AND d.participant_id = x.p ORDER BY d.gbid COLLATE \"C\", d.participant_id COLLATE \"C\" "
+    "FOR UPDATE OF d; "
+    "RETURN QUERY WITH u AS (UPDATE discovery_entries d SET last_seen_ms = k.l, "
+    f"expiry_ms = k.e, version = v, row_hash = d.row_hash # {_FN}_version_hash(d.version) "
+    f"# {_FN}_version_hash(v) FROM ({_TOUCHED}) x JOIN unnest($5, $6, $7) AS k(c, l, e) "
+    "ON k.c = x.c WHERE d.gbid = x.g AND d.participant_id = x.p "
+    "RETURNING " + ", ".join(f"d.{c}" for c in COLUMNS) + ", d.version) SELECT * FROM u; "
+    "IF NOT FOUND THEN RAISE EXCEPTION 'nothing to touch' USING ERRCODE = 'no_data_found'; "
+    "END IF; RETURN; END $$;\n")
+_CALL_ADD = (f"SELECT {_FN}_add($1, "
+             + ", ".join(f"${i}::{_TYPE[c]}[]"
+                         for i, c in enumerate((*COLUMNS, "bucket", "row_hash"), 2)) + ")")
+_CALL_TOUCH = (f"SELECT * FROM {_FN}_touch($1, $2::text[], $3::text[], $4::text[], $5::text[], "
+               "$6::bigint[], $7::bigint[])")
 
 _ORDER_CHANGES = f'ORDER BY version, {_LOCK_ORDER}'
 _ROWS_SINCE = f"{_SELECT_VERSIONED} WHERE version > $1 {_ORDER_CHANGES} LIMIT $2"
@@ -357,6 +470,35 @@ def _rows_affected(status: str) -> int:
 
 def _entry(record: asyncpg.Record) -> StoredEntry:
     return StoredEntry(*record)
+
+
+def _key(entry: StoredEntry) -> tuple[str, str]:
+    return entry.key
+
+
+@dataclass(frozen=True, slots=True)
+class _Touch:
+    """A touch waiting in the group commit: the rows of ``cluster_controller_id`` (of
+    ``targets``, distinct, or all of them when None)."""
+
+    cluster_controller_id: str
+    targets: list[str] | None
+    last_seen_ms: int
+    expiry_ms: int
+
+
+#: a write in the group commit: an add's rows (rows_to_add) or a touch
+_Grouped = list[StoredEntry] | _Touch
+
+
+class _NoFunctions(Exception):
+    """The session may not create its functions: write with transactions instead."""
+
+
+def _common_failure(exc: BaseException) -> bool:
+    """A failure of a group that no write of it caused and that running them again alone
+    would only repeat: the store is not open, or the server cannot be reached."""
+    return isinstance(exc, StoreError) and exc.reason in ("not-open", "unreachable")
 
 
 def _original(exc: BaseException) -> BaseException:
@@ -412,13 +554,31 @@ class PostgresStore(PlainWrites):
     order) and notifies the channel of ``cluster`` (:func:`channel_of`) with it, delivered at
     commit; a write that changed nothing is rolled back (no version spent, no notification).
     ``clock_ms`` (epoch ms) dates tombstones. A database of the previous version is migrated
-    by ``open()``, in one transaction."""
+    by ``open()``, in one transaction.
+
+    Group commit (:mod:`gcd.group_commit`): adds and touches of this instance that wait at the
+    same moment are committed together, in one transaction that takes one version for all of
+    them - adds as one upsert of all their rows, touches as one statement - at most
+    ``write_groups`` such transactions at a time, at most ``group_rows`` rows in one (a larger
+    add goes alone). Writes whose keys (adds) or cluster controllers (touches) meet never go
+    into one group: no key changes twice at one version, and every caller gets exactly its own
+    changes. When a group's transaction fails, each of its writes runs again alone (adds and
+    touches leave the same rows when run twice), so one write's failure - a value the database
+    refuses, a row lock waited for too long - never fails or loses another. The other writes
+    (removes, purges) each take a transaction of their own.
+
+    One round trip: a group (or a lone add or touch) is one call of a function of the session
+    (created in its temporary schema on first use), a statement committed on its own that runs
+    the transaction's statements server-side, so the meta row is never held across a round
+    trip to this process (with ``session_functions=False``, or when the role may not create
+    temporary objects, the same writes take client-side transactions)."""
 
     def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10,
                  connect_timeout: float = 5.0, command_timeout: float = 5.0,
                  acquire_timeout: float = 10.0, cluster: str = "default",
                  clock_ms: Callable[[], int] = now_ms,
-                 application_name: str = "joynr-gcd") -> None:
+                 application_name: str = "joynr-gcd", write_groups: int = 1,
+                 group_rows: int = 2_000, session_functions: bool = True) -> None:
         self.channel = channel_of(cluster)
         self.application_name = application_name
         self.cluster = cluster
@@ -430,6 +590,10 @@ class PostgresStore(PlainWrites):
         self.command_timeout = command_timeout
         self.acquire_timeout = acquire_timeout
         self._pool: asyncpg.Pool | None = None
+        self._functions = session_functions
+        self._groups: GroupCommitter[_Grouped, list[Change]] = GroupCommitter(
+            self._run_group, self._run_alone, shared=_common_failure, max_groups=write_groups,
+            max_rows=group_rows, name="gcd-write-group")
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._where()!r})"
@@ -623,14 +787,16 @@ class PostgresStore(PlainWrites):
     # -- transactions --------------------------------------------------------------------------
 
     async def _transaction(self, what: str, fn: Callable[[asyncpg.Connection], Awaitable[T]],
-                           *, snapshot: bool = False) -> T:
+                           *, snapshot: bool = False, idempotent: bool = False) -> T:
         """``fn`` in one transaction on a connection of the pool; failures as StoreError.
 
         Runs ``fn`` again when PostgreSQL aborted the transaction for a deadlock or a
         serialization failure, and once more when the connection failed before the
         transaction began (a pooled connection the server closed, e.g. by a restart): in
         both cases nothing of it was written. ``snapshot``: a read-only REPEATABLE READ
-        transaction (every statement of ``fn`` sees one snapshot)."""
+        transaction (every statement of ``fn`` sees one snapshot). ``idempotent``: ``fn`` is
+        one statement, its own transaction (no BEGIN, no COMMIT: one round trip), that leaves
+        the same rows when it runs twice; run again once when the connection was lost."""
         attempt = 0
         while True:
             pool = self._pool
@@ -643,6 +809,9 @@ class PostgresStore(PlainWrites):
             try:
                 conn = await pool.acquire(timeout=self.acquire_timeout)
                 try:
+                    if idempotent:
+                        begun = True
+                        return await fn(conn)
                     transaction = (conn.transaction(isolation="repeatable_read", readonly=True)
                                    if snapshot else conn.transaction())
                     async with transaction:
@@ -662,7 +831,8 @@ class PostgresStore(PlainWrites):
             except _DB_ERRORS as exc:
                 # before BEGIN nothing was sent: a stale pooled connection is worth one retry
                 # (a refused connection or a timeout are not: fail fast)
-                stale = not begun and not isinstance(exc, TimeoutError | ConnectionRefusedError)
+                stale = ((not begun or (idempotent and lost))
+                         and not isinstance(exc, TimeoutError | ConnectionRefusedError))
                 if stale and attempt == 1:
                     log.debug("%s: %s before the transaction began; retrying", what,
                               _describe(exc))
@@ -754,6 +924,11 @@ class PostgresStore(PlainWrites):
         if not rows:
             await self._transaction("add", self._nothing)
             return []
+        return await self._groups.submit("add", frozenset(e.key for e in rows), len(rows),
+                                         rows)
+
+    async def _add_rows(self, what: str, rows: list[StoredEntry]) -> list[Change]:
+        """Upsert ``rows`` (one per key, in key order) at one new version."""
         # one array per column (not dataclasses.astuple: it deep-copies, 25 us a row)
         columns: list[list[Any]] = [[getattr(e, name) for e in rows] for name in COLUMNS]
         keys = [e.key for e in rows]
@@ -763,7 +938,90 @@ class PostgresStore(PlainWrites):
             await conn.execute(_UPSERT, *columns, buckets, hashes_of(keys, version), version)
             return None, entry_changes(version, rows)
 
-        return (await self._write(f"add of {len(rows)} rows", run, unbury=keys))[1]
+        return (await self._write(what, run, unbury=keys))[1]
+
+    async def _run_alone(self, kind: str, write: _Grouped) -> list[Change]:
+        """A write of the group commit in a transaction of its own."""
+        if self._functions:
+            with contextlib.suppress(_NoFunctions):
+                return (await self._call_group(kind, [write]))[0]
+        if isinstance(write, _Touch):
+            return await self._touch(write)
+        return await self._add_rows(f"add of {len(write)} rows", write)
+
+    async def _run_group(self, kind: str, writes: list[_Grouped]) -> list[list[Change]]:
+        """Writes of one kind, whose keys (adds) or cluster controllers (touches) are
+        disjoint, in one transaction at one version; each write's changes, in order."""
+        if self._functions:
+            with contextlib.suppress(_NoFunctions):
+                return await self._call_group(kind, writes)
+        if kind == "touch":
+            return await self._touch_group([w for w in writes if isinstance(w, _Touch)])
+        adds = [w for w in writes if not isinstance(w, _Touch)]
+        # the keys are disjoint: all rows in key order (the lock order) in one upsert
+        rows = sorted((e for add in adds for e in add), key=_key)
+        changes = await self._add_rows(f"add of {len(rows)} rows (a group of {len(adds)} adds)",
+                                       rows)
+        version = changes[0].version
+        return [entry_changes(version, add) for add in adds]
+
+    async def _call_group(self, kind: str, writes: list[_Grouped]) -> list[list[Change]]:
+        """Writes of one kind, disjoint as in a group, in one call of the session's function
+        (one round trip, one version); each write's changes, in order. _NoFunctions when the
+        session cannot have them."""
+        if kind == "touch":
+            touches = [w for w in writes if isinstance(w, _Touch)]
+            of = {t.cluster_controller_id: i for i, t in enumerate(touches)}
+            pairs = [(t.cluster_controller_id, p) for t in touches if t.targets is not None
+                     for p in t.targets]
+            args = (self.channel, [t.cluster_controller_id for t in touches
+                                   if t.targets is None],
+                    [p[0] for p in pairs], [p[1] for p in pairs],
+                    [t.cluster_controller_id for t in touches],
+                    [t.last_seen_ms for t in touches], [t.expiry_ms for t in touches])
+            what = "touch" if len(touches) == 1 else f"touch (a group of {len(touches)})"
+            records = await self._transaction(
+                what, lambda conn: self._call(conn, _CALL_TOUCH, args), idempotent=True)
+            rows: list[list[StoredEntry]] = [[] for _ in touches]
+            for record in records:
+                entry = _entry(record[:-1])
+                rows[of[entry.cluster_controller_id]].append(entry)
+            return [entry_changes(int(records[0][-1]), r) if r else [] for r in rows]
+        adds = [w for w in writes if not isinstance(w, _Touch)]
+        added = (adds[0] if len(adds) == 1
+                 else sorted((e for add in adds for e in add), key=_key))  # keys disjoint
+        columns: list[list[Any]] = [[getattr(e, name) for e in added] for name in COLUMNS]
+        keys = [e.key for e in added]
+        values = (self.channel, *columns, buckets_of(keys), hashes_of(keys, 0))
+        what = (f"add of {len(added)} rows" if len(adds) == 1
+                else f"add of {len(added)} rows (a group of {len(adds)} adds)")
+        records = await self._transaction(
+            what, lambda conn: self._call(conn, _CALL_ADD, values), idempotent=True)
+        version = int(records[0][0])
+        return [entry_changes(version, add) for add in adds]
+
+    async def _call(self, conn: asyncpg.Connection, query: str, args: Sequence[object]
+                    ) -> list[asyncpg.Record]:
+        """``query`` (a call of a function of the session), the functions created first
+        when the session has none yet; [] when the function found nothing to change."""
+        for attempt in range(2):
+            try:
+                return list(await conn.fetch(query, *args))
+            except asyncpg.NoDataFoundError:
+                return []
+            except (asyncpg.UndefinedFunctionError, asyncpg.InvalidSchemaNameError):
+                # no function, or not even a temporary schema yet
+                if attempt:
+                    raise
+            try:
+                await conn.execute(_FUNCTIONS)
+            except asyncpg.InsufficientPrivilegeError as exc:
+                # no temporary objects allowed: the writes take the way of transactions
+                log.warning("%s: cannot create the session's functions (%s); writing "
+                            "without them", self, _describe(exc))
+                self._functions = False
+                raise _NoFunctions from exc
+        raise AssertionError("unreachable")
 
     @staticmethod
     async def _nothing(conn: asyncpg.Connection) -> None:
@@ -802,6 +1060,16 @@ class PostgresStore(PlainWrites):
                             participant_ids: Sequence[str] | None, last_seen_ms: int,
                             expiry_ms: int) -> list[Change]:
         targets = None if participant_ids is None else list(distinct(participant_ids))
+        touch = _Touch(cluster_controller_id, targets, last_seen_ms, expiry_ms)
+        if targets == []:
+            return await self._touch(touch)
+        return await self._groups.submit("touch", frozenset([cluster_controller_id]),
+                                         1 if targets is None else len(targets), touch)
+
+    async def _touch(self, touch: _Touch) -> list[Change]:
+        """One touch in a transaction of its own."""
+        cluster_controller_id, targets = touch.cluster_controller_id, touch.targets
+        last_seen_ms, expiry_ms = touch.last_seen_ms, touch.expiry_ms
 
         async def run(conn: asyncpg.Connection) -> list[Change]:
             # the version and the locked rows in one round trip
@@ -824,6 +1092,36 @@ class PostgresStore(PlainWrites):
             return await self._transaction("touch", run)
         except _Unchanged:
             return []
+
+    async def _touch_group(self, touches: list[_Touch]) -> list[list[Change]]:
+        """Touches of distinct cluster controllers in one transaction at one version."""
+        of = {t.cluster_controller_id: i for i, t in enumerate(touches)}
+        every = [t.cluster_controller_id for t in touches if t.targets is None]
+        pairs = [(t.cluster_controller_id, p) for t in touches if t.targets is not None
+                 for p in t.targets]
+
+        async def run(conn: asyncpg.Connection) -> list[list[Change]]:
+            locked = await conn.fetch(_VERSION_LOCK_TOUCH_GROUP, self.channel, every,
+                                      [p[0] for p in pairs], [p[1] for p in pairs])
+            version = int(locked[0][0])
+            keys = [(r[2], r[3]) for r in locked if r[2] is not None]
+            if not keys:
+                raise _Unchanged([[] for _ in touches])
+            values = [touches[of[r[4]]] for r in locked if r[2] is not None]
+            touched = await conn.fetch(_TOUCH_GROUP, version, [k[0] for k in keys],
+                                       [k[1] for k in keys], hashes_of(keys, version),
+                                       [t.last_seen_ms for t in values],
+                                       [t.expiry_ms for t in values])
+            rows: list[list[StoredEntry]] = [[] for _ in touches]
+            for record in touched:
+                entry = _entry(record)
+                rows[of[entry.cluster_controller_id]].append(entry)
+            return [entry_changes(version, r) for r in rows]
+
+        try:
+            return await self._transaction(f"touch (a group of {len(touches)})", run)
+        except _Unchanged as unchanged:
+            return unchanged.result  # type: ignore[return-value]
 
     async def remove_stale_changes(self, cluster_controller_id: str, max_last_seen_ms: int
                                    ) -> list[Change]:
@@ -901,7 +1199,7 @@ class PostgresStore(PlainWrites):
                     raise self._error("load", exc, 1, lost=conn.is_closed()) from exc
                 if not records:
                     break
-                yield LoadBatch([(_entry(r[:-1]), r[-1]) for r in records])
+                yield LoadBatch(records)  # the Records as they are (COLUMNS, then version)
             yield version
         finally:
             with contextlib.suppress(*_DB_ERRORS):
