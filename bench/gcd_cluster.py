@@ -217,7 +217,7 @@ async def index_bytes(store: PostgresStore, batch: int) -> tuple[int, int, list[
             if isinstance(item, int):
                 snapshot_version = item
             else:
-                index.load(item.rows)
+                index.load(item)
         index.finish_load(snapshot_version)
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] - before

@@ -26,10 +26,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyjoynr.cluster_controller.controller import ClusterController
-from pyjoynr.gcd.changes import bucket_of
+from pyjoynr.gcd.changes import LoadBatch, bucket_of
 from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.gcd.sqlite_store import SqliteStore
 from pyjoynr.gcd.store import StoredEntry
-from pyjoynr.gcd.sync import SyncSettings
+from pyjoynr.gcd.sync import Synchronizer, SyncSettings
 from pyjoynr.libjoynr import DiscoveryQos, DiscoveryScope, ProviderQos, ProviderScope
 from pyjoynr.libjoynr import connect as joynr_connect
 from pyjoynr.runtime.addresses import MqttAddress
@@ -638,6 +639,43 @@ async def test_a_loaded_or_reloaded_index_is_left_out_of_the_collectors_scans(
     later = _params_of(b, "later")
     await b.sync.stop()
     assert _scanned_by_the_collector(later)
+
+
+class _LoadWatched(SqliteStore):
+    """A SQLite store noting, each time its load hands out an item, whether the cyclic
+    collector runs meanwhile."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.collector_on: list[bool] = []
+
+    async def load(self, batch_size: int = 10_000) -> AsyncIterator[LoadBatch | int]:
+        async for item in super().load(batch_size):
+            self.collector_on.append(gc.isenabled())
+            yield item
+
+
+async def test_the_collector_is_paused_for_the_whole_load_then_runs_again(
+        tmp_path: Path) -> None:
+    """Paused per batch only, it ran between batches and walked the growing index again every
+    quarter of growth (some 20 full collections at a million rows)."""
+    store = _LoadWatched(tmp_path / "gcd.sqlite")
+    await store.open()
+    try:
+        await store.add_changes([StoredEntry(G1, f"p{i}", "d", "test/I", 1, 0, 0, "GLOBAL",
+                                             False, "[]", 0, now_ms() + 3_600_000, "",
+                                             "joynr/cc/cc-1", "cc-1") for i in range(7)])
+        sync = Synchronizer(store, settings=SyncSettings(batch_size=2))
+        assert gc.isenabled()
+        await sync.start()
+        try:
+            assert len(sync.index) == 7
+            assert store.collector_on == [False] * 5  # 4 batches, then the version
+            assert gc.isenabled()
+        finally:
+            await sync.stop()
+    finally:
+        await store.close()
 
 
 async def _purged_tombstones(instance: Instance) -> bool:

@@ -96,7 +96,7 @@ async def test_a_database_of_the_previous_version_is_migrated_without_losing_a_r
         assert await first.current_version() == 1
         loaded = [item async for item in first.load(batch_size=1_000)]
         assert loaded[-1] == 1
-        rows = [r for batch in loaded[:-1] if not isinstance(batch, int) for r in batch.rows]
+        rows = [r for batch in loaded[:-1] if not isinstance(batch, int) for r in batch.entries()]
         assert sorted(rows, key=lambda r: r[0].key) == sorted(
             ((e, 1) for e in expected), key=lambda r: r[0].key)
         digests: dict[int, Digest] = {}

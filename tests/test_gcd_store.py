@@ -258,8 +258,8 @@ async def load_all(store: VersionedStore, batch_size: int = 10_000
         if isinstance(item, int):
             version = item
         else:
-            rows.extend(item.rows)
-            sizes.append(len(item.rows))
+            rows.extend(item.entries())
+            sizes.append(len(item.records))
     assert version is not None
     return rows, version, sizes
 
@@ -413,8 +413,8 @@ async def test_load_stays_at_its_snapshot_while_writes_land(store: VersionedStor
     await store.remove_in_changes(["p00", "p09"], "g1")                     # 3
     rest = [item async for item in loading]
     assert rest[-1] == 1
-    assert set(first.rows) | {r for b in rest[:-1] if isinstance(b, LoadBatch)
-                              for r in b.rows} == before
+    assert set(first.entries()) | {r for b in rest[:-1] if isinstance(b, LoadBatch)
+                                   for r in b.entries()} == before
     assert (await load_all(store))[1] == 3
 
 

@@ -38,9 +38,10 @@ from __future__ import annotations
 
 import heapq
 import sys
-from collections.abc import Iterable, Iterator
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from pyjoynr.gcd.changes import (
     BUCKETS,
@@ -53,7 +54,7 @@ from pyjoynr.gcd.changes import (
     bucket_of,
     row_hash,
 )
-from pyjoynr.gcd.params import ParamsTable, SharedParams
+from pyjoynr.gcd.params import HASHED_FIELDS, ParamsTable, SharedParams
 from pyjoynr.gcd.store import StoredEntry
 
 __all__ = ["DirectoryIndex", "IndexStats"]
@@ -79,6 +80,21 @@ class _Row:
 
     def entry(self) -> StoredEntry:
         return self.params.to_entry(self.gbid)
+
+
+class _RecordView:
+    """The parameter fields of one store record by name (what ParamsTable.acquire reads):
+    one object refilled for each row of a load, instead of a StoredEntry made per row."""
+
+    __slots__ = HASHED_FIELDS
+
+    def fill(self, record: Sequence[Any]) -> None:
+        """Take the fields of ``record``: values in COLUMNS order (the gbid, then
+        HASHED_FIELDS in their order: a test checks it), then the version."""
+        (self.participant_id, self.domain, self.interface_name, self.major_version,
+         self.minor_version, self.priority, self.scope, self.supports_on_change,
+         self.custom_parameters, self.last_seen_ms, self.expiry_ms, self.public_key_id,
+         self.topic, self.cluster_controller_id) = record[1:-1]
 
 
 def _gbid_of(row: _Row) -> str:
@@ -131,6 +147,8 @@ class DirectoryIndex:
         self._bucket_versions = [0] * BUCKETS
         self._bucket_hashes = [0] * BUCKETS
         self._rows = 0
+        # gbid -> (that gbid interned, CRC-32 of its part of a key's checksum: see _load_records)
+        self._gbid_crcs: dict[str, tuple[str, int]] = {}
         self._tombstones: dict[Key, int] = {}
         # (version, gbid, participant_id) of tombstones, to drop them when W passes them
         # (entries of keys re-added or deleted again since are skipped when they come up)
@@ -320,31 +338,91 @@ class DirectoryIndex:
                            for row in ((value,) if isinstance(value, _Row) else value)}
 
     def load(self, rows: LoadBatch | Iterable[tuple[StoredEntry, int]]) -> int:
-        """Load a batch of the store's rows at one snapshot; how many rows were taken (a key
-        the index knows at the same or a newer version keeps what it has). Lookups work
-        throughout; call :meth:`finish_load` with the snapshot's version after the last
-        batch."""
+        """Load a batch of the store's rows at one snapshot (a store's LoadBatch, or (row, its
+        version) pairs); how many rows were taken (a key the index knows at the same or a
+        newer version keeps what it has). Lookups work throughout; call :meth:`finish_load`
+        with the snapshot's version after the last batch."""
         self.begin_load()
+        if isinstance(rows, LoadBatch):
+            return self._load_records(rows.records)
+        taken = 0
+        for entry, version in rows:
+            taken += self._load_one(entry, version)
+        return taken
+
+    def _load_records(self, records: Iterable[Sequence[Any]]) -> int:
+        """:meth:`load` of a store's records (values in COLUMNS order, then the version).
+
+        Most rows of a load are new keys in an index that has no tombstones and no repair
+        floors (a start-up, a reload into a fresh index): those are inserted here without a
+        StoredEntry (one reused view object feeds ParamsTable.acquire) and with the GBID's
+        part of the bucket checksum computed once per GBID. Every other row takes
+        :meth:`_load_one`, the general rule. (Costs a reader this second spelling of
+        :meth:`_insert`; a test checks that both build the same index.)"""
+        by_pid, by_interface, by_cc = self._by_pid, self._by_interface, self._by_cc
+        bucket_rows, counts = self._bucket_rows, self._bucket_count
+        versions, hashes = self._bucket_versions, self._bucket_hashes
+        tombstones, acquire, gbids = self._tombstones, self._params.acquire, self._gbid_crcs
+        floor_max = self._floor_max  # (repairs change it, never a load)
+        crc32 = zlib.crc32
+        view = _RecordView()
+        taken = inserted = 0  # (_load_one counts its own rows in self._rows)
+        for record in records:
+            gbid, participant_id, version = record[0], record[1], record[-1]
+            if (participant_id in by_pid or floor_max
+                    or (tombstones and (gbid, participant_id) in tombstones)):
+                taken += self._load_one(StoredEntry(*record[:-1]), version)
+                continue
+            known = gbids.get(gbid)
+            if known is None:
+                encoded = gbid.encode()
+                known = gbids[gbid] = (sys.intern(gbid),
+                                       crc32(len(encoded).to_bytes(4, "big") + encoded))
+            gbid, gbid_crc = known
+            view.fill(record)
+            params = acquire(cast(StoredEntry, view))  # (it reads the HASHED_FIELDS only)
+            row = _Row(gbid, version, params)
+            by_pid[params.participant_id] = row
+            group_key = (params.domain, params.interface_name)
+            group = by_interface.get(group_key)
+            if group is None:
+                group = by_interface[group_key] = {}
+            group[row] = None
+            group = by_cc.get(params.cluster_controller_id)
+            if group is None:
+                group = by_cc[params.cluster_controller_id] = {}
+            group[row] = None
+            # bucket_and_row_hash(gbid, participant_id, version), the GBID's part kept
+            encoded = participant_id.encode()
+            key_crc = crc32(encoded, crc32(len(encoded).to_bytes(4, "big"), gbid_crc))
+            bucket = key_crc % BUCKETS
+            bucket_rows[bucket].append(row)
+            counts[bucket] += 1
+            versions[bucket] += version
+            hashes[bucket] += crc32(version.to_bytes(8, "big"), key_crc)
+            inserted += 1
+        self._rows += inserted
+        return taken + inserted
+
+    def _load_one(self, entry: StoredEntry, version: int) -> int:
+        """One row of a load (1: taken, 0: the index keeps what it has)."""
         sweep = self._sweep
         assert sweep is not None
-        taken = 0
-        for entry, version in rows.rows if isinstance(rows, LoadBatch) else rows:
-            row = self._row(entry.gbid, entry.participant_id)
-            if row is not None:
-                sweep.discard(row)  # the snapshot has it
-                if version > row.version:
-                    self._replace(row, entry, version)
-                    taken += 1
-                continue
-            tombstone = self._tombstones.get(entry.key)
-            if tombstone is not None and version <= tombstone:
-                continue  # deleted after the snapshot
-            if version <= self._floor_max and version <= self._floors[
-                    bucket_of(entry.gbid, entry.participant_id)]:
-                continue  # a repair since saw the key absent at a later version
-            self._insert(entry, version, swept=False)  # the snapshot has it
-            taken += 1
-        return taken
+        row = self._row(entry.gbid, entry.participant_id)
+        if row is not None:
+            sweep.discard(row)  # the snapshot has it
+            if version > row.version:
+                self._replace(row, entry, version)
+                return 1
+            return 0
+        tombstone = self._tombstones.get(entry.key)
+        if tombstone is not None and version <= tombstone:
+            return 0  # deleted after the snapshot
+        if version <= self._floor_max and version <= self._floors[
+                bucket_of(entry.gbid, entry.participant_id)]:
+            return 0  # a repair since saw the key absent at a later version
+        self._insert(entry, version, swept=False)  # the snapshot has it
+        return 1
 
     def finish_load(self, snapshot_version: int) -> int:
         """End a load at the snapshot's version: rows the snapshot did not have (held before

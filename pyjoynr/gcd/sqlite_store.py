@@ -113,6 +113,11 @@ def _entry(row: Sequence[object]) -> StoredEntry:
     return StoredEntry(*values)  # type: ignore[arg-type]
 
 
+def _load_record(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A row of _SELECT_VERSIONED as a LoadBatch holds it (supports_on_change a bool)."""
+    return (*row[:8], bool(row[8]), *row[9:])
+
+
 class _Unchanged(Exception):
     """Raised inside a write transaction that changed nothing: it is rolled back (no version
     taken) and the write answers ``result``."""
@@ -424,9 +429,9 @@ class SqliteStore(PlainWrites):
         if self._executor is None:
             raise self._not_open()
         if self.path == ":memory:":
-            def everything(conn: sqlite3.Connection) -> tuple[int, list[tuple[StoredEntry, int]]]:
+            def everything(conn: sqlite3.Connection) -> tuple[int, list[tuple[Any, ...]]]:
                 return (int(conn.execute(META).fetchone()[0]),
-                        [(_entry(r[:-1]), r[-1]) for r in conn.execute(_SELECT_VERSIONED)])
+                        [_load_record(r) for r in conn.execute(_SELECT_VERSIONED)])
 
             version, rows = await self._transaction(everything)
             for start in range(0, len(rows), batch_size):
@@ -462,7 +467,7 @@ class SqliteStore(PlainWrites):
                     raise self._error(exc) from exc
                 if not rows:
                     break
-                yield LoadBatch([(_entry(r[:-1]), r[-1]) for r in rows])
+                yield LoadBatch([_load_record(r) for r in rows])
             yield version
         finally:
             await asyncio.to_thread(end, reader)

@@ -35,9 +35,15 @@ in :mod:`gcd.changes`):
   1,000,000 rows about 2.2 million), and a full collection would walk them all (0.4 to 0.7 s
   here, every lookup waiting) each time enough new objects have survived since the last one.
   Once the index is loaded (and after a reload has replaced it) the process's heap is
-  collected once and frozen (``gc.freeze``): collections leave what is alive then alone; it
-  is still freed by reference counting when it goes (the index holds no reference cycles).
-  :meth:`Synchronizer.stop` unfreezes it again.
+  frozen (``gc.freeze``; collected just before the start-up load, after a reload):
+  collections leave what is alive then alone; it is still freed by reference counting when
+  it goes (the index holds no reference cycles).
+  :meth:`Synchronizer.stop` unfreezes it again. While a load runs the collector is paused
+  (for the whole load, not per batch: with the collector back on between batches, each
+  quarter of growth of the heap cost one full collection, some 20 at 1,000,000 rows, more
+  than a third of the load's time). Cyclic garbage made meanwhile (the load itself makes
+  none) waits: after a reload for the collection before the freeze; at start-up, where the
+  heap is frozen right after the load, until the instance reloads or stops.
 
 Everything periodic runs in tasks of the instance's :class:`~runtime.tasks.TaskSupervisor`.
 """
@@ -167,12 +173,14 @@ class SyncStats:
                 f"tombstones_purged={self.tombstones_purged}")
 
 
-def _freeze_heap(name: str, why: str) -> None:
-    """Collect once, then take everything alive out of the cyclic collector's scans (see the
-    module docstring); logged with its duration."""
+def _freeze_heap(name: str, why: str, *, collect: bool = True) -> None:
+    """Collect once (unless ``collect`` is false: the caller collected before it loaded), then
+    take everything alive out of the cyclic collector's scans (see the module docstring);
+    logged with its duration."""
     began = time.monotonic()
-    gc.unfreeze()  # (what an earlier freeze kept and has died since is collected now)
-    gc.collect()
+    if collect:
+        gc.unfreeze()  # (what an earlier freeze kept and has died since is collected now)
+        gc.collect()
     gc.freeze()
     log.info("%s: %s: %d objects taken out of the garbage collector's scans in %.2f s", name,
              why, gc.get_freeze_count(), time.monotonic() - began)
@@ -180,10 +188,10 @@ def _freeze_heap(name: str, why: str) -> None:
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused for one batch of a load (synchronous: nothing else
-    runs meanwhile). A load makes objects that stay (rows, shared parameters, index slots);
-    collections triggered while they are made would traverse the growing index again and
-    again for nothing (about a fifth of the load's time at 500,000 rows)."""
+    """The cyclic garbage collector paused for a load. A load makes objects that stay (rows,
+    shared parameters, index slots); collections triggered while they are made would
+    traverse the growing index again and again for nothing. (When another pause ends first,
+    the collector runs again early: only slower, never wrong.)"""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -282,9 +290,13 @@ class Synchronizer:
             if self.notifier is not None and not self._listening:
                 await self.notifier.start(self.on_version, self.on_reconnected)
                 self._listening = True
+            # collected before the load rather than after it: a collection walks every object
+            # (a second per million rows loaded), and the load and its catch-up make no
+            # cyclic garbage (the collector is paused meanwhile: see _load)
+            gc.collect()
             self.index = await self._load()
             await self._catch_up_now()
-            _freeze_heap(self.name, "index loaded")
+            _freeze_heap(self.name, "index loaded", collect=False)
             self._ready.set()
             log.info("%s: index ready: %d rows loaded and caught up to version %d in %.2f s",
                      self.name, len(self.index), self.index.watermark,
@@ -353,17 +365,17 @@ class Synchronizer:
         index = self._index_factory()
         snapshot: int | None = None
         rows = 0
-        async for item in self.store.load(self.settings.batch_size):
-            if isinstance(item, int):
-                snapshot = item
-            else:
-                with _collector_paused():
-                    index.load(item.rows)
-                rows += len(item.rows)
-                await asyncio.sleep(0)  # let lookups of the current index through
-        if snapshot is None:
-            raise StoreError(f"{self.name}: the store's load yielded no snapshot version")
-        index.finish_load(snapshot)
+        with _collector_paused():
+            async for item in self.store.load(self.settings.batch_size):
+                if isinstance(item, int):
+                    snapshot = item
+                else:
+                    index.load(item)
+                    rows += len(item.records)
+                    await asyncio.sleep(0)  # let lookups of the current index through
+            if snapshot is None:
+                raise StoreError(f"{self.name}: the store's load yielded no snapshot version")
+            index.finish_load(snapshot)
         self._rows_checked = (rows, len(index), time.monotonic())
         self._newest_known = max(self._newest_known, snapshot)
         return index

@@ -160,6 +160,6 @@ async def store_rows(store: VersionedStore) -> dict[tuple[str, str], tuple[Store
     rows: dict[tuple[str, str], tuple[StoredEntry, int]] = {}
     async for item in store.load():
         if not isinstance(item, int):
-            for entry, version in item.rows:
+            for entry, version in item.entries():
                 rows[entry.key] = (entry, version)
     return rows

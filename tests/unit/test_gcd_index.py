@@ -27,8 +27,9 @@ from pyjoynr.gcd.changes import (
     row_hash,
 )
 from pyjoynr.gcd.index import DirectoryIndex
+from pyjoynr.gcd.params import HASHED_FIELDS
 from pyjoynr.gcd.sqlite_store import SqliteStore
-from pyjoynr.gcd.store import StoredEntry
+from pyjoynr.gcd.store import COLUMNS, StoredEntry
 
 Key = tuple[str, str]
 
@@ -242,12 +243,59 @@ def test_lookups_answer_what_the_sqlite_store_answers(rows: list[StoredEntry],
 
 def test_load_then_finish_sets_the_watermark() -> None:
     index = DirectoryIndex()
-    assert index.load(LoadBatch([(entry("p1"), 3), (entry("p2"), 7)])) == 2
+    assert index.load(LoadBatch.of([(entry("p1"), 3), (entry("p2"), 7)])) == 2
     assert index.loading
     assert index.load([(entry("p3"), 5)]) == 1
     assert index.finish_load(9) == 0
     assert not index.loading and index.watermark == 9 and len(index) == 3
     check_refcounts(index)
+
+
+def test_a_store_record_is_the_gbid_then_the_shared_parameters() -> None:
+    # a load reads the parameters of a record by position (DirectoryIndex._load_records)
+    assert ("gbid", *HASHED_FIELDS) == COLUMNS
+
+
+def loaded_rows() -> list[tuple[StoredEntry, int]]:
+    """Rows of several GBIDs (a participant in one to three), interfaces and cluster
+    controllers, the rows of a participant spread over different batches."""
+    rows = []
+    for i in range(300):
+        for g in range(1 + i % 3):
+            rows.append((entry(f"p{i:03}", f"g{g}", domain=f"d{i % 7}",
+                               interface_name=f"i{i % 5}", cluster_controller_id=f"cc{i % 4}",
+                               priority=i % 2, expiry_ms=50 + i), 1 + (i * 7 + g) % 40))
+    rows.sort(key=lambda r: (r[1], r[0].key))  # the version order scatters a participant
+    return rows
+
+
+@pytest.mark.parametrize("preloaded", [False, True])
+def test_a_load_of_store_records_builds_the_index_a_load_of_entries_builds(
+        preloaded: bool) -> None:
+    rows = loaded_rows()
+    by_records, by_entries = DirectoryIndex(), DirectoryIndex()
+    for index in (by_records, by_entries):
+        if preloaded:  # a reload: some keys held already, one deleted since (a tombstone)
+            index.apply_batch(ChangeBatch([put(1, entry("p001", "g0")), put(2, entry("x")),
+                                           gone(45, "p002", "g0")], up_to=2))
+    for start in range(0, len(rows), 64):
+        by_records.load(LoadBatch.of(rows[start:start + 64]))
+        by_entries.load(rows[start:start + 64])
+    assert by_records.finish_load(44) == by_entries.finish_load(44)
+    assert state(by_records) == state(by_entries)
+    assert by_records.digests() == by_entries.digests()
+    assert by_records.stats() == by_entries.stats()
+    check_refcounts(by_records)
+    for i in range(7):
+        for j in range(5):
+            assert (by_records.find([f"d{i}"], f"i{j}", 60)
+                    == by_entries.find([f"d{i}"], f"i{j}", 60))
+    assert by_records.keys_of_cluster_controller("cc1") == by_entries.keys_of_cluster_controller(
+        "cc1")
+    assert by_records.find_participant("p005", 0) == by_entries.find_participant("p005", 0)
+    # a participant's rows in several GBIDs share one parameter object, as after any load
+    shared = {id(by_records.shared_params_of(f"g{g}", "p005")) for g in range(3)}
+    assert len(shared) == 1
 
 
 def test_changes_applied_during_a_load_are_kept_or_swept_by_the_snapshot() -> None:
@@ -632,7 +680,7 @@ class ClusterMachine(RuleBasedStateMachine):
         instance = self.instances[data.draw(st.sampled_from(
             [n for n, i in enumerate(self.instances) if i.reload is not None]))]
         assert instance.reload is not None
-        instance.index.load(LoadBatch(instance.reload))
+        instance.index.load(LoadBatch.of(instance.reload))
         instance.index.finish_load(instance.reload_version)
         instance.reload = None
 
