@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 from typing import Any, Final
 
@@ -76,6 +77,14 @@ def address_from_json(text: str) -> Address:
     """The address a serialized address JSON names; AddressError saying why not."""
     if len(text) > MAX_ADDRESS_JSON_CHARS:
         raise AddressError(f"serialized address longer than {MAX_ADDRESS_JSON_CHARS} chars")
+    return _address_of_json(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _address_of_json(text: str) -> Address:
+    """address_from_json's parse, kept for the texts met last (the GCD answers the same few
+    provider addresses again and again; addresses are immutable; a text that is refused is
+    not kept)."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):

@@ -277,6 +277,18 @@ def test_serialized_addresses_as_joynr_writes_them() -> None:
             address_from_json(bad)
 
 
+def test_a_serialized_address_read_again_is_the_same_address_refused_ones_every_time() -> None:
+    """The GCD answers the same provider addresses again and again: one read is kept (the
+    address is immutable); a refused text is refused again, never kept."""
+    text = address_to_json(MqttAddress("joynrdefaultgbid", "joynr/cc/kept-1"))
+    first = address_from_json(text)
+    assert address_from_json(text) is first
+    bad = '{"_typeName":"joynr.system.RoutingTypes.MqttAddress","topic":"t/#"}'
+    for _ in range(2):
+        with pytest.raises(ValueError, match="missing field"):
+            address_from_json(bad)
+
+
 async def call_add_next_hop(provider: RoutingProvider, form: str, participant_id: str,
                             struct: system.Address, visible: bool) -> None:
     """``addNextHop`` with ``struct`` in ``form``: ``"struct"``, the generated overload of its
