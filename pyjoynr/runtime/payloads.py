@@ -52,6 +52,7 @@ class PayloadError(ProtocolError):
 
 
 _pack = msgpack.Packer(use_bin_type=True).pack
+_unpackb = msgpack.unpackb
 
 #: the most filter parameters a selective broadcast subscription may carry
 MAX_FILTER_PARAMETERS = 64
@@ -122,7 +123,7 @@ def _field_specs(cls: type) -> list[tuple[str, tuple[type, ...], bool, bool]]:
 def decode_payload(cls: type[P], body: bytes) -> P:
     """Decode ``body`` as a ``cls`` payload; raises :class:`PayloadError` with the reason."""
     try:
-        data = msgpack.unpackb(body, raw=False, strict_map_key=True)
+        data = _unpackb(body)  # (msgpack's defaults: see runtime.messages.decode_frame)
     except (ValueError, msgpack.UnpackException, RecursionError) as exc:
         raise PayloadError(f"{cls.__name__} body is not valid msgpack: {exc}") from None
     if not isinstance(data, dict):
