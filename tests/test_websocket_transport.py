@@ -24,7 +24,7 @@ from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame
 from pyjoynr.testing.cluster import cc_config, eventually
 from pyjoynr.transports.websocket_client import WebSocketClientSettings
-from pyjoynr.transports.websocket_common import EARLY_BATCH, Outbox, encode_init
+from pyjoynr.transports.websocket_common import Outbox, encode_init
 from pyjoynr.transports.websocket_connection import ServerSideConnection, open_client_connection
 from tests.support.radio import Radio, RadioProvider
 from tests.support.tls import self_signed_certificate
@@ -250,42 +250,6 @@ class CountingTransport:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._transport, name)
-
-
-async def test_an_outbox_writes_a_long_burst_in_batches_before_the_turn_ends():
-    """A burst longer than EARLY_BATCH does not wait whole for the end of its turn (its
-    messages would all be held as live objects until then): every EARLY_BATCH go out."""
-    count = 1 + 2 * EARLY_BATCH + 10
-    received: list[bytes] = []
-    all_there = asyncio.Event()
-
-    async def collect(ws: ServerConnection) -> None:
-        async for frame in ws:
-            assert isinstance(frame, bytes)
-            received.append(frame)
-            if len(received) == count:
-                all_there.set()
-
-    async with websockets_serve(collect, "127.0.0.1", 0) as server:
-        port = next(iter(server.sockets)).getsockname()[1]
-        connection = await open_client_connection(
-            f"ws://127.0.0.1:{port}/", max_size=1 << 20, ping_interval_s=None,
-            ping_timeout_s=WAIT_S, close_timeout_s=WAIT_S, open_timeout_s=WAIT_S,
-            ssl_context=None)
-        counting = connection.transport = CountingTransport(connection.transport)
-        outbox = Outbox(connection, "test", max_messages=count, max_bytes=1 << 20)
-        messages = [Message(MessageType.ONE_WAY, "s", "r", now_ms() + 60_000, b"x" * 10,
-                            f"m-{i}") for i in range(count)]
-        for message in messages:  # all in one loop turn
-            assert outbox.put(message)
-        # the first at once, then two writes of EARLY_BATCH; the last 10 wait for the turn's end
-        assert len(counting.writes) == 3 and outbox.pending == 10
-        await asyncio.sleep(0)
-        assert len(counting.writes) == 4 and outbox.pending == 0
-        async with asyncio.timeout(WAIT_S):
-            await all_there.wait()
-        assert [decode_frame(frame).id for frame in received] == [m.id for m in messages]
-        await connection.close()
 
 
 async def test_an_outbox_writes_a_turns_first_message_at_once_and_the_rest_together():

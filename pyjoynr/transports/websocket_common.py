@@ -20,8 +20,7 @@ message of any size). It writes as every writer of the project does (transports.
 the first message of a loop turn goes out at once when none waits before it; the others wait
 for a callback scheduled at that moment (not a task), and every message waiting when it runs
 goes out with one socket write (one websocket message each; at most ``MAX_BATCH`` messages and
-about ``MAX_BATCH_BYTES`` per write), or earlier, as soon as ``EARLY_BATCH`` wait (a long burst
-goes out in writes of that many). It stops while the transport's write buffer is full and
+about ``MAX_BATCH_BYTES`` per write). It stops while the transport's write buffer is full and
 goes on when it drains, so the memory a slow peer can hold is bounded by the outbox's limits
 plus the write buffer, which takes at most about ``MAX_BATCH_BYTES`` beyond its high-water
 mark.
@@ -191,11 +190,6 @@ def frame_decoder(dialect: str) -> Decoder:
 MAX_BATCH: Final = 1024
 #: one socket write takes further messages only while it holds fewer bytes than this
 MAX_BATCH_BYTES: Final = 1024 * 1024
-#: a turn's messages go out as soon as this many wait, without waiting for the end of the turn:
-#: a long burst (a proxy's hundreds of one-way calls) is written in batches of this size instead
-#: of all being held as live objects until the end, which the garbage collector's young
-#: generation passes would see again and again (and promote)
-EARLY_BATCH: Final = 128
 
 
 class Outbox:
@@ -244,11 +238,7 @@ class Outbox:
                 + (0 if raw_smrf is None else len(raw_smrf)) + MESSAGE_OVERHEAD_BYTES)
         queue, turn = self._queue, self._turn
         if turn.scheduled:  # not the first of the turn: it waits
-            if queue.offer(message, size) is not None:
-                return False
-            if len(queue.items) >= EARLY_BATCH and not self.ws.paused_writing:
-                self._write()
-            return True
+            return queue.offer(message, size) is None
         if queue.admit(size) is not None:
             return False
         if not (turn.at_once() and self._write_now(message)):
