@@ -126,7 +126,6 @@ __all__ = [
     "UNROUTED_SENDER",
     "VANISHED_PROVIDER_KEPT",
     "Notice",
-    "QueueLimits",
     "Queued",
     "Refusal",
     "ReplyRoute",
@@ -134,7 +133,6 @@ __all__ = [
     "admit_from_backend",
     "admit_from_client",
     "admit_multicast_from_backend",
-    "admit_to_queue",
     "check_claim",
     "check_expiry",
     "check_forward",
@@ -281,23 +279,6 @@ class Queued:
     bytes: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class QueueLimits:
-    """How much may wait: in one recipient's queue, in all queues together, and what the
-    messages from one sending connection may take of all queues (``origin_share`` of
-    ``total`` and of ``bytes_total``; 1.0: no share of its own)."""
-
-    per_recipient: int
-    total: int
-    bytes_per_recipient: int
-    bytes_total: int
-    origin_share: float = 1.0
-
-    def origin_limits(self) -> Queued:
-        """The share of one sending connection (it takes at least one message of any size)."""
-        return origin_share_of(self.total, self.bytes_total, self.origin_share)
-
-
 def origin_share_of(messages: int, bytes_: int, share: float) -> Queued:
     """What one sending connection may hold of queues taking ``messages`` messages and
     ``bytes_`` bytes: ``share`` of each, at least one message of any size."""
@@ -363,23 +344,6 @@ def queue_admission(size: int, queue: Queued, limits: Queued, *, why: str,
                        f"its share is {share.messages} message(s), {share.bytes} bytes",
                        answer=True)
     return None
-
-
-def admit_to_queue(size: int, recipient: Queued, total: Queued, origin: Queued | None,
-                   limits: QueueLimits, *, why: str) -> Refusal | None:
-    """May a message of ``size`` bytes wait (``why``: the reason it cannot go out now)?
-
-    Only while its recipient's queue (``recipient``) holds fewer messages than
-    ``limits.per_recipient`` and has room for its bytes, all queues together (``total``) too,
-    and the connection it arrived over (``origin``: what its messages hold in all queues; None
-    for messages made in this process, which have no share of their own) holds less than its
-    share. The recipient's queue and a connection's share take one message of any size while
-    they are empty (a message that passed the frame size limit can always wait alone), all
-    queues together only what fits (:func:`queue_admission`)."""
-    return queue_admission(
-        size, recipient, Queued(limits.per_recipient, limits.bytes_per_recipient), why=why,
-        total=total, total_limits=Queued(limits.total, limits.bytes_total), origin=origin,
-        share=None if origin is None else limits.origin_limits())
 
 
 # ---------------------------------------------------------------------- admission

@@ -50,7 +50,6 @@ from pyjoynr.runtime.rules import (
     VANISHED_PROVIDER_KEPT,
     Notice,
     Queued,
-    QueueLimits,
     Refusal,
     ReplyRoute,
 )
@@ -181,8 +180,32 @@ def test_check_queued_caps_the_wait(expiry, queued_at, now, max_wait, expected):
 
 #: 5 messages / 1000 bytes per recipient, 10 messages / 2000 bytes in all, half of it per
 #: sending connection
-LIMITS = QueueLimits(per_recipient=5, total=10, bytes_per_recipient=1000, bytes_total=2000,
-                     origin_share=0.5)
+@dataclass(frozen=True)
+class RouterLimits:
+    """The router's queue limits, as its settings name them (runtime.router.RouterSettings)."""
+
+    per_recipient: int
+    total: int
+    bytes_per_recipient: int
+    bytes_total: int
+    origin_share: float = 1.0
+
+    def origin_limits(self) -> Queued:
+        return rules.origin_share_of(self.total, self.bytes_total, self.origin_share)
+
+
+def admit_to_router_queue(size: int, recipient: Queued, total: Queued, origin: Queued | None,
+                          limits: RouterLimits, *, why: str) -> rules.Refusal | None:
+    """The rule asked as the router's queues ask it (runtime.queues over one shared budget
+    with a share per connection)."""
+    return rules.queue_admission(
+        size, recipient, Queued(limits.per_recipient, limits.bytes_per_recipient), why=why,
+        total=total, total_limits=Queued(limits.total, limits.bytes_total), origin=origin,
+        share=None if origin is None else limits.origin_limits())
+
+
+LIMITS = RouterLimits(per_recipient=5, total=10, bytes_per_recipient=1000, bytes_total=2000,
+                      origin_share=0.5)
 
 
 @pytest.mark.parametrize(("size", "queued", "limits", "expected"), [
@@ -215,11 +238,11 @@ LIMITS = QueueLimits(per_recipient=5, total=10, bytes_per_recipient=1000, bytes_
     (1, ((0, 0), (0, 0), (0, 0)), dataclasses.replace(LIMITS, per_recipient=0), QUEUE_FULL),
     (1, ((0, 0), (0, 0), (0, 0)), dataclasses.replace(LIMITS, total=0), QUEUE_FULL),
 ])
-def test_admit_to_queue(size, queued, limits, expected):
+def test_admission_to_the_routers_queues(size, queued, limits, expected):
     here, total, origin = queued
-    outcome = rules.admit_to_queue(size, Queued(*here), Queued(*total),
-                                   None if origin is None else Queued(*origin), limits,
-                                   why="no route yet")
+    outcome = admit_to_router_queue(size, Queued(*here), Queued(*total),
+                                    None if origin is None else Queued(*origin), limits,
+                                    why="no route yet")
     assert reason(outcome) == expected
     if outcome is not None:
         assert outcome.answer is True  # a waiting request's sender is told
@@ -245,9 +268,9 @@ def test_queue_share_of_a_connection():
     (Queued(1, 1000), 1, True),      # the bytes are taken already
 ])
 def test_the_one_rule_of_a_connections_share(origin, size, expected):
-    """The router's queues (admit_to_queue) and an MQTT backend's queue ask this one rule."""
+    """The router's queues and an MQTT backend's queue ask this one rule."""
     assert rules.exceeds_share(origin, size, Queued(5, 1000)) is expected
-    refusal = rules.admit_to_queue(size, Queued(0, 0), Queued(0, 0), origin, LIMITS, why="w")
+    refusal = admit_to_router_queue(size, Queued(0, 0), Queued(0, 0), origin, LIMITS, why="w")
     assert (refusal is not None and refusal.reason == QUEUE_SHARE_USED) is expected
 
 
