@@ -51,7 +51,7 @@ import random
 import re
 import time
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -489,6 +489,27 @@ class _Touch:
 
 #: a write in the group commit: an add's rows (rows_to_add) or a touch
 _Grouped = list[StoredEntry] | _Touch
+
+
+def _touch_targets(touches: list[_Touch]) -> tuple[dict[str, int], list[str],
+                                                   list[tuple[str, str]]]:
+    """For a group of touches (each of another cluster controller): where each cluster
+    controller's touch is in ``touches``, the cluster controllers touched whole, and the
+    (cluster controller, participant) pairs of the others."""
+    of = {t.cluster_controller_id: i for i, t in enumerate(touches)}
+    every = [t.cluster_controller_id for t in touches if t.targets is None]
+    pairs = [(t.cluster_controller_id, p) for t in touches if t.targets is not None
+             for p in t.targets]
+    return of, every, pairs
+
+
+def _rows_by_touch(of: dict[str, int], count: int, entries: Iterable[StoredEntry]
+                   ) -> list[list[StoredEntry]]:
+    """The touched rows, per touch of the group (``of``: see _touch_targets)."""
+    rows: list[list[StoredEntry]] = [[] for _ in range(count)]
+    for entry in entries:
+        rows[of[entry.cluster_controller_id]].append(entry)
+    return rows
 
 
 class _NoFunctions(Exception):
@@ -971,21 +992,14 @@ class PostgresStore(PlainWrites):
         session cannot have them."""
         if kind == "touch":
             touches = [w for w in writes if isinstance(w, _Touch)]
-            of = {t.cluster_controller_id: i for i, t in enumerate(touches)}
-            pairs = [(t.cluster_controller_id, p) for t in touches if t.targets is not None
-                     for p in t.targets]
-            args = (self.channel, [t.cluster_controller_id for t in touches
-                                   if t.targets is None],
-                    [p[0] for p in pairs], [p[1] for p in pairs],
+            of, every, pairs = _touch_targets(touches)
+            args = (self.channel, every, [p[0] for p in pairs], [p[1] for p in pairs],
                     [t.cluster_controller_id for t in touches],
                     [t.last_seen_ms for t in touches], [t.expiry_ms for t in touches])
             what = "touch" if len(touches) == 1 else f"touch (a group of {len(touches)})"
             records = await self._transaction(
                 what, lambda conn: self._call(conn, _CALL_TOUCH, args), idempotent=True)
-            rows: list[list[StoredEntry]] = [[] for _ in touches]
-            for record in records:
-                entry = _entry(record[:-1])
-                rows[of[entry.cluster_controller_id]].append(entry)
+            rows = _rows_by_touch(of, len(touches), (_entry(r[:-1]) for r in records))
             return [entry_changes(int(records[0][-1]), r) if r else [] for r in rows]
         adds = [w for w in writes if not isinstance(w, _Touch)]
         added = (adds[0] if len(adds) == 1
@@ -1095,10 +1109,7 @@ class PostgresStore(PlainWrites):
 
     async def _touch_group(self, touches: list[_Touch]) -> list[list[Change]]:
         """Touches of distinct cluster controllers in one transaction at one version."""
-        of = {t.cluster_controller_id: i for i, t in enumerate(touches)}
-        every = [t.cluster_controller_id for t in touches if t.targets is None]
-        pairs = [(t.cluster_controller_id, p) for t in touches if t.targets is not None
-                 for p in t.targets]
+        of, every, pairs = _touch_targets(touches)
 
         async def run(conn: asyncpg.Connection) -> list[list[Change]]:
             locked = await conn.fetch(_VERSION_LOCK_TOUCH_GROUP, self.channel, every,
@@ -1112,10 +1123,7 @@ class PostgresStore(PlainWrites):
                                        [k[1] for k in keys], hashes_of(keys, version),
                                        [t.last_seen_ms for t in values],
                                        [t.expiry_ms for t in values])
-            rows: list[list[StoredEntry]] = [[] for _ in touches]
-            for record in touched:
-                entry = _entry(record)
-                rows[of[entry.cluster_controller_id]].append(entry)
+            rows = _rows_by_touch(of, len(touches), map(_entry, touched))
             return [entry_changes(version, r) for r in rows]
 
         try:
