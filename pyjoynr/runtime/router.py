@@ -493,20 +493,18 @@ class MessageRouter:
             audit.delivered(message, hop, 0)
 
     def dropped_by_transport(self, message: Message, reason: str, detail: str, *, hop: Address,
-                             counters: Counter[str] | None = None, key: str = "", name: str = "",
-                             logger: logging.Logger | None = None) -> None:
+                             counters: Counter[str], key: str, name: str,
+                             logger: logging.Logger) -> None:
         """A message a transport had accepted for ``hop`` is dropped there (expired in its
         queue, refused by a broker, ...): counted under ``dropped-<reason>`` in ``counters``
-        (the transport's), recorded in the audit log and logged, rate-limited per reason and
-        ``key`` (``name`` starts the line)."""
-        if counters is not None:
-            counters[f"dropped-{reason}"] += 1
+        (the transport's), recorded in the audit log and logged on ``logger``, rate-limited
+        per reason and ``key`` (``name`` starts the line)."""
+        counters[f"dropped-{reason}"] += 1
         audit = self._audit
         if audit is not None:
             audit.decided(message, outcome_of(reason), hop, reason)
-        self._warnings.warning(logger or log, reason, key or repr(hop), "%s: dropped %s: %s",
-                               name or repr(hop), message.describe(), detail,
-                               extra=message_fields(message))
+        self._warnings.warning(logger, reason, key, "%s: dropped %s: %s", name,
+                               message.describe(), detail, extra=message_fields(message))
 
     # ------------------------------------------------------------------ logging and audit
 
