@@ -16,11 +16,14 @@ mosquitto broker (pyjoynr/testing/brokers.py, TCP_NODELAY) are started for the r
   joynrdefaultgbid) are written with COPY (asyncpg ``copy_records_to_table``) with the version
   columns as the store computes them (bucket_of, row_hash; one version per 10,000 rows), then
   the store's indexes and VACUUM ANALYZE. Start-up: a GcdService (store postgres, that
-  broker) is started and timed until ready (the whole table loaded into the index by its
-  Synchronizer and caught up, MQTT connected), with the process's RSS before and after.
-  Baseline: the same rows read raw through an asyncpg cursor in the same batches, nothing
-  kept. Then the time of a full garbage collection with the index loaded (the service
-  freezes it out of the collector's scans) beside one of the same heap unfrozen.
+  broker, ``serve_while_loading`` as configured by default) is started and timed twice: until
+  it serves (a CC-like MQTT client, connected before the start, sends a ``lookup_in`` every
+  20 ms until one is answered with the right entries) and until its index is ready (the
+  whole table loaded by its Synchronizer and caught up: ``start()`` returned), with the
+  process's RSS before and after. Baseline: the same rows read raw through an asyncpg cursor
+  in the same batches, nothing kept. Then the time of a full garbage collection with the
+  index loaded (the service freezes it out of the collector's scans) beside one of the same
+  heap unfrozen.
 - ``memory``: the bytes an index of the N rows holds, by tracemalloc: a second
   DirectoryIndex loaded from ``store.load()`` (the rows as the driver gives them; the batches
   freed), divided by N; the largest allocation sites. Baseline: the naive copy, every row as
@@ -65,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import random
 import re
@@ -121,10 +125,12 @@ CLUSTER = "bench"
 FILL_BATCH = 10_000
 #: the goals: in-process lookup p99, MQTT lookup / raw round trip, index bytes per entry, load
 #: time at start-up, convergence between instances
-GOAL_P99_US = 100.0
-GOAL_MQTT_RATIO = 1.3
+GOAL_P99_US = 35.0
+GOAL_MQTT_RATIO = 1.1
 GOAL_BYTES_PER_ENTRY = 600.0
-GOAL_LOAD_S = 30.0
+GOAL_LOAD_S = 5.0
+#: how often the start-up figure's client asks until the first answer
+FIRST_ANSWER_POLL_S = 0.02
 GOAL_CONVERGENCE_MS = 50.0
 
 
@@ -394,12 +400,35 @@ class GcdClient:
                     self.METHODS[method].param_datatypes).to_body(),
             reply_to=self.reply_to)), request_id
 
-    async def round_trip(self, frame: bytes) -> bytes:
+    async def round_trip(self, frame: bytes, timeout_s: float = ROUND_TIMEOUT_S) -> bytes:
         """Publish ``frame`` to the GCD; the reply's payload."""
         assert self.client is not None
         reply = self._reply = asyncio.get_running_loop().create_future()
         await self.client.publish(f"{GCD_TOPIC}/low", frame, qos=1)
-        return await asyncio.wait_for(reply, ROUND_TIMEOUT_S)
+        return await asyncio.wait_for(reply, timeout_s)
+
+    async def first_answer(self, work: Workload) -> int:
+        """Ask ``lookup_in`` of one (domain, interface) every FIRST_ANSWER_POLL_S until one
+        of the requests is answered (those sent before the GCD subscribed are lost; a late
+        answer to an earlier one counts); how many entries it held."""
+        assert self.client is not None
+        domain, interface_name = work.domain_interface(0)
+        asked: set[str] = set()
+        answered = self._reply = asyncio.get_running_loop().create_future()
+        while True:
+            frame, request_id = self.request("lookup_in", [[domain], interface_name, [GBID]])
+            asked.add(request_id)
+            await self.client.publish(f"{GCD_TOPIC}/low", frame, qos=1)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(answered), FIRST_ANSWER_POLL_S)
+            if not answered.done():
+                continue
+            answer = decode_payload(Reply, decode_frame(answered.result()).body)
+            if answer.request_reply_id not in asked:
+                raise AssertionError(f"an answer to no request of ours: {answer}")
+            if answer.error is not None:
+                raise AssertionError(f"the first lookup failed: {answer.error}")
+            return len(answer.response[0]) if answer.response else 0
 
     async def call(self, method: str, params: list[Any]) -> list[Any]:
         """One request, encoded now; the reply decoded: its response (AssertionError on an
@@ -555,6 +584,28 @@ def full_collections() -> tuple[float, float]:
     return frozen * 1000, unfrozen * 1000
 
 
+async def timed_start(service: GcdService, broker: Mosquitto, work: Workload
+                      ) -> tuple[float, float]:
+    """Start ``service``: seconds until a lookup over MQTT was first answered, and until
+    ``start()`` returned (the index ready)."""
+    async with GcdClient(broker) as asker:
+        started = time.perf_counter()
+        starting = asyncio.ensure_future(service.start(wait_s=30))
+        asking = asyncio.ensure_future(asker.first_answer(work))
+        await asyncio.wait({starting, asking}, return_when=asyncio.FIRST_COMPLETED)
+        if starting.done() and starting.exception() is not None:
+            asking.cancel()
+            await starting  # (raises)
+        first_found = await asking
+        serving_s = time.perf_counter() - started
+        await starting
+        load_s = time.perf_counter() - started
+    if first_found != work.per_key:
+        print(f"ERROR: the first lookup answered {first_found} entries, expected "
+              f"{work.per_key}")
+    return serving_s, load_s
+
+
 async def big_parts(pg: PostgresServer, broker: Mosquitto, args: argparse.Namespace) -> None:
     work = Workload(args.entries, 10, now_ms())
     dsn = await pg.create_database("gcd_bench_big")
@@ -569,9 +620,7 @@ async def big_parts(pg: PostgresServer, broker: Mosquitto, args: argparse.Namesp
         gc.collect()
         rss_before = rss_bytes()
         service = GcdService(settings)
-        started = time.perf_counter()
-        await service.start(wait_s=30)
-        load_s = time.perf_counter() - started
+        serving_s, load_s = await timed_start(service, broker, work)
         gc.collect()
         rss_delta = rss_bytes() - rss_before
         try:
@@ -580,10 +629,14 @@ async def big_parts(pg: PostgresServer, broker: Mosquitto, args: argparse.Namesp
             if rows != work.entries or raw_rows != work.entries:
                 print(f"ERROR: loaded {rows:,} rows, raw {raw_rows:,}, stored {work.entries:,}")
             lines.append(header("raw"))
-            lines.append(row_line(f"start-up: {rows:,} rows loaded, ready (GcdService), s",
-                                  f"{load_s:.2f}", f"{raw_s:.2f}", load_s / raw_s,
+            lines.append(row_line("start-up: first lookup answered over MQTT, s",
+                                  f"{serving_s:.2f}", f"{raw_s:.2f}", serving_s / raw_s,
                                   f"goal <= {GOAL_LOAD_S:.0f} s: "
-                                  f"{verdict(load_s <= GOAL_LOAD_S)}"))
+                                  f"{verdict(serving_s <= GOAL_LOAD_S)}"))
+            lines.append(row_line(f"start-up: {rows:,} rows loaded, index ready, s",
+                                  f"{load_s:.2f}", f"{raw_s:.2f}", load_s / raw_s,
+                                  "(lookups answered from the store until then)"
+                                  if serving_s < load_s else ""))
             lines.append(f"  (raw: the rows read through a cursor, nothing kept; process RSS "
                          f"grew by {rss_delta / 2**20:,.0f} MiB = {rss_delta / rows:,.0f} B "
                          "per row over the start-up, allocator slack and the load's "

@@ -34,10 +34,13 @@ async def test_the_gcd_process_starts_serves_and_stops_on_sigterm(tmp_path: Path
         try:
             lines = wait_for_line(proc, "GCD for joynrdefaultgbid started")
             started = lines[-1]
-            assert any("index ready" in line for line in lines[:-1])  # loaded before serving
+            assert any("index ready" in line for line in lines[:-1])  # started: loaded
             assert GCD_TOPIC in started and "sqlite store" in started
             assert "valid GBIDs joynrdefaultgbid, other," in started  # both, from the TOML array
-            wait_for_line(proc, "MQTT backend joynrdefaultgbid connected")
+            # (the broker is served from the start of the load: connected before or after)
+            connected = "MQTT backend joynrdefaultgbid connected"
+            if not any(connected in line for line in lines):
+                wait_for_line(proc, connected)
             proc.send_signal(signal.SIGTERM)
             out, _ = proc.communicate(timeout=30)
         finally:
@@ -109,10 +112,11 @@ def test_an_unknown_environment_override_stops_the_gcd(tmp_path: Path) -> None:
     assert "bad configuration" in out and "JOYNR_GCD__GCD__BROKER" in out
 
 
-async def test_the_gcd_process_is_ready_only_after_loading_its_index(
+async def test_without_serve_while_loading_the_gcd_process_serves_only_after_its_index(
         tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    """On PostgreSQL with rows already stored: the process loads them all, then says it is
-    ready (and only then subscribes to its broker)."""
+    """On PostgreSQL with rows already stored and ``serve_while_loading`` off: the process
+    loads them all, then says it is ready (and only then subscribes to its broker). (By
+    default it serves from the store meanwhile: tests/test_gcd_serving_while_loading.py.)"""
     from pyjoynr.gcd.postgres_store import PostgresStore  # noqa: PLC0415
     from pyjoynr.gcd.store import StoredEntry  # noqa: PLC0415
     from tests.support.gcd_stores import fresh_postgres_dsn  # noqa: PLC0415
@@ -128,9 +132,11 @@ async def test_the_gcd_process_is_ready_only_after_loading_its_index(
         await store.close()
     async with Mosquitto(tmp_path / "broker") as broker:
         proc = start(tmp_path, JOYNR_GCD__GCD__BROKER_URL=broker.url,
-                     JOYNR_GCD__GCD__STORE="postgres", JOYNR_GCD__GCD__POSTGRES_DSN=dsn)
+                     JOYNR_GCD__GCD__STORE="postgres", JOYNR_GCD__GCD__POSTGRES_DSN=dsn,
+                     JOYNR_GCD__GCD__SERVE_WHILE_LOADING="false")
         try:
             lines = wait_for_line(proc, "GCD for joynrdefaultgbid started")
+            assert not any("from the store" in line for line in lines), lines
             loaded = [line for line in lines if "index ready" in line]
             assert loaded and "2500 rows loaded" in loaded[0], lines
             assert "2500 entries in the index" in lines[-1]

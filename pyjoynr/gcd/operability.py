@@ -12,7 +12,8 @@ the functions are also what a cluster controller shows of the GCD it embeds
   ``[admin] probe_max_age_s``), the broker connection is up. An instance whose index is
   loaded but whose store does not answer still answers lookups (writes fail): with ``[gcd]
   ready_when_store_down`` (the default) it is ready but *degraded* (200, the body says so),
-  else not ready (503);
+  else not ready (503). An instance still loading its index at start-up while it answers
+  lookups from the store (``serve_while_loading``) is ready but degraded too;
 - the status page: identity (with the instance id, which also labels ``joynr_gcd_info``),
   health, backend, index and synchronisation, requests, refusals.
 """
@@ -87,6 +88,13 @@ def gcd_metrics(service: GcdService, prefix: str = PREFIX) -> list[Metric]:
                        provider.store_latency),
         gauge(f"{prefix}_index_loaded", "1 once the in-memory index is loaded and caught up",
               [], [((), 1.0 if stats.ready else 0.0)]),
+        gauge(f"{prefix}_serving_from_store", "1 while the index loads at start-up and "
+              "lookups are answered from the store", [],
+              [((), 1.0 if stats.serving_from_store else 0.0)]),
+        gauge(f"{prefix}_index_rows_loaded", "Rows the running (or last) load of the index "
+              "has taken", [], [((), stats.rows_loaded)]),
+        counter(f"{prefix}_store_lookups", "Lookups answered by reading the store (while the "
+                "index loaded)", [], [((), provider.store_lookups)]),
         gauge(f"{prefix}_index_rows", "Rows in the in-memory index", [],
               [((), stats.index_rows)]),
         gauge(f"{prefix}_index_participants", "Participants in the in-memory index", [],
@@ -167,6 +175,11 @@ async def gcd_ready_checks(service: GcdService, probe: Probe, *, name: str = "GC
     if sync.ready:
         index = Check(f"{name} index", True, f"loaded: {len(sync.index)} rows, watermark "
                       f"{sync.index.watermark}")
+    elif sync.serving_from_store:
+        # serving, from the store: degraded, still ready
+        index = Check(f"{name} index", False,
+                      f"loading: {sync.rows_loaded} rows so far; degraded: lookups are answered "
+                      "from the store meanwhile (serve_while_loading)", required=False)
     else:
         index = Check(f"{name} index", False, "loading" if sync.started else "not loaded")
     checks = [index]

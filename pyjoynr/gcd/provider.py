@@ -31,11 +31,13 @@ in all backends, share one store (:mod:`gcd.store`). The rules:
   error saying so for the others.
 
 Where the answers come from (docs/discovery.md): lookups read the instance's in-memory index
-only (:class:`~gcd.sync.Synchronizer`), so they keep being answered while the database is
-down. Writes go to the store (one transaction each, through the ``*_changes`` forms of
+(:class:`~gcd.sync.Synchronizer`), so they keep being answered while the database is down.
+Writes go to the store (one transaction each, through the ``*_changes`` forms of
 :class:`~gcd.changes.VersionedStore`), and the instance then applies what the store committed
-- not what was asked - to its index. Before the index is loaded, nothing is answered: a
-provider given a synchroniser (the service, which starts serving only once it is ready)
+- not what was asked - to its index. While the index loads at start-up with
+``serve_while_loading`` (:attr:`~gcd.sync.Synchronizer.serving_from_store`), lookups read the
+store itself (:attr:`GcdProvider.store_lookups` counts them) and writes are taken as always.
+Otherwise, before the index is loaded, nothing is answered: a provider given a synchroniser
 refuses with INTERNAL_ERROR or a provider runtime error ("not loaded yet"); a provider that
 made its own (no ``sync`` given: one instance without peers, e.g. in tests) loads it on its
 first call.
@@ -265,6 +267,8 @@ class GcdProvider(GlobalCapabilitiesDirectoryProviderBase):
         self.store_failures: Counter[tuple[str, str]] = Counter()
         self.request_latency = LatencyHistograms()
         self.store_latency = LatencyHistograms()
+        #: lookups answered by reading the store (while the index loaded at start-up)
+        self.store_lookups = 0
 
     # ------------------------------------------------------------------ checks
 
@@ -312,10 +316,10 @@ class GcdProvider(GlobalCapabilitiesDirectoryProviderBase):
             self.store_latency.observe(what, time.perf_counter() - started)
 
     async def _ready(self, what: str, *, modelled: bool) -> None:
-        """The index is loaded (a provider's own synchroniser is loaded now), or the call is
-        refused like a storage failure."""
+        """The index is loaded or loading while served from the store (a provider's own
+        synchroniser is loaded now), or the call is refused like a storage failure."""
         sync = self.sync
-        if sync.ready:
+        if sync.ready or sync.serving_from_store:
             return
         if self._owns_sync:
             await self._store(what, sync.start, modelled=modelled)
@@ -389,9 +393,19 @@ class GcdProvider(GlobalCapabilitiesDirectoryProviderBase):
                     break
         return selected
 
+    async def _from_store(self, read: Callable[[], Awaitable[list[StoredEntry]]],
+                          modelled: bool) -> list[Found]:
+        """A lookup answered by reading the store (while the index loads)."""
+        self.store_lookups += 1
+        return [(entry.gbid, SharedParams.of(entry))
+                for entry in await self._store("lookup", read, modelled=modelled)]
+
     async def _find(self, domains: list[str], interface_name: str, modelled: bool
                     ) -> list[Found]:
         await self._ready("lookup", modelled=modelled)
+        if not self.sync.ready:  # serving from the store while the index loads
+            return await self._from_store(
+                lambda: self.store.find(domains, interface_name, self._clock_ms()), modelled)
         await self.sync.notified_applied()
         try:
             rows = self.sync.find_shared(domains, interface_name, self._clock_ms())
@@ -442,6 +456,9 @@ class GcdProvider(GlobalCapabilitiesDirectoryProviderBase):
     async def _find_participant(self, participant_id: str, modelled: bool
                                 ) -> list[Found]:
         await self._ready("lookup", modelled=modelled)
+        if not self.sync.ready:  # serving from the store while the index loads
+            return await self._from_store(
+                lambda: self.store.find_participant(participant_id, self._clock_ms()), modelled)
         await self.sync.notified_applied()
         try:
             rows = self.sync.find_participant_shared(participant_id, self._clock_ms())

@@ -117,6 +117,9 @@ class GcdSettings:
     #: whether an instance whose store does not answer is ready (/health/ready 200, its body
     #: saying "degraded"): it still answers lookups from its index, while writes fail
     ready_when_store_down: bool = True
+    #: whether an instance serves while its index loads at start-up, answering lookups by
+    #: reading the store (False: it subscribes to its broker only once the index is ready)
+    serve_while_loading: bool = True
 
     def __post_init__(self) -> None:
         if not self.gbid:
@@ -149,7 +152,8 @@ class GcdSettings:
         return SyncSettings(catch_up_interval_s=self.catch_up_interval_s,
                             repair_interval_s=self.repair_interval_s,
                             tombstone_retention_s=self.tombstone_retention_s,
-                            stats_interval_s=self.sync_stats_interval_s)
+                            stats_interval_s=self.sync_stats_interval_s,
+                            serve_while_loading=self.serve_while_loading)
 
     def mqtt_section(self, base: MqttSettings | None = None) -> MqttSettings:
         """The settings of this instance's MQTT transport: those of ``base`` (a cluster
@@ -291,19 +295,37 @@ class GcdService:
         self.runtime.register_system_provider(GCD_PARTICIPANT_ID, self.provider)
 
     async def start(self, wait_s: float | None = None) -> None:
+        """Open the store, load the index, serve the broker; returns once the index is ready.
+
+        With ``serve_while_loading`` (the default) the instance subscribes to its broker as
+        soon as the load has begun and answers lookups from the store until the index is
+        ready (:attr:`serving` is true before this returns); else only once it is ready. A
+        failed load stops whatever of the start ran, and propagates."""
         await self.store.open()
-        # the whole directory in memory before the first request can arrive
+        loading = asyncio.ensure_future(self.sync.start())
         try:
-            await self.sync.start()
+            # the index ready, or (serve_while_loading) its load begun
+            serving = asyncio.ensure_future(self.sync.wait_serving())
+            try:
+                await asyncio.wait({loading, serving}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                serving.cancel()
+            if loading.done():
+                loading.result()  # a failed load propagates from here
+            if self.audit is not None:
+                self.audit.start(self.tasks)
+            self.housekeeping.start()
+            self.provider.start_purging(self.tasks, self.settings.purge_interval_s)
+            await self.mqtt.start(wait_s)
+            if not loading.done():
+                log.info("%s: serving from the store while the index loads", self.name)
+            await loading
         except BaseException:
-            await self.sync.stop()
-            await self.store.close()
+            loading.cancel()
+            with contextlib.suppress(BaseException):
+                await loading
+            await self._stop_started()
             raise
-        if self.audit is not None:
-            self.audit.start(self.tasks)
-        self.housekeeping.start()
-        self.provider.start_purging(self.tasks, self.settings.purge_interval_s)
-        await self.mqtt.start(wait_s)
         s = self.settings
         log.info("GCD for %s started and ready: instance %s, %s, topic %s%s, %s store, "
                  "valid GBIDs %s, %d entries in the index", s.gbid, self.instance_id,
@@ -311,6 +333,22 @@ class GcdService:
                  f" (shared group {s.shared_subscription_group})"
                  if s.shared_subscription_group else "", s.store, ", ".join(s.valid_gbids),
                  len(self.sync.index))
+
+    @property
+    def serving(self) -> bool:
+        """Lookups are answered: from the index once it is ready, from the store while the
+        start-up load runs (``serve_while_loading``)."""
+        return self.sync.ready or self.sync.serving_from_store
+
+    async def _stop_started(self) -> None:
+        """Undo a start that failed: whatever of it ran stops, the store closes."""
+        for step in (self.mqtt.stop, self.housekeeping.stop, self._stop_audit, self.sync.stop,
+                     self.tasks.close, self.store.close):
+            try:
+                await step()
+            except Exception:
+                log.exception("%s: %s failed while undoing a failed start", self.name,
+                              step.__qualname__)
 
     def stats(self) -> dict[str, object]:
         """The instance's figures (those of its status page), for an exporter."""

@@ -7,8 +7,13 @@ in :mod:`gcd.changes`):
 - **Start-up** (:meth:`Synchronizer.start`): listen for notifications first (so that nothing
   committed during the load goes unheard), stream ``store.load()`` into a fresh index in
   batches, ``finish_load(snapshot)``, then catch up. Only then is the synchroniser
-  :attr:`~Synchronizer.ready`; the GCD answers nothing before (:class:`NotReady`), and the
-  service starts serving its broker only after :meth:`start` returned.
+  :attr:`~Synchronizer.ready` and are lookups answered from the index (:class:`NotReady`
+  before). Meanwhile, with ``serve_while_loading`` (the default), the synchroniser is
+  :attr:`~Synchronizer.serving_from_store` from the moment it listens: the instance answers
+  lookups by reading the store itself (:class:`~gcd.provider.GcdProvider`), so a restarted
+  instance serves again within a second, whatever the size of its index. Writes go to the
+  store as always; what they commit after the load's snapshot reaches the new index by the
+  catch-up that ends the load. Without it the instance answers nothing before it is ready.
 - **Catch-up** (:meth:`Synchronizer.catch_up`): ``changes_since(W)`` until a batch is
   complete, each batch applied in version order (``apply_batch`` moves the watermark W). A
   store that answers :class:`~gcd.changes.TooFarBehind` (tombstones after W purged) makes the
@@ -58,7 +63,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pyjoynr.gcd.changes import Change, Digest, Notifier, TooFarBehind, VersionedStore
+from pyjoynr.gcd.changes import (
+    Change,
+    Digest,
+    LoadBatch,
+    Notifier,
+    TooFarBehind,
+    VersionedStore,
+)
 from pyjoynr.gcd.index import DirectoryIndex
 from pyjoynr.gcd.params import SharedParams
 from pyjoynr.gcd.store import StoredEntry, StoreError
@@ -69,6 +81,9 @@ __all__ = ["NotReady", "SyncSettings", "SyncStats", "Synchronizer"]
 
 log = get_logger(__name__)
 
+#: rows a load takes into its index per turn of the event loop (a few milliseconds: the
+#: lookups served meanwhile wait at most that long for a turn)
+_LOAD_SLICE = 1_000
 #: how many buckets one ``rows_in_buckets`` call of a repair asks for at most
 _REPAIR_CHUNK = 256
 #: how often a repair fetches rows again whose snapshot a catch-up overtook
@@ -98,6 +113,9 @@ class SyncSettings:
     stats_interval_s: float = 60.0
     #: rows per batch of the start-up load, changes per catch-up query
     batch_size: int = 10_000
+    #: answer lookups from the store while the start-up load runs (False: answer nothing
+    #: before the index is ready)
+    serve_while_loading: bool = True
 
     def __post_init__(self) -> None:
         for name in ("catch_up_interval_s", "repair_interval_s", "stats_interval_s"):
@@ -115,6 +133,10 @@ class SyncStats:
     """The figures an operator sees of the synchronisation, at one moment."""
 
     ready: bool
+    #: the start-up load is under way and lookups are answered from the store meanwhile
+    serving_from_store: bool
+    #: rows of the start-up load (or of a reload) taken so far; the index's rows once done
+    rows_loaded: int
     #: the index's watermark W (every change up to it is reflected)
     watermark: int
     notifications_received: int
@@ -159,7 +181,8 @@ class SyncStats:
         checked = ("never" if self.store_rows_checked_age_s is None else
                    f"{self.store_rows_checked}/{self.index_rows_checked}"
                    f"@{self.store_rows_checked_age_s:.0f}s_ago")
-        return (f"ready={self.ready} watermark={self.watermark} "
+        return (f"ready={self.ready} serving_from_store={self.serving_from_store} "
+                f"rows_loaded={self.rows_loaded} watermark={self.watermark} "
                 f"notifications={self.notifications_received} reconnects={self.reconnects} "
                 f"applied={self.changes_applied} own={self.own_changes_applied} "
                 f"catch_ups={self.catch_ups} failures={self.catch_up_failures} "
@@ -225,6 +248,10 @@ class Synchronizer:
         self._wall_ms = wall_clock_ms or (lambda: int(time.time() * 1000))
         self.index: DirectoryIndex = index_factory()
         self._ready = asyncio.Event()
+        # set while the start-up load runs with serve_while_loading, and once ready
+        self._serving = asyncio.Event()
+        self._from_store = False
+        self._rows_loaded = 0
         self._started = False
         self._stopped = False
         self._start_lock = asyncio.Lock()
@@ -271,11 +298,27 @@ class Synchronizer:
         return self._ready.is_set() and not self._stopped
 
     @property
+    def serving_from_store(self) -> bool:
+        """The start-up load is under way with ``serve_while_loading``: the index is not ready,
+        and lookups are to be answered by reading the store (GcdProvider does)."""
+        return self._from_store and not self._stopped
+
+    @property
     def started(self) -> bool:
         return self._started
 
+    @property
+    def rows_loaded(self) -> int:
+        """Rows taken by the running load so far (after a load: the rows it took)."""
+        return self._rows_loaded
+
     async def wait_ready(self, timeout_s: float | None = None) -> None:
         await asyncio.wait_for(self._ready.wait(), timeout_s)
+
+    async def wait_serving(self, timeout_s: float | None = None) -> None:
+        """Until lookups can be answered: from the store while the start-up load runs (with
+        ``serve_while_loading``), or from the index once ready."""
+        await asyncio.wait_for(self._serving.wait(), timeout_s)
 
     async def start(self) -> None:
         """Listen, load, catch up, then ready; then the timers. A store error propagates (the
@@ -294,10 +337,22 @@ class Synchronizer:
             # (a second per million rows loaded), and the load and its catch-up make no
             # cyclic garbage (the collector is paused meanwhile: see _load)
             gc.collect()
-            self.index = await self._load()
-            await self._catch_up_now()
+            if self.settings.serve_while_loading:
+                self._from_store = True
+                self._serving.set()
+                log.info("%s: loading the index; lookups are answered from the store "
+                         "meanwhile", self.name)
+            try:
+                self.index = await self._load()
+                await self._catch_up_now()
+            except BaseException:
+                self._from_store = False
+                self._serving.clear()
+                raise
             _freeze_heap(self.name, "index loaded", collect=False)
             self._ready.set()
+            self._serving.set()
+            self._from_store = False
             log.info("%s: index ready: %d rows loaded and caught up to version %d in %.2f s",
                      self.name, len(self.index), self.index.watermark,
                      time.monotonic() - began)
@@ -364,15 +419,21 @@ class Synchronizer:
         """A new index holding the whole store at one snapshot, caught up to it."""
         index = self._index_factory()
         snapshot: int | None = None
-        rows = 0
+        rows = self._rows_loaded = 0
         with _collector_paused():
             async for item in self.store.load(self.settings.batch_size):
                 if isinstance(item, int):
                     snapshot = item
-                else:
-                    index.load(item)
-                    rows += len(item.records)
-                    await asyncio.sleep(0)  # let lookups of the current index through
+                    continue
+                records = item.records
+                for start in range(0, len(records), _LOAD_SLICE):
+                    index.load(LoadBatch(records[start:start + _LOAD_SLICE])
+                               if len(records) > _LOAD_SLICE else item)
+                    rows += min(_LOAD_SLICE, len(records) - start)
+                    self._rows_loaded = rows
+                    # let lookups through (of the current index, or of the store while the
+                    # start-up load runs)
+                    await asyncio.sleep(0)
             if snapshot is None:
                 raise StoreError(f"{self.name}: the store's load yielded no snapshot version")
             index.finish_load(snapshot)
@@ -535,8 +596,10 @@ class Synchronizer:
     # ------------------------------------------------------------------ own writes
 
     def apply_own(self, changes: Sequence[Change]) -> int:
-        """Apply what this instance's write committed (at once, without moving W)."""
-        applied = self.index.apply(changes)
+        """Apply what this instance's write committed (at once, without moving W). While the
+        start-up load runs (serving from the store) nothing is applied: the index being
+        loaded gets these changes from its snapshot or from the catch-up that ends the load."""
+        applied = 0 if self._from_store else self.index.apply(changes)
         for change in changes:
             self._newest_known = max(self._newest_known, change.version)
         self._own_applied += applied
@@ -654,7 +717,8 @@ class Synchronizer:
         figures = index.stats()
         checked = self._rows_checked
         return SyncStats(
-            ready=self.ready, watermark=watermark,
+            ready=self.ready, serving_from_store=self.serving_from_store,
+            rows_loaded=self._rows_loaded, watermark=watermark,
             notifications_received=self._notifications, reconnects=self._reconnects,
             changes_applied=self._applied, own_changes_applied=self._own_applied,
             catch_ups=self._catch_ups, catch_up_failures=self._catch_up_failures,
