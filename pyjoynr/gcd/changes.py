@@ -128,20 +128,25 @@ class ChangeBatch:
 @dataclass(frozen=True, slots=True)
 class LoadBatch:
     """A slice of the whole store at one snapshot, as the database driver gives it: per row
-    its values in ``COLUMNS`` order, then its version (a load reads millions of rows: a
-    StoredEntry made per row was a sixth of its time; :meth:`entries` makes them)."""
+    its values in ``COLUMNS`` order, then its version, its key's bucket and its row hash as the
+    store keeps them (``VERSION_COLUMNS``). A load reads millions of rows: a StoredEntry made
+    per row was a sixth of its time (:meth:`entries` makes them), and the index takes the
+    bucket and row hash the store computed when it wrote the row instead of computing them
+    again."""
 
     records: Sequence[Sequence[Any]]
 
     @classmethod
     def of(cls, rows: Iterable[tuple[StoredEntry, int]]) -> LoadBatch:
-        """The batch of these (row, its version) pairs."""
-        return cls([(*row_values(entry), version) for entry, version in rows])
+        """The batch of these (row, its version) pairs (bucket and row hash computed)."""
+        return cls([(*row_values(entry), version,
+                     *bucket_and_row_hash(entry.gbid, entry.participant_id, version))
+                    for entry, version in rows])
 
     def entries(self) -> Iterator[tuple[StoredEntry, int]]:
         """The rows as (row, its version) pairs."""
         for record in self.records:
-            yield StoredEntry(*record[:-1]), record[-1]
+            yield StoredEntry(*record[:-3]), record[-3]
 
 
 @dataclass(frozen=True, slots=True)

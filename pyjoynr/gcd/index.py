@@ -38,10 +38,9 @@ from __future__ import annotations
 
 import heapq
 import sys
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from pyjoynr.gcd.changes import (
     BUCKETS,
@@ -54,7 +53,7 @@ from pyjoynr.gcd.changes import (
     bucket_of,
     row_hash,
 )
-from pyjoynr.gcd.params import HASHED_FIELDS, ParamsTable, SharedParams
+from pyjoynr.gcd.params import ParamsTable, SharedParams, params_of_record
 from pyjoynr.gcd.store import StoredEntry
 
 __all__ = ["DirectoryIndex", "IndexStats"]
@@ -80,21 +79,6 @@ class _Row:
 
     def entry(self) -> StoredEntry:
         return self.params.to_entry(self.gbid)
-
-
-class _RecordView:
-    """The parameter fields of one store record by name (what ParamsTable.acquire reads):
-    one object refilled for each row of a load, instead of a StoredEntry made per row."""
-
-    __slots__ = HASHED_FIELDS
-
-    def fill(self, record: Sequence[Any]) -> None:
-        """Take the fields of ``record``: values in COLUMNS order (the gbid, then
-        HASHED_FIELDS in their order: a test checks it), then the version."""
-        (self.participant_id, self.domain, self.interface_name, self.major_version,
-         self.minor_version, self.priority, self.scope, self.supports_on_change,
-         self.custom_parameters, self.last_seen_ms, self.expiry_ms, self.public_key_id,
-         self.topic, self.cluster_controller_id) = record[1:-1]
 
 
 def _gbid_of(row: _Row) -> str:
@@ -147,8 +131,6 @@ class DirectoryIndex:
         self._bucket_versions = [0] * BUCKETS
         self._bucket_hashes = [0] * BUCKETS
         self._rows = 0
-        # gbid -> (that gbid interned, CRC-32 of its part of a key's checksum: see _load_records)
-        self._gbid_crcs: dict[str, tuple[str, int]] = {}
         self._tombstones: dict[Key, int] = {}
         # (version, gbid, participant_id) of tombstones, to drop them when W passes them
         # (entries of keys re-added or deleted again since are skipped when they come up)
@@ -351,37 +333,33 @@ class DirectoryIndex:
         return taken
 
     def _load_records(self, records: Iterable[Sequence[Any]]) -> int:
-        """:meth:`load` of a store's records (values in COLUMNS order, then the version).
+        """:meth:`load` of a store's records (LoadBatch: values in COLUMNS order, then the
+        version, the key's bucket and the row hash as the store keeps them).
 
         Most rows of a load are new keys in an index that has no tombstones and no repair
         floors (a start-up, a reload into a fresh index): those are inserted here without a
-        StoredEntry (one reused view object feeds ParamsTable.acquire) and with the GBID's
-        part of the bucket checksum computed once per GBID. Every other row takes
-        :meth:`_load_one`, the general rule. (Costs a reader this second spelling of
-        :meth:`_insert`; a test checks that both build the same index.)"""
+        StoredEntry (the shared parameters are made straight from the record:
+        params.params_of_record) and with the bucket and row hash the store wrote with the row
+        (the store's digests sum the same columns). Every other row takes :meth:`_load_one`,
+        the general rule. (Costs a reader this second spelling of :meth:`_insert`; a test
+        checks that both build the same index.)"""
         by_pid, by_interface, by_cc = self._by_pid, self._by_interface, self._by_cc
         bucket_rows, counts = self._bucket_rows, self._bucket_count
         versions, hashes = self._bucket_versions, self._bucket_hashes
-        tombstones, acquire, gbids = self._tombstones, self._params.acquire, self._gbid_crcs
+        tombstones, adopt = self._tombstones, self._params.adopt
         floor_max = self._floor_max  # (repairs change it, never a load)
-        crc32 = zlib.crc32
-        view = _RecordView()
+        make_params, intern = params_of_record, sys.intern
         taken = inserted = 0  # (_load_one counts its own rows in self._rows)
         for record in records:
-            gbid, participant_id, version = record[0], record[1], record[-1]
+            gbid, participant_id = record[0], record[1]
+            version, bucket, hashed = record[-3], record[-2], record[-1]
             if (participant_id in by_pid or floor_max
-                    or (tombstones and (gbid, participant_id) in tombstones)):
-                taken += self._load_one(StoredEntry(*record[:-1]), version)
+                    or (tombstones and (gbid, participant_id) in tombstones)
+                    or not 0 <= bucket < BUCKETS):
+                taken += self._load_one(StoredEntry(*record[:-3]), version)
                 continue
-            known = gbids.get(gbid)
-            if known is None:
-                encoded = gbid.encode()
-                known = gbids[gbid] = (sys.intern(gbid),
-                                       crc32(len(encoded).to_bytes(4, "big") + encoded))
-            gbid, gbid_crc = known
-            view.fill(record)
-            params = acquire(cast(StoredEntry, view))  # (it reads the HASHED_FIELDS only)
-            row = _Row(gbid, version, params)
+            params = adopt(make_params(record))
+            row = _Row(intern(gbid), version, params)
             by_pid[params.participant_id] = row
             group_key = (params.domain, params.interface_name)
             group = by_interface.get(group_key)
@@ -392,14 +370,10 @@ class DirectoryIndex:
             if group is None:
                 group = by_cc[params.cluster_controller_id] = {}
             group[row] = None
-            # bucket_and_row_hash(gbid, participant_id, version), the GBID's part kept
-            encoded = participant_id.encode()
-            key_crc = crc32(encoded, crc32(len(encoded).to_bytes(4, "big"), gbid_crc))
-            bucket = key_crc % BUCKETS
             bucket_rows[bucket].append(row)
             counts[bucket] += 1
             versions[bucket] += version
-            hashes[bucket] += crc32(version.to_bytes(8, "big"), key_crc)
+            hashes[bucket] += hashed
             inserted += 1
         self._rows += inserted
         return taken + inserted

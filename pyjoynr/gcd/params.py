@@ -45,6 +45,7 @@ __all__ = [
     "SharedParams",
     "canonical_bytes",
     "params_digest",
+    "params_of_record",
 ]
 
 #: the fields of StoredEntry that make up the shared parameters, in canonical hash order
@@ -247,6 +248,42 @@ def _filler() -> Callable[[SharedParams, Sequence[Any]], None]:
 _fill: Final = _filler()
 
 
+def _record_filler() -> Callable[[Sequence[Any]], SharedParams]:
+    """``params_of_record(record)``: as :func:`_filler`, reading the fields straight from a
+    store record (the gbid first, then HASHED_FIELDS in order: ``record[1:15]``), the new
+    object's reference count 0."""
+    lines = ["def params_of_record(record):", "    self = new(SharedParams)"]
+    for i, name in enumerate(HASHED_FIELDS):
+        value = f"record[{i + 1}]"
+        if i in _INTERN_AT:
+            lines.append(f"    v = {value}")
+            value = "intern(v) if type(v) is str else v"
+        lines.append(f"    set_{name}(self, {value})")
+    lines += ["    set__refs(self, 0)", "    return self"]
+    namespace: dict[str, Any] = {f"set_{name}": getattr(SharedParams, name).__set__
+                                 for name in (*HASHED_FIELDS, "_refs")}
+    namespace.update(intern=sys.intern, new=object.__new__, SharedParams=SharedParams)
+    exec("\n".join(lines), namespace)  # the names are the slots' (identifiers)
+    return cast(Callable[[Sequence[Any]], SharedParams], namespace["params_of_record"])
+
+
+_params_of_record: Final = _record_filler()
+_set_refs: Final = cast(Callable[[SharedParams, int], None], SharedParams._refs.__set__)  # type: ignore[attr-defined]
+
+
+def params_of_record(record: Sequence[Any]) -> SharedParams:
+    """A new SharedParams (not yet shared) of a store record: the gbid, then the values of
+    :data:`HASHED_FIELDS` in their order, then anything (a load's version, bucket and row
+    hash). Fields hold str, int, bool or None only (TypeError), as :class:`SharedParams`."""
+    if not _VALUE_TYPES.issuperset(map(type, record)):
+        bad = next(v for v in record if type(v) not in _VALUE_TYPES)
+        raise TypeError(f"entry parameters hold str, int, bool or None, not {type(bad)!r}")
+    if len(record) <= len(HASHED_FIELDS):
+        raise ValueError(f"a record holds the gbid and {len(HASHED_FIELDS)} parameter values, "
+                         f"not {len(record)} values")
+    return _params_of_record(record)
+
+
 def same_values(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     """Equal field by field, and of the same types (``1``, ``True`` and ``1.0`` differ)."""
     return a == b and list(map(type, a)) == list(map(type, b))
@@ -283,6 +320,15 @@ class ParamsTable:
         candidate = SharedParams(values)
         shared = self._objects.setdefault(candidate, candidate)
         object.__setattr__(shared, "_refs", shared._refs + 1)
+        self._refs_total += 1
+        return shared
+
+    def adopt(self, candidate: SharedParams) -> SharedParams:
+        """:meth:`acquire` of an object the caller made (:func:`params_of_record`) and holds
+        nowhere else: the table's object with its parameters (``candidate`` itself when the
+        table had none), counted once more. (A load's way: no second object is made.)"""
+        shared = self._objects.setdefault(candidate, candidate)
+        _set_refs(shared, shared._refs + 1)
         self._refs_total += 1
         return shared
 

@@ -146,6 +146,8 @@ _LOCK_ORDER = 'gbid COLLATE "C", participant_id COLLATE "C"'
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM discovery_entries"
 #: a row and its version
 _SELECT_VERSIONED = f"SELECT {', '.join(COLUMNS)}, version FROM discovery_entries"
+#: what a load reads: LoadBatch records (COLUMNS, version, bucket, row hash)
+_SELECT_LOADED = f"SELECT {', '.join((*COLUMNS, *VERSION_COLUMNS))} FROM discovery_entries"
 _WRITTEN = (*COLUMNS, "bucket", "row_hash")
 _UPSERT = (
     f"INSERT INTO discovery_entries ({', '.join(_WRITTEN)}, version) "
@@ -1197,7 +1199,7 @@ class PostgresStore(PlainWrites):
             try:
                 await transaction.start()
                 version = int((await conn.fetchrow(META))[0])
-                cursor = await conn.cursor(_SELECT_VERSIONED)
+                cursor = await conn.cursor(_SELECT_LOADED)
             except _DB_ERRORS as exc:
                 raise self._error("load", exc, 1, lost=conn.is_closed()) from exc
             while True:
@@ -1207,7 +1209,7 @@ class PostgresStore(PlainWrites):
                     raise self._error("load", exc, 1, lost=conn.is_closed()) from exc
                 if not records:
                     break
-                yield LoadBatch(records)  # the Records as they are (COLUMNS, then version)
+                yield LoadBatch(records)  # the Records as they are
             yield version
         finally:
             with contextlib.suppress(*_DB_ERRORS):

@@ -68,6 +68,8 @@ def _placeholders(n: int) -> str:
 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM discovery_entries"
 _SELECT_VERSIONED = f"SELECT {', '.join(COLUMNS)}, version FROM discovery_entries"
+#: what a load reads: LoadBatch records (COLUMNS, version, bucket, row hash)
+_SELECT_LOADED = f"SELECT {', '.join((*COLUMNS, *VERSION_COLUMNS))} FROM discovery_entries"
 _WRITTEN = (*COLUMNS, "version", "bucket", "row_hash")
 _UPSERT = (f"INSERT OR REPLACE INTO discovery_entries ({', '.join(_WRITTEN)}) "
            f"VALUES ({_placeholders(len(_WRITTEN))})")
@@ -114,7 +116,7 @@ def _entry(row: Sequence[object]) -> StoredEntry:
 
 
 def _load_record(row: Sequence[Any]) -> tuple[Any, ...]:
-    """A row of _SELECT_VERSIONED as a LoadBatch holds it (supports_on_change a bool)."""
+    """A row of _SELECT_LOADED as a LoadBatch holds it (supports_on_change a bool)."""
     return (*row[:8], bool(row[8]), *row[9:])
 
 
@@ -431,7 +433,7 @@ class SqliteStore(PlainWrites):
         if self.path == ":memory:":
             def everything(conn: sqlite3.Connection) -> tuple[int, list[tuple[Any, ...]]]:
                 return (int(conn.execute(META).fetchone()[0]),
-                        [_load_record(r) for r in conn.execute(_SELECT_VERSIONED)])
+                        [_load_record(r) for r in conn.execute(_SELECT_LOADED)])
 
             version, rows = await self._transaction(everything)
             for start in range(0, len(rows), batch_size):
@@ -445,7 +447,7 @@ class SqliteStore(PlainWrites):
                 reader.execute("PRAGMA busy_timeout=5000")
                 reader.execute("BEGIN")  # the snapshot starts with the first read
                 version = int(reader.execute(META).fetchone()[0])
-                return reader, version, reader.execute(_SELECT_VERSIONED)
+                return reader, version, reader.execute(_SELECT_LOADED)
             except BaseException:
                 reader.close()
                 raise

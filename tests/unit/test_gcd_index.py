@@ -23,6 +23,7 @@ from pyjoynr.gcd.changes import (
     Digest,
     LoadBatch,
     RepairRows,
+    bucket_and_row_hash,
     bucket_of,
     row_hash,
 )
@@ -772,3 +773,34 @@ class ClusterMachine(RuleBasedStateMachine):
 ClusterMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40,
                                             deadline=None)
 TestCluster = ClusterMachine.TestCase
+
+
+def test_a_load_takes_the_bucket_and_row_hash_the_store_wrote_and_checks_the_bucket() -> None:
+    """The digests of a load sum the store's own columns; a bucket out of range (no store
+    writes one) is no index into the buckets: that row is taken by the general rule, which
+    computes its bucket and hash."""
+    rows = loaded_rows()[:50]
+    batch = LoadBatch.of(rows)
+    assert [tuple(r[-2:]) for r in batch.records] == [
+        bucket_and_row_hash(e.gbid, e.participant_id, v) for e, v in rows]
+    odd = [(*r[:-2], BUCKETS + 3, 12345) if i == 7 else (*r[:-2], -1, 1) if i == 9 else r
+           for i, r in enumerate(batch.records)]
+    index, reference = DirectoryIndex(), DirectoryIndex()
+    assert index.load(LoadBatch(odd)) == reference.load(rows) == len(rows)
+    index.finish_load(40)
+    reference.finish_load(40)
+    assert index.digests() == reference.digests() and state(index) == state(reference)
+    # and a row hash taken as the store has it: the digest is the store's sum
+    skewed = [(*r[:-1], r[-1] + 1) if i == 0 else r for i, r in enumerate(batch.records)]
+    index = DirectoryIndex()
+    index.load(LoadBatch(skewed))
+    index.finish_load(40)
+    bucket = batch.records[0][-2]
+    assert index.digest(bucket).hash_sum == reference.digest(bucket).hash_sum + 1
+
+
+def test_a_load_refuses_a_record_holding_a_value_of_another_type() -> None:
+    (record,) = LoadBatch.of([(entry("p1"), 1)]).records
+    bad = (*record[:4], 1.5, *record[5:])  # minor version a float
+    with pytest.raises(TypeError, match="float"):
+        DirectoryIndex().load(LoadBatch([bad]))
