@@ -14,9 +14,12 @@ joynr connection needs and no more:
   ``max_fragments`` fragments fails it with 1009 too). Messages that arrive before a handler
   is set wait in a backlog, with reading paused, so that the backlog holds at most one read's
   worth;
-- :meth:`WebSocketConnection.send_frames` sends several binary messages with one socket write
-  (``transport.writelines``); ``paused_writing`` and ``on_writable`` are the write-buffer flow
-  control for the writer above (see :class:`transports.websocket_common.Outbox`);
+- :meth:`WebSocketConnection.send_frames` sends several binary messages with one socket write;
+  it writes their frames itself (transports/websocket_framing.py: the same bytes as
+  websockets' ``send_binary``, without its per-frame objects) while the connection is open
+  with no extension and no fragmented message under way, and through the protocol object
+  otherwise; ``paused_writing`` and ``on_writable`` are the write-buffer flow control for the
+  writer above (see :class:`transports.websocket_common.Outbox`);
 - keep-alive: a ping every ``ping_interval_s``; no pong within ``ping_timeout_s`` fails the
   connection (1011). :meth:`WebSocketConnection.ping` pings on demand;
 - closing: :meth:`WebSocketConnection.close` runs the close handshake (what the peer still
@@ -29,8 +32,8 @@ joynr connection needs and no more:
   :func:`open_client_connection` connects, sends the handshake request and waits for the
   response.
 
-Only websockets' documented sans-I/O API is used, so a websockets upgrade that keeps that API
-keeps this module working.
+Only websockets' documented sans-I/O API is used (and its masking function), so a websockets
+upgrade that keeps that API keeps this module working.
 """
 
 from __future__ import annotations
@@ -45,11 +48,12 @@ from typing import Any, Final, cast
 from websockets.client import ClientProtocol
 from websockets.frames import OP_BINARY, OP_CONT, OP_PONG, OP_TEXT, Frame
 from websockets.http11 import Request, Response
-from websockets.protocol import CLOSED, CONNECTING, OPEN, Protocol
+from websockets.protocol import CLIENT, CLOSED, CONNECTING, OPEN, Protocol
 from websockets.server import ServerProtocol
 from websockets.uri import parse_uri
 
 from pyjoynr.runtime.logs import get_logger
+from pyjoynr.transports.websocket_framing import MaskSource, binary_frames
 from pyjoynr.transports.websocket_settings import DEFAULT_MAX_FRAGMENTS
 
 __all__ = [
@@ -118,6 +122,8 @@ class WebSocketConnection(asyncio.Protocol):
         self._pings: dict[bytes, asyncio.Future[None]] = {}
         self._keepalive_timer: asyncio.TimerHandle | None = None
         self._close_timer: asyncio.TimerHandle | None = None
+        # the masking keys of a client's data frames (None: the server side, no masks)
+        self._masks = MaskSource() if protocol.side is CLIENT else None
         self._made = False  # connection_made() was called
         self._abort_when_made = False
         #: this end started the close handshake (close()): what the peer still sends is read
@@ -165,18 +171,21 @@ class WebSocketConnection(asyncio.Protocol):
         protocol = self.protocol
         if protocol.state is not OPEN:
             return False
-        for frame in frames:
-            protocol.send_binary(frame)
-        writes = protocol.data_to_send()
+        if protocol.extensions or protocol.expect_continuation_frame:
+            for frame in frames:  # (not the case of joynr's connections: no extension)
+                protocol.send_binary(frame)
+            writes = protocol.data_to_send()
+        else:
+            # the bytes protocol.send_binary() would write, without its per-frame objects
+            # (transports/websocket_framing.py); after anything the protocol had waiting
+            writes = protocol.data_to_send()
+            writes += binary_frames(frames, self._masks)
         transport = self.transport
         if not transport.is_closing():
             # data frames only: no end of the stream among them, and sending them cannot make
             # the connection expect its end, so close_expected() is not asked (as _write()
             # does after the rest)
-            if len(writes) == 1:
-                transport.write(writes[0])
-            else:
-                transport.writelines(writes)
+            transport.write(b"".join(writes))
         return True
 
     def ping(self) -> asyncio.Future[None]:
