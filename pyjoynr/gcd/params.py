@@ -35,7 +35,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, cast
 
-from pyjoynr.gcd.store import COLUMNS, StoredEntry
+from pyjoynr.gcd.store import COLUMNS, StoredEntry, new_entry
 
 __all__ = [
     "HASHED_FIELDS",
@@ -212,7 +212,7 @@ class SharedParams:
     def to_entry(self, gbid: str) -> StoredEntry:
         """The stored entry of these parameters in ``gbid``."""
         if _GBID_FIRST:
-            return StoredEntry(gbid, *_values(self))
+            return new_entry(gbid, *_values(self))
         values = _values(self)
         return StoredEntry(*[gbid if i < 0 else values[i]  # type: ignore[arg-type]
                              for i in _ENTRY_ORDER])

@@ -94,6 +94,7 @@ from pyjoynr.gcd.store import (
     StoredEntry,
     StoreError,
     StoreErrorReason,
+    new_entry,
 )
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.logs import get_logger
@@ -471,7 +472,7 @@ def _rows_affected(status: str) -> int:
 
 
 def _entry(record: asyncpg.Record) -> StoredEntry:
-    return StoredEntry(*record)
+    return new_entry(*record)
 
 
 def _key(entry: StoredEntry) -> tuple[str, str]:

@@ -50,6 +50,7 @@ from pyjoynr.gcd.store import (
     StoredEntry,
     StoreError,
     StoreErrorReason,
+    new_entry,
     row_values,
 )
 from pyjoynr.runtime.clock import now_ms
@@ -112,7 +113,7 @@ def _find_query(domain_count: int) -> str:
 def _entry(row: Sequence[object]) -> StoredEntry:
     values = list(row)
     values[8] = bool(values[8])  # supports_on_change: SQLite keeps 0/1
-    return StoredEntry(*values)  # type: ignore[arg-type]
+    return new_entry(*values)
 
 
 def _load_record(row: Sequence[Any]) -> tuple[Any, ...]:

@@ -34,7 +34,7 @@ import enum
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Literal, Protocol
+from typing import Any, Final, Literal, Protocol, cast
 
 __all__ = [
     "COLUMNS",
@@ -54,6 +54,7 @@ __all__ = [
     "StoreError",
     "StoreErrorReason",
     "StoredEntry",
+    "new_entry",
     "row_values",
 ]
 
@@ -116,6 +117,39 @@ class StoredEntry:
 COLUMNS = tuple(f.name for f in fields(StoredEntry))
 #: the column values of an entry, in COLUMNS order (dataclasses.astuple deep-copies: slow)
 row_values = operator.attrgetter(*COLUMNS)
+
+
+class _Unfrozen:
+    """StoredEntry's slots without its frozen ``__setattr__`` (see :func:`new_entry`)."""
+
+    __slots__ = COLUMNS
+
+    def __init__(self, *values: Any) -> None:  # (replaced below by one spelt out per field)
+        raise NotImplementedError
+
+
+def _unfrozen_init() -> Any:
+    lines = [f"def __init__(self, {', '.join(COLUMNS)}):"]
+    lines += [f"    self.{name} = {name}" for name in COLUMNS]
+    namespace: dict[str, Any] = {}
+    exec("\n".join(lines), namespace)  # the names are StoredEntry's fields (identifiers)
+    return namespace["__init__"]
+
+
+_Unfrozen.__init__ = _unfrozen_init()  # type: ignore[method-assign]
+_become: Final = object.__setattr__
+
+
+def new_entry(*values: Any) -> StoredEntry:
+    """``StoredEntry(*values)``, made about four times faster: a frozen dataclass sets each
+    field through ``object.__setattr__`` (1.5 us for an entry's 15 fields, most of a lookup
+    of ten rows); this sets them as plain slot stores on an object of the same slots, then
+    makes it the StoredEntry it is (``__class__``: the same memory layout). The result is an
+    ordinary StoredEntry: frozen, equal and hashed as one (a test holds the two equal). No
+    check of the values' types, as the dataclass makes none."""
+    entry = _Unfrozen(*values)
+    _become(entry, "__class__", StoredEntry)
+    return cast(StoredEntry, entry)
 
 #: the columns a versioned store keeps beside an entry's (see :mod:`gcd.changes`): the version
 #: of the write that created or last changed the row, the key's bucket and the row's hash
