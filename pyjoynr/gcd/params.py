@@ -35,7 +35,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, cast
 
-from pyjoynr.gcd.store import COLUMNS, StoredEntry, new_entry
+from pyjoynr.gcd.store import StoredEntry, entry_of
 
 __all__ = [
     "HASHED_FIELDS",
@@ -75,11 +75,6 @@ INTERNED_FIELDS: Final = frozenset({"domain", "interface_name", "scope", "custom
 _HEADER: Final = b"gcd.params/1" + len(HASHED_FIELDS).to_bytes(2, "big")
 _values = operator.attrgetter(*HASHED_FIELDS)
 _INTERN_AT: Final = tuple(i for i, name in enumerate(HASHED_FIELDS) if name in INTERNED_FIELDS)
-#: where the gbid goes among the values of a StoredEntry (the rest are HASHED_FIELDS)
-_ENTRY_ORDER: Final = tuple(-1 if name == "gbid" else HASHED_FIELDS.index(name)
-                            for name in COLUMNS if name in HASHED_FIELDS or name == "gbid")
-#: the entry's fields are gbid then HASHED_FIELDS in order: an entry is StoredEntry(gbid, *values)
-_GBID_FIRST: Final = (-1, *range(len(HASHED_FIELDS))) == _ENTRY_ORDER
 
 
 def _encode(value: object) -> bytes:
@@ -211,11 +206,7 @@ class SharedParams:
 
     def to_entry(self, gbid: str) -> StoredEntry:
         """The stored entry of these parameters in ``gbid``."""
-        if _GBID_FIRST:
-            return new_entry(gbid, *_values(self))
-        values = _values(self)
-        return StoredEntry(*[gbid if i < 0 else values[i]  # type: ignore[arg-type]
-                             for i in _ENTRY_ORDER])
+        return entry_of(gbid, self)
 
     def __repr__(self) -> str:
         return f"SharedParams({self.participant_id!r}, {self.domain!r}, " \

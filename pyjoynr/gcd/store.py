@@ -54,6 +54,7 @@ __all__ = [
     "StoreError",
     "StoreErrorReason",
     "StoredEntry",
+    "entry_of",
     "new_entry",
     "row_values",
 ]
@@ -138,6 +139,25 @@ def _unfrozen_init() -> Any:
 
 _Unfrozen.__init__ = _unfrozen_init()  # type: ignore[method-assign]
 _become: Final = object.__setattr__
+
+
+def _entry_of_maker() -> Any:
+    lines = ["def entry_of(gbid, source):", "    entry = new(_Unfrozen)", "    entry.gbid = gbid"]
+    lines += [f"    entry.{name} = source.{name}" for name in COLUMNS[1:]]
+    lines += ["    become(entry, '__class__', StoredEntry)", "    return entry"]
+    namespace: dict[str, Any] = {"new": object.__new__, "_Unfrozen": _Unfrozen,
+                                 "become": _become, "StoredEntry": StoredEntry}
+    exec("\n".join(lines), namespace)  # the names are StoredEntry's fields (identifiers)
+    return namespace["entry_of"]
+
+
+_entry_of: Final = _entry_of_maker()
+
+
+def entry_of(gbid: str, source: Any) -> StoredEntry:
+    """The StoredEntry in ``gbid`` whose other fields are the attributes of the same names of
+    ``source`` (e.g. gcd.params.SharedParams), made as :func:`new_entry` makes one."""
+    return cast(StoredEntry, _entry_of(gbid, source))
 
 
 def new_entry(*values: Any) -> StoredEntry:

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyjoynr.gcd.store import COLUMNS, StoredEntry, new_entry, row_values
+from pyjoynr.gcd.params import SharedParams
+from pyjoynr.gcd.store import COLUMNS, StoredEntry, entry_of, new_entry, row_values
 
 VALUES = ("g1", "p1", "d", "test/I", 1, 0, 2, "GLOBAL", True, "[]", 10, 20, "", "joynr/cc/c",
           "c")
@@ -49,3 +50,14 @@ def test_a_new_entry_takes_exactly_the_fields() -> None:
 def test_any_values_make_equal_entries(values: tuple[object, ...]) -> None:
     made, reference = new_entry(*values), StoredEntry(*values)  # type: ignore[arg-type]
     assert made == reference and row_values(made) == values
+
+
+def test_an_entry_of_shared_parameters_takes_its_fields_by_name() -> None:
+    params = SharedParams(VALUES[1:])
+    made = entry_of("g2", params)
+    assert type(made) is StoredEntry and made == StoredEntry("g2", *VALUES[1:])
+    assert params.to_entry("g2") == made
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.gbid = "g3"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        entry_of("g2", object())  # (a source without the fields)
