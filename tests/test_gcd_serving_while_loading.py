@@ -83,12 +83,26 @@ async def gated(tmp_path: Path) -> AsyncIterator[_GatedStore]:
         await store.close()
 
 
-async def test_lookups_and_writes_are_served_from_the_store_while_the_index_loads(
-        gated: _GatedStore) -> None:
-    sync = Synchronizer(gated, settings=SyncSettings(batch_size=2))
-    provider = GcdProvider(gated, G1, [G1], sync=sync)
+@contextlib.asynccontextmanager
+async def _starting(store: _GatedStore, settings: SyncSettings | None = None
+                    ) -> AsyncIterator[tuple[Synchronizer, GcdProvider, asyncio.Future[None]]]:
+    """A synchroniser starting on ``store`` (its load held at the gate), its provider, and the
+    start; at the end the gate opens, the start ends and the synchroniser stops."""
+    sync = Synchronizer(store, settings=settings)
+    provider = GcdProvider(store, G1, [G1], sync=sync)
     loading = asyncio.ensure_future(sync.start())
     try:
+        yield sync, provider, loading
+    finally:
+        store.gate.set()
+        with contextlib.suppress(Exception):
+            await loading
+        await sync.stop()
+
+
+async def test_lookups_and_writes_are_served_from_the_store_while_the_index_loads(
+        gated: _GatedStore) -> None:
+    async with _starting(gated, SyncSettings(batch_size=2)) as (sync, provider, loading):
         await sync.wait_serving(WAIT_S)
         assert sync.serving_from_store and not sync.ready and not loading.done()
         stats = sync.stats()
@@ -114,19 +128,12 @@ async def test_lookups_and_writes_are_served_from_the_store_while_the_index_load
         assert (await provider.lookup_participant("new")).participant_id == "new"
         assert provider.store_lookups == 4
         assert sync.stats().rows_loaded == len(sync.index) == 5
-    finally:
-        gated.gate.set()
-        with contextlib.suppress(Exception):
-            await loading
-        await sync.stop()
 
 
 async def test_without_serve_while_loading_nothing_is_answered_before_the_index_is_ready(
         gated: _GatedStore) -> None:
-    sync = Synchronizer(gated, settings=SyncSettings(serve_while_loading=False))
-    provider = GcdProvider(gated, G1, [G1], sync=sync)
-    loading = asyncio.ensure_future(sync.start())
-    try:
+    async with _starting(gated, SyncSettings(serve_while_loading=False)) as (
+            sync, provider, loading):
         with pytest.raises(TimeoutError):
             await sync.wait_serving(0.2)
         assert not sync.serving_from_store and not sync.ready
@@ -139,29 +146,16 @@ async def test_without_serve_while_loading_nothing_is_answered_before_the_index_
         await sync.wait_serving(WAIT_S)
         assert len(await provider.lookup(["vehicle"], "test/Radio")) == 5
         assert provider.store_lookups == 0
-    finally:
-        gated.gate.set()
-        with contextlib.suppress(Exception):
-            await loading
-        await sync.stop()
 
 
 async def test_a_store_that_fails_a_lookup_while_the_index_loads_is_a_storage_failure(
         gated: _GatedStore) -> None:
-    sync = Synchronizer(gated)
-    provider = GcdProvider(gated, G1, [G1], sync=sync)
-    loading = asyncio.ensure_future(sync.start())
-    try:
+    async with _starting(gated) as (sync, provider, _):
         await sync.wait_serving(WAIT_S)
         await gated.close()  # the store goes away under the loading instance
         with pytest.raises(ProviderRuntimeError, match="storage failure"):
             await provider.lookup(["vehicle"], "test/Radio")
         assert provider.store_failures
-    finally:
-        gated.gate.set()
-        with contextlib.suppress(StoreError):
-            await loading
-        await sync.stop()
 
 
 # ---------------------------------------------------------------------- the service, over MQTT
@@ -197,10 +191,21 @@ async def _answers() -> str | None:
     return None
 
 
-def _service(tmp_path: Path, broker: Mosquitto, dsn: str) -> GcdService:
-    return GcdService(GcdSettings(
+async def _serving(stack: AsyncExitStack, tmp_path: Path, dsn: str
+                   ) -> tuple[Mosquitto, GcdService, asyncio.Event, asyncio.Future[None]]:
+    """A broker, and a GCD instance on ``dsn`` started with its load held (open the gate to
+    let it go on), serving from the store and connected: the broker, the service, the gate
+    and the start."""
+    broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
+    service = GcdService(GcdSettings(
         gbid=G1, broker_url=broker.url, valid_gbids=(G1,), store="postgres", postgres_dsn=dsn,
         mqtt_client=mqtt_clients.current(), data_dir=tmp_path / "gcd", sync_stats_interval_s=0))
+    gate = _hold_load(service)
+    starting = asyncio.ensure_future(service.start())
+    stack.callback(gate.set)
+    await asyncio.wait_for(service.sync.wait_serving(), WAIT_S)
+    await service.mqtt.wait_connected(WAIT_S)
+    return broker, service, gate, starting
 
 
 @pytest.mark.network
@@ -210,14 +215,8 @@ async def test_a_restarted_instance_answers_over_mqtt_before_its_index_is_loaded
     pids = [f"stored-{i}" for i in range(20)]
     dsn = await _filled_postgres(request, pids)
     async with AsyncExitStack() as stack:
-        broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
-        service = _service(tmp_path, broker, dsn)
-        gate = _hold_load(service)
-        starting = asyncio.ensure_future(service.start())
+        broker, service, gate, starting = await _serving(stack, tmp_path, dsn)
         stack.push_async_callback(service.stop)
-        stack.callback(gate.set)
-        await asyncio.wait_for(service.sync.wait_serving(), WAIT_S)
-        await service.mqtt.wait_connected(WAIT_S)
         cc = await stack.enter_async_context(ClusterController(mqtt_cc_config(
             tmp_path / "cc", "cc-serving", {G1: broker.url},
             discovery__provisioning_file=str(gcd_provisioning(tmp_path / "prov.toml")))))
@@ -246,13 +245,7 @@ async def test_a_load_that_fails_after_serving_began_stops_everything_it_started
         tmp_path: Path, request: pytest.FixtureRequest) -> None:
     dsn = await _filled_postgres(request, ["p"])
     async with AsyncExitStack() as stack:
-        broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
-        service = _service(tmp_path, broker, dsn)
-        gate = _hold_load(service)
-        starting = asyncio.ensure_future(service.start())
-        stack.callback(gate.set)
-        await asyncio.wait_for(service.sync.wait_serving(), WAIT_S)
-        await service.mqtt.wait_connected(WAIT_S)
+        _, service, gate, starting = await _serving(stack, tmp_path, dsn)
         conn = await asyncpg.connect(dsn)  # the table goes: the load fails
         try:
             await conn.execute("DROP TABLE discovery_entries")

@@ -216,49 +216,38 @@ class SharedParams:
 _VALUE_TYPES: Final = frozenset({str, int, bool, type(None)})
 
 
-def _filler() -> Callable[[SharedParams, Sequence[Any]], None]:
-    """``_fill(params, values)``: set the slots of a new SharedParams (text fields of
-    INTERNED_FIELDS interned, the reference count 0), spelled out field by field through the
-    slots' descriptors (its ``__setattr__`` refuses; this is several times faster than a loop
-    of ``object.__setattr__``)."""
-    lines = ["def _fill(self, values):"]
+def _slot_stores(source: str, offset: int) -> list[str]:
+    """The lines that set the slots of ``self`` (a new SharedParams) from ``source[offset:]``
+    (text fields of INTERNED_FIELDS interned, the reference count 0), spelled out field by
+    field through the slots' descriptors (its ``__setattr__`` refuses; this is several times
+    faster than a loop of ``object.__setattr__``)."""
+    lines = []
     for i, name in enumerate(HASHED_FIELDS):
-        value = f"values[{i}]"
+        value = f"{source}[{i + offset}]"
         if i in _INTERN_AT:
             lines.append(f"    v = {value}")
             value = "intern(v) if type(v) is str else v"
         lines.append(f"    set_{name}(self, {value})")
     lines.append("    set__refs(self, 0)")
-    namespace: dict[str, Any] = {f"set_{name}": getattr(SharedParams, name).__set__
-                                 for name in (*HASHED_FIELDS, "_refs")}
-    namespace["intern"] = sys.intern
-    exec("\n".join(lines), namespace)  # the names are the slots' (identifiers)
-    return cast(Callable[[SharedParams, Sequence[Any]], None], namespace["_fill"])
+    return lines
 
 
-_fill: Final = _filler()
-
-
-def _record_filler() -> Callable[[Sequence[Any]], SharedParams]:
-    """``params_of_record(record)``: as :func:`_filler`, reading the fields straight from a
-    store record (the gbid first, then HASHED_FIELDS in order: ``record[1:15]``), the new
-    object's reference count 0."""
-    lines = ["def params_of_record(record):", "    self = new(SharedParams)"]
-    for i, name in enumerate(HASHED_FIELDS):
-        value = f"record[{i + 1}]"
-        if i in _INTERN_AT:
-            lines.append(f"    v = {value}")
-            value = "intern(v) if type(v) is str else v"
-        lines.append(f"    set_{name}(self, {value})")
-    lines += ["    set__refs(self, 0)", "    return self"]
-    namespace: dict[str, Any] = {f"set_{name}": getattr(SharedParams, name).__set__
-                                 for name in (*HASHED_FIELDS, "_refs")}
+def _compiled(lines: list[str], name: str) -> Any:
+    namespace: dict[str, Any] = {f"set_{field}": getattr(SharedParams, field).__set__
+                                 for field in (*HASHED_FIELDS, "_refs")}
     namespace.update(intern=sys.intern, new=object.__new__, SharedParams=SharedParams)
     exec("\n".join(lines), namespace)  # the names are the slots' (identifiers)
-    return cast(Callable[[Sequence[Any]], SharedParams], namespace["params_of_record"])
+    return namespace[name]
 
 
-_params_of_record: Final = _record_filler()
+#: ``_fill(params, values)``: the slots of a new SharedParams from its values
+_fill: Final = cast(Callable[[SharedParams, Sequence[Any]], None], _compiled(
+    ["def _fill(self, values):", *_slot_stores("values", 0)], "_fill"))
+#: a new SharedParams read straight from a store record (the gbid first, then HASHED_FIELDS
+#: in order: ``record[1:15]``)
+_params_of_record: Final = cast(Callable[[Sequence[Any]], SharedParams], _compiled(
+    ["def params_of_record(record):", "    self = new(SharedParams)",
+     *_slot_stores("record", 1), "    return self"], "params_of_record"))
 _set_refs: Final = cast(Callable[[SharedParams, int], None], SharedParams._refs.__set__)  # type: ignore[attr-defined]
 
 
