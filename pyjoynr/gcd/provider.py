@@ -322,7 +322,7 @@ class GcdProvider(GlobalCapabilitiesDirectoryProviderBase):
         """The index is loaded or loading while served from the store (a provider's own
         synchroniser is loaded now), or the call is refused like a storage failure."""
         sync = self.sync
-        if sync.ready or sync.serving_from_store:
+        if sync.serving:
             return
         if self._owns_sync:
             await self._store(what, sync.start, modelled=modelled)

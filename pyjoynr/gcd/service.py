@@ -338,7 +338,7 @@ class GcdService:
     def serving(self) -> bool:
         """Lookups are answered: from the index once it is ready, from the store while the
         start-up load runs (``serve_while_loading``)."""
-        return self.sync.ready or self.sync.serving_from_store
+        return self.sync.serving
 
     async def _stop_started(self) -> None:
         """Undo a start that failed: whatever of it ran stops, the store closes."""

@@ -250,7 +250,6 @@ class Synchronizer:
         self._ready = asyncio.Event()
         # set while the start-up load runs with serve_while_loading, and once ready
         self._serving = asyncio.Event()
-        self._from_store = False
         self._rows_loaded = 0
         self._started = False
         self._stopped = False
@@ -298,10 +297,16 @@ class Synchronizer:
         return self._ready.is_set() and not self._stopped
 
     @property
+    def serving(self) -> bool:
+        """Lookups are answered: from the index once it is ready, or from the store while the
+        start-up load runs with ``serve_while_loading`` (:attr:`serving_from_store`)."""
+        return self._serving.is_set() and not self._stopped
+
+    @property
     def serving_from_store(self) -> bool:
         """The start-up load is under way with ``serve_while_loading``: the index is not ready,
         and lookups are to be answered by reading the store (GcdProvider does)."""
-        return self._from_store and not self._stopped
+        return self.serving and not self._ready.is_set()
 
     @property
     def started(self) -> bool:
@@ -338,7 +343,6 @@ class Synchronizer:
             # cyclic garbage (the collector is paused meanwhile: see _load)
             gc.collect()
             if self.settings.serve_while_loading:
-                self._from_store = True
                 self._serving.set()
                 log.info("%s: loading the index; lookups are answered from the store "
                          "meanwhile", self.name)
@@ -346,13 +350,11 @@ class Synchronizer:
                 self.index = await self._load()
                 await self._catch_up_now()
             except BaseException:
-                self._from_store = False
                 self._serving.clear()
                 raise
             _freeze_heap(self.name, "index loaded", collect=False)
             self._ready.set()
             self._serving.set()
-            self._from_store = False
             log.info("%s: index ready: %d rows loaded and caught up to version %d in %.2f s",
                      self.name, len(self.index), self.index.watermark,
                      time.monotonic() - began)
@@ -599,7 +601,7 @@ class Synchronizer:
         """Apply what this instance's write committed (at once, without moving W). While the
         start-up load runs (serving from the store) nothing is applied: the index being
         loaded gets these changes from its snapshot or from the catch-up that ends the load."""
-        applied = 0 if self._from_store else self.index.apply(changes)
+        applied = 0 if self.serving_from_store else self.index.apply(changes)
         for change in changes:
             self._newest_known = max(self._newest_known, change.version)
         self._own_applied += applied
