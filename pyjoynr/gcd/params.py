@@ -297,11 +297,7 @@ class ParamsTable:
                 raise ValueError(f"participant_id {participant_id!r} is not the entry's "
                                  f"({values[0]!r})")
             values = (participant_id, *values[1:])
-        candidate = SharedParams(values)
-        shared = self._objects.setdefault(candidate, candidate)
-        object.__setattr__(shared, "_refs", shared._refs + 1)
-        self._refs_total += 1
-        return shared
+        return self.adopt(SharedParams(values))
 
     def adopt(self, candidate: SharedParams) -> SharedParams:
         """:meth:`acquire` of an object the caller made (:func:`params_of_record`) and holds

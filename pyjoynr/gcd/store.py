@@ -125,33 +125,33 @@ class _Unfrozen:
 
     __slots__ = COLUMNS
 
-    def __init__(self, *values: Any) -> None:  # (replaced below by one spelt out per field)
-        raise NotImplementedError
 
-
-def _unfrozen_init() -> Any:
-    lines = [f"def __init__(self, {', '.join(COLUMNS)}):"]
-    lines += [f"    self.{name} = {name}" for name in COLUMNS]
-    namespace: dict[str, Any] = {}
-    exec("\n".join(lines), namespace)  # the names are StoredEntry's fields (identifiers)
-    return namespace["__init__"]
-
-
-_Unfrozen.__init__ = _unfrozen_init()  # type: ignore[method-assign]
-_become: Final = object.__setattr__
-
-
-def _entry_of_maker() -> Any:
-    lines = ["def entry_of(gbid, source):", "    entry = new(_Unfrozen)", "    entry.gbid = gbid"]
-    lines += [f"    entry.{name} = source.{name}" for name in COLUMNS[1:]]
+def _entry_maker(name: str, parameters: str, value_of: Any) -> Any:
+    """A function ``name(parameters)`` that makes a StoredEntry, each field ``value_of(field)``
+    (an expression of the parameters), as plain slot stores on an :class:`_Unfrozen` that
+    then becomes the StoredEntry (``__class__``: the same slots, the same memory layout)."""
+    lines = [f"def {name}({parameters}):", "    entry = new(_Unfrozen)"]
+    lines += [f"    entry.{field} = {value_of(field)}" for field in COLUMNS]
     lines += ["    become(entry, '__class__', StoredEntry)", "    return entry"]
     namespace: dict[str, Any] = {"new": object.__new__, "_Unfrozen": _Unfrozen,
-                                 "become": _become, "StoredEntry": StoredEntry}
+                                 "become": object.__setattr__, "StoredEntry": StoredEntry}
     exec("\n".join(lines), namespace)  # the names are StoredEntry's fields (identifiers)
-    return namespace["entry_of"]
+    return namespace[name]
 
 
-_entry_of: Final = _entry_of_maker()
+_new_entry: Final = _entry_maker("new_entry", ", ".join(COLUMNS), lambda field: field)
+_entry_of: Final = _entry_maker(
+    "entry_of", "gbid, source", lambda field: "gbid" if field == "gbid" else f"source.{field}")
+
+
+def new_entry(*values: Any) -> StoredEntry:
+    """``StoredEntry(*values)``, made about four times faster: a frozen dataclass sets each
+    field through ``object.__setattr__`` (1.5 us for an entry's 15 fields, most of a lookup
+    of ten rows); this sets them as plain slot stores on an object of the same slots, then
+    makes it the StoredEntry it is. The result is an ordinary StoredEntry: frozen, equal and
+    hashed as one (a test holds the two equal). No check of the values' types, as the
+    dataclass makes none."""
+    return cast(StoredEntry, _new_entry(*values))
 
 
 def entry_of(gbid: str, source: Any) -> StoredEntry:
@@ -159,17 +159,6 @@ def entry_of(gbid: str, source: Any) -> StoredEntry:
     ``source`` (e.g. gcd.params.SharedParams), made as :func:`new_entry` makes one."""
     return cast(StoredEntry, _entry_of(gbid, source))
 
-
-def new_entry(*values: Any) -> StoredEntry:
-    """``StoredEntry(*values)``, made about four times faster: a frozen dataclass sets each
-    field through ``object.__setattr__`` (1.5 us for an entry's 15 fields, most of a lookup
-    of ten rows); this sets them as plain slot stores on an object of the same slots, then
-    makes it the StoredEntry it is (``__class__``: the same memory layout). The result is an
-    ordinary StoredEntry: frozen, equal and hashed as one (a test holds the two equal). No
-    check of the values' types, as the dataclass makes none."""
-    entry = _Unfrozen(*values)
-    _become(entry, "__class__", StoredEntry)
-    return cast(StoredEntry, entry)
 
 #: the columns a versioned store keeps beside an entry's (see :mod:`gcd.changes`): the version
 #: of the write that created or last changed the row, the key's bucket and the row's hash
