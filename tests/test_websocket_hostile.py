@@ -907,11 +907,16 @@ async def test_a_participant_of_a_hung_client_is_taken_over(
     cc = await start_cc(stack, tmp_path, JOYNR_CC__WEBSOCKET__PING_TIMEOUT_S="0.5")
     legit = await build_legit(stack, cc)
     hung = await registered_raw(stack, cc)
+    hung_at_cc = cc.websocket._clients[hung.client_id].ws
     hung.ws.transport.pause_reading()  # its process hangs: it answers no ping any more
     taker = await registered_raw(stack, cc)
 
     reply = await taker.add_next_hop(hung.pid, taker.address.to_dict())
     assert reply.error is None, reply.error
+    # answered without waiting for the hung connection's close handshake, which it never
+    # answers (it ends by itself, aborted after the close timeout)
+    assert not hung_at_cc.closed.done()
+    await wait_until(hung_at_cc.closed.done, "the hung connection ended")
     assert cc.router.route_of(hung.pid).address == taker.address
     assert hung.client_id not in cc.websocket.clients
     assert cc.websocket.counters["closed-dead"] == 1

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import uuid
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,10 @@ from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.libjoynr import LibjoynrConfig, connect
 from pyjoynr.runtime.addresses import WebSocketClientAddress
 from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.messages import Message, MessageType, decode_frame
+from pyjoynr.runtime.interface import interface_def
+from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
+from pyjoynr.runtime.payloads import Reply, Request, decode_payload
+from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from pyjoynr.testing.cluster import cc_config, eventually
 from pyjoynr.transports.websocket_client import WebSocketClientSettings
 from pyjoynr.transports.websocket_common import Outbox, encode_init
@@ -30,6 +35,9 @@ from tests.support.radio import Radio, RadioProvider
 from tests.support.tls import self_signed_certificate
 
 WAIT_S = 5.0
+ROUTING = interface_def(Routing)
+
+log = logging.getLogger(__name__)
 
 
 @pytest.fixture
@@ -112,6 +120,81 @@ async def test_two_claimants_of_a_dead_id_one_wins(tmp_path):
             for runtime in winners:
                 await runtime.stop()
             await victim.stop()
+
+
+async def test_a_new_connection_is_served_while_it_takes_over_a_silent_ones_id(tmp_path):
+    # a runtime whose connection went half-open (a laptop lid, a NAT timeout) reconnects with
+    # its id: the CC pings the old connection for ping_timeout_s before it replaces it, and
+    # meanwhile the new one must be served: its pings answered, its pongs read (or the CC's
+    # keep-alive fails it), and what it sends after its init frame routed once it is accepted
+    config = cc_config(tmp_path, websocket__ping_interval_s=0.5, websocket__ping_timeout_s=1.0)
+    async with ClusterController(config) as cc:
+        url = cc.websocket_address.url
+        loop = asyncio.get_running_loop()
+        silent = await SilentClient.open(url, "lid")
+        try:
+            await eventually(lambda: "lid" in cc.websocket.clients, what="connected")
+
+            def holder() -> ServerSideConnection | None:
+                client = cc.websocket._clients.get("lid")
+                return None if client is None else client.ws
+
+            old = holder()
+            assert old is not None
+            # the new connection keeps alive with the CC's settings: it fails (1011) unless
+            # the CC answers its pings, and the CC fails it unless the CC reads its pongs
+            new = await open_client_connection(
+                url, max_size=1 << 20, ping_interval_s=0.5, ping_timeout_s=1.0,
+                close_timeout_s=1.0, open_timeout_s=WAIT_S, ssl_context=None)
+            received: list[Message] = []
+            new.deliver(lambda frame: received.append(decode_frame(frame)))
+            register = add_next_hop("lid-pid", "lid")
+            started = loop.time()
+            assert new.send_frames([encode_init("lid"), encode_frame(register)])
+            # once the CC pings the old connection, the new one pings the CC: answered while the
+            # CC still waits for the old connection's pong
+            await eventually(lambda: old._pings, what="the CC pinging the old connection")
+            await asyncio.wait_for(new.ping(), WAIT_S)
+            assert holder() is old, "taken over before the pong"
+            assert not cc.router.has_route("lid-pid")
+
+            await eventually(lambda: holder() not in (None, old), what="taken over")
+            took = loop.time() - started
+            # accepted without waiting for the silent connection's close handshake, which it
+            # never answers (it ends by itself, aborted after the close timeout)
+            assert not old.closed.done()
+            assert cc.websocket.counters["replaced-dead"] == 1
+            # the message sent right after the init frame was routed, once: its reply came
+            await eventually(lambda: received, what="the add_next_hop reply")
+            assert [m.type for m in received] == [MessageType.REPLY]
+            assert received[0].recipient == "lid-pid"
+            assert decode_payload(Reply, received[0].body).error is None
+            assert cc.router.route_of("lid-pid").address == WebSocketClientAddress("lid")
+
+            # it stays up past ping interval + ping timeout after the take-over, both ends'
+            # keep-alive going on
+            await asyncio.sleep(0.5 + 1.0 + 0.5)
+            assert new.open
+            taker = holder()
+            assert taker is not None and taker.open
+            await eventually(old.closed.done, what="the silent connection ended")
+            log.info("take-over of a silent connection's id: %.2f s (ping timeout 1.0 s)",
+                     took)
+            await new.close()
+        finally:
+            silent.close()
+
+
+def add_next_hop(participant_id: str, client_id: str) -> Message:
+    """A request to the CC's Routing provider that routes ``participant_id`` to the connection
+    of ``client_id`` (as a libjoynr runtime sends it for each of its participants)."""
+    method = ROUTING.methods["add_next_hop"]
+    body = Request(uuid.uuid4().hex, "add_next_hop",
+                   [participant_id, WebSocketClientAddress(client_id).to_dict(), False],
+                   method.param_datatypes).to_body()
+    return Message(type=MessageType.REQUEST, sender=participant_id,
+                   recipient=DEFAULT_ROUTING_PARTICIPANT_ID,
+                   expiry_date_ms=now_ms() + 60_000, body=body)
 
 
 def one_way(recipient: str, body: bytes = b"\x80") -> Message:

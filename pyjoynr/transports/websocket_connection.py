@@ -12,8 +12,11 @@ joynr connection needs and no more:
   order (fragments are joined into one buffer of bytes; websockets bounds a message's total
   size by ``max_size`` and fails the connection with 1009 above it; a message in more than
   ``max_fragments`` fragments fails it with 1009 too). Messages that arrive before a handler
-  is set wait in a backlog, with reading paused, so that the backlog holds at most one read's
-  worth;
+  is set wait in a backlog (taken by :meth:`WebSocketConnection.recv` one by one, or all by
+  :meth:`WebSocketConnection.deliver`, in order) while reading goes on: pings are answered and
+  pongs and close frames read whoever waits for what. The backlog holds at most
+  ``max_backlog_bytes`` (an empty backlog takes one message of any size); at that bound reading
+  pauses until messages are taken from it;
 - :meth:`WebSocketConnection.send_frames` sends several binary messages with one socket write;
   it writes their frames itself (transports/websocket_framing.py: the same bytes as
   websockets' ``send_binary``, without its per-frame objects) while the connection is open
@@ -54,7 +57,7 @@ from websockets.uri import parse_uri
 
 from pyjoynr.runtime.logs import get_logger
 from pyjoynr.transports.websocket_framing import MaskSource, binary_frames
-from pyjoynr.transports.websocket_settings import DEFAULT_MAX_FRAGMENTS
+from pyjoynr.transports.websocket_settings import DEFAULT_MAX_BACKLOG_BYTES, DEFAULT_MAX_FRAGMENTS
 
 __all__ = [
     "HANDSHAKE_TIMEOUT_S",
@@ -94,9 +97,11 @@ class WebSocketConnection(asyncio.Protocol):
 
     def __init__(self, protocol: Protocol, *, ping_interval_s: float | None,
                  ping_timeout_s: float, close_timeout_s: float,
-                 max_fragments: int = DEFAULT_MAX_FRAGMENTS) -> None:
+                 max_fragments: int = DEFAULT_MAX_FRAGMENTS,
+                 max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES) -> None:
         self.protocol = protocol
         self.max_fragments = max_fragments
+        self.max_backlog_bytes = max_backlog_bytes
         #: True once the peer sent a message in more than ``max_fragments`` fragments (the
         #: connection was failed with 1009)
         self.too_many_fragments = False
@@ -114,8 +119,9 @@ class WebSocketConnection(asyncio.Protocol):
         self.on_writable: Callable[[], None] | None = None
         self._handler: FrameHandler | None = None
         self._backlog: deque[bytes | str] = deque()
+        self._backlog_bytes = 0  # the length of the messages in the backlog
         self._backlog_waiter: asyncio.Future[None] | None = None
-        self._reading_paused = False  # by this layer, for the backlog
+        self._reading_paused = False  # by this layer: the backlog is full
         self._fragments: bytearray | None = None  # the message being reassembled
         self._fragment_count = 0
         self._fragments_text = False
@@ -146,9 +152,8 @@ class WebSocketConnection(asyncio.Protocol):
         in the backlog). The handler runs inside ``data_received``: it must not block;
         whatever it raises is logged and the connection goes on."""
         self._handler = handler
-        backlog = self._backlog
-        while backlog and self._handler is handler:
-            self._call(handler, backlog.popleft())
+        while self._backlog and self._handler is handler:
+            self._call(handler, self._take())
         self._resume_own_reading()
 
     async def recv(self) -> bytes | str:
@@ -163,7 +168,22 @@ class WebSocketConnection(asyncio.Protocol):
                 await waiter
             finally:
                 self._backlog_waiter = None
-        return self._backlog.popleft()
+        data = self._take()
+        if self._backlog_bytes < self.max_backlog_bytes:
+            self._resume_own_reading()
+        return data
+
+    @property
+    def backlog(self) -> int:
+        """Messages waiting in the backlog (before :meth:`deliver`)."""
+        return len(self._backlog)
+
+    def discard_backlog(self) -> int:
+        """Drop the messages waiting in the backlog (nobody will take them); how many."""
+        dropped = len(self._backlog)
+        self._backlog.clear()
+        self._backlog_bytes = 0
+        return dropped
 
     def send_frames(self, frames: list[bytes]) -> bool:
         """Send each of ``frames`` as one binary message, all with one socket write; False
@@ -219,6 +239,15 @@ class WebSocketConnection(asyncio.Protocol):
         ``timeout_s`` when that is shorter) and wait until the connection has ended. What the
         peer sends until its close frame goes to the handler if one is set, and is dropped
         otherwise (reading goes on, so that its close frame is read). Idempotent."""
+        self.start_close(code, reason, timeout_s=timeout_s)
+        if self._made:
+            await asyncio.shield(self.closed)
+
+    def start_close(self, code: int = 1000, reason: str = "", *,
+                    timeout_s: float | None = None) -> None:
+        """Start :meth:`close` without waiting for its end: the connection ends by itself
+        within the close timeout (``closed``), e.g. a peer that answers no ping, which nobody
+        should wait for."""
         if not self._made:  # e.g. a TLS handshake in progress: it will not go further
             self._abort_when_made = True
             return
@@ -232,7 +261,6 @@ class WebSocketConnection(asyncio.Protocol):
             self._flush()
         elif state is CONNECTING:
             self.abort()
-        await asyncio.shield(self.closed)
 
     def abort(self) -> None:
         """End the connection at once (no close handshake)."""
@@ -358,13 +386,21 @@ class WebSocketConnection(asyncio.Protocol):
             # nobody takes it any more; reading must go on, the peer's close frame is behind
             return
         self._backlog.append(data)
-        # the backlog holds at most what one read brought
-        if not self._reading_paused and not self.transport.is_closing():
+        self._backlog_bytes += len(data)
+        # reading goes on (keep-alive, close frames) until the backlog is full: then the peer
+        # waits (TCP flow control) until messages are taken from it
+        if (self._backlog_bytes >= self.max_backlog_bytes and not self._reading_paused
+                and not self.transport.is_closing()):
             self._reading_paused = True
             self.transport.pause_reading()
         waiter = self._backlog_waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def _take(self) -> bytes | str:
+        data = self._backlog.popleft()
+        self._backlog_bytes -= len(data)
+        return data
 
     def _call(self, handler: FrameHandler, data: bytes | str) -> None:
         try:
@@ -499,10 +535,11 @@ class ServerSideConnection(WebSocketConnection):
                  on_open: Callable[[ServerSideConnection], None],
                  tracked: set[ServerSideConnection] | None = None,
                  handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
-                 max_fragments: int = DEFAULT_MAX_FRAGMENTS) -> None:
+                 max_fragments: int = DEFAULT_MAX_FRAGMENTS,
+                 max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES) -> None:
         super().__init__(ServerProtocol(max_size=max_size), ping_interval_s=ping_interval_s,
                          ping_timeout_s=ping_timeout_s, close_timeout_s=close_timeout_s,
-                         max_fragments=max_fragments)
+                         max_fragments=max_fragments, max_backlog_bytes=max_backlog_bytes)
         self._on_request = on_request
         self._on_open = on_open
         #: the set this connection is in from connection_made() until connection_lost()

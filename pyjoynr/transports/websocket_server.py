@@ -10,8 +10,13 @@ goes on untouched). Only ``path`` is served: other paths get an HTTP 404. Identi
 same for both dialects):
 
 - one live connection per id: a second connection claiming the id of a connection that still
-  answers a ping is refused (close 1008, "client id in use"); one whose connection does not answer
-  within the ping timeout replaces it;
+  answers a ping is refused (close 1008, "client id in use"; what it sent after its init frame is
+  dropped, counted "dropped-unaccepted"); one whose connection does not answer within the ping
+  timeout replaces it. Both connections are served while that is decided: the old one's
+  messages are routed, the new one is read (keep-alive, close frames) and what it sends after its
+  init frame waits in its backlog (``max_backlog_bytes_per_connection``) to be routed in order
+  once it is accepted; the old one's close is not waited for (it is aborted after the close
+  timeout);
 - the same liveness decides whether another connection may claim a participant routed to a
   connection (``connection_alive``, asked by the Routing provider; see runtime.rules);
 - a connection speaks only for itself: a message whose sender is routed to another address
@@ -153,7 +158,6 @@ class WebSocketServerTransport:
         self._tasks = (tasks.child("websocket server") if tasks is not None
                        else TaskSupervisor("websocket server"))
         self._clients: dict[str, _Client] = {}
-        self._claimed: set[str] = set()  # ids being taken over from a dead connection
         self._connections: set[ServerSideConnection] = set()
         self._handlers: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
@@ -180,6 +184,7 @@ class WebSocketServerTransport:
                 on_open=self._opened,
                 tracked=self._connections,
                 max_fragments=s.max_fragments_per_message,
+                max_backlog_bytes=s.max_backlog_bytes_per_connection,
             )
 
         loop = asyncio.get_running_loop()
@@ -308,7 +313,6 @@ class WebSocketServerTransport:
                         encode=frame_encoder(dialect), on_unencodable=unencodable)
         client = _Client(ws, address, outbox, dialect, owner_id)
         self._clients[client_id] = client
-        self._claimed.discard(client_id)
         log.info("websocket client %s connected from %s (%s frames%s)", client_id, peer,
                  dialect, "" if owner_id is None else f", owner id {owner_id}",
                  extra={"clientId": client_id})
@@ -318,32 +322,37 @@ class WebSocketServerTransport:
             self._disconnected(client)
 
     async def _take_id(self, client_id: str, ws: ServerSideConnection, peer: object) -> bool:
-        """Bind ``client_id`` to ``ws`` unless a live connection holds it."""
-        if client_id in self._claimed:
-            self._refuse("id-in-use", f"client id {client_id} is being taken over", peer)
-            await ws.close(POLICY_VIOLATION, "client id in use",
-                           timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
-            return False
+        """Bind ``client_id`` to ``ws`` unless a live connection holds it. Both connections
+        are served meanwhile: the old one's messages are routed, and the new one is read (its
+        pings answered, its pongs taken) while what it sends after its init frame waits in its
+        connection's backlog, to be routed in order once it is accepted."""
         old = self._clients.get(client_id)
         if old is None:
             return True
         # while the ping is awaited another claimant may take the id: only the one that
-        # finds it still held by the silent connection replaces it
+        # finds it still held by the silent connection replaces it (and nothing is awaited
+        # from then until _handle has registered it)
         if await self._answers_ping(old.ws) or self._clients.get(client_id) is not old:
-            self._refuse("id-in-use", f"client id {client_id} belongs to a live connection", peer)
-            await ws.close(POLICY_VIOLATION, "client id in use",
-                           timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
+            await self._refuse_claim(ws, client_id, "belongs to a live connection", peer)
             return False
         log.warning("websocket client %s: previous connection is dead, replacing it", client_id)
         self.counters["replaced-dead"] += 1
-        self._claimed.add(client_id)  # until _handle registers the new connection
-        try:
-            self._disconnected(old)
-            await old.ws.close(GOING_AWAY, "replaced by a new connection")
-        except BaseException:
-            self._claimed.discard(client_id)
-            raise
+        self._disconnected(old)
+        # not waited for: a peer that answers no ping would hold the new connection up for
+        # the close timeout; it ends by itself within it (aborted at the latest)
+        old.ws.start_close(GOING_AWAY, "replaced by a new connection")
         return True
+
+    async def _refuse_claim(self, ws: ServerSideConnection, client_id: str, why: str,
+                            peer: object) -> None:
+        """Refuse a connection's claim of ``client_id`` (1008); what it sent after its init
+        frame is dropped, counted as "dropped-unaccepted"."""
+        dropped = ws.discard_backlog()
+        self.counters["dropped-unaccepted"] += dropped
+        self._refuse("id-in-use", f"client id {client_id} {why}"
+                     + (f"; {dropped} message(s) sent after the init frame dropped"
+                        if dropped else ""), peer)
+        await ws.close(POLICY_VIOLATION, "client id in use", timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
 
     async def connection_alive(self, address: Address) -> bool:
         """Whether the connection behind ``address`` (a WebSocketClientAddress) is alive: it
@@ -362,7 +371,8 @@ class WebSocketServerTransport:
                         address.id, self.settings.ping_timeout_s)
             self.counters["closed-dead"] += 1
             self._disconnected(client)
-            await client.ws.close(GOING_AWAY, "did not answer a ping")
+            # not waited for (as in a take-over of its client id): it ends by itself
+            client.ws.start_close(GOING_AWAY, "did not answer a ping")
         return False
 
     async def _answers_ping(self, ws: ServerSideConnection) -> bool:

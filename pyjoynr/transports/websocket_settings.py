@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pyjoynr.runtime.messages import DEFAULT_MAX_FRAME_BYTES, DIALECTS, JOYNR, NATIVE
 
 __all__ = [
+    "DEFAULT_MAX_BACKLOG_BYTES",
     "DEFAULT_MAX_FRAGMENTS",
     "DIALECTS",
     "JOYNR",
@@ -43,6 +44,10 @@ __all__ = [
 MIN_FRAME_BYTES = 1024
 #: fragments a websocket message may come in, by default (the project's own ends send one)
 DEFAULT_MAX_FRAGMENTS = 4096
+#: bytes of the messages a connection keeps before they can be handed on (before its handler is
+#: set: e.g. while the server decides whether a connection may take over a client id); at the
+#: bound, reading pauses until they are handed on (an empty backlog takes one message of any size)
+DEFAULT_MAX_BACKLOG_BYTES = 1024 * 1024
 #: the longest owner id (a custom signature's size is a uint16)
 MAX_OWNER_ID_BYTES = 0xFFFF
 
@@ -95,6 +100,11 @@ class WebSocketServerSettings:
     max_queued_bytes_per_connection: int = 16 * 1024 * 1024
     #: a message sent in more fragments than this closes the connection (1009)
     max_fragments_per_message: int = DEFAULT_MAX_FRAGMENTS
+    #: bytes of the messages a client sends after its init frame that are kept until its
+    #: connection is accepted (while its client id is taken over from a silent connection), then
+    #: routed in order; at this bound the server stops reading the connection until then (an
+    #: empty backlog takes one message of any size)
+    max_backlog_bytes_per_connection: int = DEFAULT_MAX_BACKLOG_BYTES
 
     def __post_init__(self) -> None:
         if not 0 <= self.port < 65536:
@@ -117,6 +127,9 @@ class WebSocketServerSettings:
         if self.max_queued_bytes_per_connection < 1:
             raise ValueError("max_queued_bytes_per_connection must be >= 1, got "
                              f"{self.max_queued_bytes_per_connection}")
+        if self.max_backlog_bytes_per_connection < 1:
+            raise ValueError("max_backlog_bytes_per_connection must be >= 1, got "
+                             f"{self.max_backlog_bytes_per_connection}")
 
     @property
     def tls(self) -> bool:
