@@ -592,6 +592,29 @@ async def test_claiming_the_id_of_a_live_runtime_is_refused(
         assert legit.entries() == before_entries
 
 
+async def test_what_a_refused_claimant_sent_after_its_init_is_dropped_and_counted(
+        stack: AsyncExitStack, cc: ClusterController, legit: Legit,
+        caplog: pytest.LogCaptureFixture) -> None:
+    # the claimant's requests wait while the CC pings the live connection; then it is refused
+    # and they are dropped, none routed
+    victim = legit.provider_rt
+    before_entries = legit.entries()
+    raw = await RawClient.open(stack, cc.websocket_address.url, victim.client_id, init=False)
+    requests = [raw.radio_request(legit, Station(f"claimed-{i}", Country.GERMANY),
+                                  sender=legit.proxy.participant_id) for i in range(3)]
+    write_at_once(raw, [encode_init(victim.client_id), *(encode_frame(m) for m, _ in requests)])
+    code, reason = await raw.closed()
+    assert (code, reason) == (1008, "client id in use")
+    assert cc.websocket.counters["id-in-use"] == 1
+    assert cc.websocket.counters["dropped-unaccepted"] == 3
+    assert_logged(caplog, "refused", victim.client_id, "live connection",
+                  "3 message(s) sent after the init frame dropped")
+    assert not [s for s in legit.provider.stations if s.name.startswith("claimed-")]
+    assert victim.transport.connections == 1
+    await legit.still_works()
+    assert legit.entries() == before_entries
+
+
 async def test_claiming_the_id_after_its_connection_closed_is_accepted(
         stack: AsyncExitStack, cc: ClusterController, legit: Legit) -> None:
     provider_entries = {pid: e for pid, e in legit.entries().items()

@@ -316,6 +316,50 @@ async def test_a_connection_that_never_completes_its_handshake_is_closed():
         await server.wait_closed()
 
 
+async def test_a_backlog_is_read_to_its_bound_in_bytes_then_reading_waits_for_it():
+    # messages that arrive before a handler is set (a server deciding whether the connection
+    # may take over a client id) are kept while reading goes on, up to max_backlog_bytes;
+    # then the peer waits (TCP flow control), and nothing is lost once a handler takes them
+    bound = 64 * 1024
+    opened: list[ServerSideConnection] = []
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(
+        lambda: ServerSideConnection(max_size=4096, ping_interval_s=None, ping_timeout_s=1,
+                                     close_timeout_s=1, on_request=lambda ws, request: None,
+                                     on_open=opened.append, max_backlog_bytes=bound),
+        "127.0.0.1", 0)
+    client = None
+    try:
+        port = server.sockets[0].getsockname()[1]
+        client = await open_client_connection(
+            f"ws://127.0.0.1:{port}/", max_size=4096, ping_interval_s=None, ping_timeout_s=1,
+            close_timeout_s=1, open_timeout_s=WAIT_S, ssl_context=None)
+        await eventually(lambda: opened, what="opened")
+        ws = opened[0]
+        # read while under the bound: a ping is answered with messages waiting
+        assert client.send_frames([b"first"])
+        await eventually(lambda: ws.backlog == 1, what="the first message kept")
+        await asyncio.wait_for(client.ping(), WAIT_S)
+
+        sent = [i.to_bytes(4, "big") * 256 for i in range(2048)]  # 1 KiB each, 2 MiB
+        assert client.send_frames(sent)
+        await eventually(lambda: ws._backlog_bytes >= bound, what="the backlog full")
+        await eventually(lambda: ws._reading_paused, what="reading paused")
+        assert ws.backlog < len(sent)  # the rest waits in the socket buffers
+        # the bound holds, beside what the read that reached it brought
+        assert ws._backlog_bytes <= bound + 1024 * 1024
+
+        received: list[bytes | str] = []
+        ws.deliver(received.append)
+        await eventually(lambda: len(received) == 1 + len(sent), what="everything delivered")
+        assert received == [b"first", *sent]
+    finally:
+        if client is not None:
+            await client.close()
+        server.close()
+        await server.wait_closed()
+
+
 class CountingTransport:
     """A real transport, with its writes counted (everything passes through)."""
 
