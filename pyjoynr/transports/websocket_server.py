@@ -357,8 +357,9 @@ class WebSocketServerTransport:
     async def connection_alive(self, address: Address) -> bool:
         """Whether the connection behind ``address`` (a WebSocketClientAddress) is alive: it
         is connected and answers a ping within the ping timeout. A connection that does not
-        answer is closed (going away) and everything behind it removed, as when a new
-        connection takes over its client id (counted "closed-dead")."""
+        answer is closed (going away; its close handshake is not waited for) and everything
+        behind it removed, as when a new connection takes over its client id (counted
+        "closed-dead")."""
         if type(address) is not WebSocketClientAddress:
             return False
         client = self._clients.get(address.id)
