@@ -76,7 +76,7 @@ from pyjoynr.runtime.errors import (
     SubscriptionError,
 )
 from pyjoynr.runtime.interface import (
-    PLAIN_TYPES,
+    EXACT_TYPES,
     InterfaceDef,
     MethodDef,
     ValueTypeError,
@@ -545,7 +545,7 @@ class ProviderSkeleton:
         # (no strict=True: the lengths are equal, checked above; zip's keyword argument alone
         # costs about as much as the rest of this loop)
         for value, (name, tp) in zip(params, method.params):  # noqa: B905
-            if type(value) is tp and tp in PLAIN_TYPES:
+            if type(value) is tp and tp in EXACT_TYPES:
                 args.append(value)  # the common case, without building a label
                 continue
             try:
