@@ -653,16 +653,19 @@ def _value_from_json(value: Any, tp: Any, where: str) -> Any:
         return value
     if tp in (str, bool) and type(value) is tp:
         return value
+    # (a number's range is interface.from_wire's, which names the field, the value and the
+    # range: every typed value from the wire passes there)
     if tp is int:
-        return _int64(value, where, "bad-value")
-    if tp is float:
+        if type(value) is int:
+            return value
+    elif tp is float:
         if type(value) is float:
             return value
         if type(value) is int:
             try:
                 return float(value)
             except OverflowError:
-                pass
+                return value
     elif tp is bytes:
         if isinstance(value, list):
             out = bytearray()
@@ -688,7 +691,7 @@ def _value_from_json(value: Any, tp: Any, where: str) -> Any:
             if isinstance(value, dict):
                 return _map_from_json(value, tp, map_types, where)
         elif isinstance(tp, type) and issubclass(tp, enum.Enum):
-            if type(value) is str and value in tp.__members__:
+            if type(value) is str:  # (an unknown literal: from_wire refuses it, naming it)
                 return value
         elif (isinstance(tp, type) and dataclasses.is_dataclass(tp)
               and isinstance(value, dict)):
@@ -764,9 +767,7 @@ def _read_bool(value: Any) -> Any:
 
 
 def _read_int(value: Any) -> Any:
-    if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
-        return value
-    return _MISS
+    return value if type(value) is int else _MISS  # (its range: interface.from_wire's)
 
 
 def _read_float(value: Any) -> Any:
@@ -791,10 +792,8 @@ def _enum_writer(tp: type[enum.Enum]) -> _Writer:
 
 
 def _enum_reader(tp: type[enum.Enum]) -> _Reader:
-    members = tp.__members__
-
     def read(value: Any) -> Any:
-        return value if type(value) is str and value in members else _MISS
+        return value if type(value) is str else _MISS  # (the literal: from_wire's to check)
     return read
 
 
