@@ -92,7 +92,8 @@ def test_every_finite_single_is_taken(value: float) -> None:
 
 
 @pytest.mark.parametrize("tp", [float, Double, Float])
-@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 2 ** 1024, -(2 ** 5000)])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 2 ** 1024, -(2 ** 5000)],
+                         ids=["nan", "inf", "-inf", "2**1024", "-2**5000"])
 def test_nan_the_infinities_and_numbers_beyond_a_double_are_refused(tp: Any, value: Any
                                                                     ) -> None:
     with pytest.raises(ValueTypeError, match=r"p: .* is out of the range of (Double|Float) "
