@@ -496,7 +496,8 @@ def from_wire(value: Any, tp: Any, where: str = "value") -> Any:
     """The typed value of ``value`` from the wire; raises ValueTypeError when it does not fit
     (naming ``where``, the value's place, and the part that did not fit: for a number out of
     its type's range, the value and the range)."""
-    if type(value) is tp and tp in EXACT_TYPES:  # the common case first
+    if type(value) is tp and (  # the common cases first
+            tp in EXACT_TYPES or (tp is int and _INT64_MIN <= value <= _INT64_MAX)):
         return value
     try:
         decode = _DECODERS.get(tp) or _decoder_of(tp)
@@ -645,9 +646,10 @@ def _list_decoder(item: Any) -> Decoder:
         def decode_ints(value: Any) -> Any:
             if not isinstance(value, list):
                 raise _Refused
-            if _all_of(value, int) and (not value or (low <= min(value) and max(value) <= high)):
-                return list(value)  # the common case, two passes in C
-            return [decode_item(v) for v in value]
+            for v in value:
+                if type(v) is not int or not low <= v <= high:
+                    return [decode_item(v) for v in value]  # (which refuses)
+            return list(value)  # the common case, one pass
         return decode_ints
     if item in EXACT_TYPES:
         def decode_plain(value: Any) -> Any:
