@@ -2,15 +2,19 @@
 error answer that names the field, the value and the range, in the caller's dialect: a GCD
 ``add`` over MQTT to a real GCD on SQLite (this project's msgpack frames and bodies, joynr's
 SMRF frames and JSON bodies), and the cluster controller's Discovery ``add`` over a real
-websocket connection (both frame dialects, both body formats). Nothing reaches the store or
-the local directory, and nothing is logged at ERROR."""
+websocket connection (both frame dialects, both body formats), and a call of an application's
+provider with a Byte, Float, Double or enum argument out of its range. Nothing reaches the
+store, the local directory or the provider's code, and nothing is logged at ERROR."""
 
 from __future__ import annotations
 
+import asyncio
+import enum
 import json
 import logging
+import math
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +26,7 @@ from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC
 from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory as Gcd
 from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.libjoynr import LibjoynrRuntime, Provider
 from pyjoynr.runtime import smrf
 from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
 from pyjoynr.runtime.bodies import BodyFormat, decode_body, encode_body, schema_of
@@ -34,7 +39,15 @@ from pyjoynr.runtime.discovery_types import (
     Version,
 )
 from pyjoynr.runtime.errors import MethodInvocationError, error_from_wire
-from pyjoynr.runtime.interface import InterfaceDef, interface_def, to_wire
+from pyjoynr.runtime.interface import (
+    Float,
+    Int8,
+    InterfaceDef,
+    interface,
+    interface_def,
+    joynr_datatypes,
+    to_wire,
+)
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
 from pyjoynr.runtime.system_interfaces import (
@@ -227,4 +240,97 @@ async def test_a_discovery_add_with_a_value_out_of_range_is_answered_and_not_reg
         assert_refused(await call(raw, DEFAULT_DISCOVERY_PARTICIPANT_ID, body, rid), case,
                        "add")
     assert cc.discovery._entries == {}
+    assert_no_error_logged(caplog)
+
+
+# ====================================================================== an application's provider
+
+
+class Unit(enum.Enum):
+    CELSIUS = "CELSIUS"
+    FAHRENHEIT = "FAHRENHEIT"
+
+
+@interface("ranges/Gauge")
+class Gauge:
+    @joynr_datatypes("Byte", "Float", "Double", "Unit", "String")
+    async def show(self, level: Int8, reading: Float, ratio: float, unit: Unit, label: str
+                   ) -> bool: ...
+
+
+class GaugeProvider(Provider, interface=Gauge):
+    def __init__(self) -> None:
+        super().__init__()
+        self.shown: list[tuple[Any, ...]] = []
+
+    async def show(self, level: int, reading: float, ratio: float, unit: Unit, label: str
+                   ) -> bool:
+        self.shown.append((level, reading, ratio, unit, label))
+        return True
+
+
+GOOD_SHOW = [127, -3.4e38, 0.5, "CELSIUS", "x" * 1000]
+#: (parameter index, value, what the answer says, whether JSON carries it)
+BAD_SHOW = [
+    (0, 128, "show(level): 128 is out of the range of Int8 (Byte: -128..127)", True),
+    (0, -129, "show(level): -129 is out of the range of Int8 (Byte: -128..127)", True),
+    (1, 3.5e38, "show(reading): 3.5e+38 is out of the range of Float (finite, at most "
+                "3.4028234663852886e+38", True),
+    (2, math.nan, "show(ratio): nan is out of the range of Double (finite", False),
+    (2, math.inf, "show(ratio): inf is out of the range of Double (finite", False),
+    (2, "1e400", "show(ratio): inf is out of the range of Double (finite", True),
+    (3, "KELVIN", "show(unit): 'KELVIN' is not a Unit", True),
+]
+
+
+def show_body(params: list[Any], fmt: BodyFormat) -> tuple[bytes, str]:
+    rid = uuid.uuid4().hex
+    method = interface_def(Gauge).methods["show"]
+    if fmt is BodyFormat.MSGPACK:
+        return Request(rid, method.name, params, method.param_datatypes).to_body(), rid
+    good = json.loads(encode_body(Request(rid, method.name, GOOD_SHOW, method.param_datatypes),
+                                  BodyFormat.JSON, schema=schema_of(interface_def(Gauge))))
+    good["params"] = [f"@{i}@" for i in range(len(params))]
+    text = json.dumps(good)
+    for i, value in enumerate(params):  # (written by hand: 1e400 is a JSON number)
+        text = text.replace(f'"@{i}@"', value if value == "1e400" else json.dumps(value))
+    return text.encode(), rid
+
+
+@pytest.mark.parametrize("wire", [(d, f) for d in (NATIVE, JOYNR)
+                                  for f in (BodyFormat.MSGPACK, BodyFormat.JSON)],
+                         ids=lambda w: f"{w[0]}-{w[1].value}")
+async def test_a_call_with_a_byte_float_double_or_enum_out_of_range_never_reaches_the_provider(
+        stack: AsyncExitStack, cc: ClusterController,
+        runtimes: Callable[..., Awaitable[LibjoynrRuntime]],
+        caplog: pytest.LogCaptureFixture, wire: tuple[str, BodyFormat]) -> None:
+    dialect, fmt = wire
+    caplog.set_level(logging.INFO)
+    provider = GaugeProvider()
+    runtime = await runtimes()
+    provider_pid = await asyncio.wait_for(runtime.register_provider("ranges.test", provider),
+                                          WAIT_S)
+    raw = await RawClient.open(stack, cc.websocket_address.url, dialect=dialect)
+    hop = interface_def(Routing).methods["add_next_hop"]
+    rid = uuid.uuid4().hex
+    own = to_wire(address_struct(WebSocketClientAddress(raw.client_id)))
+    reply = await call(raw, DEFAULT_ROUTING_PARTICIPANT_ID, Request(
+        rid, hop.name, [raw.pid, own, False], hop.param_datatypes).to_body(), rid)
+    assert reply.error is None, reply.error
+    for index, value, says, in_json in BAD_SHOW:
+        if fmt is BodyFormat.JSON and not in_json:
+            continue
+        params = list(GOOD_SHOW)
+        params[index] = math.inf if fmt is BodyFormat.MSGPACK and value == "1e400" else value
+        body, rid = show_body(params, fmt)
+        reply = await call(raw, provider_pid, body, rid)
+        assert reply.error is not None, (value, reply)
+        error = error_from_wire(reply.error)
+        assert isinstance(error, MethodInvocationError), error
+        assert says in error.message, error.message
+    assert provider.shown == []
+    body, rid = show_body(GOOD_SHOW, fmt)
+    reply = await call(raw, provider_pid, body, rid)
+    assert (reply.error, reply.response) == (None, [True])
+    assert provider.shown == [(127, -3.4e38, 0.5, Unit.CELSIUS, "x" * 1000)]
     assert_no_error_logged(caplog)
