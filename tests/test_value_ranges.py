@@ -145,6 +145,15 @@ def assert_no_error_logged(caplog: pytest.LogCaptureFixture) -> None:
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
+def assert_refusals_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    """The refusals of one peer: the first one logged in full at WARNING, the others counted
+    (the router's rate limit of repeated warnings)."""
+    lines = [r.getMessage() for r in caplog.records if r.name == "pyjoynr.runtime.providers"
+             and " refused: " in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert "out of the range of" in lines[0] or "is not a" in lines[0], lines
+
+
 @pytest.fixture
 async def stack() -> AsyncIterator[AsyncExitStack]:
     async with AsyncExitStack() as s:
@@ -190,6 +199,8 @@ async def test_a_gcd_add_with_a_value_out_of_range_is_answered_and_nothing_is_st
         assert reply.request_reply_id == rid
         assert_refused(reply, case, "add")
     assert await service.store.count() == 0
+    assert service.router.counters["refused-request"] == len(cases_of(fmt))
+    assert_refusals_logged_once(caplog)
     # a good one is taken after them (the service was not disturbed)
     good, rid = Request(uuid.uuid4().hex, "add", [to_wire(gcd_entry("good"))],
                         definition.methods["add"].param_datatypes).to_body(), ""
@@ -240,6 +251,8 @@ async def test_a_discovery_add_with_a_value_out_of_range_is_answered_and_not_reg
         assert_refused(await call(raw, DEFAULT_DISCOVERY_PARTICIPANT_ID, body, rid), case,
                        "add")
     assert cc.discovery._entries == {}
+    assert cc.router.counters["refused-request"] == len(cases_of(fmt))
+    assert_refusals_logged_once(caplog)
     assert_no_error_logged(caplog)
 
 
@@ -329,6 +342,9 @@ async def test_a_call_with_a_byte_float_double_or_enum_out_of_range_never_reache
         assert isinstance(error, MethodInvocationError), error
         assert says in error.message, error.message
     assert provider.shown == []
+    refused = sum(1 for *_, in_json in BAD_SHOW if in_json or fmt is BodyFormat.MSGPACK)
+    assert runtime.router.counters["refused-request"] == refused
+    assert_refusals_logged_once(caplog)
     body, rid = show_body(GOOD_SHOW, fmt)
     reply = await call(raw, provider_pid, body, rid)
     assert (reply.error, reply.response) == (None, [True])

@@ -486,12 +486,20 @@ class ProviderSkeleton:
         method: MethodDef | None = None
         try:
             bound, args = self._prepare(payload)
-            method = bound[0]
-            reply = Reply(payload.request_reply_id,
-                          response=await self._call(bound, args, message.origin,
-                                                    message.expiry_date_ms))
-        except JoynrError as exc:
+        except JoynrError as exc:  # no such method, or arguments that do not fit it
+            self.router.counters["refused-request"] += 1
+            self.router.warn(log, "refused-request", peer_of(message.origin),
+                             "provider %s: request %s refused: %s", self.participant_id,
+                             message.id, exc)
             reply = Reply(payload.request_reply_id, error=exc.to_wire())
+        else:
+            method = bound[0]
+            try:
+                reply = Reply(payload.request_reply_id,
+                              response=await self._call(bound, args, message.origin,
+                                                        message.expiry_date_ms))
+            except JoynrError as exc:
+                reply = Reply(payload.request_reply_id, error=exc.to_wire())
         if fmt is _MSGPACK:
             self.router.route(answer_to(message, reply))
             return
