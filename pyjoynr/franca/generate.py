@@ -25,7 +25,10 @@ disable-error-code="empty-body"`` (an interface's methods are declarations, ``..
 Types
 -----
 
-Int8 ... UInt64 -> ``int``, Float and Double -> ``float``, Boolean -> ``bool``, String ->
+Int64 -> ``int``, Double -> ``float``; Int8, UInt8, Int16, UInt16, Int32, UInt32, UInt64 and
+Float by the aliases of the same name in ``runtime.interface`` (an ``int`` or a ``float`` to
+mypy, ``Annotated`` with their range: the runtime refuses a value from the wire outside it; a
+map's keys stay plain ``int``), Boolean -> ``bool``, String ->
 ``str``, ByteBuffer -> ``bytes``, ``T[]`` -> ``list[T]``. A struct is a ``@dataclass`` (extends:
 a subclass; polymorphic: said in its docstring) under ``@joynr_name("<wire name>")``; an
 enumeration an ``enum.Enum`` whose members are the enumerators' joynr names (joynr upper-cases
@@ -177,6 +180,7 @@ _MODULE_RESERVED = frozenset({
     "MethodInvocationError", "attribute", "broadcast", "errors", "interface", "joynr_datatypes",
     "joynr_name", "one_way", "outputs", "wire_name", "JoynrRuntime", "Provider",
     "AttributeHandle", "BroadcastHandle", "_given",
+    "Int8", "UInt8", "Int16", "UInt16", "Int32", "UInt32", "UInt64", "Float",
     "int", "float", "str", "bool", "bytes", "list", "dict", "tuple", "object", "super", "type",
 })
 #: argument names the generated code needs for itself
@@ -188,6 +192,11 @@ _PYTHON_PRIMITIVES = {
     "UInt32": "int", "Int64": "int", "UInt64": "int", "Boolean": "bool", "Float": "float",
     "Double": "float", "String": "str", "ByteBuffer": "bytes",
 }
+#: the primitives of a range narrower than their Python type's (int: Int64, float: Double),
+#: annotated by the aliases of the same name in runtime.interface (Annotated[int, IntRange])
+_RANGED_PRIMITIVES = frozenset({
+    "Int8", "UInt8", "Int16", "UInt16", "Int32", "UInt32", "UInt64", "Float",
+})
 #: joynr's datatype names of the primitives (what joynr's generators put in paramDatatypes)
 _JOYNR_PRIMITIVES = {
     "Int8": "Byte", "UInt8": "Byte", "Int16": "Short", "UInt16": "Short", "Int32": "Integer",
@@ -425,12 +434,14 @@ def _overload_name(method: Method, group: str, plain: set[str], place: int,
     return _free(f"{group.rstrip('_')}_{place}", taken)
 
 
-def _import_order(name: str) -> tuple[int, str]:
+def _import_order(name: str) -> tuple[int, list[str | int]]:
     """Names imported from one module in ruff's (isort's) order: constants, classes, the
-    rest."""
+    rest; numbers in names in their natural order (``Int8`` before ``Int16``)."""
+    natural: list[str | int] = [int(part) if part.isdigit() else part
+                                for part in re.split(r"(\d+)", name)]
     if name.isupper() and len(name) > 1:
-        return (0, name)
-    return (1 if name[:1].isupper() else 2, name)
+        return (0, natural)
+    return (1 if name[:1].isupper() else 2, natural)
 
 
 def _member_lines(declaration: str, default: str) -> list[str]:
@@ -770,20 +781,26 @@ class _Generator:
         module.modules_used.add(home)
         return f"_{home}.{python}"
 
-    def annotation(self, ref: TypeRef, module: _Module) -> str:
+    def annotation(self, ref: TypeRef, module: _Module, *, ranged: bool = True) -> str:
+        """The annotation of ``ref``: a primitive of a range narrower than ``int``'s or
+        ``float``'s by its alias (``Int32``, ``Float``: the runtime checks values from the
+        wire against it) unless ``ranged`` is False."""
         if isinstance(ref, Primitive):
+            if ranged and ref.name in _RANGED_PRIMITIVES:
+                module.imports.add(f"pyjoynr.runtime.interface.{ref.name}")
+                return ref.name
             return _PYTHON_PRIMITIVES[ref.name]
         if isinstance(ref, ArrayOf):
             return f"list[{self.annotation(ref.element, module)}]"
         return self.type_name(ref.decl, module)
 
-    def actual_annotation(self, ref: TypeRef, module: _Module) -> str:
+    def actual_annotation(self, ref: TypeRef, module: _Module, *, ranged: bool = True) -> str:
         """The annotation of ``ref`` with typedefs written as their actual types (for what is
         evaluated when the module is imported, before its typedefs are)."""
         ref = _resolved(ref)
         if isinstance(ref, ArrayOf):
             return f"list[{self.actual_annotation(ref.element, module)}]"
-        return self.annotation(ref, module)
+        return self.annotation(ref, module, ranged=ranged)
 
     # ------------------------------------------------------------------ module text
 
@@ -1052,7 +1069,8 @@ class _Generator:
         module.imports.add("pyjoynr.runtime.interface.joynr_name")
         python = module.names[_decl_key(decl)]
         lines = _lay(_Br("@joynr_name", (_string(decl.wire_name),)), "")
-        base = _Br("dict", (self.actual_annotation(decl.key, module),
+        # (a key's range is the 64-bit one of map_key_from_text: keys are plain)
+        base = _Br("dict", (self.actual_annotation(decl.key, module, ranged=False),
                             self.actual_annotation(decl.value, module)), "]", "[")
         lines += _lay(_Br(f"class {python}", (base,), "):"), "")
         doc = _comment_lines(decl.comment) or _wrapped(

@@ -27,6 +27,14 @@ Supported value types: ``int``, ``float``, ``bool``, ``str``, ``bytes``, ``None`
 of their fields) and named maps (below). Values from the wire are checked against the declared
 type; :class:`ValueTypeError` says which part did not fit.
 
+Numbers are checked against joynr's ranges where they are made from the wire (``from_wire``,
+the one place every interface's typed values come from): an ``int`` is joynr's Long (64-bit
+signed), a ``float`` its Double (finite); the narrower Franca widths are declared with the
+aliases :data:`Int8` ... :data:`UInt64` and :data:`Float` (``Annotated[int, IntRange(...)]``,
+an ``int`` to mypy), as the Franca generator declares them. NaN and the infinities are refused
+(joynr's JSON has no form for them), and so is an unknown enum literal. The table is in
+docs/wire.md (value ranges).
+
 A named map is a ``dict`` subclass under ``@joynr_name`` (as joynr generates a Franca ``map``:
 a type of its own, named on the wire)::
 
@@ -68,14 +76,27 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Annotated, Any, TypeVar, cast
 
 __all__ = [
+    "EXACT_TYPES",
     "PLAIN_TYPES",
     "AttributeDef",
     "BroadcastDef",
+    "Double",
+    "Float",
+    "FloatRange",
+    "Int8",
+    "Int16",
+    "Int32",
+    "Int64",
+    "IntRange",
     "InterfaceDef",
     "MethodDef",
+    "UInt8",
+    "UInt16",
+    "UInt32",
+    "UInt64",
     "ValueTypeError",
     "attribute",
     "broadcast",
@@ -110,11 +131,118 @@ class ValueTypeError(TypeError):
 
 #: the value types sent as they are (a value of exactly one of them needs no conversion)
 PLAIN_TYPES = frozenset({int, bool, str, bytes, float})
+#: the value types taken from the wire as they are: a value of exactly one of them needs no
+#: check (an int and a float are checked against their ranges, :func:`from_wire`)
+EXACT_TYPES = frozenset({bool, str, bytes})
+
+
+@dataclass(frozen=True)
+class IntRange:
+    """The range of one of joynr's integer types: the mark of :data:`Int8` ... :data:`UInt64`
+    (``name`` the Franca type, ``joynr`` the type joynr's wire and Java name it by)."""
+
+    name: str
+    joynr: str
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
+class FloatRange:
+    """The range of one of joynr's floating point types: finite, at most ``limit`` in
+    magnitude (the mark of :data:`Float`; :data:`Double` is a ``float``)."""
+
+    name: str
+    limit: float
+
+
+#: joynr's integer types (Franca's name; joynr's, as in paramDatatypes) and their ranges. The
+#: unsigned ones take Franca's range, but UInt64 stops at 2**63 - 1 (joynr's JSON and Java's
+#: Long carry no more); joynr's Java runtime reads UInt8/16/32 into signed types of their width
+_INT8 = IntRange("Int8", "Byte", -(2 ** 7), 2 ** 7 - 1)
+_INT16 = IntRange("Int16", "Short", -(2 ** 15), 2 ** 15 - 1)
+_INT32 = IntRange("Int32", "Integer", -(2 ** 31), 2 ** 31 - 1)
+_INT64 = IntRange("Int64", "Long", -(2 ** 63), 2 ** 63 - 1)
+Int8 = Annotated[int, _INT8]
+Int16 = Annotated[int, _INT16]
+Int32 = Annotated[int, _INT32]
+#: the same as a plain ``int``
+Int64 = Annotated[int, _INT64]
+UInt8 = Annotated[int, IntRange("UInt8", "Byte", 0, 2 ** 8 - 1)]
+UInt16 = Annotated[int, IntRange("UInt16", "Short", 0, 2 ** 16 - 1)]
+UInt32 = Annotated[int, IntRange("UInt32", "Integer", 0, 2 ** 32 - 1)]
+UInt64 = Annotated[int, IntRange("UInt64", "Long", 0, 2 ** 63 - 1)]
+_FLOAT = FloatRange("Float", 3.4028234663852886e38)  # the largest finite single
+_DOUBLE = FloatRange("Double", 1.7976931348623157e308)  # the largest finite double
+#: joynr's Float: single precision, finite
+Float = Annotated[float, _FLOAT]
+#: joynr's Double: the same as a plain ``float`` (finite)
+Double = Annotated[float, _DOUBLE]
+
+
+def _range_mark(tp: Any) -> tuple[Any, IntRange | FloatRange | None]:
+    """The base type of a declared type and its range: ``int`` Int64, ``float`` Double, an
+    ``Annotated`` one its mark (another ``Annotated`` its base type's)."""
+    if typing.get_origin(tp) is Annotated:
+        base = tp.__origin__
+        for mark in tp.__metadata__:
+            if isinstance(mark, (IntRange, FloatRange)):
+                return base, mark
+        return _range_mark(base)
+    if tp is int:
+        return int, _INT64
+    if tp is float:
+        return float, _DOUBLE
+    return tp, None
+
+
+def _number_text(value: Any) -> str:
+    """A number for an error message, cut (a huge integer by its size)."""
+    if type(value) is int and value.bit_length() > 128:
+        return f"an integer of {value.bit_length()} bits"
+    return repr(value)[:60]
+
+
+def _range_error(where: str, value: Any, mark: IntRange | FloatRange) -> ValueTypeError:
+    """The error of a number outside its type's range: names where, the value (cut) and the
+    range."""
+    if isinstance(mark, IntRange):
+        return ValueTypeError(f"{where}: {_number_text(value)} is out of the range of "
+                              f"{mark.name} ({mark.joynr}: {mark.low}..{mark.high})")
+    return ValueTypeError(f"{where}: {_number_text(value)} is out of the range of {mark.name} "
+                          f"(finite, at most {mark.limit!r} in magnitude)")
+
+
+def _checked_number(value: Any, mark: IntRange | FloatRange, where: str) -> Any:
+    """``value`` as a number of ``mark``'s type, or None when it is of another type; raises
+    :func:`_range_error`'s ValueTypeError naming ``where`` when it is out of the range."""
+    kind = type(value)
+    if isinstance(mark, IntRange):
+        if kind is not int:
+            return None
+        if mark.low <= value <= mark.high:
+            return value
+        raise _range_error(where, value, mark)
+    if kind is float:
+        number = value
+    elif kind is int:
+        try:
+            number = float(value)
+        except OverflowError:
+            raise _range_error(where, value, mark) from None
+    else:
+        return None
+    if -mark.limit <= number <= mark.limit:  # (False for NaN)
+        return number
+    raise _range_error(where, value, mark)
 
 
 def datatype_name(tp: Any) -> str:
-    """joynr-style datatype name of a Python type (used to match overloads)."""
+    """joynr-style datatype name of a Python type (used to match overloads; every integer
+    width is ``Long``, both float widths ``Double``)."""
     origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return datatype_name(tp.__origin__)
     if origin in (types.UnionType, typing.Union):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         return datatype_name(args[0]) if len(args) == 1 else "Object"
@@ -359,14 +487,17 @@ def _all_of(values: list[Any], kind: type) -> bool:
 
 @functools.cache
 def _type_hints(tp: type) -> dict[str, Any]:
-    """A dataclass's field types (computing them is slow; they never change)."""
-    return typing.get_type_hints(tp)
+    """A dataclass's field types, with their range marks (computing them is slow; they never
+    change)."""
+    return typing.get_type_hints(tp, include_extras=True)
 
 
 def from_wire(value: Any, tp: Any, where: str = "value") -> Any:
     """The typed value of ``value`` from the wire; raises ValueTypeError when it does not fit
-    (naming ``where``, the value's place, and the part that did not fit)."""
-    if type(value) is tp and tp in PLAIN_TYPES:  # the common case first
+    (naming ``where``, the value's place, and the part that did not fit: for a number out of
+    its type's range, the value and the range)."""
+    if type(value) is tp and (  # the common cases first
+            tp in EXACT_TYPES or (tp is int and _INT64_MIN <= value <= _INT64_MAX)):
         return value
     try:
         decode = _DECODERS.get(tp) or _decoder_of(tp)
@@ -416,12 +547,32 @@ def _exactly(kind: type) -> Decoder:
     return decode
 
 
-def _number(value: Any) -> Any:
-    if type(value) is float:
-        return value
-    if type(value) is int:
-        return float(value)
-    raise _Refused
+def _int_decoder(mark: IntRange) -> Decoder:
+    low, high = mark.low, mark.high
+
+    def decode(value: Any) -> Any:
+        if type(value) is int and low <= value <= high:
+            return value
+        raise _Refused
+    return decode
+
+
+def _float_decoder(mark: FloatRange) -> Decoder:
+    low, high = -mark.limit, mark.limit
+
+    def decode(value: Any) -> Any:
+        if type(value) is float:
+            if low <= value <= high:  # (False for NaN)
+                return value
+        elif type(value) is int:
+            try:
+                number = float(value)
+            except OverflowError:
+                raise _Refused from None
+            if low <= number <= high:
+                return number
+        raise _Refused
+    return decode
 
 
 def _nothing(value: Any) -> Any:
@@ -433,9 +584,14 @@ def _nothing(value: Any) -> Any:
 def _make_decoder(tp: Any) -> Decoder:
     if tp is Any:
         return _same_value
-    if tp is float:
-        return _number
-    if tp in PLAIN_TYPES:
+    base, mark = _range_mark(tp)
+    if isinstance(mark, IntRange):
+        return _int_decoder(mark)
+    if isinstance(mark, FloatRange):
+        return _float_decoder(mark)
+    if base is not tp:  # (Annotated with marks of no range)
+        return _decoder_of(base)
+    if tp in EXACT_TYPES:
         return _exactly(tp)
     if tp is type(None) or tp is None:
         return _nothing
@@ -483,7 +639,19 @@ def _union_decoder(args: tuple[Any, ...]) -> Decoder:
 
 def _list_decoder(item: Any) -> Decoder:
     decode_item = _decoder_of(item)
-    if item in PLAIN_TYPES:
+    _, mark = _range_mark(item)
+    if isinstance(mark, IntRange):
+        low, high = mark.low, mark.high
+
+        def decode_ints(value: Any) -> Any:
+            if not isinstance(value, list):
+                raise _Refused
+            for v in value:
+                if type(v) is not int or not low <= v <= high:
+                    return [decode_item(v) for v in value]  # (which refuses)
+            return list(value)  # the common case, one pass
+        return decode_ints
+    if item in EXACT_TYPES:
         def decode_plain(value: Any) -> Any:
             if not isinstance(value, list):
                 raise _Refused
@@ -527,7 +695,7 @@ def _named_map_decoder(tp: type, key_type: Any, value_type: Any) -> Decoder:
 
 
 def _dataclass_decoder(tp: type) -> Decoder:
-    #: (field, its plain type or None, its decoder, required), filled in below: the decoder is
+    #: (field, its exact type or None, its decoder, required), filled in below: the decoder is
     #: kept first, so that a dataclass whose fields contain itself finds it, and refuses every
     #: value until they are all there (a value decoded meanwhile takes the step-by-step way)
     fields: list[tuple[str, Any, Decoder, bool]] = []
@@ -551,7 +719,7 @@ def _dataclass_decoder(tp: type) -> Decoder:
     hints = _type_hints(tp)
     for f in dataclasses.fields(tp):
         hint = hints[f.name]
-        fields.append((f.name, hint if hint in PLAIN_TYPES else None, _decoder_of(hint),
+        fields.append((f.name, hint if hint in EXACT_TYPES else None, _decoder_of(hint),
                        f.default is dataclasses.MISSING
                        and f.default_factory is dataclasses.MISSING))
     complete = True
@@ -561,10 +729,19 @@ def _dataclass_decoder(tp: type) -> Decoder:
 def _from_wire_checked(value: Any, tp: Any, where: str = "value") -> Any:
     """from_wire's definition, one check after another, naming where a value does not fit
     (the decoders below give the same results faster; this says why one refused)."""
-    if type(value) is tp and tp in PLAIN_TYPES:  # the common case first
+    if type(value) is tp and tp in EXACT_TYPES:  # the common case first
         return value
     if tp is Any:
         return value
+    base, mark = _range_mark(tp)
+    if mark is not None:
+        number = _checked_number(value, mark, where)
+        if number is not None:
+            return number
+        wanted = "int" if base is int else "a number"
+        raise ValueTypeError(f"{where}: expected {wanted}, got {type(value).__name__}")
+    if base is not tp:  # (Annotated with marks of no range)
+        return _from_wire_checked(value, base, where)
     origin = typing.get_origin(tp)
     if origin in (types.UnionType, typing.Union):
         args = typing.get_args(tp)
@@ -582,7 +759,7 @@ def _from_wire_checked(value: Any, tp: Any, where: str = "value") -> Any:
         if not isinstance(value, list):
             raise ValueTypeError(f"{where}: expected a list, got {type(value).__name__}")
         (item,) = typing.get_args(tp)
-        if item in PLAIN_TYPES and _all_of(value, item):  # the common case, no labels made
+        if item in EXACT_TYPES and _all_of(value, item):  # the common case, no labels made
             return list(value)
         return [_from_wire_checked(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
@@ -610,15 +787,11 @@ def _from_wire_checked(value: Any, tp: Any, where: str = "value") -> Any:
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ValueTypeError(f"{where}: {tp.__name__} without {f.name}")
         return tp(**kwargs)
-    if tp is float:
-        if type(value) in (int, float):
-            return float(value)
-        raise ValueTypeError(f"{where}: expected a number, got {type(value).__name__}")
     if tp is type(None) or tp is None:
         if value is None:
             return None
         raise ValueTypeError(f"{where}: expected nothing, got {type(value).__name__}")
-    if tp in (int, bool, str, bytes):
+    if tp in (bool, str, bytes):
         if type(value) is tp:
             return value
         raise ValueTypeError(f"{where}: expected {tp.__name__}, got {type(value).__name__}")
@@ -810,7 +983,7 @@ def interface(name: str, *, version: tuple[int, int] = (1, 0)) -> Callable[[C], 
             elif isinstance(value, BroadcastDef):
                 broadcasts[attr_name] = dataclasses.replace(value, name=attr_name)
             elif inspect.iscoroutinefunction(value) and not attr_name.startswith("_"):
-                hints = typing.get_type_hints(value)
+                hints = typing.get_type_hints(value, include_extras=True)
                 params = tuple(
                     (p, hints.get(p, Any))
                     for p in list(inspect.signature(value).parameters)[1:]

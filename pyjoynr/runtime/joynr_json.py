@@ -28,7 +28,7 @@ import math
 import types
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 from pyjoynr.runtime.interface import (
     InterfaceDef,
@@ -342,12 +342,22 @@ def _type_parts(tp: Any) -> tuple[Any, Any, tuple[Any, ...]]:
     try:
         return _TYPE_PARTS[tp]
     except KeyError:
-        parts = (_optional_inner_of(tp), typing.get_origin(tp), typing.get_args(tp))
+        base = _without_marks(tp)
+        parts = (_optional_inner_of(base), typing.get_origin(base), typing.get_args(base))
         if len(_TYPE_PARTS) < _MAX_TYPE_PARTS:
             _TYPE_PARTS[tp] = parts
         return parts
     except TypeError:  # (an unhashable declared type)
-        return _optional_inner_of(tp), typing.get_origin(tp), typing.get_args(tp)
+        base = _without_marks(tp)
+        return _optional_inner_of(base), typing.get_origin(base), typing.get_args(base)
+
+
+def _without_marks(tp: Any) -> Any:
+    """A declared type without its ``Annotated`` marks (an integer's or float's range: JSON
+    carries an ``Int32`` as any integer; ``interface.from_wire`` checks the range after)."""
+    while typing.get_origin(tp) is Annotated:
+        tp = tp.__origin__
+    return tp
 
 
 def _optional_inner(tp: Any) -> Any:
@@ -359,7 +369,7 @@ def _optional_inner_of(tp: Any) -> Any:
     origin = typing.get_origin(tp)
     if origin in (types.UnionType, typing.Union):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return args[0] if len(args) == 1 else Any
+        return _without_marks(args[0]) if len(args) == 1 else Any
     return tp
 
 
@@ -643,16 +653,19 @@ def _value_from_json(value: Any, tp: Any, where: str) -> Any:
         return value
     if tp in (str, bool) and type(value) is tp:
         return value
+    # (a number's range is interface.from_wire's, which names the field, the value and the
+    # range: every typed value from the wire passes there)
     if tp is int:
-        return _int64(value, where, "bad-value")
-    if tp is float:
+        if type(value) is int:
+            return value
+    elif tp is float:
         if type(value) is float:
             return value
         if type(value) is int:
             try:
                 return float(value)
             except OverflowError:
-                pass
+                return value
     elif tp is bytes:
         if isinstance(value, list):
             out = bytearray()
@@ -678,7 +691,7 @@ def _value_from_json(value: Any, tp: Any, where: str) -> Any:
             if isinstance(value, dict):
                 return _map_from_json(value, tp, map_types, where)
         elif isinstance(tp, type) and issubclass(tp, enum.Enum):
-            if type(value) is str and value in tp.__members__:
+            if type(value) is str:  # (an unknown literal: from_wire refuses it, naming it)
                 return value
         elif (isinstance(tp, type) and dataclasses.is_dataclass(tp)
               and isinstance(value, dict)):
@@ -754,9 +767,7 @@ def _read_bool(value: Any) -> Any:
 
 
 def _read_int(value: Any) -> Any:
-    if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
-        return value
-    return _MISS
+    return value if type(value) is int else _MISS  # (its range: interface.from_wire's)
 
 
 def _read_float(value: Any) -> Any:
@@ -781,10 +792,8 @@ def _enum_writer(tp: type[enum.Enum]) -> _Writer:
 
 
 def _enum_reader(tp: type[enum.Enum]) -> _Reader:
-    members = tp.__members__
-
     def read(value: Any) -> Any:
-        return value if type(value) is str and value in members else _MISS
+        return value if type(value) is str else _MISS  # (the literal: from_wire's to check)
     return read
 
 
@@ -811,7 +820,8 @@ def _plain(tp: Any, plain: dict[Any, Any], of_enum: Callable[[Any], Any],
     """The fast converter of a value declared ``tp`` when ``tp`` is plain (str, bool, int,
     float, an enum, a list of those; no dicts, so no member order to keep), else None:
     ``plain`` holds the converters of the plain types, ``of_enum`` and ``of_list`` make those
-    of an enum and of a list of plain items."""
+    of an enum and of a list of plain items (a range mark left aside: from_wire checks it)."""
+    tp = _without_marks(tp)
     found = plain.get(tp)
     if found is not None:
         return found
@@ -819,7 +829,7 @@ def _plain(tp: Any, plain: dict[Any, Any], of_enum: Callable[[Any], Any],
         return of_enum(tp)
     if typing.get_origin(tp) is list:
         args = typing.get_args(tp)
-        item = plain.get(args[0]) if len(args) == 1 else None
+        item = plain.get(_without_marks(args[0])) if len(args) == 1 else None
         return of_list(item) if item is not None else None
     return None
 

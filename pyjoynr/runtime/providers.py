@@ -76,7 +76,7 @@ from pyjoynr.runtime.errors import (
     SubscriptionError,
 )
 from pyjoynr.runtime.interface import (
-    PLAIN_TYPES,
+    EXACT_TYPES,
     InterfaceDef,
     MethodDef,
     ValueTypeError,
@@ -486,12 +486,20 @@ class ProviderSkeleton:
         method: MethodDef | None = None
         try:
             bound, args = self._prepare(payload)
-            method = bound[0]
-            reply = Reply(payload.request_reply_id,
-                          response=await self._call(bound, args, message.origin,
-                                                    message.expiry_date_ms))
-        except JoynrError as exc:
+        except JoynrError as exc:  # no such method, or arguments that do not fit it
+            self.router.counters["refused-request"] += 1
+            self.router.warn(log, "refused-request", peer_of(message.origin),
+                             "provider %s: request %s refused: %s", self.participant_id,
+                             message.id, exc)
             reply = Reply(payload.request_reply_id, error=exc.to_wire())
+        else:
+            method = bound[0]
+            try:
+                reply = Reply(payload.request_reply_id,
+                              response=await self._call(bound, args, message.origin,
+                                                        message.expiry_date_ms))
+            except JoynrError as exc:
+                reply = Reply(payload.request_reply_id, error=exc.to_wire())
         if fmt is _MSGPACK:
             self.router.route(answer_to(message, reply))
             return
@@ -545,7 +553,7 @@ class ProviderSkeleton:
         # (no strict=True: the lengths are equal, checked above; zip's keyword argument alone
         # costs about as much as the rest of this loop)
         for value, (name, tp) in zip(params, method.params):  # noqa: B905
-            if type(value) is tp and tp in PLAIN_TYPES:
+            if type(value) is tp and tp in EXACT_TYPES:
                 args.append(value)  # the common case, without building a label
                 continue
             try:

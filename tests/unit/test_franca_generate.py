@@ -259,12 +259,12 @@ def test_names_of_types_members_and_overloads() -> None:
     # a keyword gets "_" (lower_camel drops it again); others named in members=
     assert ('@joynr_name("joynr.vehicle.RadioStation", members={"rds_text": "rds_text"})'
             in text)
-    assert "    traffic_service: bool = False\n" in text and "    class_: int = 0\n" in text
+    assert "    traffic_service: bool = False\n" in text and "    class_: Int8 = 0\n" in text
     # enumerators as joynr names them (upper-cased)
     assert '    GERMANY = "GERMANY"\n' in text
     # overloads: the first keeps the name, the next is <name>_2 with the first's wire name
     assert '    @wire_name("add_favorite")\n' in text
-    assert "    async def add_favorite_2(self, name: str, channel: int) -> bool: ...\n" in text
+    assert "    async def add_favorite_2(self, name: str, channel: Int16) -> bool: ...\n" in text
     # a member named as one of Proxy's: "_" appended
     assert "    async def close_(self) -> bool: ...\n" in text
     # several out arguments
@@ -543,7 +543,7 @@ def test_the_command_line_resolves_classpath_imports_in_the_folders_given(tmp_pa
     again = franca("-o", str(tmp_path / "out"), "--package", "player", "--classpath", str(first),
                    "--classpath", str(second), str(app), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert "    number: int = 0\n" in (tmp_path / "out" / "player" / "shared.py").read_text()
+    assert "    number: Int32 = 0\n" in (tmp_path / "out" / "player" / "shared.py").read_text()
     # a classpath that is no folder is refused before anything is read
     missing = franca("--classpath", str(tmp_path / "nowhere"), str(app), cwd=tmp_path)
     assert (missing.returncode, missing.stderr) == (

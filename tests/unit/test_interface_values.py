@@ -26,6 +26,9 @@ from pyjoynr.runtime.discovery_types import (
 )
 from pyjoynr.runtime.interface import (
     PLAIN_TYPES,
+    Float,
+    Int8,
+    UInt64,
     ValueTypeError,
     datatype_name,
     from_wire,
@@ -199,7 +202,7 @@ class Node:
 declared = st.recursive(
     st.sampled_from([int, bool, str, bytes, float, type(None), Any, Colour, Version,
                      ProviderQos, GlobalDiscoveryEntry, Inner, Outer, Node, DiscoveryQos,
-                     Slots, ByColour, Switches, Names]),
+                     Slots, ByColour, Switches, Names, Int8, UInt64, Float]),
     lambda inner: st.one_of(
         inner.map(lambda t: list[t]),  # type: ignore[valid-type]
         inner.map(lambda t: dict[str, t]),  # type: ignore[valid-type]
@@ -217,15 +220,18 @@ wire_trees = st.recursive(wire_leaves, lambda children: st.one_of(
     st.dictionaries(st.sampled_from(["1", "-1", "01", "-0", "9223372036854775808", "true",
                                      "false", "RED", "GREEN", "LOW"]), children, max_size=3)),
     max_leaves=10)
+int32s = st.integers(-2 ** 31, 2 ** 31 - 1)
+int64s = st.integers(-2 ** 63, 2 ** 63 - 1)
 typed_values = st.one_of(
     st.builds(Node, st.text(max_size=3), st.lists(st.builds(Node, st.text(max_size=2)),
                                                    max_size=2),
-              st.none() | st.builds(Node, st.text(max_size=2)), st.floats(allow_nan=False)),
-    st.builds(Version, st.integers(), st.integers()),
+              st.none() | st.builds(Node, st.text(max_size=2)),
+              st.floats(allow_nan=False, allow_infinity=False)),
+    st.builds(Version, int32s, int32s),
     st.lists(st.builds(entry, st.lists(st.builds(CustomParameter, st.text(max_size=2),
                                                  st.text(max_size=2)), max_size=2)),
              max_size=2),
-    st.builds(DiscoveryQos, st.integers(), st.integers(), st.sampled_from(DiscoveryScope),
+    st.builds(DiscoveryQos, int64s, int64s, st.sampled_from(DiscoveryScope),
               st.booleans()),
     st.builds(Slots, st.dictionaries(st.integers(-2**63, 2**63 - 1), st.text(max_size=2),
                                      max_size=3)),
@@ -233,7 +239,7 @@ typed_values = st.one_of(
         Slots, st.dictionaries(st.integers(-5, 5), st.text(max_size=1), max_size=2)),
         max_size=2), max_size=2)),
     st.builds(Switches, st.dictionaries(st.booleans(), st.none() | st.builds(
-        Version, st.integers(), st.integers()), max_size=2)))
+        Version, int32s, int32s), max_size=2)))
 
 
 @given(wire_trees, declared)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pyjoynr.runtime.errors import MethodInvocationError
 from pyjoynr.runtime.interface import (
+    Int32,
     attribute,
     errors,
     interface,
@@ -113,7 +114,7 @@ class WebSocketAddress(LocalAddress):
 
     protocol: WebSocketProtocol = WebSocketProtocol.WS
     host: str = ""
-    port: int = 0
+    port: Int32 = 0
     path: str = ""
 
 
@@ -147,7 +148,7 @@ class BinderAddress(LocalAddress):
     """An Android runtime reached through Binder."""
 
     package_name: str = ""
-    user_id: int = 0
+    user_id: Int32 = 0
 
 
 @interface("system/Discovery", version=(0, 3))

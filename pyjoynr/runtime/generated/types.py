@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from pyjoynr.runtime.interface import joynr_name
+from pyjoynr.runtime.interface import Int32, joynr_name
 
 __all__ = [
     "CustomParameter",
@@ -32,8 +32,8 @@ __all__ = [
 class Version:
     """The version of a provider's interface."""
 
-    major_version: int = 0
-    minor_version: int = 0
+    major_version: Int32 = 0
+    minor_version: Int32 = 0
 
 
 @joynr_name("joynr.types.CustomParameter")
