@@ -18,12 +18,12 @@ from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.gcd.interface import GCD_DOMAIN
 from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory as Gcd
 from pyjoynr.gcd.service import GcdService, GcdSettings
-from pyjoynr.libjoynr import LibjoynrConfig, MessageNotSentError
+from pyjoynr.libjoynr import LibjoynrConfig, MessageNotSentError, ProviderQos, ProviderScope
 from pyjoynr.libjoynr import connect as joynr_connect
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.transports.websocket_settings import WebSocketClientSettings
 from tests.support import mqtt_clients
-from tests.support.mqtt_cluster import mqtt_cc_config
+from tests.support.mqtt_cluster import mqtt_cc_config, write_provisioning
 from tests.support.radio import Country, Radio, RadioProvider, Station
 from tests.test_gcd_service import GBID, entry, gcd_provisioning
 
@@ -82,6 +82,12 @@ async def test_a_gcd_answer_too_big_for_the_broker_is_an_error_at_once(world: Wo
                if reason.startswith("dropped-")) == 1
     # and the GCD goes on answering what fits
     assert (await world.proxy.lookup_participant("p0002")).participant_id == "p0002"
+    # a request too big for the broker is answered to its caller (message not sent) at once
+    started = time.monotonic()
+    with pytest.raises(MessageNotSentError, match=rf"bytes\D+{BROKER_LIMIT}"):
+        await world.proxy.touch_participants("cc-x", [f"p{i:06d}" for i in range(3000)])
+    assert time.monotonic() - started < TTL_MS / 1000 / 3
+    assert world.cc.router.counters["answered-not-sent"] == 1
 
 
 async def test_a_reply_bigger_than_the_providers_frame_limit_is_an_error_at_once(
@@ -106,3 +112,45 @@ async def test_a_reply_bigger_than_the_providers_frame_limit_is_an_error_at_once
         assert time.monotonic() - started < TTL_MS / 1000 / 3
         assert "not sent" in str(raised.value)
         assert provider_rt.router.counters["answered-unsent-reply"] == 1
+
+
+async def test_a_reply_from_mqtt_bigger_than_the_callers_frame_limit_is_an_error_at_once(
+        tmp_path: Path) -> None:
+    """Through a cluster controller: a reply arrives from another CC over MQTT and is bigger
+    than the caller's websocket connection takes (both ends hold to 8 KiB frames). The CC
+    does not write it (the caller would refuse it and wait for its TTL): its router answers
+    the caller with an error in its place, at once."""
+    limit = 8192
+    async with AsyncExitStack() as stack:
+        broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
+        two = await stack.enter_async_context(ClusterController(mqtt_cc_config(
+            tmp_path / "two", "cc-two-big", {GBID: broker.url})))
+        provisioning = write_provisioning(tmp_path / "provisioning.toml", {
+            "participant_id": "radio-big", "domain": "big", "interface": "test/Radio",
+            "version": "1.2", "gbid": GBID, "topic": two.own_topic})
+        one = await stack.enter_async_context(ClusterController(mqtt_cc_config(
+            tmp_path / "one", "cc-one-big", {GBID: broker.url},
+            discovery__provisioning_file=str(provisioning),
+            websocket__max_frame_bytes=str(limit))))
+        for cc in (one, two):
+            assert cc.mqtt is not None
+            await cc.mqtt.wait_connected(10)
+        rt_two = await joynr_connect(two.websocket_address.url, timeout_s=10)
+        stack.push_async_callback(rt_two.close)
+        rt_one = await joynr_connect(one.websocket_address.url, timeout_s=10, config=(
+            LibjoynrConfig(websocket=WebSocketClientSettings(max_frame_bytes=limit))))
+        stack.push_async_callback(rt_one.close)
+        provider = RadioProvider()
+        await rt_two.register_provider("big", provider, participant_id="radio-big",
+                                       qos=ProviderQos(scope=ProviderScope.GLOBAL))
+        proxy = await rt_one.build_proxy(Radio, "big", ttl_ms=TTL_MS)
+        assert await proxy.add_favorite(Station("small", Country.AUSTRIA)) is True
+        for i in range(200):
+            provider.stations.append(Station(f"station {i:04d} " + "x" * 40, Country.AUSTRIA))
+        started = time.monotonic()
+        with pytest.raises(MessageNotSentError, match=rf"bytes.*at most {limit}") as raised:
+            await proxy.favorites()
+        assert time.monotonic() - started < TTL_MS / 1000 / 3
+        assert "websocket client" in str(raised.value)
+        assert one.router.counters["answered-unsent-reply"] == 1
+        assert one.websocket.counters["dropped-too-big"] == 1
