@@ -570,7 +570,8 @@ class MessageRouter:
         """Send ``message`` on its way (``message.origin``: where it arrived from, if at all).
 
         True when it went out or waits in a queue; False when it was dropped (logged, counted,
-        and for requests answered with a message-not-sent error where the rules say so)."""
+        and where the rules say so answered: a request with a message-not-sent error, a reply
+        or subscription reply replaced by one, :meth:`_answer_unsent`)."""
         self.routed_by_type[message.type] += 1
         refusal = check_expiry(message.expiry_date_ms, self.clock_ms())
         if refusal is not None:
@@ -786,7 +787,9 @@ class MessageRouter:
                 expiry_date_ms=max(message.expiry_date_ms,
                                    self.clock_ms() + self.settings.error_reply_ttl_ms))
         except PayloadError as exc:
-            log.warning("cannot answer in place of unsent %s: %s", message.describe(), exc)
+            self._warnings.warning(log, "unanswerable", peer_of(message.origin),
+                                   "cannot answer in place of unsent %s: %s",
+                                   message.describe(), exc, extra=message_fields(message))
             return
         self._remember_answer(answer.id)
         self.counters["answered-unsent-reply"] += 1
