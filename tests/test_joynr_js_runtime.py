@@ -15,7 +15,7 @@ import pytest
 from pyjoynr.libjoynr import ApplicationError
 from pyjoynr.runtime.smrf import SmrfFrame, decode_smrf, encode_smrf
 from pyjoynr.testing.cluster import eventually
-from tests.support.joynr_js import JoynrCallError, JoynrJsClient, new_id
+from tests.support.joynr_js import JS_EXCEPTION_TYPES, JoynrCallError, JoynrJsClient, new_id
 from tests.support.radio import Country, Radio, RadioProvider, Station
 
 STATION = "Station"  # the joynr type name of tests.support.radio.Station (its class name)
@@ -229,3 +229,27 @@ async def test_hostile_json_bodies_to_the_system_providers_are_refused_and_count
                      == len(HOSTILE_BODIES), what="every body refused and counted")
     # the connection is still served
     assert await client.resolve_next_hop(client.routing_proxy) is True
+
+
+async def test_a_request_expiring_without_a_route_is_answered_in_a_type_the_js_runtime_reads(
+        cc, stack):
+    """A JS proxy's request waits in the cluster controller for a route that never comes; when
+    it expires the CC answers at once with an error joynr's JavaScript runtime decodes (its
+    TypeRegistry has no JoynrMessageNotSentException), the "not sent" meaning in its text."""
+    client = await js(stack, cc)
+    proxy = f"proxy-{new_id()}"
+    await client.add_next_hop(proxy, False)
+    ttl_ms = 500
+    started = time.monotonic()
+    with pytest.raises(JoynrCallError) as info:
+        # (the client waits at most its TTL plus 2 s, as a caller a little past its expiry)
+        await client.call(f"nobody-{new_id()}", "favorites", [], [], sender=proxy,
+                          ttl_ms=ttl_ms, timeout_s=ttl_ms / 1000 + 2)
+    assert time.monotonic() - started < ttl_ms / 1000 + 2
+    error = info.value.error
+    assert error["_typeName"] in JS_EXCEPTION_TYPES
+    assert error["_typeName"] == "joynr.exceptions.ProviderRuntimeException"
+    assert error["detailMessage"].startswith("JoynrMessageNotSentException: ")
+    assert "not sent" in error["detailMessage"]
+    assert client.undecodable == []
+    assert cc.router.counters["answered-not-sent"] >= 1

@@ -563,12 +563,12 @@ async def test_a_message_that_cannot_be_written_in_a_connections_dialect_is_drop
         bad = Message(MessageType.ONE_WAY, "someone", raw.pid, now_ms() + 5000, b"\x80",
                       custom_headers={"k": "\ud800"})
         good = dataclasses.replace(bad, id=f"good-{uuid.uuid4().hex}", custom_headers={})
-        before = cc.websocket.counters["unencodable"]
+        before = cc.websocket.counters["dropped-unencodable"]
         cc.router.route(bad)
         cc.router.route(good)
         assert (await raw.receive()).id == good.id
-        assert cc.websocket.counters["unencodable"] == before + 1
-        assert_logged(caplog, "refused", raw.client_id, bad.id, "not encodable")
+        assert cc.websocket.counters["dropped-unencodable"] == before + 1
+        assert_logged(caplog, "dropped", raw.client_id, bad.id, "not written as a")
         await assert_usable(raw)
 
 

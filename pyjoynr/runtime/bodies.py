@@ -30,7 +30,7 @@ from pyjoynr.runtime.discovery_types import CustomParameter, DiscoveryEntry, Pro
 from pyjoynr.runtime.errors import JoynrError
 from pyjoynr.runtime.interface import InterfaceDef
 from pyjoynr.runtime.joynr_json import JoynrSchema
-from pyjoynr.runtime.messages import REQUEST_TYPES, Message, MessageType
+from pyjoynr.runtime.messages import REQUEST_TYPES, Message, MessageType, new_message_id
 from pyjoynr.runtime.payloads import (
     PAYLOAD_TYPES,
     Payload,
@@ -50,6 +50,7 @@ __all__ = [
     "encode_body",
     "format_of",
     "make_error_answer",
+    "make_error_reply",
     "proxy_body_format",
     "schema_of",
     "with_body_parameter",
@@ -166,3 +167,22 @@ def make_error_answer(request: Message, error: JoynrError, *, expiry_date_ms: in
         raise PayloadError(f"a {request.type.name} message is not answered")
     return answer_to(request, payload, expiry_date_ms=expiry_date_ms,
                      body=encode_body(payload, fmt))
+
+
+def make_error_reply(answer: Message, error: JoynrError, *, expiry_date_ms: int) -> Message:
+    """``answer`` (a reply or a subscription reply that cannot be sent) with ``error`` in its
+    place: the same sender, recipient, request reply id (subscription id), custom headers and
+    body format, a new message id; raises PayloadError if its body is bad or the message type
+    is no answer."""
+    fmt = format_of(answer.body)
+    payload: Payload
+    if answer.type is MessageType.REPLY:
+        rid = decode_body(Reply, answer.body).request_reply_id
+        payload = Reply(request_reply_id=rid, error=error.to_wire())
+    elif answer.type is MessageType.SUBSCRIPTION_REPLY:
+        sid = decode_body(SubscriptionReply, answer.body).subscription_id
+        payload = SubscriptionReply(subscription_id=sid, error=error.to_wire())
+    else:
+        raise PayloadError(f"a {answer.type.name} message is no answer")
+    return dataclasses.replace(answer, body=encode_body(payload, fmt), id=new_message_id(),
+                               expiry_date_ms=expiry_date_ms, raw=None, raw_smrf=None)

@@ -226,6 +226,16 @@ for _wire, (_joynr, _java, _extra) in _EXCEPTIONS.items():
             _EXCEPTION_OF_NAME[_prefix + _short] = _wire
 _VERSION_TYPE = "joynr.types.Version"
 
+#: the project's message-not-sent error (a router's answer to a request it cannot deliver, or
+#: in place of an answer it cannot send) is written as the exception every joynr runtime
+#: decodes in a reply: ProviderRuntimeException (joynr's JavaScript runtime registers no
+#: JoynrMessageNotSentException, and Java's JoynrRuntimeException is in another package than
+#: the name JavaScript and C++ register; docs/wire.md, "Error answers joynr's runtimes
+#: decode"). Its detailMessage starts with this, which reads back as the not-sent error.
+NOT_SENT_TYPE: Final = "JoynrMessageNotSentException"
+NOT_SENT_PREFIX: Final = NOT_SENT_TYPE + ": "
+_NOT_SENT_AS: Final = "ProviderRuntimeException"
+
 
 def _error_to_json(error: dict[str, Any], error_enum: type[enum.Enum] | None,
                    java_names: bool) -> dict[str, Any]:
@@ -234,6 +244,8 @@ def _error_to_json(error: dict[str, Any], error_enum: type[enum.Enum] | None,
         raise _refuse("unencodable", "error message is not a string")
     if not isinstance(kind, str) or kind not in _EXCEPTIONS:
         kind, message = "JoynrRuntimeException", f"{kind}: {message}"
+    elif kind == NOT_SENT_TYPE:
+        kind, message = _NOT_SENT_AS, NOT_SENT_PREFIX + message
     joynr, java, extra = _EXCEPTIONS[kind]
     out: dict[str, Any] = {"_typeName": java if java_names else "joynr.exceptions." + joynr,
                            "detailMessage": message}
@@ -282,6 +294,8 @@ def _error_from_json(data: Any, error_enum: type[enum.Enum] | None) -> dict[str,
         message = ""
     elif not isinstance(message, str):
         raise _refuse("bad-member", f"{name}.detailMessage is not a string")
+    if kind == _NOT_SENT_AS and message.startswith(NOT_SENT_PREFIX):
+        kind, message = NOT_SENT_TYPE, message[len(NOT_SENT_PREFIX):]
     error: dict[str, Any] = {"type": kind, "message": message}
     for member, key in _EXCEPTIONS[kind][2].items():
         value = data.get(member)

@@ -94,11 +94,11 @@ OUTCOMES: Final = (DELIVERED, QUEUED, DROPPED, REFUSED)
 
 #: the reasons that make a message "dropped" rather than "refused": time and room, not a rule
 #: about who may send what where. "no-transport" (no transport for the next hop's address
-#: type), "duplicate" (an MQTT redelivery) and "unpublishable" (the MQTT client refused it)
-#: are the transports' own.
+#: type), "duplicate" (an MQTT redelivery), "unpublishable" (the MQTT client refused it) and
+#: "too-big" (larger than the hop's frame or message limit) are the transports' own.
 DROP_REASONS: Final = frozenset({EXPIRED, EXPIRED_IN_QUEUE, QUEUE_FULL, QUEUE_SHARE_USED,
                                  QUEUE_WAIT_EXCEEDED, NO_ROUTE, "no-transport", "duplicate",
-                                 "unpublishable"})
+                                 "unpublishable", "too-big"})
 
 
 def outcome_of(reason: str) -> str:

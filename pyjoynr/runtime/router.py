@@ -60,7 +60,7 @@ from typing import Any, NamedTuple, Protocol
 
 from pyjoynr.runtime import rules
 from pyjoynr.runtime.addresses import Address
-from pyjoynr.runtime.bodies import make_error_answer
+from pyjoynr.runtime.bodies import make_error_answer, make_error_reply
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import JoynrError, MessageNotSentError
 from pyjoynr.runtime.inlets import Inlet, InletKind
@@ -88,6 +88,14 @@ log = get_logger(__name__)
 _MULTICAST = MessageType.MULTICAST
 _FROM_CLIENT = InletKind.CLIENT
 _FROM_BACKEND = InletKind.BACKEND
+_REPLY = MessageType.REPLY
+#: the answers replaced by an error answer when they cannot be sent
+_ANSWER_TYPES = frozenset({MessageType.REPLY, MessageType.SUBSCRIPTION_REPLY})
+
+#: the longest reason an error answer in place of an unsent message carries (characters)
+MAX_ANSWER_DETAIL = 1_000
+#: the ids of the error answers a router made lately, not answered again (a bounded memory)
+MAX_MADE_ANSWERS = 1_024
 
 #: what becomes of a routed message (``MessageRouter.outcomes``)
 OUTCOMES = ("forwarded", "queued", "dropped")
@@ -264,6 +272,8 @@ class MessageRouter:
         self.clock_ms = clock_ms
         self._retry_initial_ms = round(self.settings.retry_initial_s * 1000)
         self._retry_max_ms = round(self.settings.retry_max_s * 1000)
+        # the ids of the error answers made here lately, oldest first (_answer_unsent)
+        self._made_answers: dict[str, None] = {}
 
     @property
     def routed(self) -> int:
@@ -494,17 +504,25 @@ class MessageRouter:
 
     def dropped_by_transport(self, message: Message, reason: str, detail: str, *, hop: Address,
                              counters: Counter[str], key: str, name: str,
-                             logger: logging.Logger) -> None:
+                             logger: logging.Logger, unsendable: bool = False) -> None:
         """A message a transport had accepted for ``hop`` is dropped there (expired in its
         queue, refused by a broker, ...): counted under ``dropped-<reason>`` in ``counters``
         (the transport's), recorded in the audit log and logged on ``logger``, rate-limited
-        per reason and ``key`` (``name`` starts the line)."""
+        per reason and ``key`` (``name`` starts the line).
+
+        ``unsendable``: it can never be sent on that hop (too big for the broker's or the
+        connection's limit, not encodable in the hop's dialect, refused by the broker), so its
+        requester hears of it at once (:meth:`_answer_unsent`): a request is answered with a
+        message-not-sent error, a reply or subscription reply becomes an error answer to
+        the same request."""
         counters[f"dropped-{reason}"] += 1
         audit = self._audit
         if audit is not None:
             audit.decided(message, outcome_of(reason), hop, reason)
         self._warnings.warning(logger, reason, key, "%s: dropped %s: %s", name,
                                message.describe(), detail, extra=message_fields(message))
+        if unsendable:
+            self._answer_unsent(message, f"{name}: {detail}")
 
     # ------------------------------------------------------------------ logging and audit
 
@@ -552,7 +570,8 @@ class MessageRouter:
         """Send ``message`` on its way (``message.origin``: where it arrived from, if at all).
 
         True when it went out or waits in a queue; False when it was dropped (logged, counted,
-        and for requests answered with a message-not-sent error where the rules say so)."""
+        and where the rules say so answered: a request with a message-not-sent error, a reply
+        or subscription reply replaced by one, :meth:`_answer_unsent`)."""
         self.routed_by_type[message.type] += 1
         refusal = check_expiry(message.expiry_date_ms, self.clock_ms())
         if refusal is not None:
@@ -737,10 +756,50 @@ class MessageRouter:
             audit.decided(message, outcome_of(reason), hop, reason)
         self._warnings.warning(log, reason, peer_of(message.origin), "dropped %s: %s",
                               message.describe(), detail, extra=message_fields(message))
-        if answer and message.type in REQUEST_TYPES:
+        if answer:
+            self._answer_unsent(message, detail)
+
+    def _answer_unsent(self, message: Message, detail: str) -> None:
+        """Tell the requester at once that ``message`` was not sent (``detail``: why; cut to
+        :data:`MAX_ANSWER_DETAIL` characters so that the answer fits where the message did
+        not): a request-type message is answered to its sender (:meth:`_answer_not_sent`); a
+        reply or subscription reply is replaced by an error answer to the same request, routed
+        to its recipient as the reply would have been (counted as ``answered-unsent-reply``).
+        The native body format carries a JoynrMessageNotSentException, joynr's JSON the type
+        every joynr runtime decodes (runtime.joynr_json, docs/wire.md). An error answer this
+        router made is not answered again when it cannot be sent either."""
+        if len(detail) > MAX_ANSWER_DETAIL:
+            detail = detail[:MAX_ANSWER_DETAIL] + "..."
+        kind = message.type
+        if kind in REQUEST_TYPES:
             self._answer_not_sent(message, MessageNotSentError(
-                f"message {message.id} to {message.recipient} not sent: {detail}"
-            ))
+                f"message {message.id} to {message.recipient} not sent: {detail}"))
+            return
+        if (kind not in _ANSWER_TYPES or message.id in self._made_answers
+                or message.expiry_date_ms <= self.clock_ms()):
+            return  # (an expired answer's requester waits no longer)
+        what = "reply" if kind is _REPLY else "subscription reply"
+        try:
+            answer = make_error_reply(
+                message,
+                MessageNotSentError(f"{what} {message.id} from {message.sender} not sent: "
+                                    f"{detail}"),
+                expiry_date_ms=max(message.expiry_date_ms,
+                                   self.clock_ms() + self.settings.error_reply_ttl_ms))
+        except PayloadError as exc:
+            self._warnings.warning(log, "unanswerable", peer_of(message.origin),
+                                   "cannot answer in place of unsent %s: %s",
+                                   message.describe(), exc, extra=message_fields(message))
+            return
+        self._remember_answer(answer.id)
+        self.counters["answered-unsent-reply"] += 1
+        self.route(answer)
+
+    def _remember_answer(self, message_id: str) -> None:
+        made = self._made_answers
+        made[message_id] = None
+        if len(made) > MAX_MADE_ANSWERS:
+            del made[next(iter(made))]
 
     def _answer_not_sent(self, request: Message, error: JoynrError) -> None:
         """Tell the sender of an undeliverable request (a reply, or a subscription reply), in
@@ -756,5 +815,6 @@ class MessageRouter:
             log.warning("cannot answer undeliverable %s: %s", request.describe(), exc)
             return
         if answer.recipient in self._table or self.parent is not None:
+            self._remember_answer(answer.id)
             self.counters["answered-not-sent"] += 1
             self.route(answer)

@@ -34,12 +34,13 @@ class Mosquitto:
     a crash too (a snapshot after every change, see above). ``tls``: (certificate, key) PEM
     files for a TLS listener. ``users``: name -> password; then only they get in.
     ``log_packets``: log every packet (``Received PUBLISH from <client> (d0, q1, r0, m1,
-    ...)``) to :attr:`log`."""
+    ...)``) to :attr:`log`. ``max_packet_size``: the largest packet the broker takes (bytes;
+    it tells MQTT 5 clients in its CONNACK and disconnects a client sending a larger one)."""
 
     def __init__(self, directory: Path, port: int | None = None, *, persistence: bool = True,
                  tls: tuple[Path, Path] | None = None,
                  users: dict[str, str] | None = None, crash_safe: bool = True,
-                 log_packets: bool = False) -> None:
+                 log_packets: bool = False, max_packet_size: int = MAX_PACKET_BYTES) -> None:
         self.directory = directory
         self.port = port or free_port()
         self.tls = tls is not None
@@ -60,7 +61,7 @@ class Mosquitto:
             # the documented production setting: no packet larger than the cluster
             # controllers' [mqtt] max_message_bytes (default) plus room for the topic and
             # properties; a client sending one is disconnected (all protocol versions)
-            f"max_packet_size {MAX_PACKET_BYTES}",
+            f"max_packet_size {max_packet_size}",
             "log_dest stderr",
             "log_type error",
             "log_type warning",

@@ -486,12 +486,23 @@ class _Backend:
                 self._release(item)
                 self._settled()
                 self.transport.dropped_outgoing(self, message, "unencodable",
-                                                f"no SMRF frame of it: {exc}")
+                                                f"no SMRF frame of it: {exc}",
+                                                unsendable=True)
                 return
             if message.custom_headers:
                 properties = user_properties(message.custom_headers)
         else:
             payload = encode_frame(message)
+        limit = self.transport.settings.max_message_bytes
+        if len(payload) > limit:  # (what receivers refuse, whatever the broker takes)
+            self._release_slot(self._writer_run)
+            self._release(item)
+            self._settled()
+            self.transport.dropped_outgoing(
+                self, message, "too-big", f"a frame of {len(payload)} bytes: this backend "
+                f"takes at most {limit} ([mqtt] max_message_bytes); not published",
+                unsendable=True)
+            return
         self.inflight[item.seq] = item
         remaining_ms = message.expiry_date_ms - now
         expiry_s = min(-(-remaining_ms // 1000), MAX_EXPIRY_INTERVAL_S)
@@ -536,7 +547,8 @@ class _Backend:
                 return
             self._forget(item)
             self.transport.dropped_outgoing(self, item.message, "unpublishable",
-                                             f"the MQTT client refused it: {exc!r}")
+                                            f"the MQTT client refused it: {exc}",
+                                            unsendable=True)
             return
         code = publish.result()
         self.publish_latency.observe(time.perf_counter() - started)
@@ -557,7 +569,8 @@ class _Backend:
         # the same message again would be refused again
         self.transport.dropped_outgoing(
             self, item.message, "broker-refused",
-            f"the broker refused it: PUBACK reason code 0x{code:02x} ({reason_name(code)})")
+            f"the broker refused it: PUBACK reason code 0x{code:02x} ({reason_name(code)})",
+            unsendable=True)
 
     def _forget(self, item: _Outgoing) -> None:
         if self.inflight.pop(item.seq, None) is not None:
@@ -785,11 +798,14 @@ class MqttTransport:
         return dict(self._backends[gbid].topics)
 
     def dropped_outgoing(self, backend: _Backend, message: Message, reason: str,
-                          detail: str) -> None:
-        """A message accepted for ``backend`` is dropped (counted, logged, audited)."""
+                          detail: str, *, unsendable: bool = False) -> None:
+        """A message accepted for ``backend`` is dropped (counted, logged, audited);
+        ``unsendable``: it can never be published there, its requester is told at once
+        (runtime.router.MessageRouter.dropped_by_transport)."""
         self.router.dropped_by_transport(message, reason, detail, hop=backend.origin,
                                          counters=self.counters, key=backend.peer,
-                                         name=f"MQTT backend {backend.gbid}", logger=log)
+                                         name=f"MQTT backend {backend.gbid}", logger=log,
+                                         unsendable=unsendable)
 
     # ------------------------------------------------------------------ incoming
 

@@ -161,10 +161,15 @@ def _resume(coro: Coroutine[Any, Any, int], awaited: Any) -> Generator[Any, Any,
 
 
 class _AiomqttSession:
-    def __init__(self, client: aiomqtt.Client, version: str, inbox: _Inbox) -> None:
+    def __init__(self, client: aiomqtt.Client, version: str, inbox: _Inbox,
+                 broker_limit: list[int] | None = None) -> None:
         self._client = client
         self._inbox = inbox
         self._v5 = version == "5"
+        # the largest packet the broker takes (its CONNACK's maximum packet size; MQTT 5),
+        # as the native client checks it: paho sends a bigger one, and the broker closes
+        # the connection, again after every reconnect
+        self._broker_limit = broker_limit if broker_limit is not None else [0]
         # paho's Properties cost about as much as the rest of a publish; they are only read
         # after being made, so one per expiry interval serves every message
         self._expiry_properties: dict[int, Properties] = {}
@@ -190,6 +195,13 @@ class _AiomqttSession:
                 properties.UserProperty = list(user_properties)
             elif expiry_s is not None:
                 properties = self._properties(expiry_s)
+        limit = self._broker_limit[0]
+        if limit:
+            size = (len(topic.encode("utf-8")) + len(payload) + 2 + (2 if qos else 0)
+                    + (len(properties.pack()) if properties is not None else int(self._v5)))
+            size += len(packets.encode_varint(size)) + 1
+            if size > limit:
+                raise ValueError(f"a packet of {size} bytes: the broker takes at most {limit}")
         try:
             await self._client.publish(topic, payload, qos=qos, properties=properties,
                                        timeout=math.inf)
@@ -419,12 +431,15 @@ async def _open_aiomqtt(url: BrokerUrl, settings: MqttSettings, client_id: str,
     # aiomqtt warns on every publish while more than this many wait for their PUBACK; with
     # max_inflight publishes in flight by design that would be a warning per message
     client.pending_calls_threshold = max(10, 2 * settings.max_inflight)
+    broker_limit = [0]
+    if version == "5":
+        _note_broker_limit(client, broker_limit)
     try:
         await client.__aenter__()
     except aiomqtt.MqttError as exc:
         raise MqttSessionError(f"cannot connect to {url}: {exc}") from exc
     try:
-        yield _AiomqttSession(client, version, inboxes[0])
+        yield _AiomqttSession(client, version, inboxes[0], broker_limit)
     finally:
         # a graceful DISCONNECT waits for the broker to close the socket, which a broker in
         # trouble (or amqtt in the middle of a handshake) may never do. The wait is bounded;
@@ -432,3 +447,19 @@ async def _open_aiomqtt(url: BrokerUrl, settings: MqttSettings, client_id: str,
         # traffic (its keep-alive check closes a connection that is disconnecting)
         with contextlib.suppress(aiomqtt.MqttError, OSError, TimeoutError):
             await asyncio.wait_for(client.__aexit__(None, None, None), DISCONNECT_TIMEOUT_S)
+
+
+def _note_broker_limit(client: aiomqtt.Client, limit: list[int]) -> None:
+    """Keep the maximum packet size of the broker's CONNACK in ``limit[0]`` (aiomqtt does
+    not pass CONNACK properties on: paho's connect callback is wrapped for them)."""
+    paho = client._client  # (aiomqtt's paho client: the one way to the CONNACK)
+    inner = paho.on_connect
+
+    def on_connect(*args: Any, **kwargs: Any) -> None:
+        properties = kwargs.get("properties", args[4] if len(args) > 4 else None)
+        value = getattr(properties, "MaximumPacketSize", None)
+        if isinstance(value, int):
+            limit[0] = value
+        inner(*args, **kwargs)  # type: ignore[misc]
+
+    paho.on_connect = on_connect

@@ -40,6 +40,7 @@ from pyjoynr.transports.websocket_common import (
     encode_joynr_init,
     frame_decoder,
     frame_encoder,
+    unsendable_reason,
 )
 from pyjoynr.transports.websocket_connection import ClientSideConnection, open_client_connection
 from pyjoynr.transports.websocket_settings import (
@@ -186,7 +187,7 @@ class WebSocketClientTransport:
             return
         outbox = Outbox(ws, "cluster controller", s.max_queued, s.max_queued_bytes,
                         encode=frame_encoder(s.dialect, s.owner_id),
-                        on_unencodable=self._unencodable)
+                        on_unencodable=self._unencodable, max_frame_bytes=s.max_frame_bytes)
         self._outbox = outbox
         self._connected.set()
         self.connections += 1
@@ -221,10 +222,13 @@ class WebSocketClientTransport:
         self.router.transport_ready()
 
     def _unencodable(self, message: Message, error: Exception) -> None:
-        self.counters["unencodable"] += 1
-        self.router.warn(log, "unencodable", "the cluster controller",
-                         "dropped %s: not encodable as a %s frame: %s",
-                         message.describe(), self.settings.dialect, error)
+        """A message never to be written on the connection (no frame of it in the dialect,
+        or one over the frame limit): dropped, and its requester told at once."""
+        self.router.dropped_by_transport(
+            message, unsendable_reason(error),
+            f"not written as a {self.settings.dialect} frame: {error}", hop=self.cc_address,
+            counters=self.counters, key="the cluster controller",
+            name="websocket to the cluster controller", logger=log, unsendable=True)
 
     async def _receive(self, ws: ClientSideConnection) -> None:
         """Route the cluster controller's messages as they arrive until the connection ends."""

@@ -58,6 +58,7 @@ __all__ = [
     "MAX_INIT_BYTES",
     "Decoder",
     "Encoder",
+    "FrameTooBig",
     "Outbox",
     "decode_any_init",
     "decode_init",
@@ -66,6 +67,7 @@ __all__ = [
     "encode_joynr_init",
     "frame_decoder",
     "frame_encoder",
+    "unsendable_reason",
 ]
 
 log = get_logger(__name__)
@@ -192,6 +194,18 @@ MAX_BATCH: Final = 1024
 MAX_BATCH_BYTES: Final = 1024 * 1024
 
 
+class FrameTooBig(ValueError):
+    """A message's frame is bigger than its connection's frame limit."""
+
+    reason = "too-big"
+
+
+def unsendable_reason(error: Exception) -> str:
+    """The reason a message an outbox dropped is counted under: ``too-big`` or
+    ``unencodable``."""
+    return FrameTooBig.reason if isinstance(error, FrameTooBig) else "unencodable"
+
+
 class Outbox:
     """A bounded queue of messages for one connection, written as described in the module
     docstring.
@@ -201,16 +215,20 @@ class Outbox:
     because that connection broke (what the kernel had not sent yet may be).
 
     ``encode`` writes each message's frame (the connection's dialect: :func:`frame_encoder`).
-    A message it cannot encode (it raises) is dropped and handed to ``on_unencodable`` with
-    the error (default: logged); the connection and the other messages go on.
+    A message it cannot encode (it raises), or whose frame is bigger than ``max_frame_bytes``
+    (the connection's frame limit, which the peer holds to as well; 0: none; then the error is
+    a :class:`FrameTooBig`), is dropped and handed to ``on_unencodable`` with the error
+    (default: logged); the connection and the other messages go on.
     """
 
     def __init__(self, ws: WebSocketConnection, name: str, max_messages: int,
                  max_bytes: int, *, encode: Encoder = encode_frame,
-                 on_unencodable: Callable[[Message, Exception], None] | None = None) -> None:
+                 on_unencodable: Callable[[Message, Exception], None] | None = None,
+                 max_frame_bytes: int = 0) -> None:
         self.ws = ws
         self.name = name
         self.encode = encode
+        self.max_frame_bytes = max_frame_bytes
         # the native encoder writes a message that arrived in a native frame as that frame:
         # taken here without a call per message
         self._native = encode is encode_frame
@@ -251,12 +269,21 @@ class Outbox:
         ws = self.ws
         if ws.paused_writing:
             return False
-        raw = message.raw
         try:
-            return ws.send_frames([raw if raw is not None and self._native
-                                   else self.encode(message)])  # (False: not open)
+            return ws.send_frames([self._frame(message)])  # (False: not open)
         except Exception:  # (_write drops what it cannot encode, or logs the failure, ends
             return False   # the connection and gives the messages back)
+
+    def _frame(self, message: Message) -> bytes:
+        """The frame of ``message``; raises what the encoder raises, FrameTooBig for a frame
+        over the connection's limit."""
+        raw = message.raw
+        frame = raw if raw is not None and self._native else self.encode(message)
+        limit = self.max_frame_bytes
+        if limit and len(frame) > limit:
+            raise FrameTooBig(f"a frame of {len(frame)} bytes: the connection takes at most "
+                              f"{limit} (max_frame_bytes)")
+        return frame
 
     @property
     def pending(self) -> int:
@@ -284,6 +311,9 @@ class Outbox:
                     try:
                         frames = ([m.raw or encode(m) for m in items] if self._native
                                   else [encode(m) for m in items])
+                        limit = self.max_frame_bytes
+                        if limit and max(map(len, frames)) > limit:
+                            frames = self._encode_each(items)
                     except Exception:
                         frames = self._encode_each(items)
                     ws.send_frames(frames)
@@ -296,7 +326,7 @@ class Outbox:
                 for message in islice(items, MAX_BATCH):
                     taken += 1
                     try:
-                        frame = encode(message)
+                        frame = self._frame(message)
                     except Exception as exc:
                         self._unencodable(message, exc)
                         continue
@@ -323,12 +353,17 @@ class Outbox:
         frames = []
         for message in messages:
             try:
-                frames.append(self.encode(message))
+                frames.append(self._frame(message))
             except Exception as exc:
                 self._unencodable(message, exc)
         return frames
 
     def _unencodable(self, message: Message, error: Exception) -> None:
+        # told after this write: what the handler routes (an error answer in the message's
+        # place) may come back to this outbox, whose queue is being written now
+        self._loop.call_soon(self._tell_unencodable, message, error)
+
+    def _tell_unencodable(self, message: Message, error: Exception) -> None:
         if self.on_unencodable is not None:
             self.on_unencodable(message, error)
         else:

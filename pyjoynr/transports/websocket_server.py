@@ -69,6 +69,7 @@ from pyjoynr.transports.websocket_common import (
     decode_any_init,
     frame_decoder,
     frame_encoder,
+    unsendable_reason,
 )
 from pyjoynr.transports.websocket_connection import ServerSideConnection
 from pyjoynr.transports.websocket_settings import JOYNR, WebSocketServerSettings, server_ssl_context
@@ -305,12 +306,17 @@ class WebSocketServerTransport:
         address = WebSocketClientAddress(client_id)
 
         def unencodable(message: Message, error: Exception) -> None:
-            self._refuse("unencodable", f"client {client_id}: {message.describe()}: not "
-                         f"encodable as a {dialect} frame: {error}", peer, client_id, message)
+            # never to be written on this connection: its requester is told at once
+            reason = unsendable_reason(error)
+            self.router.dropped_by_transport(
+                message, reason, f"not written as a {dialect} frame: {error}", hop=address,
+                counters=self.counters, key=f"client {client_id}",
+                name=f"websocket client {client_id}", logger=log, unsendable=True)
 
         outbox = Outbox(ws, f"client {client_id}", self.settings.max_queued_per_connection,
                         self.settings.max_queued_bytes_per_connection,
-                        encode=frame_encoder(dialect), on_unencodable=unencodable)
+                        encode=frame_encoder(dialect), on_unencodable=unencodable,
+                        max_frame_bytes=self.settings.max_frame_bytes)
         client = _Client(ws, address, outbox, dialect, owner_id)
         self._clients[client_id] = client
         log.info("websocket client %s connected from %s (%s frames%s)", client_id, peer,

@@ -36,7 +36,8 @@ from websockets.exceptions import ConnectionClosed
 
 from pyjoynr.runtime.smrf import SmrfFrame, decode_smrf, encode_smrf
 
-__all__ = ["JoynrCallError", "JoynrJsClient", "JsProxy", "discovery_entry", "provider_qos"]
+__all__ = ["JS_EXCEPTION_TYPES", "JoynrCallError", "JoynrJsClient", "JsProxy", "discovery_entry",
+           "provider_qos"]
 
 ROUTING = "CC.RoutingProvider.ParticipantId"
 DISCOVERY = "CC.DiscoveryProvider.ParticipantId"
@@ -60,6 +61,16 @@ def new_id() -> str:
 
 def dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
+
+
+#: the exception types joynr's JavaScript runtime registers (its type registry, see
+#: docs/wire.md, "Error answers joynr's runtimes decode"): a reply whose error is of another
+#: type fails to decode there and is dropped, so that the call waits for its TTL; this client
+#: does the same
+JS_EXCEPTION_TYPES = frozenset(f"joynr.exceptions.{name}" for name in (
+    "ApplicationException", "DiscoveryException", "IllegalAccessException", "JoynrException",
+    "JoynrRuntimeException", "MethodInvocationException", "NoCompatibleProviderFoundException",
+    "ProviderRuntimeException", "PublicationMissedException", "SubscriptionException"))
 
 
 class JoynrCallError(Exception):
@@ -130,6 +141,9 @@ class JoynrJsClient:
         self.inbox: asyncio.Queue[Received] = asyncio.Queue()
         #: every frame this client received, in order (bytes)
         self.frames: list[bytes] = []
+        #: the answers joynr's JavaScript runtime could not decode (an error of a type it
+        #: does not register: JS_EXCEPTION_TYPES), dropped as it drops them
+        self.undecodable: list[Received] = []
         self._reader: asyncio.Task[None] | None = None
         self._serving: set[asyncio.Task[None]] = set()
 
@@ -407,6 +421,10 @@ class JoynrJsClient:
         body = message.body
         kind = message.type
         key = {"rp": body.get("requestReplyId"), "srp": body.get("subscriptionId")}.get(kind)
+        error = body.get("error") if kind in ("rp", "srp") else None
+        if isinstance(error, dict) and error.get("_typeName") not in JS_EXCEPTION_TYPES:
+            self.undecodable.append(message)  # (joynr's JavaScript runtime logs and drops it)
+            return
         if key is not None and key in self._waiting:
             if not self._waiting[key].done():
                 self._waiting[key].set_result(message)

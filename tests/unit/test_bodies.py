@@ -22,6 +22,7 @@ from pyjoynr.runtime.bodies import (
     encode_body,
     format_of,
     make_error_answer,
+    make_error_reply,
     proxy_body_format,
     schema_of,
     with_body_parameter,
@@ -401,3 +402,33 @@ def test_no_error_answer_to_types_that_are_not_answered() -> None:
         with pytest.raises(PayloadError, match="not answered"):
             make_error_answer(message(kind, encode_body(SubscriptionStop("s"), JSON)),
                               ProviderRuntimeError("x"), expiry_date_ms=1)
+
+
+@pytest.mark.parametrize("fmt", [MSGPACK, JSON], ids=lambda f: f.value)
+@pytest.mark.parametrize("kind", [MessageType.REPLY, MessageType.SUBSCRIPTION_REPLY],
+                         ids=lambda k: k.name)
+def test_an_answer_that_cannot_be_sent_is_replaced_by_an_error_in_its_format(
+        fmt: BodyFormat, kind: MessageType) -> None:
+    payload = (Reply("rid", response=["x" * 1000]) if kind is MessageType.REPLY
+               else SubscriptionReply("sid"))
+    answer = Message(type=kind, sender="provider-pid", recipient="proxy-pid",
+                     expiry_date_ms=1_000, body=encode_body(payload, fmt),
+                     custom_headers={"c-z4": "rid"})
+    error = make_error_reply(answer, MessageNotSentError("too big"), expiry_date_ms=5_000)
+    assert format_of(error.body) is fmt
+    assert (error.type, error.sender, error.recipient, error.custom_headers) == (
+        kind, "provider-pid", "proxy-pid", {"c-z4": "rid"})
+    assert error.id != answer.id and error.expiry_date_ms == 5_000
+    if kind is MessageType.REPLY:
+        assert decode_body(Reply, error.body) == Reply("rid", error={
+            "type": "JoynrMessageNotSentException", "message": "too big"})
+    else:
+        got = decode_body(SubscriptionReply, error.body)
+        assert got.subscription_id == "sid" and got.error is not None
+        assert "too big" in got.error["message"]
+
+
+def test_only_answers_are_replaced_by_an_error() -> None:
+    request = message(MessageType.REQUEST, encode_body(Request("rid", "m"), MSGPACK))
+    with pytest.raises(PayloadError):
+        make_error_reply(request, MessageNotSentError("x"), expiry_date_ms=5_000)

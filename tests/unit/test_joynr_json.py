@@ -17,6 +17,7 @@ from pyjoynr.runtime import joynr_json as joynr_json_module
 from pyjoynr.runtime.errors import (
     ApplicationError,
     JoynrError,
+    MessageNotSentError,
     MethodInvocationError,
     PublicationMissedError,
     SubscriptionError,
@@ -337,8 +338,10 @@ EXCEPTIONS: list[tuple[dict[str, Any], str, str, dict[str, Any]]] = [
      {"detailMessage": "m", "subscriptionId": "s"}),
     ({"type": "DiscoveryException", "message": "m"}, "DiscoveryException",
      "io.joynr.exceptions.DiscoveryException", {"detailMessage": "m"}),
-    ({"type": "JoynrMessageNotSentException", "message": "m"}, "JoynrMessageNotSentException",
-     "io.joynr.exceptions.JoynrMessageNotSentException", {"detailMessage": "m"}),
+    # (written as the type every joynr runtime decodes, its meaning in the message)
+    ({"type": "JoynrMessageNotSentException", "message": "m"}, "ProviderRuntimeException",
+     "joynr.exceptions.ProviderRuntimeException",
+     {"detailMessage": "JoynrMessageNotSentException: m"}),
     ({"type": "JoynrTimeoutException", "message": "m"}, "JoynrTimeOutException",
      "io.joynr.exceptions.JoynrTimeoutException", {"detailMessage": "m"}),
     ({"type": "JoynrDelayMessageException", "message": "m", "delay_ms": 50},
@@ -1175,3 +1178,57 @@ def test_depth_is_checked_when_brackets_could_nest_that_deep(depth: int) -> None
         with pytest.raises(JoynrJsonError) as info:
             decode(Reply, body)
         assert info.value.reason == "too-deep"
+
+
+# ---------------------------------------------------------------------- what joynr's runtimes read
+
+#: the exception _typeNames joynr's runtimes decode in a reply's error (docs/wire.md, "Error
+#: answers joynr's runtimes decode", says where each registry is): JavaScript's type
+#: registry (ten types), C++'s muesli registrations, Java's exception classes (Jackson's
+#: default typing reads _typeName as a class name)
+JS_TYPES = frozenset(f"joynr.exceptions.{n}" for n in (
+    "ApplicationException", "DiscoveryException", "IllegalAccessException", "JoynrException",
+    "JoynrRuntimeException", "MethodInvocationException", "NoCompatibleProviderFoundException",
+    "ProviderRuntimeException", "PublicationMissedException", "SubscriptionException"))
+CPP_TYPES = frozenset(f"joynr.exceptions.{n}" for n in (
+    "JoynrException", "JoynrRuntimeException", "JoynrTimeOutException",
+    "JoynrMessageNotSentException", "JoynrDelayMessageException",
+    "JoynrMessageExpiredException", "DiscoveryException", "ProviderRuntimeException",
+    "PublicationMissedException", "ApplicationException", "MethodInvocationException",
+    "SubscriptionException"))
+JAVA_TYPES = frozenset(
+    [f"io.joynr.exceptions.{n}" for n in (
+        "DiscoveryException", "JoynrCommunicationException", "JoynrDelayMessageException",
+        "JoynrException", "JoynrIllegalStateException", "JoynrMessageExpiredException",
+        "JoynrMessageNotSentException", "JoynrRequestInterruptedException",
+        "JoynrRuntimeException", "JoynrShutdownException", "JoynrTimeoutException",
+        "JoynrWaitExpiredException", "SubscriptionException")]
+    + [f"joynr.exceptions.{n}" for n in (
+        "ApplicationException", "IllegalAccessException", "MethodInvocationException",
+        "ProviderRuntimeException", "PublicationMissedException")])
+
+
+@pytest.mark.parametrize("java_names", [False, True], ids=["joynr-names", "java-names"])
+def test_the_not_sent_answer_is_of_a_type_every_joynr_runtime_decodes(java_names: bool) -> None:
+    error = {"type": "JoynrMessageNotSentException", "message": "message m1 to p not sent: x"}
+    body = j(encode(Reply("r", None, error), java_exception_names=java_names))
+    name = body["error"]["_typeName"]
+    for runtime, types in (("JavaScript", JS_TYPES), ("C++", CPP_TYPES), ("Java", JAVA_TYPES)):
+        assert name in types, f"{runtime} does not decode {name}"
+    assert body["error"]["detailMessage"] == (
+        "JoynrMessageNotSentException: message m1 to p not sent: x")
+    # and this project's runtimes read it back as the not-sent error
+    exc = error_from_wire(decode(Reply, text(body)).error)  # type: ignore[attr-defined]
+    assert type(exc) is MessageNotSentError and exc.message == "message m1 to p not sent: x"
+
+
+def test_joynrs_own_not_sent_exception_is_still_read() -> None:
+    for name in ("joynr.exceptions.JoynrMessageNotSentException",
+                 "io.joynr.exceptions.JoynrMessageNotSentException"):
+        reply = decode(Reply, text({"_typeName": "joynr.Reply", "requestReplyId": "r",
+                                    "error": {"_typeName": name, "detailMessage": "m"}}))
+        assert reply.error == {"type": "JoynrMessageNotSentException", "message": "m"}
+    # a provider's own ProviderRuntimeException stays one
+    reply = decode(Reply, text({"_typeName": "joynr.Reply", "requestReplyId": "r", "error": {
+        "_typeName": "joynr.exceptions.ProviderRuntimeException", "detailMessage": "m"}}))
+    assert reply.error == {"type": "ProviderRuntimeException", "message": "m"}

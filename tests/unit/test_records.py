@@ -118,7 +118,7 @@ def test_the_encoders_caches_are_bounded_whatever_the_network_sends():
 def test_outcome_of_a_reason():
     for reason in ("expired", "expired-in-queue", "queue-full", "queue-share-used",
                    "queue-wait-exceeded", "no-transport", "duplicate", "no-route",
-                   "unpublishable"):
+                   "unpublishable", "too-big"):
         assert records.outcome_of(reason) == "dropped", reason
     for reason in ("spoofed-sender", "refused-relay", "forged-multicast", "foreign-multicast",
                    "unrouted-sender", "no-reply-to", "bad-reply-to"):
