@@ -95,6 +95,8 @@ class ClusterControllerOps(ProgramOps):
     def _component_counters(self) -> dict[str, Any]:
         cc = self.cc
         counters: dict[str, Any] = {"websocket": cc.websocket.counters}
+        if cc.router.quotas is not None:
+            counters["bounds"] = cc.router.quotas.counters
         if cc.mqtt is not None:
             counters["mqtt"] = cc.mqtt.counters
         return counters
@@ -121,6 +123,14 @@ class ClusterControllerOps(ProgramOps):
             gauge(f"{PREFIX}_discovery_entries", "Providers in the local directory", [],
                   [((), len(cc.discovery.entries()))]),
         ]
+        quotas = cc.router.quotas
+        if quotas is not None:
+            metrics.append(gauge(
+                f"{PREFIX}_connection_holdings", "What the websocket connections hold, by kind "
+                "(routes, providers, global_providers, multicast_receivers, subscriptions), "
+                "each connection within [connection_bounds]; refusals beyond a bound are "
+                f"{PREFIX}_refusals{{component=\"bounds\"}}", ["kind"],
+                [([kind], n) for kind, n in quotas.totals().items()]))
         metrics += router_metrics(PREFIX, cc.router)
         metrics += routing_metrics(PREFIX, cc.router)
         metrics += refusal_metrics(PREFIX, cc.router, self._refusal_counters(), cc.warnings)
