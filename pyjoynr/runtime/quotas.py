@@ -195,7 +195,8 @@ class Quotas:
     def _refuse(self, kind: str, per: str, who: str, held: int, limit: int) -> Refusal:
         reason = f"bound-{kind.replace('_', '-')}-per-{per}"
         self.counters[reason] += 1
-        return Refusal(reason, f"{who} holds {held} {_NAMES[kind]}, the bound "
+        verb = "hold" if per == "owner" else "holds"
+        return Refusal(reason, f"{who} {verb} {held} {_NAMES[kind]}, the bound "
                        f"([connection_bounds] max_{kind}_per_{per}) is {limit}")
 
     # ------------------------------------------------------------------ what it holds
