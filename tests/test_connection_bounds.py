@@ -24,13 +24,17 @@ from pyjoynr.libjoynr import (
     ProviderScope,
     connect,
 )
+from pyjoynr.runtime.bodies import decode_body
 from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.multicast import make_multicast_id
+from pyjoynr.runtime.payloads import SubscriptionReply, SubscriptionRequest, SubscriptionStop
 from pyjoynr.testing.cluster import cc_config, eventually
 from pyjoynr.transports.websocket_settings import JOYNR, NATIVE, WebSocketClientSettings
 from tests.support.admin import scrape
 from tests.support.radio import Radio, RadioProvider
-from tests.test_websocket_dialects import Tls
+from tests.support.raw_websocket import RawClient
+from tests.test_websocket_dialects import Tls, registered
 
 WAIT_S = 20.0
 DIALECTS = (NATIVE, JOYNR)
@@ -278,3 +282,53 @@ async def test_the_connections_of_one_owner_id_share_its_bound(
     await gone(cc, first)
     for i in range(3, 10 - START_ROUTES):
         await second.remote.add_next_hop(f"{second.client_id}-p{i}", False)
+
+
+async def subscription_replies(raw: RawClient, count: int) -> dict[str, SubscriptionReply]:
+    """The next ``count`` subscription replies ``raw`` receives, by subscription id (what
+    else it receives, publications, is passed over)."""
+    replies: dict[str, SubscriptionReply] = {}
+    async with asyncio.timeout(WAIT_S):
+        while len(replies) < count:
+            message = await raw.receive(WAIT_S)
+            if message.type is MessageType.SUBSCRIPTION_REPLY:
+                reply = decode_body(SubscriptionReply, message.body)
+                replies[reply.subscription_id] = reply
+    return replies
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_a_raw_client_past_the_subscription_bound_until_a_stop_or_an_end(
+        stack: AsyncExitStack, tmp_path: Path, dialect: str) -> None:
+    cc = await start_cc(stack, tmp_path, connection_bounds__max_subscriptions_per_connection=3)
+    provider_rt = await start_rt(stack, cc, dialect)
+    provider = await provider_rt.register_provider("s", RadioProvider())
+    raw = await registered(stack, cc, dialect)
+
+    async def subscribe(sid: str, **qos: int) -> None:
+        await raw.send(Message(
+            MessageType.SUBSCRIPTION_REQUEST, raw.pid, provider, now_ms() + 10_000,
+            SubscriptionRequest(subscription_id=sid, subscribe_to_name="current_station",
+                                qos=qos).to_body()))
+
+    ends = now_ms() + 1_000
+    await subscribe("ends-soon", expiry_date_ms=ends)
+    for sid in ("a", "b", "c"):
+        await subscribe(sid)
+    replies = await subscription_replies(raw, 4)
+    assert [sid for sid, r in replies.items() if r.error is None] == ["ends-soon", "a", "b"]
+    error = replies["c"].error
+    assert error is not None and error["type"] == "ProviderRuntimeException"
+    assert "holds 3 subscriptions, the bound ([connection_bounds] " \
+        "max_subscriptions_per_connection) is 3" in error["message"]
+    # a stop gives one back
+    await raw.send(Message(MessageType.SUBSCRIPTION_STOP, raw.pid, provider, now_ms() + 10_000,
+                           SubscriptionStop(subscription_id="a").to_body()))
+    await subscribe("c")
+    # and so does a subscription whose end has passed
+    await asyncio.sleep(max(0.0, (ends - now_ms()) / 1000) + 0.1)
+    await subscribe("d")
+    await subscribe("e")
+    replies = await subscription_replies(raw, 3)
+    assert [replies[sid].error is None for sid in ("c", "d", "e")] == [True, True, False]
+    assert await refusals(cc, "bound-subscriptions-per-connection") == 2
