@@ -14,8 +14,9 @@ Each thing held is kept once per connection (a participantId, a pattern and its 
 subscription id), so that registering the same thing again counts once. A subscription holds
 until its end (the expiry date of its QoS) when it has one: at the bound, the ended ones are
 forgotten before a new one is refused. Calls made in this process (no connection) are not
-bounded. The limits are the ``[connection_bounds]`` section of the cluster controller's
-configuration (:class:`ConnectionBounds`).
+bounded; a connection that was not announced, or has ended, may take on nothing
+(``connection-gone``). The limits are the ``[connection_bounds]`` section of the cluster
+controller's configuration (:class:`ConnectionBounds`).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from typing import Final
 from pyjoynr.runtime.addresses import Address
 from pyjoynr.runtime.rules import Refusal
 
-__all__ = ["GLOBAL_PROVIDERS", "KINDS", "MULTICAST_RECEIVERS", "PROVIDERS", "ROUTES",
-           "SUBSCRIPTIONS", "ConnectionBounds", "Quotas"]
+__all__ = ["CONNECTION_GONE", "GLOBAL_PROVIDERS", "KINDS", "MULTICAST_RECEIVERS", "PROVIDERS",
+           "ROUTES", "SUBSCRIPTIONS", "ConnectionBounds", "Quotas"]
 
 #: the kinds of things a connection holds
 ROUTES: Final = "routes"
@@ -38,6 +39,9 @@ GLOBAL_PROVIDERS: Final = "global_providers"
 MULTICAST_RECEIVERS: Final = "multicast_receivers"
 SUBSCRIPTIONS: Final = "subscriptions"
 KINDS: Final = (ROUTES, PROVIDERS, GLOBAL_PROVIDERS, MULTICAST_RECEIVERS, SUBSCRIPTIONS)
+
+#: the refusal of anything for a connection that is not (or no longer) connected
+CONNECTION_GONE: Final = "connection-gone"
 
 #: what a kind is called in a refusal
 _NAMES: Final = {
@@ -128,23 +132,23 @@ class Quotas:
                 h.owner == holder.owner for h in self._holders.values()):
             del self._owners[holder.owner]
 
-    def _holder(self, connection: Address) -> _Holder:
-        holder = self._holders.get(connection)
-        if holder is None:  # a connection its transport did not announce: no owner id
-            holder = self._holders[connection] = _Holder(None)
-        return holder
-
     # ------------------------------------------------------------------ admission
 
     def admit(self, kind: str, connection: Address | None, item: Hashable, *,
               ends_ms: int = 0, now_ms: int = 0) -> Refusal | None:
         """Let ``connection`` hold ``item`` of ``kind`` (until ``ends_ms``, epoch ms; 0: until
         released), or a refusal (counted in :attr:`counters`) when that takes it, or its
-        owner id, over the bound. Holding it already is no new holding. ``connection`` None
-        (this process): always admitted, not counted."""
+        owner id, over the bound, or when ``connection`` was not announced (:meth:`connected`)
+        or has ended. Holding it already is no new holding. ``connection`` None (this
+        process): always admitted, not counted."""
         if connection is None:
             return None
-        holder = self._holder(connection)
+        holder = self._holders.get(connection)
+        if holder is None:
+            # its transport did not announce it, or it has ended (a call read before its end
+            # and served after it): nothing may be taken on for a connection that is gone
+            self.counters[CONNECTION_GONE] += 1
+            return Refusal(CONNECTION_GONE, f"{connection!r} is not connected")
         items = holder.held[kind]
         end = ends_ms if ends_ms > 0 else _NEVER
         if item in items:
