@@ -76,6 +76,14 @@ async def refusals(cc: ClusterController, reason: str) -> float:
     return metrics["joynr_cc_refusals_total", {"component": "bounds", "reason": reason}]
 
 
+async def held_on_status_page(cc: ClusterController, rt: LibjoynrRuntime) -> dict[str, Any]:
+    """The row of ``rt`` in the status page's table of connected runtimes."""
+    status = await cc.ops.status()
+    section = next(s for s in status["sections"] if s["id"] == "runtimes")
+    (row,) = [r for r in section["rows"] if r[0] == rt.client_id]
+    return dict(zip(section["columns"], row, strict=True))
+
+
 async def gone(cc: ClusterController, rt: LibjoynrRuntime) -> None:
     await rt.close()
     await eventually(lambda: rt.client_id not in cc.websocket.clients, WAIT_S,
@@ -123,6 +131,7 @@ async def test_providers_past_the_bound_are_refused_and_counted(
         await rt.register_provider("d3", RadioProvider())
     assert sorted(e.participant_id for e in cc.discovery.entries()) == sorted(registered)
     assert await refusals(cc, "bound-providers-per-connection") == 1
+    assert (await held_on_status_page(cc, rt))["providers"] == 3
     # what it registered still answers
     consumer = await start_rt(stack, cc, dialect)
     proxy = await consumer.build_proxy(Radio, "d0")

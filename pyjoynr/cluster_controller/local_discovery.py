@@ -182,13 +182,12 @@ class LocalDiscovery(DiscoveryProviderBase):
         pid = entry.participant_id
         now = self._router.clock_ms()
         refusal = quotas.admit(PROVIDERS, caller, pid, now_ms=now)
-        if refusal is None:
-            if in_gcd:
-                refusal = quotas.admit(GLOBAL_PROVIDERS, caller, pid, now_ms=now)
-                if refusal is not None and pid not in self._entries:
-                    quotas.release(PROVIDERS, caller, pid)
-            else:
-                quotas.release(GLOBAL_PROVIDERS, caller, pid)
+        if refusal is None and in_gcd:
+            # (one registered with the GCD before and now in a narrower scope keeps its
+            # count: its row stays there until it is removed)
+            refusal = quotas.admit(GLOBAL_PROVIDERS, caller, pid, now_ms=now)
+            if refusal is not None and pid not in self._entries:
+                quotas.release(PROVIDERS, caller, pid)
         if refusal is not None:
             self._router.warn(log, refusal.reason, peer_of(caller),
                               "discovery add of %s from %r refused: %s", pid, caller,
