@@ -13,6 +13,7 @@ from pyjoynr.cluster_controller.snapshots import RoutingSnapshotSettings
 from pyjoynr.runtime.audit import AuditSettings
 from pyjoynr.runtime.config import load_config
 from pyjoynr.runtime.logs import LOG_FORMATS, get_logger
+from pyjoynr.runtime.quotas import ConnectionBounds
 from pyjoynr.runtime.router import RouterSettings
 from pyjoynr.runtime.routing import RoutingSettings
 from pyjoynr.runtime.system_interfaces import (
@@ -111,6 +112,7 @@ class ClusterControllerConfig:
     routing: RoutingSettings = field(default_factory=RoutingSettings)
     router: RouterSettings = field(default_factory=RouterSettings)
     websocket: WebSocketServerSettings = field(default_factory=WebSocketServerSettings)
+    connection_bounds: ConnectionBounds = field(default_factory=ConnectionBounds)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     embedded_broker: EmbeddedBrokerSettings = field(default_factory=EmbeddedBrokerSettings)
     discovery: DiscoverySection = field(default_factory=DiscoverySection)

@@ -39,6 +39,7 @@ from pyjoynr.runtime.errors import JoynrError
 from pyjoynr.runtime.housekeeping import RouterHousekeeping
 from pyjoynr.runtime.joynr_runtime import JoynrRuntime
 from pyjoynr.runtime.logs import RepeatedWarnings, get_logger
+from pyjoynr.runtime.quotas import Quotas
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
 from pyjoynr.runtime.smrf import FORM as SMRF_FORM
@@ -81,7 +82,9 @@ class ClusterController:
         self.router = MessageRouter(
             RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[
                 MqttAddress(gbid, self.own_topic) for gbid in config.mqtt.backends]),
-            config.router, warnings=self.warnings, audit=self.audit)
+            config.router, warnings=self.warnings, audit=self.audit,
+            # what one websocket connection (one owner id) may hold ([connection_bounds])
+            quotas=Quotas(config.connection_bounds))
         #: routing table snapshots ([routing_snapshots]): on demand and periodically
         self.snapshots = RoutingSnapshots(
             self.router, config.routing_snapshots.directory(data_dir), self.id,

@@ -5,7 +5,15 @@ The overloads without GBIDs behave as joynr's cluster controllers make them: ``a
 ``add(entry, false)``; ``add(entry, await)`` and ``lookup(domains, interface, qos)`` are the
 forms with an empty GBID list (all of this CC's GBIDs), their modelled errors turned into
 provider runtime errors naming the error; ``lookup(participantId)`` looks locally, then in the
-cache (any age), then in the GCD. An empty GBID list stands for all GBIDs, in every form."""
+cache (any age), then in the GCD. An empty GBID list stands for all GBIDs, in every form.
+
+What one connection (and one owner id) may register is bounded (runtime.quotas, the router's):
+its providers, and of those the ones registered with the GCD. An ``add`` beyond a bound is
+refused with a provider runtime error that names the bound and its value (in every form: the
+interface's modelled errors name no bound), counted and logged rate-limited, before anything
+is stored here or sent to the GCD; what the connection registered already stays. ``remove``
+gives back; the end of the connection forgets its counts (its providers then wait out their
+grace period, see ``client_gone``)."""
 
 from __future__ import annotations
 
@@ -34,6 +42,7 @@ from pyjoynr.runtime.generated import types
 from pyjoynr.runtime.generated.system import DiscoveryProviderBase
 from pyjoynr.runtime.logs import get_logger, peer_of
 from pyjoynr.runtime.providers import current_deadline_ms, current_origin
+from pyjoynr.runtime.quotas import GLOBAL_PROVIDERS, PROVIDERS
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.system_interfaces import address_from_json
 from pyjoynr.runtime.tasks import TaskSupervisor
@@ -139,11 +148,12 @@ class LocalDiscovery(DiscoveryProviderBase):
         self._check_owner(entry.participant_id, "add")
         gbids = self._check_gbids(gbids)
         pid = entry.participant_id
+        link = self._gcd
+        self._hold(entry, link is not None and entry.qos.scope is ProviderScope.GLOBAL)
         self._entries[pid] = entry
         log.info("registered provider %s (%s, %s v%d.%d)", pid, entry.domain,
                  entry.interface_name, entry.provider_version.major_version,
                  entry.provider_version.minor_version)
-        link = self._gcd
         if entry.qos.scope is not ProviderScope.GLOBAL or link is None:
             return
         self._global_gbids[pid] = gbids
@@ -158,12 +168,44 @@ class LocalDiscovery(DiscoveryProviderBase):
             if self._entries.get(pid) is entry:
                 del self._entries[pid]
                 self._global_gbids.pop(pid, None)
+                self._give_back(pid)
             raise
+
+    def _hold(self, entry: DiscoveryEntry, in_gcd: bool) -> None:
+        """The caller's connection holds ``entry`` (and, ``in_gcd``, its registration with the
+        GCD), or the call is refused (ProviderRuntimeError) beyond a bound (runtime.quotas):
+        nothing is changed then."""
+        quotas = self._router.quotas
+        caller = current_origin()
+        if quotas is None or caller is None:
+            return
+        pid = entry.participant_id
+        now = self._router.clock_ms()
+        refusal = quotas.admit(PROVIDERS, caller, pid, now_ms=now)
+        if refusal is None and in_gcd:
+            # (one registered with the GCD before and now in a narrower scope keeps its
+            # count: its row stays there until it is removed)
+            refusal = quotas.admit(GLOBAL_PROVIDERS, caller, pid, now_ms=now)
+            if refusal is not None and pid not in self._entries:
+                quotas.release(PROVIDERS, caller, pid)
+        if refusal is not None:
+            self._router.warn(log, refusal.reason, peer_of(caller),
+                              "discovery add of %s from %r refused: %s", pid, caller,
+                              refusal.detail)
+            raise ProviderRuntimeError(f"discovery add of {pid} refused: {refusal.detail}")
+
+    def _give_back(self, participant_id: str) -> None:
+        quotas = self._router.quotas
+        caller = current_origin()
+        if quotas is not None and caller is not None:
+            quotas.release(PROVIDERS, caller, participant_id)
+            quotas.release(GLOBAL_PROVIDERS, caller, participant_id)
 
     async def remove(self, participant_id: str) -> None:
         if participant_id in self._entries:
             self._check_owner(participant_id, "remove")
         self._forget(participant_id)
+        self._give_back(participant_id)
 
     def _forget(self, participant_id: str) -> None:
         """Remove a registration here and (in the background) from the GCD."""

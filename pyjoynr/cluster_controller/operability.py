@@ -57,11 +57,13 @@ from pyjoynr.admin.status import (
 from pyjoynr.cluster_controller.gcd_link import CALL_OUTCOMES
 from pyjoynr.gcd.operability import gcd_metrics, gcd_ready_checks, gcd_sections, store_probe
 from pyjoynr.runtime.messages import MessageType
+from pyjoynr.runtime.quotas import GLOBAL_PROVIDERS, MULTICAST_RECEIVERS, PROVIDERS, SUBSCRIPTIONS
 from pyjoynr.runtime.router import OUTCOMES
 from pyjoynr.runtime.smrf import FORM as SMRF_FORM
 
 if TYPE_CHECKING:
     from pyjoynr.cluster_controller.controller import ClusterController
+    from pyjoynr.transports.websocket_server import ClientSummary
 
 __all__ = ["PREFIX", "ClusterControllerOps"]
 
@@ -95,6 +97,8 @@ class ClusterControllerOps(ProgramOps):
     def _component_counters(self) -> dict[str, Any]:
         cc = self.cc
         counters: dict[str, Any] = {"websocket": cc.websocket.counters}
+        if cc.router.quotas is not None:
+            counters["bounds"] = cc.router.quotas.counters
         if cc.mqtt is not None:
             counters["mqtt"] = cc.mqtt.counters
         return counters
@@ -121,6 +125,14 @@ class ClusterControllerOps(ProgramOps):
             gauge(f"{PREFIX}_discovery_entries", "Providers in the local directory", [],
                   [((), len(cc.discovery.entries()))]),
         ]
+        quotas = cc.router.quotas
+        if quotas is not None:
+            metrics.append(gauge(
+                f"{PREFIX}_connection_holdings", "What the websocket connections hold, by kind "
+                "(routes, providers, global_providers, multicast_receivers, subscriptions), "
+                "each connection within [connection_bounds]; refusals beyond a bound are "
+                f"{PREFIX}_refusals{{component=\"bounds\"}}", ["kind"],
+                [([kind], n) for kind, n in quotas.totals().items()]))
         metrics += router_metrics(PREFIX, cc.router)
         metrics += routing_metrics(PREFIX, cc.router)
         metrics += refusal_metrics(PREFIX, cc.router, self._refusal_counters(), cc.warnings)
@@ -251,11 +263,21 @@ class ClusterControllerOps(ProgramOps):
     def _runtimes(self, max_rows: int) -> dict[str, Any]:
         cc = self.cc
         clients = sorted(cc.websocket.client_summaries(), key=lambda c: c.address.id)
+        quotas = cc.router.quotas
+
+        def held(kind: str, client: ClientSummary) -> int | None:
+            return None if quotas is None else quotas.held(kind, client.address)
+
+        # (what each holds of its [connection_bounds]: providers, global ones, receivers,
+        # subscriptions; its routes are its participants)
         return table("runtimes", "Connected libjoynr runtimes",
                      ("client id", "from", "dialect", "owner id", "connected since",
-                      "participants", "outbox messages", "outbox bytes"),
+                      "participants", "providers", "global providers", "multicast receivers",
+                      "subscriptions", "outbox messages", "outbox bytes"),
                      ((c.address.id, c.peer, c.dialect, c.owner_id or "", stamp(c.since_s),
-                       len(cc.router.participants_at(c.address)), c.pending, c.pending_bytes)
+                       len(cc.router.participants_at(c.address)), held(PROVIDERS, c),
+                       held(GLOBAL_PROVIDERS, c), held(MULTICAST_RECEIVERS, c),
+                       held(SUBSCRIPTIONS, c), c.pending, c.pending_bytes)
                       for c in clients), max_rows=max_rows)
 
     def _queues(self) -> dict[str, Any]:

@@ -60,15 +60,16 @@ from typing import Any, NamedTuple, Protocol
 
 from pyjoynr.runtime import rules
 from pyjoynr.runtime.addresses import Address
-from pyjoynr.runtime.bodies import make_error_answer, make_error_reply
+from pyjoynr.runtime.bodies import decode_body, make_error_answer, make_error_reply
 from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.errors import JoynrError, MessageNotSentError
+from pyjoynr.runtime.errors import JoynrError, MessageNotSentError, ProviderRuntimeError
 from pyjoynr.runtime.inlets import Inlet, InletKind
 from pyjoynr.runtime.logs import RepeatedWarnings, get_logger, message_fields, peer_of
 from pyjoynr.runtime.messages import REQUEST_TYPES, Message, MessageType, held_bytes
 from pyjoynr.runtime.multicast import MulticastReceivers, to_mqtt_topic
-from pyjoynr.runtime.payloads import PayloadError
+from pyjoynr.runtime.payloads import PAYLOAD_TYPES, PayloadError, SubscriptionStop
 from pyjoynr.runtime.queues import BoundedQueue, QueueBudget
+from pyjoynr.runtime.quotas import SUBSCRIPTIONS, Quotas
 from pyjoynr.runtime.records import DROPPED, QUEUED, outcome_of
 from pyjoynr.runtime.routing import (
     DEFAULT_MAX_LEARNED_ROUTES,
@@ -96,6 +97,8 @@ _ANSWER_TYPES = frozenset({MessageType.REPLY, MessageType.SUBSCRIPTION_REPLY})
 MAX_ANSWER_DETAIL = 1_000
 #: the ids of the error answers a router made lately, not answered again (a bounded memory)
 MAX_MADE_ANSWERS = 1_024
+_SUBSCRIPTION_REQUESTS = REQUEST_TYPES - {MessageType.REQUEST}
+_SUBSCRIPTION_STOP = MessageType.SUBSCRIPTION_STOP
 
 #: what becomes of a routed message (``MessageRouter.outcomes``)
 OUTCOMES = ("forwarded", "queued", "dropped")
@@ -232,12 +235,17 @@ class MessageRouter:
         clock_ms: Callable[[], int] = now_ms,
         warnings: RepeatedWarnings | None = None,
         audit: RoutingAudit | None = None,
+        quotas: Quotas | None = None,
     ) -> None:
         """``table``: the routing table, from now on the router's alone (read it through
         :meth:`route_of` and the other readers below). ``warnings``: the process's limit of
         repeated warnings (runtime.logs), shared with its other components; the router's own
-        by default. ``audit``: told of every routing decision (see :meth:`set_audit`)."""
+        by default. ``audit``: told of every routing decision (see :meth:`set_audit`).
+        ``quotas``: what each websocket connection may hold (runtime.quotas; a cluster
+        controller's), shared with its Routing and Discovery providers; none: unbounded."""
         self._table = table
+        #: what each connection holds, and may hold (None: no bounds)
+        self.quotas = quotas
         self.settings = settings or RouterSettings()
         self.parent = parent
         self.multicast_receivers = MulticastReceivers()
@@ -421,9 +429,55 @@ class MessageRouter:
             if refusal is not None:
                 self._refused_in(inlet, message, refusal.reason, refusal.detail)
                 return False
+            if self.quotas is not None and (message.type in _SUBSCRIPTION_REQUESTS
+                                            or message.type is _SUBSCRIPTION_STOP):
+                refusal = self._count_subscription(message, inlet.address, self.quotas)
+                if refusal is not None:
+                    self._refused_by_bound(inlet, message, refusal)
+                    return False
         elif kind is _FROM_BACKEND and not self._admit_from_backend(message, inlet):
             return False
         return self.route(message)
+
+    def _count_subscription(self, message: Message, connection: Address, quotas: Quotas
+                            ) -> rules.Refusal | None:
+        """A subscription request from a websocket client holds a subscription of its
+        connection (its id, until its QoS's expiry date, a stop or the connection's end); a
+        refusal beyond the bound (runtime.quotas). A subscription stop gives it back. A body
+        that does not decode is left to the provider, which refuses it (nothing held)."""
+        try:
+            if message.type is _SUBSCRIPTION_STOP:
+                stop = decode_body(SubscriptionStop, message.body)
+                quotas.release(SUBSCRIPTIONS, connection, stop.subscription_id)
+                return None
+            request = decode_body(PAYLOAD_TYPES[message.type], message.body)
+        except (PayloadError, ValueError):
+            return None
+        sid = getattr(request, "subscription_id", None)
+        qos = getattr(request, "qos", None)
+        if not isinstance(sid, str):
+            return None
+        ends = qos.get("expiry_date_ms", 0) if isinstance(qos, dict) else 0
+        return quotas.admit(SUBSCRIPTIONS, connection, sid,
+                            ends_ms=ends if type(ends) is int and ends > 0 else 0,
+                            now_ms=self.clock_ms())
+
+    def _refused_by_bound(self, inlet: Inlet, message: Message, refusal: rules.Refusal
+                          ) -> None:
+        """A request a connection may not make (it holds as much as its bound lets it,
+        runtime.quotas; counted there): audited, logged rate-limited, and its sender answered
+        with a provider runtime error that names the bound."""
+        audit = self._audit
+        if audit is not None:
+            audit.decided(message, outcome_of(refusal.reason), None, refusal.reason,
+                          inlet.peer)
+        self._warnings.warning(inlet.logger, refusal.reason, inlet.key,
+                               "%s: refused (%s): %s: %s", inlet.name, refusal.reason,
+                               message.describe(), refusal.detail,
+                               extra={**inlet.log_fields, **message_fields(message)})
+        self._answer_error(message, ProviderRuntimeError(
+            f"{message.type.name.lower().replace('_', ' ')} {message.id} refused: "
+            f"{refusal.detail}"), "answered-bound")
 
     def _admit_from_backend(self, message: Message, inlet: Inlet) -> bool:
         seen = inlet.seen
@@ -762,7 +816,7 @@ class MessageRouter:
     def _answer_unsent(self, message: Message, detail: str) -> None:
         """Tell the requester at once that ``message`` was not sent (``detail``: why; cut to
         :data:`MAX_ANSWER_DETAIL` characters so that the answer fits where the message did
-        not): a request-type message is answered to its sender (:meth:`_answer_not_sent`); a
+        not): a request-type message is answered to its sender (:meth:`_answer_error`); a
         reply or subscription reply is replaced by an error answer to the same request, routed
         to its recipient as the reply would have been (counted as ``answered-unsent-reply``).
         The native body format carries a JoynrMessageNotSentException, joynr's JSON the type
@@ -772,7 +826,7 @@ class MessageRouter:
             detail = detail[:MAX_ANSWER_DETAIL] + "..."
         kind = message.type
         if kind in REQUEST_TYPES:
-            self._answer_not_sent(message, MessageNotSentError(
+            self._answer_error(message, MessageNotSentError(
                 f"message {message.id} to {message.recipient} not sent: {detail}"))
             return
         if (kind not in _ANSWER_TYPES or message.id in self._made_answers
@@ -801,9 +855,11 @@ class MessageRouter:
         if len(made) > MAX_MADE_ANSWERS:
             del made[next(iter(made))]
 
-    def _answer_not_sent(self, request: Message, error: JoynrError) -> None:
-        """Tell the sender of an undeliverable request (a reply, or a subscription reply), in
-        the body format of the request."""
+    def _answer_error(self, request: Message, error: JoynrError,
+                      counter: str = "answered-not-sent") -> None:
+        """Tell the sender of an undeliverable or refused request (a reply, or a
+        subscription reply) of ``error``, in the body format of the request; counted under
+        ``counter``."""
         try:
             answer = make_error_answer(
                 request,
@@ -816,5 +872,5 @@ class MessageRouter:
             return
         if answer.recipient in self._table or self.parent is not None:
             self._remember_answer(answer.id)
-            self.counters["answered-not-sent"] += 1
+            self.counters[counter] += 1
             self.route(answer)

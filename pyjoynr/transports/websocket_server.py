@@ -26,6 +26,8 @@ same for both dialects):
   own address (see cluster_controller.routing_provider);
 - when a connection ends, every route and multicast receiver behind it is removed, and what was
   queued for it but not written is routed again (it waits for the client's next connection);
+- what a connection (and all connections of one owner id) may hold is bounded by the router's
+  quotas (runtime.quotas), told here when a connection begins, with its owner id, and ends;
 - owner ids (wss with ``tls_client_ca_file``): the CN of a client's verified certificate is the
   owner id of its connection (a certificate without exactly one non-empty CN is refused, 1008,
   ``bad-certificate``); on a joynr-dialect connection with an owner id, every message must be
@@ -319,6 +321,8 @@ class WebSocketServerTransport:
                         max_frame_bytes=self.settings.max_frame_bytes)
         client = _Client(ws, address, outbox, dialect, owner_id)
         self._clients[client_id] = client
+        if self.router.quotas is not None:
+            self.router.quotas.connected(address, owner_id)
         log.info("websocket client %s connected from %s (%s frames%s)", client_id, peer,
                  dialect, "" if owner_id is None else f", owner id {owner_id}",
                  extra={"clientId": client_id})
@@ -434,6 +438,8 @@ class WebSocketServerTransport:
         del self._clients[client.address.id]
         # routes first, at once: whoever sees the client gone sees its routes gone too
         removed = self.router.remove_routes_at(client.address)
+        if self.router.quotas is not None:
+            self.router.quotas.disconnected(client.address)
         leftover = client.outbox.close()
         log.info("websocket client %s disconnected: %d route(s) removed, %d unsent message(s) "
                  "queued again", client.address.id, len(removed), len(leftover),
