@@ -62,22 +62,22 @@ class ConnectionBounds:
     of one owner id (the CN of a wss client certificate) together, may hold."""
 
     #: participants routed to the connection (Routing provider: add_next_hop)
-    max_routes_per_connection: int = 10_000
+    max_routes_per_connection: int = 2_000
     #: providers registered in the local directory (Discovery provider: add)
-    max_providers_per_connection: int = 1_000
+    max_providers_per_connection: int = 250
     #: of those, providers registered with the GCD (GLOBAL scope)
-    max_global_providers_per_connection: int = 1_000
+    max_global_providers_per_connection: int = 100
     #: multicast receivers (Routing provider: add_multicast_receiver)
-    max_multicast_receivers_per_connection: int = 10_000
+    max_multicast_receivers_per_connection: int = 2_000
     #: subscriptions requested through the cluster controller (attribute, broadcast and
     #: multicast subscription requests, until stopped, ended or the connection ends)
-    max_subscriptions_per_connection: int = 10_000
+    max_subscriptions_per_connection: int = 2_000
     #: the same, for all connections of one owner id together
-    max_routes_per_owner: int = 40_000
-    max_providers_per_owner: int = 4_000
-    max_global_providers_per_owner: int = 4_000
-    max_multicast_receivers_per_owner: int = 40_000
-    max_subscriptions_per_owner: int = 40_000
+    max_routes_per_owner: int = 8_000
+    max_providers_per_owner: int = 1_000
+    max_global_providers_per_owner: int = 400
+    max_multicast_receivers_per_owner: int = 8_000
+    max_subscriptions_per_owner: int = 8_000
 
     def __post_init__(self) -> None:
         for kind in KINDS:
