@@ -114,7 +114,7 @@ class ClusterController:
             tasks=self.tasks.child("discovery"),
             vanished_grace_s=config.discovery.vanished_provider_grace_s)
         self.websocket.on_client_gone = self.discovery.client_gone
-        self.router.register_transport(InProcessAddress, InProcessTransport())
+        self.router.register_transport(InProcessAddress, InProcessTransport(self.router))
         self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery))
         self.routing_provider = RoutingProvider(self.router, self.global_address,
                                                 liveness=self.websocket.connection_alive)
@@ -213,7 +213,8 @@ class ClusterController:
             proxy, backends, global_address, self.id, tasks=self.tasks,
             request_ttl_ms=d.gcd_request_ttl_ms, ready=self._gcd_ready,
             # an embedded GCD answers in the default backend only
-            gcd_gbids=backends[:1] if self.config.embedded_gcd.enabled else None)
+            gcd_gbids=backends[:1] if self.config.embedded_gcd.enabled else None,
+            warnings=self.warnings)
         self.discovery.attach_gcd(link)
         started = now_ms()
         # providers of this CC's previous life disappear from the GCD

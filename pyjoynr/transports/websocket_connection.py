@@ -39,6 +39,7 @@ upgrade that keeps that API keeps this module working.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import ssl
 from collections import deque
@@ -59,6 +60,7 @@ from pyjoynr.transports.websocket_settings import DEFAULT_MAX_FRAGMENTS
 __all__ = [
     "HANDSHAKE_TIMEOUT_S",
     "ClientSideConnection",
+    "EventReport",
     "FrameHandler",
     "RequestCheck",
     "ServerSideConnection",
@@ -70,6 +72,9 @@ log = get_logger(__name__)
 
 #: what a handler receives: the payload of a binary message, or the text of a text message
 FrameHandler = Callable[[bytes | str], None]
+#: a connection's :attr:`WebSocketConnection.report`: (connection, reason, level, exc_info,
+#: message, *arguments)
+EventReport = Callable[..., None]
 
 #: seconds a server connection has to complete its opening handshake (as websockets' own)
 HANDSHAKE_TIMEOUT_S: Final = 10.0
@@ -91,6 +96,12 @@ class WebSocketConnection(asyncio.Protocol):
     """
 
     transport: asyncio.Transport
+    #: where the lines about what this connection's peer did go (a handshake that never
+    #: came, a pong that never came, a handler that failed on its message): called with this
+    #: connection, a reason, a level, ``exc_info``, the message and its arguments; the
+    #: server counts them and rate-limits them per peer host (runtime.logs). None: logged
+    #: here as they are
+    report: EventReport | None = None
 
     def __init__(self, protocol: Protocol, *, ping_interval_s: float | None,
                  ping_timeout_s: float, close_timeout_s: float,
@@ -286,8 +297,9 @@ class WebSocketConnection(asyncio.Protocol):
                     try:
                         handler(payload)
                     except Exception:
-                        log.exception("websocket %s: handling a message failed",
-                                      self.remote_address)
+                        self._event("handler-failed", logging.ERROR,
+                                    "websocket %s: handling a message failed",
+                                    self.remote_address, exc_info=True)
                 elif opcode is OP_BINARY or opcode is OP_TEXT or opcode is OP_CONT:
                     self._fragment(event)
                 elif opcode is OP_PONG:
@@ -366,11 +378,22 @@ class WebSocketConnection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def _event(self, reason: str, level: int, msg: str, *args: object,
+               exc_info: bool = False) -> None:
+        """A line about what the peer did: to :attr:`report` (rate-limited there), or logged."""
+        report = self.report
+        if report is not None:
+            report(self, reason, level, exc_info, msg, *args)
+        else:
+            log.log(level, msg, *args, exc_info=exc_info)
+
     def _call(self, handler: FrameHandler, data: bytes | str) -> None:
         try:
             handler(data)
         except Exception:
-            log.exception("websocket %s: handling a message failed", self.remote_address)
+            self._event("handler-failed", logging.ERROR,
+                        "websocket %s: handling a message failed", self.remote_address,
+                        exc_info=True)
 
     def _fragment(self, frame: Frame) -> None:
         """A fragment of a message, or a whole text message. websockets checks the order of
@@ -388,8 +411,9 @@ class WebSocketConnection(asyncio.Protocol):
             if self._fragment_count > self.max_fragments:
                 self._fragments = None
                 self.too_many_fragments = True
-                log.warning("websocket %s: a message in more than %d fragments; closing the "
-                            "connection", self.remote_address, self.max_fragments)
+                # (the server counts and logs it as a refusal, rate-limited, when it ends)
+                log.debug("websocket %s: a message in more than %d fragments; closing the "
+                          "connection", self.remote_address, self.max_fragments)
                 self.fail(MESSAGE_TOO_BIG, "message in too many fragments")
                 return
             fragments += frame.data
@@ -479,8 +503,9 @@ class WebSocketConnection(asyncio.Protocol):
         self._keepalive_timer = None
         if waiter.done():
             return
-        log.info("websocket %s: no pong within %.1f s; closing the connection",
-                 self.remote_address, self.ping_timeout_s)
+        self._event("no-pong", logging.INFO,
+                    "websocket %s: no pong within %.1f s; closing the connection",
+                    self.remote_address, self.ping_timeout_s)
         self.fail(KEEPALIVE_FAILED, "keepalive ping timeout")
 
 
@@ -530,8 +555,9 @@ class ServerSideConnection(WebSocketConnection):
         try:
             response = self._on_request(self, event)
         except Exception:
-            log.exception("websocket %s: checking the handshake request failed",
-                          self.remote_address)
+            self._event("handshake-check-failed", logging.ERROR,
+                        "websocket %s: checking the handshake request failed",
+                        self.remote_address, exc_info=True)
             response = protocol.reject(500, "internal error\n")
         if response is None:
             response = protocol.accept(event)  # or its own error response
@@ -544,8 +570,8 @@ class ServerSideConnection(WebSocketConnection):
     def _handshake_timeout(self) -> None:
         self._handshake_timer = None
         if self.protocol.state is CONNECTING:
-            log.info("websocket %s: no handshake within %.1f s", self.remote_address,
-                     self._handshake_timeout_s)
+            self._event("no-handshake", logging.INFO, "websocket %s: no handshake within %.1f s",
+                        self.remote_address, self._handshake_timeout_s)
             self.transport.abort()
 
     def _lost(self, exc: Exception | None) -> None:

@@ -45,6 +45,7 @@ asyncio layer (transports.websocket_connection).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -65,7 +66,7 @@ from pyjoynr.transports.websocket_common import (
     frame_decoder,
     frame_encoder,
 )
-from pyjoynr.transports.websocket_connection import ServerSideConnection
+from pyjoynr.transports.websocket_connection import ServerSideConnection, WebSocketConnection
 from pyjoynr.transports.websocket_settings import JOYNR, WebSocketServerSettings, server_ssl_context
 
 __all__ = ["ClientSummary", "WebSocketServerSettings", "WebSocketServerTransport"]
@@ -87,6 +88,13 @@ def _host_port(peer: object) -> str:
         host = str(peer[0])
         return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
     return str(peer)
+
+
+def _host_key(peer: object) -> str:
+    """The peer part of a rate-limiting key for a connection from ``peer`` (a socket's peer
+    address): its host, whatever port it came from."""
+    host = peer[0] if isinstance(peer, tuple) and peer else peer
+    return f"host {host}"
 
 
 def _close_reason(text: str) -> str:
@@ -150,6 +158,10 @@ class WebSocketServerTransport:
         self.router = router
         self.settings = settings
         self.counters: Counter[str] = Counter()
+        #: the starts and ends of connections and what their peers did that is no refusal
+        #: (connected, disconnected, no-pong, no-handshake, handler-failed, ...): logged
+        #: rate-limited per peer host, counted here
+        self.connection_events: Counter[str] = Counter()
         self._tasks = (tasks.child("websocket server") if tasks is not None
                        else TaskSupervisor("websocket server"))
         self._clients: dict[str, _Client] = {}
@@ -168,7 +180,7 @@ class WebSocketServerTransport:
         s = self.settings
 
         def connection() -> ServerSideConnection:
-            return ServerSideConnection(
+            made = ServerSideConnection(
                 # messages between the limit and twice the limit are refused one by one while
                 # the connection stays up; websockets closes it (1009) on bigger ones
                 max_size=2 * s.max_frame_bytes,
@@ -181,6 +193,8 @@ class WebSocketServerTransport:
                 tracked=self._connections,
                 max_fragments=s.max_fragments_per_message,
             )
+            made.report = self._connection_event
+            return made
 
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(connection, s.host, s.port,
@@ -267,14 +281,30 @@ class WebSocketServerTransport:
     def _refuse(self, reason: str, detail: str, peer: object, client: str | None = None,
                 message: Message | None = None) -> None:
         """Count and log a refusal; the log line is rate-limited per reason and peer: the
-        client once it is known (its id), else the connection (see runtime.logs)."""
+        client once it is known (its id), else the host the connection came from (a flood
+        of connections comes from ever new ports; see runtime.logs)."""
         self.counters[reason] += 1
-        key = f"client {client}" if client is not None else str(peer)
+        key = f"client {client}" if client is not None else _host_key(peer)
         extra: dict[str, object] = {} if message is None else message_fields(message)
         if client is not None:
             extra["clientId"] = client
         self.router.warn(log, reason, key, "websocket %s: refused (%s): %s", peer, reason, detail,
                          extra=extra)
+
+    def _event(self, event: str, peer: object, msg: str, *args: object,
+               level: int = logging.INFO, exc_info: bool = False,
+               extra: dict[str, object] | None = None) -> None:
+        """Count and log the start or end of a connection or what its peer did (no refusal):
+        rate-limited per event and peer host, so that a flood of connections writes the
+        first line of each in full and then a summary (see runtime.logs)."""
+        self.connection_events[event] += 1
+        self.router.warn(log, event, _host_key(peer), msg, *args, level=level,
+                         exc_info=exc_info, extra=extra)
+
+    def _connection_event(self, ws: WebSocketConnection, event: str, level: int,
+                          exc_info: bool, msg: str, *args: object) -> None:
+        """A connection's :attr:`~WebSocketConnection.report`."""
+        self._event(event, ws.remote_address, msg, *args, level=level, exc_info=exc_info)
 
     async def _handle(self, ws: ServerSideConnection) -> None:
         peer = ws.remote_address
@@ -309,9 +339,9 @@ class WebSocketServerTransport:
         client = _Client(ws, address, outbox, dialect, owner_id)
         self._clients[client_id] = client
         self._claimed.discard(client_id)
-        log.info("websocket client %s connected from %s (%s frames%s)", client_id, peer,
-                 dialect, "" if owner_id is None else f", owner id {owner_id}",
-                 extra={"clientId": client_id})
+        self._event("connected", peer, "websocket client %s connected from %s (%s frames%s)",
+                    client_id, peer, dialect, "" if owner_id is None else f", owner id {owner_id}",
+                    extra={"clientId": client_id})
         try:
             await self._receive(client, peer)
         finally:
@@ -334,8 +364,10 @@ class WebSocketServerTransport:
             await ws.close(POLICY_VIOLATION, "client id in use",
                            timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
             return False
-        log.warning("websocket client %s: previous connection is dead, replacing it", client_id)
         self.counters["replaced-dead"] += 1
+        self.router.warn(log, "replaced-dead", f"client {client_id}",
+                         "websocket client %s: previous connection is dead, replacing it",
+                         client_id)
         self._claimed.add(client_id)  # until _handle registers the new connection
         try:
             self._disconnected(old)
@@ -358,9 +390,10 @@ class WebSocketServerTransport:
         if await self._answers_ping(client.ws):
             return True
         if self._clients.get(address.id) is client:
-            log.warning("websocket client %s did not answer a ping within %.1f s: closing it",
-                        address.id, self.settings.ping_timeout_s)
             self.counters["closed-dead"] += 1
+            self.router.warn(log, "closed-dead", _host_key(client.ws.remote_address),
+                             "websocket client %s did not answer a ping within %.1f s: "
+                             "closing it", address.id, self.settings.ping_timeout_s)
             self._disconnected(client)
             await client.ws.close(GOING_AWAY, "did not answer a ping")
         return False
@@ -399,7 +432,12 @@ class WebSocketServerTransport:
             except FrameError as exc:
                 router.refuse_frame(inlet, exc.reason, str(exc))
                 return
-            router.receive(message, inlet)
+            try:
+                router.receive(message, inlet)
+            except Exception:  # a defect: counted and logged with its traceback, rate-limited
+                router.refuse_frame(inlet, "handler-failed",
+                                    f"routing {message.describe()} failed",
+                                    level=logging.ERROR, exc_info=True)
 
         ws.deliver(on_frame)
         await ws.wait_closed()
@@ -418,15 +456,17 @@ class WebSocketServerTransport:
         # routes first, at once: whoever sees the client gone sees its routes gone too
         removed = self.router.remove_routes_at(client.address)
         leftover = client.outbox.close()
-        log.info("websocket client %s disconnected: %d route(s) removed, %d unsent message(s) "
-                 "queued again", client.address.id, len(removed), len(leftover),
-                 extra={"clientId": client.address.id})
+        self._event("disconnected", client.ws.remote_address,
+                    "websocket client %s disconnected: %d route(s) removed, %d unsent "
+                    "message(s) queued again", client.address.id, len(removed), len(leftover),
+                    extra={"clientId": client.address.id})
         if self.on_client_gone is not None and removed:
             try:
                 self.on_client_gone(client.address, removed)
             except Exception:
-                log.exception("websocket client %s: clean-up after the end failed",
-                              client.address.id)
+                self._event("clean-up-failed", client.ws.remote_address,
+                            "websocket client %s: clean-up after the end failed",
+                            client.address.id, level=logging.ERROR, exc_info=True)
         # its participants have no route now: the messages wait until they register again
         for message in leftover:
             self.router.route(message)
