@@ -514,6 +514,27 @@ class WebSocketConnection(asyncio.Protocol):
 RequestCheck = Callable[["ServerSideConnection", Request], Response | None]
 
 
+class _ProtocolLog(logging.LoggerAdapter):
+    """The logger of websockets' protocol object of one server-side connection. websockets
+    writes a line per connection at INFO ("connection open", "connection rejected"): a flood
+    of connections would write one each, so they are DEBUG lines here (the server logs the
+    connections it serves, rate-limited); its errors (a failed parser or handshake) go to the
+    connection's :attr:`~WebSocketConnection.report`, rate-limited with their traceback."""
+
+    def __init__(self) -> None:
+        super().__init__(log, {})
+        self.connection: WebSocketConnection | None = None
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        connection = self.connection
+        if level >= logging.WARNING and connection is not None:
+            connection._event("protocol-error", level, "websocket %s: %s",
+                              connection.remote_address, str(msg) % args if args else msg,
+                              exc_info=bool(kwargs.get("exc_info")))
+        elif self.logger.isEnabledFor(logging.DEBUG):
+            self.logger.debug(msg, *args, **kwargs)
+
+
 class ServerSideConnection(WebSocketConnection):
     """The server end of a connection: made by ``loop.create_server`` for each client."""
 
@@ -525,9 +546,12 @@ class ServerSideConnection(WebSocketConnection):
                  tracked: set[ServerSideConnection] | None = None,
                  handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
                  max_fragments: int = DEFAULT_MAX_FRAGMENTS) -> None:
-        super().__init__(ServerProtocol(max_size=max_size), ping_interval_s=ping_interval_s,
+        protocol_log = _ProtocolLog()
+        super().__init__(ServerProtocol(max_size=max_size, logger=protocol_log),
+                         ping_interval_s=ping_interval_s,
                          ping_timeout_s=ping_timeout_s, close_timeout_s=close_timeout_s,
                          max_fragments=max_fragments)
+        protocol_log.connection = self
         self._on_request = on_request
         self._on_open = on_open
         #: the set this connection is in from connection_made() until connection_lost()
