@@ -350,7 +350,8 @@ class WebSocketServerTransport:
     async def _take_id(self, client_id: str, ws: ServerSideConnection, peer: object) -> bool:
         """Bind ``client_id`` to ``ws`` unless a live connection holds it."""
         if client_id in self._claimed:
-            self._refuse("id-in-use", f"client id {client_id} is being taken over", peer)
+            self._refuse("id-in-use", f"client id {client_id} is being taken over", peer,
+                         client_id)
             await ws.close(POLICY_VIOLATION, "client id in use",
                            timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
             return False
@@ -360,7 +361,8 @@ class WebSocketServerTransport:
         # while the ping is awaited another claimant may take the id: only the one that
         # finds it still held by the silent connection replaces it
         if await self._answers_ping(old.ws) or self._clients.get(client_id) is not old:
-            self._refuse("id-in-use", f"client id {client_id} belongs to a live connection", peer)
+            self._refuse("id-in-use", f"client id {client_id} belongs to a live connection", peer,
+                         client_id)
             await ws.close(POLICY_VIOLATION, "client id in use",
                            timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
             return False
