@@ -95,7 +95,7 @@ class ClusterController:
         # the embedded broker takes no packet larger than the CC takes messages (plus room for
         # the topic and properties): a bigger one never reaches the CC's MQTT client
         self.broker = (EmbeddedBroker(config.embedded_broker, max_packet_bytes=(
-            config.mqtt.max_message_bytes + PACKET_OVERHEAD_BYTES))
+            config.mqtt.max_message_bytes + PACKET_OVERHEAD_BYTES), warnings=self.warnings)
             if config.embedded_broker.enabled else None)
         self.mqtt: MqttTransport | None = None
         self.gcd: GcdService | None = None
