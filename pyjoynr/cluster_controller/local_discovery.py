@@ -145,8 +145,8 @@ class LocalDiscovery(DiscoveryProviderBase):
         self._entries[pid] = entry
         self.counters["registered"] += 1  # per call: any client can register thousands
         log.debug("registered provider %s (%s, %s v%d.%d)", pid, entry.domain,
-                 entry.interface_name, entry.provider_version.major_version,
-                 entry.provider_version.minor_version)
+                  entry.interface_name, entry.provider_version.major_version,
+                  entry.provider_version.minor_version, extra={"participantId": pid})
         link = self._gcd
         if entry.qos.scope is not ProviderScope.GLOBAL or link is None:
             return
