@@ -649,17 +649,20 @@ async def test_json_log_lines_of_a_cc_process_carry_the_ids(tmp_path: Path) -> N
     """[logging] format = "json": every line the process writes is one JSON object with time,
     level, logger and message; a refused message's line has its id, sender and recipient as
     fields (a newline in the sender stays inside the line), a provider's lines its
-    participantId, a websocket client's lines its clientId."""
-    cc = cc_process(tmp_path, JOYNR_CC__LOGGING__FORMAT="json")
+    participantId, a websocket client's lines its clientId. (At DEBUG: a provider's
+    registration is a DEBUG line; the runtime connects first, since connections are logged
+    rate-limited per host.)"""
+    cc = cc_process(tmp_path, JOYNR_CC__LOGGING__FORMAT="json", JOYNR_CC__LOGGING__LEVEL="DEBUG")
     try:
         ws_url = await _ws_url(cc)
-        frame = Message(type=MessageType.ONE_WAY, sender=f"spoofer\n{HOSTILE_ID}",
-                        recipient="nobody", expiry_date_ms=now_ms() - 60_000, body=b"\x80")
-        await _send_frames(ws_url, "json-attacker", [encode_frame(frame)])
         async with connect(ws_url, client_id="json-rt", timeout_s=WAIT_S) as runtime:
             pid = await runtime.register_provider("json", RadioProvider(), qos=GLOBAL,
                                                   await_global_registration=True)
         await cc.wait_for(r'"clientId": "json-rt"')
+        frame = Message(type=MessageType.ONE_WAY, sender=f"spoofer\n{HOSTILE_ID}",
+                        recipient="nobody", expiry_date_ms=now_ms() - 60_000, body=b"\x80")
+        await _send_frames(ws_url, "json-attacker", [encode_frame(frame)])
+        await cc.wait_for(r'"sender": "spoofer')
     finally:
         assert await cc.astop() == 0, cc.output()[-3000:]
     import json  # noqa: PLC0415

@@ -98,7 +98,7 @@ class ClusterController:
         # the embedded broker takes no packet larger than the CC takes messages (plus room for
         # the topic and properties): a bigger one never reaches the CC's MQTT client
         self.broker = (EmbeddedBroker(config.embedded_broker, max_packet_bytes=(
-            config.mqtt.max_message_bytes + PACKET_OVERHEAD_BYTES))
+            config.mqtt.max_message_bytes + PACKET_OVERHEAD_BYTES), warnings=self.warnings)
             if config.embedded_broker.enabled else None)
         self.mqtt: MqttTransport | None = None
         self.gcd: GcdService | None = None
@@ -117,7 +117,7 @@ class ClusterController:
             tasks=self.tasks.child("discovery"),
             vanished_grace_s=config.discovery.vanished_provider_grace_s)
         self.websocket.on_client_gone = self.discovery.client_gone
-        self.router.register_transport(InProcessAddress, InProcessTransport())
+        self.router.register_transport(InProcessAddress, InProcessTransport(self.router))
         self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery))
         self.routing_provider = RoutingProvider(self.router, self.global_address,
                                                 liveness=self.websocket.connection_alive)
@@ -216,7 +216,8 @@ class ClusterController:
             proxy, backends, global_address, self.id, tasks=self.tasks,
             request_ttl_ms=d.gcd_request_ttl_ms, ready=self._gcd_ready,
             # an embedded GCD answers in the default backend only
-            gcd_gbids=backends[:1] if self.config.embedded_gcd.enabled else None)
+            gcd_gbids=backends[:1] if self.config.embedded_gcd.enabled else None,
+            warnings=self.warnings)
         self.discovery.attach_gcd(link)
         started = now_ms()
         # providers of this CC's previous life disappear from the GCD

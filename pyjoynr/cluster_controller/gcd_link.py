@@ -7,6 +7,11 @@ The link keeps its figures for the admin endpoint: calls per method and outcome 
 answered or failed to (:attr:`GlobalLink.state`). :meth:`GlobalLink.probe` asks it something
 cheap to learn whether it answers (readiness).
 
+A client can make the link call the GCD for each registration and lookup it sends: a provider
+registered or removed globally is logged at DEBUG (its count is the ``ok`` calls of ``add`` and
+``remove``), and a failed call, a refusal and a background retry go through the process's
+limit of repeated warnings (``warnings``: runtime.logs), keyed by the outcome and the GCD.
+
 Every call carries the custom header ``gb``: the GBID it is for (the first of the call's GBIDs;
 the default backend's for touch, removeStale and the probe), as joynr's cluster controllers
 send it. The MQTT transport sends a call to the GCD's topic in the backend that header names
@@ -33,7 +38,7 @@ from pyjoynr.runtime.discovery_types import (
     GlobalDiscoveryEntry,
 )
 from pyjoynr.runtime.errors import ApplicationError, JoynrError, JoynrTimeoutError
-from pyjoynr.runtime.logs import get_logger
+from pyjoynr.runtime.logs import RepeatedWarnings, get_logger
 from pyjoynr.runtime.metrics import LatencyHistograms
 from pyjoynr.runtime.system_interfaces import address_to_json
 from pyjoynr.runtime.tasks import TaskSupervisor
@@ -90,9 +95,11 @@ class GlobalLink:
                  request_ttl_ms: int = 10_000,
                  ready: Callable[[], Awaitable[object]] | None = None,
                  retry_initial_s: float = 0.5, retry_max_s: float = 30.0,
-                 gcd_gbids: Sequence[str] | None = None) -> None:
+                 gcd_gbids: Sequence[str] | None = None,
+                 warnings: RepeatedWarnings | None = None) -> None:
         """``gcd_gbids``: the backends where a GCD instance answers (default: every one of
-        ``gbids``; a GCD embedded in the cluster controller: its default backend only)."""
+        ``gbids``; a GCD embedded in the cluster controller: its default backend only).
+        ``warnings``: the process's limit of repeated warnings (its own by default)."""
         self.gcd = gcd
         self.gbids = list(gbids)
         self.gcd_gbids = list(gcd_gbids) if gcd_gbids else list(gbids)
@@ -111,6 +118,7 @@ class GlobalLink:
         self._last_answer_s: float | None = None
         self._last_failure_s: float | None = None
         self._last_failure = ""
+        self._warnings = RepeatedWarnings() if warnings is None else warnings
 
     @property
     def state(self) -> LinkState:
@@ -159,16 +167,17 @@ class GlobalLink:
             self._outcome(method, "error", started)
             raise
         except (TimeoutError, JoynrTimeoutError):
-            detail = f"the GCD did not answer {what} within {ttl} ms"
-            self._outcome(method, "timeout", started, detail)
+            outcome, detail = "timeout", f"the GCD did not answer {what} within {ttl} ms"
         except JoynrError as exc:
-            detail = f"GCD {what} failed: {exc}"
-            self._outcome(method, "failed", started, detail)
+            outcome, detail = "failed", f"GCD {what} failed: {exc}"
         else:
             self._outcome(method, "ok", started)
             return result
-        # (logged by whoever handles the error: the background retries once as a warning)
-        log.info("%s", detail)
+        self._outcome(method, outcome, started, detail)
+        # (logged by whoever handles the error too: the background retries as a warning);
+        # counted in the calls per method and outcome
+        self._warnings.warning(log, f"gcd-{method}-{outcome}", "the GCD", "%s", detail,
+                               level=logging.INFO)
         raise ApplicationError(DiscoveryErrorCode.INTERNAL_ERROR.name, detail)
 
     async def probe(self, timeout_ms: int) -> str | None:
@@ -190,7 +199,7 @@ class GlobalLink:
         global_entry = self._global_entry(entry)
         await self._call("add", f"add {entry.participant_id}",
                          lambda gcd: gcd.add_in(global_entry, gbids), ttl_ms, gbids)
-        log.info("provider %s registered globally in %s", entry.participant_id,
+        log.debug("provider %s registered globally in %s", entry.participant_id,
                  ", ".join(gbids), extra={"participantId": entry.participant_id})
 
     async def remove(self, participant_id: str, gbids: list[str]) -> None:
@@ -201,7 +210,7 @@ class GlobalLink:
             if exc.error not in (DiscoveryErrorCode.NO_ENTRY_FOR_PARTICIPANT.name,
                                  DiscoveryErrorCode.NO_ENTRY_FOR_SELECTED_BACKENDS.name):
                 raise
-        log.info("provider %s removed from the GCD (%s)", participant_id, ", ".join(gbids),
+        log.debug("provider %s removed from the GCD (%s)", participant_id, ", ".join(gbids),
                  extra={"participantId": participant_id})
 
     async def lookup(self, domains: list[str], interface_name: str, gbids: list[str],
@@ -231,6 +240,11 @@ class GlobalLink:
                       give_up_s: float | None = None) -> None:
         """Retry ``call`` with backoff until it succeeds, is no longer wanted, or (with
         ``give_up_s``) time is up. Modelled errors other than INTERNAL_ERROR end it too."""
+        def warn(reason: str, level: int, msg: str, *args: object) -> None:
+            # one per registration a client sends: rate-limited (what: "add <participant>")
+            self._warnings.warning(log, reason, f"the GCD ({what.split(' ', 1)[0]})", msg,
+                                   *args, level=level)
+
         async def run() -> None:
             loop = asyncio.get_running_loop()
             deadline = None if give_up_s is None else loop.time() + give_up_s
@@ -243,13 +257,18 @@ class GlobalLink:
                     return
                 except ApplicationError as exc:
                     if exc.error != DiscoveryErrorCode.INTERNAL_ERROR.name:
-                        log.error("GCD %s refused: %s", what, exc)
+                        warn("gcd-refused", logging.ERROR, "GCD %s refused: %s", what, exc)
                         return
-                    level = logging.WARNING if attempt == 1 else logging.INFO
-                    log.log(level, "GCD %s failed (attempt %d), retrying in %.1f s: %s", what,
-                            attempt, delay, exc)
+                    if attempt == 1:  # (the later attempts: DEBUG)
+                        warn("gcd-retrying", logging.WARNING,
+                             "GCD %s failed (attempt %d), retrying in %.1f s: %s", what,
+                             attempt, delay, exc)
+                    else:
+                        log.debug("GCD %s failed (attempt %d), retrying in %.1f s: %s", what,
+                                  attempt, delay, exc)
                 if deadline is not None and loop.time() + delay > deadline:
-                    log.error("GCD %s: giving up after %d attempts", what, attempt)
+                    warn("gcd-gave-up", logging.ERROR, "GCD %s: giving up after %d attempts",
+                         what, attempt)
                     return
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.retry_max_s)

@@ -18,6 +18,7 @@ grace period, see ``client_gone``)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import Counter
 from typing import TypeVar
 
@@ -76,7 +77,8 @@ class LocalDiscovery(DiscoveryProviderBase):
         #: the providers of a connection that ended without unregistering them are removed
         #: (here and from the GCD) this long (s) after, unless registered again
         self.vanished_grace_s = vanished_grace_s
-        #: what became of vanished connections' providers
+        #: registrations, removals, refusals and what became of vanished connections'
+        #: providers (the per-call events, which are logged at DEBUG only)
         self.counters: Counter[str] = Counter()
         #: a call to the GCD ends this long (ms) before the request it serves expires, so
         #: that the answer reaches the caller in time
@@ -102,6 +104,7 @@ class LocalDiscovery(DiscoveryProviderBase):
     def _check_owner(self, participant_id: str, action: str) -> None:
         if not caller_may_act_for(self._router, participant_id):
             caller = current_origin()
+            self.counters[f"refused-{action}"] += 1
             self._router.warn(log, f"refused-{action}", peer_of(caller),
                               "discovery %s of %s refused: not a participant of %r",
                               action, participant_id, caller)
@@ -151,9 +154,10 @@ class LocalDiscovery(DiscoveryProviderBase):
         link = self._gcd
         self._hold(entry, link is not None and entry.qos.scope is ProviderScope.GLOBAL)
         self._entries[pid] = entry
-        log.info("registered provider %s (%s, %s v%d.%d)", pid, entry.domain,
-                 entry.interface_name, entry.provider_version.major_version,
-                 entry.provider_version.minor_version)
+        self.counters["registered"] += 1  # per call: any client can register thousands
+        log.debug("registered provider %s (%s, %s v%d.%d)", pid, entry.domain,
+                  entry.interface_name, entry.provider_version.major_version,
+                  entry.provider_version.minor_version, extra={"participantId": pid})
         if entry.qos.scope is not ProviderScope.GLOBAL or link is None:
             return
         self._global_gbids[pid] = gbids
@@ -210,7 +214,8 @@ class LocalDiscovery(DiscoveryProviderBase):
     def _forget(self, participant_id: str) -> None:
         """Remove a registration here and (in the background) from the GCD."""
         if self._entries.pop(participant_id, None) is not None:
-            log.info("unregistered provider %s", participant_id)
+            self.counters["unregistered"] += 1
+            log.debug("unregistered provider %s", participant_id)
         gbids = self._global_gbids.pop(participant_id, None)
         link = self._gcd
         if gbids and link is not None:
@@ -230,9 +235,12 @@ class LocalDiscovery(DiscoveryProviderBase):
         if not vanished or self._tasks is None:
             return
         in_gcd = sum(1 for pid in vanished if pid in self._global_gbids)
-        log.info("%r is gone without unregistering %d provider(s) (%d in the GCD): removed "
-                 "in %.1f s unless registered again", client, len(vanished), in_gcd,
-                 self.vanished_grace_s)
+        # once per connection that ends: a connection flood would write one each
+        self.counters["vanished-client"] += 1
+        self._router.warn(log, "vanished-client", "websocket clients",
+                          "%r is gone without unregistering %d provider(s) (%d in the GCD): "
+                          "removed in %.1f s unless registered again", client, len(vanished),
+                          in_gcd, self.vanished_grace_s, level=logging.INFO)
         self._tasks.spawn(self._forget_vanished(client, vanished),
                           name=f"vanished providers of {client!r}")
 
@@ -246,10 +254,10 @@ class LocalDiscovery(DiscoveryProviderBase):
             notice = rules.vanished_provider(current is not entry, self._router.route_of(pid))
             if notice is not None:
                 self.counters[notice.reason] += 1
-                log.info("provider %s of vanished %r kept: %s", pid, client, notice.detail)
+                log.debug("provider %s of vanished %r kept: %s", pid, client, notice.detail)
                 continue
             self.counters["vanished-provider-removed"] += 1
-            log.info("provider %s of vanished %r removed after %.1f s%s", pid, client,
+            log.debug("provider %s of vanished %r removed after %.1f s%s", pid, client,
                      self.vanished_grace_s,
                      " (and from the GCD)" if pid in self._global_gbids else "")
             self._forget(pid)
@@ -292,7 +300,10 @@ class LocalDiscovery(DiscoveryProviderBase):
             try:
                 address = address_from_json(gde.address)
             except AddressError as exc:
-                log.warning("GCD answered %s with a bad address: %s", gde.participant_id, exc)
+                self.counters["gcd-bad-address"] += 1
+                self._router.warn(log, "gcd-bad-address", "the GCD",
+                                  "GCD answered %s with a bad address: %s", gde.participant_id,
+                                  exc)
                 continue
             meta = DiscoveryEntryWithMetaInfo(**{k: v for k, v in vars(gde).items()
                                                  if k != "address"}, is_local=False)

@@ -119,8 +119,14 @@ class ClusterControllerOps(ProgramOps):
                   [((), sum(c.pending for c in clients))]),
             gauge(f"{PREFIX}_websocket_outbox_bytes", "Bytes the messages waiting for "
                   "websocket clients hold", [], [((), sum(c.pending_bytes for c in clients))]),
-            counter(f"{PREFIX}_discovery_events", "The local directory's counters (vanished "
-                    "providers removed or kept, ...)", ["event"],
+            counter(f"{PREFIX}_websocket_connection_events", "Starts and ends of websocket "
+                    "connections and what their peers did that is no refusal (connected, "
+                    "disconnected, no-pong, no-handshake, handler-failed, ...; logged "
+                    "rate-limited per peer host)", ["event"],
+                    (([key], n) for key, n in sorted(cc.websocket.connection_events.items()))),
+            counter(f"{PREFIX}_discovery_events", "The local directory's counters (providers "
+                    "registered and unregistered, refusals, vanished providers removed or kept, "
+                    "...)", ["event"],
                     (([key], n) for key, n in sorted(cc.discovery.counters.items()))),
             gauge(f"{PREFIX}_discovery_entries", "Providers in the local directory", [],
                   [((), len(cc.discovery.entries()))]),

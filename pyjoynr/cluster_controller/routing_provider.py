@@ -191,6 +191,9 @@ class RoutingProvider(RoutingProviderBase):
                                        is_globally_visible=is_globally_visible)
         if not result.accepted:
             self._release(ROUTES, caller, participant_id)
+            self.router.warn(log, "route-refused", peer_of(caller),
+                             "add_next_hop %s -> %r refused: %s", participant_id, decoded,
+                             result.reason)
             raise ProviderRuntimeError(f"add_next_hop {participant_id} refused: {result.reason}")
 
     def _admit(self, kind: str, caller: Address | None, item: Hashable, what: str) -> None:
@@ -223,10 +226,12 @@ class RoutingProvider(RoutingProviderBase):
         outcome = check_claim(participant_id, owner, alive)
         self.router.counters[outcome.reason] += 1
         if isinstance(outcome, Refusal):
-            log.warning("add_next_hop %s from %r refused: %s", participant_id, caller,
+            router.warn(log, outcome.reason, peer_of(caller),
+                        "add_next_hop %s from %r refused: %s", participant_id, caller,
                         outcome.detail)
             raise ProviderRuntimeError(f"add_next_hop refused: {outcome.detail}")
-        log.warning("add_next_hop %s from %r: %s", participant_id, caller, outcome.detail)
+        router.warn(log, outcome.reason, peer_of(caller), "add_next_hop %s from %r: %s",
+                    participant_id, caller, outcome.detail)
 
     async def remove_next_hop(self, participant_id: str) -> None:
         router = self.router

@@ -290,7 +290,7 @@ class GcdService:
                                     default_expiry_ms=settings.default_expiry_ms,
                                     sync=self.sync, name=self.name,
                                     warnings=self.warnings)
-        self.router.register_transport(InProcessAddress, InProcessTransport())
+        self.router.register_transport(InProcessAddress, InProcessTransport(self.router))
         self.runtime = JoynrRuntime(self.router)
         self.runtime.register_system_provider(GCD_PARTICIPANT_ID, self.provider)
 

@@ -135,7 +135,7 @@ class LibjoynrRuntime(JoynrRuntime):
         table = RoutingTable(RuntimeKind.LIBJOYNR)
         router = MessageRouter(table, config.router, parent=cc_address)
         own = WebSocketClientAddress(client_id)
-        router.register_transport(InProcessAddress, InProcessTransport())
+        router.register_transport(InProcessAddress, InProcessTransport(router))
         super().__init__(router, reply_grace_s=config.reply_grace_s,
                          multicast_body=config.multicast_body_format,
                          joynr_dialect=config.joynr_dialect)

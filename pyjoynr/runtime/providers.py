@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import logging
 from collections.abc import Callable, Coroutine, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
@@ -577,7 +578,12 @@ class ProviderSkeleton:
         except JoynrError:
             raise
         except Exception as exc:
-            log.exception("provider %s: %s failed", self.participant_id, method.name)
+            # once per call a caller sends: counted, and logged with its traceback for the
+            # first of each method and caller, rate-limited
+            self.router.counters["provider-failed"] += 1
+            self.router.warn(log, f"{method.name}-failed", peer_of(origin),
+                             "provider %s: %s failed", self.participant_id, method.name,
+                             level=logging.ERROR, exc_info=True)
             raise ProviderRuntimeError(f"{method.name} failed: {type(exc).__name__}: {exc}"
                                        ) from None
         finally:

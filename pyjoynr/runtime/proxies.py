@@ -74,6 +74,7 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
+import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Protocol, cast
@@ -286,9 +287,11 @@ class ProxyEndpoint:
             self.warn(log, "bad-publication", f"subscription {subscription.name}",
                       "proxy %s: publication for %s refused: %s",
                       self.participant_id, subscription.name, exc)
-        except Exception:
-            log.exception("proxy %s: subscription callback for %s failed", self.participant_id,
-                          subscription.name)
+        except Exception:  # once per publication a provider sends: rate-limited
+            self.counters["callback-failed"] += 1
+            self.warn(log, "callback-failed", f"subscription {subscription.name}",
+                      "proxy %s: subscription callback for %s failed", self.participant_id,
+                      subscription.name, level=logging.ERROR, exc_info=True)
 
     def report(self, subscription: Subscription, error: JoynrError) -> None:
         """Pass ``error`` to the subscription's ``on_error`` (if it has one)."""
@@ -297,9 +300,11 @@ class ProxyEndpoint:
             return
         try:
             self._call(on_error, (error,), subscription)
-        except Exception:
-            log.exception("proxy %s: error callback for %s failed", self.participant_id,
-                          subscription.name)
+        except Exception:  # once per error a provider sends: rate-limited
+            self.counters["callback-failed"] += 1
+            self.warn(log, "error-callback-failed", f"subscription {subscription.name}",
+                      "proxy %s: error callback for %s failed", self.participant_id,
+                      subscription.name, level=logging.ERROR, exc_info=True)
 
     def _call(self, callback: Callable[..., Any], args: Sequence[Any],
               subscription: Subscription, is_async: bool | None = None) -> None:

@@ -38,7 +38,12 @@ next hop), ``queued`` (it waits; when it goes out later it is routed, and counte
 in are counted in the inlet's counters (the transport's). Each drop and refusal is logged with
 the message id, rate-limited per reason and peer by the process's limit of repeated warnings
 (runtime.logs; given at construction, shared with the process's other components, which log
-through ``warn`` when they hold only the router; ``sweep()`` writes its summaries).
+through ``warn`` when they hold only the router; ``sweep()`` writes its summaries). The
+routine changes of the table that remote input can cause once per message (a route refused,
+``route-rejected-<why>``; the routes behind a connection that ended,
+``routes-removed-at-address``; learned routes evicted, ``evicted-learned-route``; queued
+messages delivered after a retry, ``delivered-after-retry``) are counted and logged at DEBUG
+only.
 
 The audit hook (given at construction or by ``set_audit``; none by default) is told of every
 routing decision: a message handed to a transport that accepted it (with the time it spent
@@ -317,7 +322,10 @@ class MessageRouter:
             if participant_id in self._pending:
                 self._flush(participant_id)
         else:
-            log.info("route %s -> %r refused: %s", participant_id, address, result.reason)
+            # per call (an add_next_hop may be refused for each one a client sends): counted,
+            # and logged by whoever asked, rate-limited
+            self.counters[f"route-{result.name.lower().replace('_', '-')}"] += 1
+            log.debug("route %s -> %r refused: %s", participant_id, address, result.reason)
         return result
 
     def remove_route(self, participant_id: str) -> bool:
@@ -332,7 +340,9 @@ class MessageRouter:
         removed = self._table.remove_all_at(address)
         self._forget_receivers(removed)
         if removed:
-            log.info("removed %d route(s) behind %r", len(removed), address)
+            # (once per connection's end: the websocket server logs that end, rate-limited)
+            self.counters["routes-removed-at-address"] += len(removed)
+            log.debug("removed %d route(s) behind %r", len(removed), address)
         return removed
 
     def purge(self, now_ms: int | None = None) -> list[str]:
@@ -360,7 +370,8 @@ class MessageRouter:
         if evicted:
             self._forget_receivers(evicted)
             self.counters["evicted-learned-route"] += len(evicted)
-            log.info("%d learned route(s) evicted (at most %d are kept), the first: %s",
+            # per request past the bound (any MQTT publisher can cause it): counted only
+            log.debug("%d learned route(s) evicted (at most %d are kept), the first: %s",
                      len(evicted), max_learned, evicted[0])
         if result.accepted:
             if sender in self._pending:
@@ -790,7 +801,8 @@ class MessageRouter:
                     again = self._pending[key]
                     again.delay_ms, again.retry_at_ms = pending.delay_ms, pending.retry_at_ms
                 else:
-                    log.info("delivered %d queued message(s) for %s", before, key)
+                    self.counters["delivered-after-retry"] += before
+                    log.debug("delivered %d queued message(s) for %s", before, key)
 
     # ------------------------------------------------------------------ drops
 
@@ -868,7 +880,10 @@ class MessageRouter:
                                    self.clock_ms() + self.settings.error_reply_ttl_ms),
             )
         except PayloadError as exc:
-            log.warning("cannot answer undeliverable %s: %s", request.describe(), exc)
+            self.counters["unanswerable-not-sent"] += 1
+            self._warnings.warning(log, "unanswerable-not-sent", peer_of(request.origin),
+                                   "cannot answer undeliverable %s: %s", request.describe(), exc,
+                                   extra=message_fields(request))
             return
         if answer.recipient in self._table or self.parent is not None:
             self._remember_answer(answer.id)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 from typing import Protocol, cast
 
 from pyjoynr.runtime.addresses import Address, InProcessAddress
-from pyjoynr.runtime.logs import get_logger
+from pyjoynr.runtime.logs import get_logger, peer_of
 from pyjoynr.runtime.messages import Message
+from pyjoynr.runtime.router import MessageRouter
 
 __all__ = ["InProcessTransport", "MessageReceiver"]
 
@@ -26,20 +29,35 @@ class InProcessTransport:
     A message that arrived from the network is delivered at once (the caller is a transport's
     receive loop); one routed by code in this process is delivered on the next loop iteration,
     so that routing never re-enters the participant that is sending.
+
+    A participant that fails on a message is a defect, but a message from the network can
+    trigger it each time: with ``router``, the failure is counted (``inprocess-failed`` in its
+    counters) and logged with its traceback rate-limited per sender's connection (the first
+    in full); without, logged every time.
     """
+
+    def __init__(self, router: MessageRouter | None = None) -> None:
+        self.router = router
 
     def send(self, address: Address, message: Message) -> bool:
         assert isinstance(address, InProcessAddress)
         skeleton = cast(MessageReceiver, address.skeleton)
         if message.origin is not None:
-            _deliver(skeleton, message)
+            self._deliver(skeleton, message)
         else:
-            asyncio.get_running_loop().call_soon(_deliver, skeleton, message)
+            asyncio.get_running_loop().call_soon(functools.partial(self._deliver, skeleton,
+                                                                   message))
         return True
 
-
-def _deliver(skeleton: MessageReceiver, message: Message) -> None:
-    try:
-        skeleton.receive(message)
-    except Exception:
-        log.exception("in-process participant failed on %s", message.describe())
+    def _deliver(self, skeleton: MessageReceiver, message: Message) -> None:
+        try:
+            skeleton.receive(message)
+        except Exception:
+            router = self.router
+            if router is None:
+                log.exception("in-process participant failed on %s", message.describe())
+                return
+            router.counters["inprocess-failed"] += 1
+            router.warn(log, "inprocess-failed", peer_of(message.origin),
+                        "in-process participant failed on %s", message.describe(),
+                        level=logging.ERROR, exc_info=True)

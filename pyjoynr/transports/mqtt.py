@@ -606,8 +606,11 @@ class _Backend:
             try:
                 await call  # type: ignore[misc]
             except MqttSessionError as exc:
-                # the reconnect subscribes again to whatever is needed then
-                log.info("MQTT backend %s: %s failed: %s", self.gbid, what, exc)
+                # the reconnect subscribes again to whatever is needed then; (un)subscribing
+                # follows what clients ask for: rate-limited
+                self.transport.router.warn(log, "subscription-failed", self.peer,
+                                           "MQTT backend %s: %s failed: %s", self.gbid, what,
+                                           exc, level=logging.INFO)
             else:
                 log.debug("MQTT backend %s: %s", self.gbid, what)
 
@@ -854,4 +857,9 @@ class MqttTransport:
                                      f"{_where(backend, topic)}: cannot decode a payload",
                                      level=logging.ERROR, exc_info=True)
             return
-        self.router.receive(message, inlet)
+        try:
+            self.router.receive(message, inlet)
+        except Exception:  # a defect: counted and logged with its traceback, rate-limited
+            self.router.refuse_frame(inlet, "handler-failed",
+                                     f"{_where(backend, topic)}: routing {message.describe()} "
+                                     "failed", level=logging.ERROR, exc_info=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from amqtt.adapters import ReaderAdapter, StreamReaderAdapter, StreamWriterAdapter
 from amqtt.broker import Broker
 
-from pyjoynr.runtime.logs import get_logger
+from pyjoynr.runtime.logs import RepeatedWarnings, get_logger
 
 __all__ = ["DEFAULT_MAX_PACKET_BYTES", "EmbeddedBroker", "EmbeddedBrokerSettings"]
 
@@ -72,9 +72,12 @@ class _PacketSizeLimit(ReaderAdapter):
         data: bytes = await self._reader.read(n)
         if not self._follow(data):
             self._broker.refused_oversized += 1
-            log.warning("embedded MQTT broker: %s announced a packet of %d bytes, more than "
-                        "%d; connection closed", self._writer.get_extra_info("peername"),
-                        self._length, self._max)
+            peer = self._writer.get_extra_info("peername")
+            host = peer[0] if isinstance(peer, tuple) and peer else peer
+            self._broker.warnings.warning(
+                log, "oversized-packet", f"host {host}",
+                "embedded MQTT broker: %s announced a packet of %d bytes, more than %d; "
+                "connection closed", peer, self._length, self._max)
             self._writer.transport.abort()
             # what amqtt takes for the end of the stream: the connection is over for it
             raise asyncio.IncompleteReadError(b"", n if n > 0 else None)
@@ -136,7 +139,10 @@ class EmbeddedBroker:
     closes the connection of a client sending a packet larger than ``max_packet_bytes``."""
 
     def __init__(self, settings: EmbeddedBrokerSettings, *,
-                 max_packet_bytes: int = DEFAULT_MAX_PACKET_BYTES) -> None:
+                 max_packet_bytes: int = DEFAULT_MAX_PACKET_BYTES,
+                 warnings: RepeatedWarnings | None = None) -> None:
+        """``warnings``: the process's limit of repeated warnings (runtime.logs), which
+        rate-limits the line of each connection closed for an oversized packet per host."""
         if max_packet_bytes < 1:
             raise ValueError(f"max_packet_bytes must be >= 1, got {max_packet_bytes}")
         self.settings = settings
@@ -144,6 +150,7 @@ class EmbeddedBroker:
         self.max_packet_bytes = max_packet_bytes
         #: connections closed because of a packet over the limit
         self.refused_oversized = 0
+        self.warnings = RepeatedWarnings() if warnings is None else warnings
         self._broker: Broker | None = None
 
     @property

@@ -42,6 +42,7 @@ upgrade that keeps that API keeps this module working.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import ssl
 from collections import deque
@@ -62,6 +63,7 @@ from pyjoynr.transports.websocket_settings import DEFAULT_MAX_BACKLOG_BYTES, DEF
 __all__ = [
     "HANDSHAKE_TIMEOUT_S",
     "ClientSideConnection",
+    "EventReport",
     "FrameHandler",
     "RequestCheck",
     "ServerSideConnection",
@@ -73,6 +75,9 @@ log = get_logger(__name__)
 
 #: what a handler receives: the payload of a binary message, or the text of a text message
 FrameHandler = Callable[[bytes | str], None]
+#: a connection's :attr:`WebSocketConnection.report`: (connection, reason, level, exc_info,
+#: message, *arguments)
+EventReport = Callable[..., None]
 
 #: seconds a server connection has to complete its opening handshake (as websockets' own)
 HANDSHAKE_TIMEOUT_S: Final = 10.0
@@ -94,6 +99,12 @@ class WebSocketConnection(asyncio.Protocol):
     """
 
     transport: asyncio.Transport
+    #: where the lines about what this connection's peer did go (a handshake that never
+    #: came, a pong that never came, a handler that failed on its message): called with this
+    #: connection, a reason, a level, ``exc_info``, the message and its arguments; the
+    #: server counts them and rate-limits them per peer host (runtime.logs). None: logged
+    #: here as they are
+    report: EventReport | None = None
 
     def __init__(self, protocol: Protocol, *, ping_interval_s: float | None,
                  ping_timeout_s: float, close_timeout_s: float,
@@ -314,8 +325,9 @@ class WebSocketConnection(asyncio.Protocol):
                     try:
                         handler(payload)
                     except Exception:
-                        log.exception("websocket %s: handling a message failed",
-                                      self.remote_address)
+                        self._event("handler-failed", logging.ERROR,
+                                    "websocket %s: handling a message failed",
+                                    self.remote_address, exc_info=True)
                 elif opcode is OP_BINARY or opcode is OP_TEXT or opcode is OP_CONT:
                     self._fragment(event)
                 elif opcode is OP_PONG:
@@ -402,11 +414,22 @@ class WebSocketConnection(asyncio.Protocol):
         self._backlog_bytes -= len(data)
         return data
 
+    def _event(self, reason: str, level: int, msg: str, *args: object,
+               exc_info: bool = False) -> None:
+        """A line about what the peer did: to :attr:`report` (rate-limited there), or logged."""
+        report = self.report
+        if report is not None:
+            report(self, reason, level, exc_info, msg, *args)
+        else:
+            log.log(level, msg, *args, exc_info=exc_info)
+
     def _call(self, handler: FrameHandler, data: bytes | str) -> None:
         try:
             handler(data)
         except Exception:
-            log.exception("websocket %s: handling a message failed", self.remote_address)
+            self._event("handler-failed", logging.ERROR,
+                        "websocket %s: handling a message failed", self.remote_address,
+                        exc_info=True)
 
     def _fragment(self, frame: Frame) -> None:
         """A fragment of a message, or a whole text message. websockets checks the order of
@@ -424,8 +447,9 @@ class WebSocketConnection(asyncio.Protocol):
             if self._fragment_count > self.max_fragments:
                 self._fragments = None
                 self.too_many_fragments = True
-                log.warning("websocket %s: a message in more than %d fragments; closing the "
-                            "connection", self.remote_address, self.max_fragments)
+                # (the server counts and logs it as a refusal, rate-limited, when it ends)
+                log.debug("websocket %s: a message in more than %d fragments; closing the "
+                          "connection", self.remote_address, self.max_fragments)
                 self.fail(MESSAGE_TOO_BIG, "message in too many fragments")
                 return
             fragments += frame.data
@@ -515,14 +539,36 @@ class WebSocketConnection(asyncio.Protocol):
         self._keepalive_timer = None
         if waiter.done():
             return
-        log.info("websocket %s: no pong within %.1f s; closing the connection",
-                 self.remote_address, self.ping_timeout_s)
+        self._event("no-pong", logging.INFO,
+                    "websocket %s: no pong within %.1f s; closing the connection",
+                    self.remote_address, self.ping_timeout_s)
         self.fail(KEEPALIVE_FAILED, "keepalive ping timeout")
 
 
 #: an ``on_request`` callback: None to accept the handshake request, or the response to send
 #: instead (made with ``ServerProtocol.reject``)
 RequestCheck = Callable[["ServerSideConnection", Request], Response | None]
+
+
+class _ProtocolLog(logging.LoggerAdapter):
+    """The logger of websockets' protocol object of one server-side connection. websockets
+    writes a line per connection at INFO ("connection open", "connection rejected"): a flood
+    of connections would write one each, so they are DEBUG lines here (the server logs the
+    connections it serves, rate-limited); its errors (a failed parser or handshake) go to the
+    connection's :attr:`~WebSocketConnection.report`, rate-limited with their traceback."""
+
+    def __init__(self) -> None:
+        super().__init__(log, {})
+        self.connection: WebSocketConnection | None = None
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        connection = self.connection
+        if level >= logging.WARNING and connection is not None:
+            connection._event("protocol-error", level, "websocket %s: %s",
+                              connection.remote_address, str(msg) % args if args else msg,
+                              exc_info=bool(kwargs.get("exc_info")))
+        elif self.logger.isEnabledFor(logging.DEBUG):
+            self.logger.debug(msg, *args, **kwargs)
 
 
 class ServerSideConnection(WebSocketConnection):
@@ -537,9 +583,12 @@ class ServerSideConnection(WebSocketConnection):
                  handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
                  max_fragments: int = DEFAULT_MAX_FRAGMENTS,
                  max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES) -> None:
-        super().__init__(ServerProtocol(max_size=max_size), ping_interval_s=ping_interval_s,
+        protocol_log = _ProtocolLog()
+        super().__init__(ServerProtocol(max_size=max_size, logger=protocol_log),
+                         ping_interval_s=ping_interval_s,
                          ping_timeout_s=ping_timeout_s, close_timeout_s=close_timeout_s,
                          max_fragments=max_fragments, max_backlog_bytes=max_backlog_bytes)
+        protocol_log.connection = self
         self._on_request = on_request
         self._on_open = on_open
         #: the set this connection is in from connection_made() until connection_lost()
@@ -567,8 +616,9 @@ class ServerSideConnection(WebSocketConnection):
         try:
             response = self._on_request(self, event)
         except Exception:
-            log.exception("websocket %s: checking the handshake request failed",
-                          self.remote_address)
+            self._event("handshake-check-failed", logging.ERROR,
+                        "websocket %s: checking the handshake request failed",
+                        self.remote_address, exc_info=True)
             response = protocol.reject(500, "internal error\n")
         if response is None:
             response = protocol.accept(event)  # or its own error response
@@ -581,8 +631,8 @@ class ServerSideConnection(WebSocketConnection):
     def _handshake_timeout(self) -> None:
         self._handshake_timer = None
         if self.protocol.state is CONNECTING:
-            log.info("websocket %s: no handshake within %.1f s", self.remote_address,
-                     self._handshake_timeout_s)
+            self._event("no-handshake", logging.INFO, "websocket %s: no handshake within %.1f s",
+                        self.remote_address, self._handshake_timeout_s)
             self.transport.abort()
 
     def _lost(self, exc: Exception | None) -> None:

@@ -52,6 +52,7 @@ asyncio layer (transports.websocket_connection).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -73,7 +74,7 @@ from pyjoynr.transports.websocket_common import (
     frame_encoder,
     unsendable_reason,
 )
-from pyjoynr.transports.websocket_connection import ServerSideConnection
+from pyjoynr.transports.websocket_connection import ServerSideConnection, WebSocketConnection
 from pyjoynr.transports.websocket_settings import JOYNR, WebSocketServerSettings, server_ssl_context
 
 __all__ = ["ClientSummary", "WebSocketServerSettings", "WebSocketServerTransport"]
@@ -95,6 +96,13 @@ def _host_port(peer: object) -> str:
         host = str(peer[0])
         return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
     return str(peer)
+
+
+def _host_key(peer: object) -> str:
+    """The peer part of a rate-limiting key for a connection from ``peer`` (a socket's peer
+    address): its host, whatever port it came from."""
+    host = peer[0] if isinstance(peer, tuple) and peer else peer
+    return f"host {host}"
 
 
 def _close_reason(text: str) -> str:
@@ -158,6 +166,10 @@ class WebSocketServerTransport:
         self.router = router
         self.settings = settings
         self.counters: Counter[str] = Counter()
+        #: the starts and ends of connections and what their peers did that is no refusal
+        #: (connected, disconnected, no-pong, no-handshake, handler-failed, ...): logged
+        #: rate-limited per peer host, counted here
+        self.connection_events: Counter[str] = Counter()
         self._tasks = (tasks.child("websocket server") if tasks is not None
                        else TaskSupervisor("websocket server"))
         self._clients: dict[str, _Client] = {}
@@ -175,7 +187,7 @@ class WebSocketServerTransport:
         s = self.settings
 
         def connection() -> ServerSideConnection:
-            return ServerSideConnection(
+            made = ServerSideConnection(
                 # messages between the limit and twice the limit are refused one by one while
                 # the connection stays up; websockets closes it (1009) on bigger ones
                 max_size=2 * s.max_frame_bytes,
@@ -189,6 +201,8 @@ class WebSocketServerTransport:
                 max_fragments=s.max_fragments_per_message,
                 max_backlog_bytes=s.max_backlog_bytes_per_connection,
             )
+            made.report = self._connection_event
+            return made
 
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(connection, s.host, s.port,
@@ -275,14 +289,30 @@ class WebSocketServerTransport:
     def _refuse(self, reason: str, detail: str, peer: object, client: str | None = None,
                 message: Message | None = None) -> None:
         """Count and log a refusal; the log line is rate-limited per reason and peer: the
-        client once it is known (its id), else the connection (see runtime.logs)."""
+        client once it is known (its id), else the host the connection came from (a flood
+        of connections comes from ever new ports; see runtime.logs)."""
         self.counters[reason] += 1
-        key = f"client {client}" if client is not None else str(peer)
+        key = f"client {client}" if client is not None else _host_key(peer)
         extra: dict[str, object] = {} if message is None else message_fields(message)
         if client is not None:
             extra["clientId"] = client
         self.router.warn(log, reason, key, "websocket %s: refused (%s): %s", peer, reason, detail,
                          extra=extra)
+
+    def _event(self, event: str, peer: object, msg: str, *args: object,
+               level: int = logging.INFO, exc_info: bool = False,
+               extra: dict[str, object] | None = None) -> None:
+        """Count and log the start or end of a connection or what its peer did (no refusal):
+        rate-limited per event and peer host, so that a flood of connections writes the
+        first line of each in full and then a summary (see runtime.logs)."""
+        self.connection_events[event] += 1
+        self.router.warn(log, event, _host_key(peer), msg, *args, level=level,
+                         exc_info=exc_info, extra=extra)
+
+    def _connection_event(self, ws: WebSocketConnection, event: str, level: int,
+                          exc_info: bool, msg: str, *args: object) -> None:
+        """A connection's :attr:`~WebSocketConnection.report`."""
+        self._event(event, ws.remote_address, msg, *args, level=level, exc_info=exc_info)
 
     async def _handle(self, ws: ServerSideConnection) -> None:
         peer = ws.remote_address
@@ -323,9 +353,9 @@ class WebSocketServerTransport:
         self._clients[client_id] = client
         if self.router.quotas is not None:
             self.router.quotas.connected(address, owner_id)
-        log.info("websocket client %s connected from %s (%s frames%s)", client_id, peer,
-                 dialect, "" if owner_id is None else f", owner id {owner_id}",
-                 extra={"clientId": client_id})
+        self._event("connected", peer, "websocket client %s connected from %s (%s frames%s)",
+                    client_id, peer, dialect, "" if owner_id is None else f", owner id {owner_id}",
+                    extra={"clientId": client_id})
         try:
             await self._receive(client, peer)
         finally:
@@ -345,8 +375,10 @@ class WebSocketServerTransport:
         if await self._answers_ping(old.ws) or self._clients.get(client_id) is not old:
             await self._refuse_claim(ws, client_id, "belongs to a live connection", peer)
             return False
-        log.warning("websocket client %s: previous connection is dead, replacing it", client_id)
         self.counters["replaced-dead"] += 1
+        self.router.warn(log, "replaced-dead", f"client {client_id}",
+                         "websocket client %s: previous connection is dead, replacing it",
+                         client_id)
         self._disconnected(old)
         # not waited for: a peer that answers no ping would hold the new connection up for
         # the close timeout; it ends by itself within it (aborted at the latest)
@@ -361,7 +393,7 @@ class WebSocketServerTransport:
         self.counters["dropped-unaccepted"] += dropped
         self._refuse("id-in-use", f"client id {client_id} {why}"
                      + (f"; {dropped} message(s) sent after the init frame dropped"
-                        if dropped else ""), peer)
+                        if dropped else ""), peer, client_id)
         await ws.close(POLICY_VIOLATION, "client id in use", timeout_s=REFUSAL_CLOSE_TIMEOUT_S)
 
     async def connection_alive(self, address: Address) -> bool:
@@ -378,9 +410,10 @@ class WebSocketServerTransport:
         if await self._answers_ping(client.ws):
             return True
         if self._clients.get(address.id) is client:
-            log.warning("websocket client %s did not answer a ping within %.1f s: closing it",
-                        address.id, self.settings.ping_timeout_s)
             self.counters["closed-dead"] += 1
+            self.router.warn(log, "closed-dead", _host_key(client.ws.remote_address),
+                             "websocket client %s did not answer a ping within %.1f s: "
+                             "closing it", address.id, self.settings.ping_timeout_s)
             self._disconnected(client)
             # not waited for (as in a take-over of its client id): it ends by itself
             client.ws.start_close(GOING_AWAY, "did not answer a ping")
@@ -420,7 +453,12 @@ class WebSocketServerTransport:
             except FrameError as exc:
                 router.refuse_frame(inlet, exc.reason, str(exc))
                 return
-            router.receive(message, inlet)
+            try:
+                router.receive(message, inlet)
+            except Exception:  # a defect: counted and logged with its traceback, rate-limited
+                router.refuse_frame(inlet, "handler-failed",
+                                    f"routing {message.describe()} failed",
+                                    level=logging.ERROR, exc_info=True)
 
         ws.deliver(on_frame)
         await ws.wait_closed()
@@ -441,15 +479,17 @@ class WebSocketServerTransport:
         if self.router.quotas is not None:
             self.router.quotas.disconnected(client.address)
         leftover = client.outbox.close()
-        log.info("websocket client %s disconnected: %d route(s) removed, %d unsent message(s) "
-                 "queued again", client.address.id, len(removed), len(leftover),
-                 extra={"clientId": client.address.id})
+        self._event("disconnected", client.ws.remote_address,
+                    "websocket client %s disconnected: %d route(s) removed, %d unsent "
+                    "message(s) queued again", client.address.id, len(removed), len(leftover),
+                    extra={"clientId": client.address.id})
         if self.on_client_gone is not None and removed:
             try:
                 self.on_client_gone(client.address, removed)
             except Exception:
-                log.exception("websocket client %s: clean-up after the end failed",
-                              client.address.id)
+                self._event("clean-up-failed", client.ws.remote_address,
+                            "websocket client %s: clean-up after the end failed",
+                            client.address.id, level=logging.ERROR, exc_info=True)
         # its participants have no route now: the messages wait until they register again
         for message in leftover:
             self.router.route(message)
