@@ -141,10 +141,30 @@ async def registered_raw(stack: AsyncExitStack, cc: ClusterController,
     return raw
 
 
+async def test_next_hops_past_the_connection_bound_write_a_bounded_log(
+        stack: AsyncExitStack, tmp_path: Path, lines: Lines) -> None:
+    cc = await start_dialect_cc(stack, tmp_path, connection_bounds__max_routes_per_connection=1)
+    raw = await registered_raw(stack, cc)  # holds its one route
+    own = WebSocketClientAddress(raw.client_id).to_dict()
+    router = cc.router
+    assert router.quotas is not None
+    mark = len(lines.records)
+    replies = await pipelined(raw, [add_next_hop(raw, f"past-{n}-{uuid.uuid4().hex[:6]}", own)
+                                    for n in range(N)])
+    assert all(r.error is not None and "max_routes_per_connection" in str(r.error)
+               for r in replies)
+    assert router.quotas.counters["bound-routes-per-connection"] == N
+    assert len(router.participants_at(WebSocketClientAddress(raw.client_id))) == 1
+    assert_bounded(lines, mark, "next hops past the connection bound")
+
+
 async def test_registrations_next_hops_and_their_end_write_a_bounded_log(
         stack: AsyncExitStack, tmp_path: Path, lines: Lines) -> None:
+    # (the connection bounds raised: what is logged while they are not reached)
     cc = await start_dialect_cc(stack, tmp_path,
-                                discovery__vanished_provider_grace_s=0.1)
+                                discovery__vanished_provider_grace_s=0.1,
+                                connection_bounds__max_routes_per_connection=2 * N,
+                                connection_bounds__max_providers_per_connection=2 * N)
     raw = await registered_raw(stack, cc)
     own = WebSocketClientAddress(raw.client_id).to_dict()
     providers = [f"flood-{n}-{uuid.uuid4().hex[:6]}" for n in range(N)]
