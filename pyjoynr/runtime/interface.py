@@ -208,6 +208,17 @@ def _size_mark(tp: Any) -> tuple[Any, MaxLength | None]:
     return tp, None
 
 
+def _sized_kind(base: Any) -> type | tuple[type, ...]:
+    """The Python type whose size a :class:`MaxLength` mark on ``base`` counts (a value of
+    another type is refused by its type, not its size)."""
+    kind = typing.get_origin(base) or base
+    if isinstance(kind, type) and kind in (str, bytes, list, dict):
+        return kind
+    if isinstance(base, type) and issubclass(base, dict):
+        return dict
+    return ()
+
+
 def _size_error(where: str, value: Any, mark: MaxLength) -> ValueTypeError:
     """The error of a value larger than its declared bound: names where, the size, the limit
     and (a string) the start of the value."""
@@ -225,9 +236,8 @@ def _within(value: Any, tp: Any, where: str) -> Any:
     """``value`` when it holds at most what ``tp``'s :class:`MaxLength` mark takes (or ``tp``
     has none, or the value no size: its type is checked after); raises
     :func:`_size_error`'s ValueTypeError naming ``where`` when it holds more."""
-    _, mark = _size_mark(tp)
-    if mark is not None and isinstance(value, (str, bytes, list, dict)) \
-            and len(value) > mark.limit:
+    base, mark = _size_mark(tp)
+    if mark is not None and isinstance(value, _sized_kind(base)) and len(value) > mark.limit:
         raise _size_error(where, value, mark)
     return value
 
@@ -685,9 +695,10 @@ def _sized_decoder(base: Any, limit: int) -> Decoder:
             raise _Refused
         return decode_str
     decode_base = _decoder_of(base)
+    kind = _sized_kind(base)
 
     def decode(value: Any) -> Any:
-        if isinstance(value, (str, bytes, list, dict)) and len(value) > limit:
+        if isinstance(value, kind) and len(value) > limit:
             raise _Refused
         return decode_base(value)
     return decode
