@@ -81,7 +81,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, cast
 
@@ -208,12 +208,13 @@ def _size_mark(tp: Any) -> tuple[Any, MaxLength | None]:
     return tp, None
 
 
-def _sized_kind(base: Any) -> type | tuple[type, ...]:
+def _sized_kind(base: Any) -> type[Sized] | tuple[type[Sized], ...]:
     """The Python type whose size a :class:`MaxLength` mark on ``base`` counts (a value of
     another type is refused by its type, not its size)."""
     kind = typing.get_origin(base) or base
-    if isinstance(kind, type) and kind in (str, bytes, list, dict):
-        return kind
+    for sized in (str, bytes, list, dict):
+        if kind is sized:
+            return sized
     if isinstance(base, type) and issubclass(base, dict):
         return dict
     return ()
