@@ -735,6 +735,18 @@ def _list_decoder(item: Any) -> Decoder:
                     return [decode_item(v) for v in value]  # (which refuses)
             return list(value)  # the common case, one pass
         return decode_ints
+    sized, size = _size_mark(item)
+    if sized is str and size is not None:
+        limit = size.limit
+
+        def decode_strs(value: Any) -> Any:
+            if not isinstance(value, list):
+                raise _Refused
+            for v in value:
+                if type(v) is not str or len(v) > limit:
+                    raise _Refused
+            return list(value)  # the common case, one pass
+        return decode_strs
     if item in EXACT_TYPES:
         def decode_plain(value: Any) -> Any:
             if not isinstance(value, list):
