@@ -121,6 +121,7 @@ __all__ = [
     "lower_camel",
     "map_key_from_text",
     "map_key_text",
+    "max_length",
     "one_way",
     "outputs",
     "to_wire",
@@ -206,6 +207,13 @@ def _size_mark(tp: Any) -> tuple[Any, MaxLength | None]:
             if isinstance(mark, MaxLength):
                 return tp.__origin__, mark
     return tp, None
+
+
+def max_length(tp: Any) -> int | None:
+    """The bound of a declared type marked with :class:`MaxLength` (characters, bytes, items or
+    entries), or None: what a caller that sends many values splits them by."""
+    mark = _size_mark(tp)[1]
+    return mark.limit if mark is not None else None
 
 
 def _sized_kind(base: Any) -> type[Sized] | tuple[type[Sized], ...]:
