@@ -271,3 +271,16 @@ async def test_instances_of_one_backend_share_its_requests(tmp_path: Path) -> No
         served = [s.mqtt.received - b for s, b in zip(instances, before, strict=True)]
         assert sum(served) == 20  # each request served once
         assert all(n > 0 for n in served), served  # by both instances
+
+
+async def test_a_touch_of_more_participants_than_the_gcd_takes_in_one_call_is_split(
+        world: World) -> None:
+    """The GCD takes at most 10,000 participant ids in one touch (ParticipantIds); a CC with
+    more global providers touches them in several calls, none refused."""
+    pid = await world.rt_one.register_provider(world.domain, RadioProvider(), qos=GLOBAL,
+                                               await_global_registration=True)
+    link = world.one.gcd_link
+    assert link is not None
+    await link.touch([f"absent-{i}" for i in range(25_000)] + [pid])
+    assert [g.router.counters["refused-request"] for g in world.gcds.values()] == [0, 0]
+    assert await world.gcds[G1].store.find_participant(pid, 0) != []

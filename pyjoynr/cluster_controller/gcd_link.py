@@ -38,6 +38,8 @@ from pyjoynr.runtime.discovery_types import (
     GlobalDiscoveryEntry,
 )
 from pyjoynr.runtime.errors import ApplicationError, JoynrError, JoynrTimeoutError
+from pyjoynr.runtime.generated.types import ParticipantIds
+from pyjoynr.runtime.interface import max_length
 from pyjoynr.runtime.logs import RepeatedWarnings, get_logger
 from pyjoynr.runtime.metrics import LatencyHistograms
 from pyjoynr.runtime.system_interfaces import address_to_json
@@ -47,6 +49,8 @@ T = TypeVar("T")
 
 
 log = get_logger(__name__)
+#: the most participant ids one touch names (the GCD's bound of a ParticipantIds list)
+_TOUCH_BATCH = max_length(ParticipantIds) or 10_000
 
 #: the participantId the readiness probe looks up (nobody registers it: the GCD's answer is
 #: NO_ENTRY_FOR_PARTICIPANT, from its index)
@@ -228,6 +232,12 @@ class GlobalLink:
         return result
 
     async def touch(self, participant_ids: list[str]) -> None:
+        """Touch the entries of ``participant_ids``: one call per ``ParticipantIds`` bound of
+        them (10,000; the GCD refuses a longer list)."""
+        for start in range(0, len(participant_ids), _TOUCH_BATCH):
+            await self._touch(participant_ids[start:start + _TOUCH_BATCH])
+
+    async def _touch(self, participant_ids: list[str]) -> None:
         await self._call("touch", "touch", lambda gcd: gcd.touch_participants(
             self.cluster_controller_id, participant_ids))
 

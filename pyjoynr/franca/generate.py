@@ -33,7 +33,11 @@ map's keys stay plain ``int``), Boolean -> ``bool``, String ->
 a subclass; polymorphic: said in its docstring) under ``@joynr_name("<wire name>")``; an
 enumeration an ``enum.Enum`` whose members are the enumerators' joynr names (joynr upper-cases
 them; values as names: ``NAME = "NAME"``; extends: the base's enumerators first, as Python enums
-with members cannot be extended); a typedef ``X: TypeAlias = <actual type>``; a map a class
+with members cannot be extended); a typedef ``X: TypeAlias = <actual type>``, or, when its
+comment carries ``@details: maxLength N`` (a String's characters, a ByteBuffer's bytes, an
+array's items; Franca has no size constraint of its own, so the bound is a comment tag: the
+types and the wire stay those of the actual type), ``X: TypeAlias = Annotated[<actual type>,
+MaxLength(N, "X")]``: the runtime refuses a larger value from the wire; a map a class
 ``M(dict[K, V])`` under ``@joynr_name("<wire name>")`` (typedefs in ``K`` and ``V`` written as
 their actual types), as joynr's generators make a map a named type (Java a ``HashMap``
 subclass, JavaScript a ``JoynrMap``): on joynr's JSON wire an object with its ``_typeName``
@@ -522,6 +526,17 @@ def _hash_comment(lines: list[str], indent: str, marker: str = "#:") -> list[str
     return [f"{indent}{marker} {line}" if line else f"{indent}{marker}" for line in lines]
 
 
+#: a typedef's bound: ``@details: maxLength N`` in its comment
+_MAX_LENGTH = re.compile(r"@details\s*:\s*maxLength\s+([0-9]{1,9})\b")
+
+
+def _max_length(comment: str) -> int | None:
+    """The bound ``@details: maxLength N`` of a typedef's comment (characters of a String,
+    bytes of a ByteBuffer, items of an array), or None."""
+    found = _MAX_LENGTH.search(comment)
+    return int(found.group(1)) if found else None
+
+
 def _filter_parameters(comment: str) -> list[str]:
     """The filter parameters of a selective broadcast: the first word of each ``@param:``."""
     found = []
@@ -640,6 +655,12 @@ class _Generator:
                             self.add_decl(module, decl)  # (a model made by hand)
 
     def check_decl(self, decl: TypeDecl) -> None:
+        if isinstance(decl, TypedefType) and _max_length(decl.comment) is not None:
+            actual = _resolved(decl.actual)
+            if not (isinstance(actual, ArrayOf) or (isinstance(actual, Primitive)
+                                                    and actual.name in ("String", "ByteBuffer"))):
+                self.problem(decl.position, f"typedef {decl.name}: maxLength bounds a String, "
+                                            f"a ByteBuffer or an array, not {_franca_text(actual)}")
         if isinstance(decl, UnionType):
             self.problem(decl.position, f"union {decl.name}: unions are not supported "
                                         "(joynr's generators generate nothing for them)")
@@ -1084,7 +1105,13 @@ class _Generator:
         head = f"{python}: TypeAlias = "
         assert isinstance(decl, TypedefType)
         value = self.annotation(decl.actual, module)
-        lines = _hash_comment(_comment_lines(decl.comment) or [
+        limit = _max_length(decl.comment)
+        if limit is not None:
+            module.imports.add("typing.Annotated")
+            module.imports.add("pyjoynr.runtime.interface.MaxLength")
+            value = f'Annotated[{value}, MaxLength({limit}, "{decl.name}")]'
+        lines = _hash_comment([line for line in _comment_lines(decl.comment)
+                               if not _MAX_LENGTH.fullmatch(line)] or [
             f"Franca typedef {decl.name} ({decl.wire_name})"], "")
         flat = head + value
         if len(flat) <= LINE_LENGTH:

@@ -35,6 +35,13 @@ an ``int`` to mypy), as the Franca generator declares them. NaN and the infiniti
 (joynr's JSON has no form for them), and so is an unknown enum literal. The table is in
 docs/wire.md (value ranges).
 
+Sizes are checked there too where a declaration bounds them: ``Annotated[str,
+MaxLength(1024, "Identifier")]`` takes a string of at most 1,024 characters, ``Annotated[list[T],
+MaxLength(100, "Gbids")]`` a list of at most 100 items (bytes: bytes, a map: entries), as the
+Franca generator declares the typedefs of the system types that carry a ``maxLength`` (their
+identifiers, addresses, GBIDs). A string or list without such a mark is bounded only by the
+frame it came in.
+
 A named map is a ``dict`` subclass under ``@joynr_name`` (as joynr generates a Franca ``map``:
 a type of its own, named on the wire)::
 
@@ -74,7 +81,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, cast
 
@@ -92,6 +99,7 @@ __all__ = [
     "Int64",
     "IntRange",
     "InterfaceDef",
+    "MaxLength",
     "MethodDef",
     "UInt8",
     "UInt16",
@@ -113,6 +121,7 @@ __all__ = [
     "lower_camel",
     "map_key_from_text",
     "map_key_text",
+    "max_length",
     "one_way",
     "outputs",
     "to_wire",
@@ -178,6 +187,68 @@ _DOUBLE = FloatRange("Double", 1.7976931348623157e308)  # the largest finite dou
 Float = Annotated[float, _FLOAT]
 #: joynr's Double: the same as a plain ``float`` (finite)
 Double = Annotated[float, _DOUBLE]
+
+
+@dataclass(frozen=True)
+class MaxLength:
+    """The most a value of the declared type may hold, in its own unit: a ``str`` characters,
+    ``bytes`` bytes, a ``list`` items, a map entries (``name`` the declaration, for the error
+    message: the Franca typedef that carries it)."""
+
+    limit: int
+    name: str = ""
+
+
+def _size_mark(tp: Any) -> tuple[Any, MaxLength | None]:
+    """The base type of an ``Annotated`` type with a :class:`MaxLength` mark and the mark
+    (any other type: itself and None)."""
+    if typing.get_origin(tp) is Annotated:
+        for mark in tp.__metadata__:
+            if isinstance(mark, MaxLength):
+                return tp.__origin__, mark
+    return tp, None
+
+
+def max_length(tp: Any) -> int | None:
+    """The bound of a declared type marked with :class:`MaxLength` (characters, bytes, items or
+    entries), or None: what a caller that sends many values splits them by."""
+    mark = _size_mark(tp)[1]
+    return mark.limit if mark is not None else None
+
+
+def _sized_kind(base: Any) -> type[Sized] | tuple[type[Sized], ...]:
+    """The Python type whose size a :class:`MaxLength` mark on ``base`` counts (a value of
+    another type is refused by its type, not its size)."""
+    kind = typing.get_origin(base) or base
+    for sized in (str, bytes, list, dict):
+        if kind is sized:
+            return sized
+    if isinstance(base, type) and issubclass(base, dict):
+        return dict
+    return ()
+
+
+def _size_error(where: str, value: Any, mark: MaxLength) -> ValueTypeError:
+    """The error of a value larger than its declared bound: names where, the size, the limit
+    and (a string) the start of the value."""
+    of = f" of {mark.name}" if mark.name else ""
+    if isinstance(value, str):
+        return ValueTypeError(f"{where}: {value[:40]!r}... has {len(value)} characters, over "
+                              f"the limit{of} ({mark.limit} characters)")
+    unit = "bytes" if isinstance(value, (bytes, bytearray)) else (
+        "entries" if isinstance(value, dict) else "items")
+    return ValueTypeError(f"{where}: {len(value)} {unit}, over the limit{of} "
+                          f"({mark.limit} {unit})")
+
+
+def _within(value: Any, tp: Any, where: str) -> Any:
+    """``value`` when it holds at most what ``tp``'s :class:`MaxLength` mark takes (or ``tp``
+    has none, or the value no size: its type is checked after); raises
+    :func:`_size_error`'s ValueTypeError naming ``where`` when it holds more."""
+    base, mark = _size_mark(tp)
+    if mark is not None and isinstance(value, _sized_kind(base)) and len(value) > mark.limit:
+        raise _size_error(where, value, mark)
+    return value
 
 
 def _range_mark(tp: Any) -> tuple[Any, IntRange | FloatRange | None]:
@@ -584,6 +655,9 @@ def _nothing(value: Any) -> Any:
 def _make_decoder(tp: Any) -> Decoder:
     if tp is Any:
         return _same_value
+    sized, size = _size_mark(tp)
+    if size is not None:
+        return _sized_decoder(sized, size.limit)
     base, mark = _range_mark(tp)
     if isinstance(mark, IntRange):
         return _int_decoder(mark)
@@ -621,6 +695,24 @@ def _make_decoder(tp: Any) -> Decoder:
     return _refuse  # an unsupported declared type (_from_wire_checked names it)
 
 
+def _sized_decoder(base: Any, limit: int) -> Decoder:
+    """The decoder of ``base`` that first refuses a value holding more than ``limit``."""
+    if base is str:
+        def decode_str(value: Any) -> Any:
+            if type(value) is str and len(value) <= limit:
+                return value
+            raise _Refused
+        return decode_str
+    decode_base = _decoder_of(base)
+    kind = _sized_kind(base)
+
+    def decode(value: Any) -> Any:
+        if isinstance(value, kind) and len(value) > limit:
+            raise _Refused
+        return decode_base(value)
+    return decode
+
+
 def _union_decoder(args: tuple[Any, ...]) -> Decoder:
     none_fits = type(None) in args
     choices = [_decoder_of(arg) for arg in args if arg is not type(None)]
@@ -651,6 +743,18 @@ def _list_decoder(item: Any) -> Decoder:
                     return [decode_item(v) for v in value]  # (which refuses)
             return list(value)  # the common case, one pass
         return decode_ints
+    sized, size = _size_mark(item)
+    if sized is str and size is not None:
+        limit = size.limit
+
+        def decode_strs(value: Any) -> Any:
+            if not isinstance(value, list):
+                raise _Refused
+            for v in value:
+                if type(v) is not str or len(v) > limit:
+                    raise _Refused
+            return list(value)  # the common case, one pass
+        return decode_strs
     if item in EXACT_TYPES:
         def decode_plain(value: Any) -> Any:
             if not isinstance(value, list):
@@ -740,8 +844,8 @@ def _from_wire_checked(value: Any, tp: Any, where: str = "value") -> Any:
             return number
         wanted = "int" if base is int else "a number"
         raise ValueTypeError(f"{where}: expected {wanted}, got {type(value).__name__}")
-    if base is not tp:  # (Annotated with marks of no range)
-        return _from_wire_checked(value, base, where)
+    if base is not tp:  # (Annotated with marks of no range: its size, then its base type)
+        return _from_wire_checked(_within(value, tp, where), base, where)
     origin = typing.get_origin(tp)
     if origin in (types.UnionType, typing.Union):
         args = typing.get_args(tp)

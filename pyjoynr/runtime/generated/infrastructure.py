@@ -51,15 +51,15 @@ class GlobalCapabilitiesDirectory:
     async def add_in(
         self,
         global_discovery_entry: _types.GlobalDiscoveryEntry,
-        gbids: list[str],
+        gbids: _types.Gbids,
     ) -> None: ...
 
     #: The providers of an interface in some domains, in this instance's backend.
     @joynr_datatypes("String[]", "String")
     async def lookup(
         self,
-        domains: list[str],
-        interface_name: str,
+        domains: _types.Domains,
+        interface_name: _types.Identifier,
     ) -> list[_types.GlobalDiscoveryEntry]: ...
 
     #: The providers of an interface in some domains, in the backends named
@@ -69,15 +69,18 @@ class GlobalCapabilitiesDirectory:
     @joynr_datatypes("String[]", "String", "String[]")
     async def lookup_in(
         self,
-        domains: list[str],
-        interface_name: str,
-        gbids: list[str],
+        domains: _types.Domains,
+        interface_name: _types.Identifier,
+        gbids: _types.Gbids,
     ) -> list[_types.GlobalDiscoveryEntry]: ...
 
     #: The provider of a participant id, in this instance's backend.
     @wire_name("lookup")
     @joynr_datatypes("String")
-    async def lookup_participant(self, participant_id: str) -> _types.GlobalDiscoveryEntry: ...
+    async def lookup_participant(
+        self,
+        participant_id: _types.Identifier,
+    ) -> _types.GlobalDiscoveryEntry: ...
 
     #: The provider of a participant id, in the backends named.
     @wire_name("lookup")
@@ -85,45 +88,45 @@ class GlobalCapabilitiesDirectory:
     @joynr_datatypes("String", "String[]")
     async def lookup_participant_in(
         self,
-        participant_id: str,
-        gbids: list[str],
+        participant_id: _types.Identifier,
+        gbids: _types.Gbids,
     ) -> _types.GlobalDiscoveryEntry: ...
 
     #: Unregister several providers from this instance's backend.
     @wire_name("remove")
     @joynr_datatypes("String[]")
-    async def remove_participants(self, participant_ids: list[str]) -> None: ...
+    async def remove_participants(self, participant_ids: _types.ParticipantIds) -> None: ...
 
     #: Unregister a provider from this instance's backend.
     @joynr_datatypes("String")
-    async def remove(self, participant_id: str) -> None: ...
+    async def remove(self, participant_id: _types.Identifier) -> None: ...
 
     #: Unregister a provider from the backends named.
     @wire_name("remove")
     @errors(_types.DiscoveryError)
     @joynr_datatypes("String", "String[]")
-    async def remove_in(self, participant_id: str, gbids: list[str]) -> None: ...
+    async def remove_in(self, participant_id: _types.Identifier, gbids: _types.Gbids) -> None: ...
 
     #: Drop, from every backend, the entries of a cluster controller last seen
     #: before a time (ms since the epoch): those of its earlier runs.
     @joynr_datatypes("String", "Long")
     async def remove_stale(
         self,
-        cluster_controller_id: str,
+        cluster_controller_id: _types.Identifier,
         max_last_seen_date_ms: int,
     ) -> None: ...
 
     #: Mark every entry of a cluster controller as seen now.
     @joynr_datatypes("String")
-    async def touch(self, cluster_controller_id: str) -> None: ...
+    async def touch(self, cluster_controller_id: _types.Identifier) -> None: ...
 
     #: Mark some entries of a cluster controller as seen now and extend their expiry.
     @wire_name("touch")
     @joynr_datatypes("String", "String[]")
     async def touch_participants(
         self,
-        cluster_controller_id: str,
-        participant_ids: list[str],
+        cluster_controller_id: _types.Identifier,
+        participant_ids: _types.ParticipantIds,
     ) -> None: ...
 
 
@@ -145,60 +148,67 @@ class GlobalCapabilitiesDirectoryProviderBase(Provider, interface=GlobalCapabili
     async def add_in(
         self,
         global_discovery_entry: _types.GlobalDiscoveryEntry,
-        gbids: list[str],
+        gbids: _types.Gbids,
     ) -> None:
         raise MethodInvocationError("GlobalCapabilitiesDirectory.add_in is not implemented")
 
     async def lookup(
         self,
-        domains: list[str],
-        interface_name: str,
+        domains: _types.Domains,
+        interface_name: _types.Identifier,
     ) -> list[_types.GlobalDiscoveryEntry]:
         raise MethodInvocationError("GlobalCapabilitiesDirectory.lookup is not implemented")
 
     async def lookup_in(
         self,
-        domains: list[str],
-        interface_name: str,
-        gbids: list[str],
+        domains: _types.Domains,
+        interface_name: _types.Identifier,
+        gbids: _types.Gbids,
     ) -> list[_types.GlobalDiscoveryEntry]:
         raise MethodInvocationError("GlobalCapabilitiesDirectory.lookup_in is not implemented")
 
-    async def lookup_participant(self, participant_id: str) -> _types.GlobalDiscoveryEntry:
+    async def lookup_participant(
+        self,
+        participant_id: _types.Identifier,
+    ) -> _types.GlobalDiscoveryEntry:
         raise MethodInvocationError(
             "GlobalCapabilitiesDirectory.lookup_participant is not implemented",
         )
 
     async def lookup_participant_in(
         self,
-        participant_id: str,
-        gbids: list[str],
+        participant_id: _types.Identifier,
+        gbids: _types.Gbids,
     ) -> _types.GlobalDiscoveryEntry:
         raise MethodInvocationError(
             "GlobalCapabilitiesDirectory.lookup_participant_in is not implemented",
         )
 
-    async def remove_participants(self, participant_ids: list[str]) -> None:
+    async def remove_participants(self, participant_ids: _types.ParticipantIds) -> None:
         raise MethodInvocationError(
             "GlobalCapabilitiesDirectory.remove_participants is not implemented",
         )
 
-    async def remove(self, participant_id: str) -> None:
+    async def remove(self, participant_id: _types.Identifier) -> None:
         raise MethodInvocationError("GlobalCapabilitiesDirectory.remove is not implemented")
 
-    async def remove_in(self, participant_id: str, gbids: list[str]) -> None:
+    async def remove_in(self, participant_id: _types.Identifier, gbids: _types.Gbids) -> None:
         raise MethodInvocationError("GlobalCapabilitiesDirectory.remove_in is not implemented")
 
-    async def remove_stale(self, cluster_controller_id: str, max_last_seen_date_ms: int) -> None:
+    async def remove_stale(
+        self,
+        cluster_controller_id: _types.Identifier,
+        max_last_seen_date_ms: int,
+    ) -> None:
         raise MethodInvocationError("GlobalCapabilitiesDirectory.remove_stale is not implemented")
 
-    async def touch(self, cluster_controller_id: str) -> None:
+    async def touch(self, cluster_controller_id: _types.Identifier) -> None:
         raise MethodInvocationError("GlobalCapabilitiesDirectory.touch is not implemented")
 
     async def touch_participants(
         self,
-        cluster_controller_id: str,
-        participant_ids: list[str],
+        cluster_controller_id: _types.Identifier,
+        participant_ids: _types.ParticipantIds,
     ) -> None:
         raise MethodInvocationError(
             "GlobalCapabilitiesDirectory.touch_participants is not implemented",
@@ -226,53 +236,62 @@ class GlobalCapabilitiesDirectoryProxy(Protocol):
     async def add_in(
         self,
         global_discovery_entry: _types.GlobalDiscoveryEntry,
-        gbids: list[str],
+        gbids: _types.Gbids,
         /,
     ) -> None: ...
 
     async def lookup(
         self,
-        domains: list[str],
-        interface_name: str,
+        domains: _types.Domains,
+        interface_name: _types.Identifier,
         /,
     ) -> list[_types.GlobalDiscoveryEntry]: ...
 
     async def lookup_in(
         self,
-        domains: list[str],
-        interface_name: str,
-        gbids: list[str],
+        domains: _types.Domains,
+        interface_name: _types.Identifier,
+        gbids: _types.Gbids,
         /,
     ) -> list[_types.GlobalDiscoveryEntry]: ...
 
-    async def lookup_participant(self, participant_id: str, /) -> _types.GlobalDiscoveryEntry: ...
-
-    async def lookup_participant_in(
+    async def lookup_participant(
         self,
-        participant_id: str,
-        gbids: list[str],
+        participant_id: _types.Identifier,
         /,
     ) -> _types.GlobalDiscoveryEntry: ...
 
-    async def remove_participants(self, participant_ids: list[str], /) -> None: ...
+    async def lookup_participant_in(
+        self,
+        participant_id: _types.Identifier,
+        gbids: _types.Gbids,
+        /,
+    ) -> _types.GlobalDiscoveryEntry: ...
 
-    async def remove(self, participant_id: str, /) -> None: ...
+    async def remove_participants(self, participant_ids: _types.ParticipantIds, /) -> None: ...
 
-    async def remove_in(self, participant_id: str, gbids: list[str], /) -> None: ...
+    async def remove(self, participant_id: _types.Identifier, /) -> None: ...
+
+    async def remove_in(
+        self,
+        participant_id: _types.Identifier,
+        gbids: _types.Gbids,
+        /,
+    ) -> None: ...
 
     async def remove_stale(
         self,
-        cluster_controller_id: str,
+        cluster_controller_id: _types.Identifier,
         max_last_seen_date_ms: int,
         /,
     ) -> None: ...
 
-    async def touch(self, cluster_controller_id: str, /) -> None: ...
+    async def touch(self, cluster_controller_id: _types.Identifier, /) -> None: ...
 
     async def touch_participants(
         self,
-        cluster_controller_id: str,
-        participant_ids: list[str],
+        cluster_controller_id: _types.Identifier,
+        participant_ids: _types.ParticipantIds,
         /,
     ) -> None: ...
 

@@ -76,8 +76,8 @@ class LocalAddress(Address):
 class ChannelAddress(Address):
     """An address of joynr's retired HTTP transport."""
 
-    messaging_endpoint_url: str = ""
-    channel_id: str = ""
+    messaging_endpoint_url: _types.AddressText = ""
+    channel_id: _types.Identifier = ""
 
 
 @joynr_name("joynr.system.RoutingTypes.MqttAddress")
@@ -87,8 +87,8 @@ class MqttAddress(Address):
     brokerUri member names the backend (its GBID), not a broker's URL.
     """
 
-    broker_uri: str = ""
-    topic: str = ""
+    broker_uri: _types.Identifier = ""
+    topic: _types.AddressText = ""
 
 
 @joynr_name("joynr.system.RoutingTypes.BrowserAddress")
@@ -96,7 +96,7 @@ class MqttAddress(Address):
 class BrowserAddress(Address):
     """A runtime in a browser window."""
 
-    window_id: str = ""
+    window_id: _types.Identifier = ""
 
 
 @joynr_name("joynr.system.RoutingTypes.WebSocketProtocol")
@@ -113,9 +113,9 @@ class WebSocketAddress(LocalAddress):
     """A cluster controller's websocket server, as its runtimes reach it."""
 
     protocol: WebSocketProtocol = WebSocketProtocol.WS
-    host: str = ""
+    host: _types.AddressText = ""
     port: Int32 = 0
-    path: str = ""
+    path: _types.AddressText = ""
 
 
 @joynr_name("joynr.system.RoutingTypes.UdsAddress")
@@ -123,7 +123,7 @@ class WebSocketAddress(LocalAddress):
 class UdsAddress(LocalAddress):
     """A cluster controller's Unix domain socket."""
 
-    path: str = ""
+    path: _types.AddressText = ""
 
 
 @joynr_name("joynr.system.RoutingTypes.UdsClientAddress")
@@ -131,7 +131,7 @@ class UdsAddress(LocalAddress):
 class UdsClientAddress(LocalAddress):
     """A runtime connected to its cluster controller over a Unix domain socket."""
 
-    id: str = ""
+    id: _types.Identifier = ""
 
 
 @joynr_name("joynr.system.RoutingTypes.WebSocketClientAddress")
@@ -139,7 +139,7 @@ class UdsClientAddress(LocalAddress):
 class WebSocketClientAddress(LocalAddress):
     """A runtime connected to its cluster controller's websocket server."""
 
-    id: str = ""
+    id: _types.Identifier = ""
 
 
 @joynr_name("joynr.system.RoutingTypes.BinderAddress")
@@ -147,7 +147,7 @@ class WebSocketClientAddress(LocalAddress):
 class BinderAddress(LocalAddress):
     """An Android runtime reached through Binder."""
 
-    package_name: str = ""
+    package_name: _types.Identifier = ""
     user_id: Int32 = 0
 
 
@@ -180,7 +180,7 @@ class Discovery:
         self,
         discovery_entry: _types.DiscoveryEntry,
         await_global_registration: bool,
-        gbids: list[str],
+        gbids: _types.Gbids,
     ) -> None: ...
 
     #: Register a provider in every backend the cluster controller knows.
@@ -196,8 +196,8 @@ class Discovery:
     @joynr_datatypes("String[]", "String", "joynr.types.DiscoveryQos")
     async def lookup(
         self,
-        domains: list[str],
-        interface_name: str,
+        domains: _types.Domains,
+        interface_name: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
     ) -> list[_types.DiscoveryEntryWithMetaInfo]: ...
 
@@ -207,10 +207,10 @@ class Discovery:
     @joynr_datatypes("String[]", "String", "joynr.types.DiscoveryQos", "String[]")
     async def lookup_in(
         self,
-        domains: list[str],
-        interface_name: str,
+        domains: _types.Domains,
+        interface_name: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
-        gbids: list[str],
+        gbids: _types.Gbids,
     ) -> list[_types.DiscoveryEntryWithMetaInfo]: ...
 
     #: The provider of a participant id.
@@ -218,7 +218,7 @@ class Discovery:
     @joynr_datatypes("String")
     async def lookup_participant(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
     ) -> _types.DiscoveryEntryWithMetaInfo: ...
 
     #: The provider of a participant id, from the backends named.
@@ -227,14 +227,14 @@ class Discovery:
     @joynr_datatypes("String", "joynr.types.DiscoveryQos", "String[]")
     async def lookup_participant_in(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
-        gbids: list[str],
+        gbids: _types.Gbids,
     ) -> _types.DiscoveryEntryWithMetaInfo: ...
 
     #: Unregister a provider, locally and from every backend it is in.
     @joynr_datatypes("String")
-    async def remove(self, participant_id: str) -> None: ...
+    async def remove(self, participant_id: _types.Identifier) -> None: ...
 
 
 class DiscoveryProviderBase(Provider, interface=Discovery):
@@ -257,7 +257,7 @@ class DiscoveryProviderBase(Provider, interface=Discovery):
         self,
         discovery_entry: _types.DiscoveryEntry,
         await_global_registration: bool,
-        gbids: list[str],
+        gbids: _types.Gbids,
     ) -> None:
         raise MethodInvocationError("Discovery.add_in is not implemented")
 
@@ -270,33 +270,36 @@ class DiscoveryProviderBase(Provider, interface=Discovery):
 
     async def lookup(
         self,
-        domains: list[str],
-        interface_name: str,
+        domains: _types.Domains,
+        interface_name: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
     ) -> list[_types.DiscoveryEntryWithMetaInfo]:
         raise MethodInvocationError("Discovery.lookup is not implemented")
 
     async def lookup_in(
         self,
-        domains: list[str],
-        interface_name: str,
+        domains: _types.Domains,
+        interface_name: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
-        gbids: list[str],
+        gbids: _types.Gbids,
     ) -> list[_types.DiscoveryEntryWithMetaInfo]:
         raise MethodInvocationError("Discovery.lookup_in is not implemented")
 
-    async def lookup_participant(self, participant_id: str) -> _types.DiscoveryEntryWithMetaInfo:
+    async def lookup_participant(
+        self,
+        participant_id: _types.Identifier,
+    ) -> _types.DiscoveryEntryWithMetaInfo:
         raise MethodInvocationError("Discovery.lookup_participant is not implemented")
 
     async def lookup_participant_in(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
-        gbids: list[str],
+        gbids: _types.Gbids,
     ) -> _types.DiscoveryEntryWithMetaInfo:
         raise MethodInvocationError("Discovery.lookup_participant_in is not implemented")
 
-    async def remove(self, participant_id: str) -> None:
+    async def remove(self, participant_id: _types.Identifier) -> None:
         raise MethodInvocationError("Discovery.remove is not implemented")
 
 
@@ -322,7 +325,7 @@ class DiscoveryProxy(Protocol):
         self,
         discovery_entry: _types.DiscoveryEntry,
         await_global_registration: bool,
-        gbids: list[str],
+        gbids: _types.Gbids,
         /,
     ) -> None: ...
 
@@ -335,36 +338,36 @@ class DiscoveryProxy(Protocol):
 
     async def lookup(
         self,
-        domains: list[str],
-        interface_name: str,
+        domains: _types.Domains,
+        interface_name: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
         /,
     ) -> list[_types.DiscoveryEntryWithMetaInfo]: ...
 
     async def lookup_in(
         self,
-        domains: list[str],
-        interface_name: str,
+        domains: _types.Domains,
+        interface_name: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
-        gbids: list[str],
+        gbids: _types.Gbids,
         /,
     ) -> list[_types.DiscoveryEntryWithMetaInfo]: ...
 
     async def lookup_participant(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         /,
     ) -> _types.DiscoveryEntryWithMetaInfo: ...
 
     async def lookup_participant_in(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
-        gbids: list[str],
+        gbids: _types.Gbids,
         /,
     ) -> _types.DiscoveryEntryWithMetaInfo: ...
 
-    async def remove(self, participant_id: str, /) -> None: ...
+    async def remove(self, participant_id: _types.Identifier, /) -> None: ...
 
     async def close(self) -> None: ...
 
@@ -399,7 +402,7 @@ class Routing:
     @joynr_datatypes("String", "joynr.system.RoutingTypes.ChannelAddress", "Boolean")
     async def add_next_hop_channel(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         channel_address: ChannelAddress,
         is_globally_visible: bool,
     ) -> None: ...
@@ -409,7 +412,7 @@ class Routing:
     @joynr_datatypes("String", "joynr.system.RoutingTypes.MqttAddress", "Boolean")
     async def add_next_hop_mqtt(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         mqtt_address: MqttAddress,
         is_globally_visible: bool,
     ) -> None: ...
@@ -419,7 +422,7 @@ class Routing:
     @joynr_datatypes("String", "joynr.system.RoutingTypes.BrowserAddress", "Boolean")
     async def add_next_hop_browser(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         browser_address: BrowserAddress,
         is_globally_visible: bool,
     ) -> None: ...
@@ -429,7 +432,7 @@ class Routing:
     @joynr_datatypes("String", "joynr.system.RoutingTypes.WebSocketAddress", "Boolean")
     async def add_next_hop_web_socket(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         web_socket_address: WebSocketAddress,
         is_globally_visible: bool,
     ) -> None: ...
@@ -439,7 +442,7 @@ class Routing:
     @joynr_datatypes("String", "joynr.system.RoutingTypes.UdsAddress", "Boolean")
     async def add_next_hop_uds(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         uds_address: UdsAddress,
         is_globally_visible: bool,
     ) -> None: ...
@@ -449,7 +452,7 @@ class Routing:
     @joynr_datatypes("String", "joynr.system.RoutingTypes.BinderAddress", "Boolean")
     async def add_next_hop_binder(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         binder_address: BinderAddress,
         is_globally_visible: bool,
     ) -> None: ...
@@ -458,7 +461,7 @@ class Routing:
     @joynr_datatypes("String", "joynr.system.RoutingTypes.WebSocketClientAddress", "Boolean")
     async def add_next_hop(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         web_socket_client_address: WebSocketClientAddress,
         is_globally_visible: bool,
     ) -> None: ...
@@ -468,26 +471,26 @@ class Routing:
     @joynr_datatypes("String", "joynr.system.RoutingTypes.UdsClientAddress", "Boolean")
     async def add_next_hop_uds_client(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         uds_client_address: UdsClientAddress,
         is_globally_visible: bool,
     ) -> None: ...
 
     #: Forget the route to a participant.
     @joynr_datatypes("String")
-    async def remove_next_hop(self, participant_id: str) -> None: ...
+    async def remove_next_hop(self, participant_id: _types.Identifier) -> None: ...
 
     #: Whether the cluster controller knows a route to a participant.
     @joynr_datatypes("String")
-    async def resolve_next_hop(self, participant_id: str) -> bool: ...
+    async def resolve_next_hop(self, participant_id: _types.Identifier) -> bool: ...
 
     #: A subscriber wants the multicasts of a provider with this multicast id.
     @joynr_datatypes("String", "String", "String")
     async def add_multicast_receiver(
         self,
         multicast_id: str,
-        subscriber_participant_id: str,
-        provider_participant_id: str,
+        subscriber_participant_id: _types.Identifier,
+        provider_participant_id: _types.Identifier,
     ) -> None: ...
 
     #: Undo addMulticastReceiver.
@@ -495,8 +498,8 @@ class Routing:
     async def remove_multicast_receiver(
         self,
         multicast_id: str,
-        subscriber_participant_id: str,
-        provider_participant_id: str,
+        subscriber_participant_id: _types.Identifier,
+        provider_participant_id: _types.Identifier,
     ) -> None: ...
 
 
@@ -517,7 +520,7 @@ class RoutingProviderBase(Provider, interface=Routing):
 
     async def add_next_hop_channel(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         channel_address: ChannelAddress,
         is_globally_visible: bool,
     ) -> None:
@@ -525,7 +528,7 @@ class RoutingProviderBase(Provider, interface=Routing):
 
     async def add_next_hop_mqtt(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         mqtt_address: MqttAddress,
         is_globally_visible: bool,
     ) -> None:
@@ -533,7 +536,7 @@ class RoutingProviderBase(Provider, interface=Routing):
 
     async def add_next_hop_browser(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         browser_address: BrowserAddress,
         is_globally_visible: bool,
     ) -> None:
@@ -541,7 +544,7 @@ class RoutingProviderBase(Provider, interface=Routing):
 
     async def add_next_hop_web_socket(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         web_socket_address: WebSocketAddress,
         is_globally_visible: bool,
     ) -> None:
@@ -549,7 +552,7 @@ class RoutingProviderBase(Provider, interface=Routing):
 
     async def add_next_hop_uds(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         uds_address: UdsAddress,
         is_globally_visible: bool,
     ) -> None:
@@ -557,7 +560,7 @@ class RoutingProviderBase(Provider, interface=Routing):
 
     async def add_next_hop_binder(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         binder_address: BinderAddress,
         is_globally_visible: bool,
     ) -> None:
@@ -565,7 +568,7 @@ class RoutingProviderBase(Provider, interface=Routing):
 
     async def add_next_hop(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         web_socket_client_address: WebSocketClientAddress,
         is_globally_visible: bool,
     ) -> None:
@@ -573,31 +576,31 @@ class RoutingProviderBase(Provider, interface=Routing):
 
     async def add_next_hop_uds_client(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         uds_client_address: UdsClientAddress,
         is_globally_visible: bool,
     ) -> None:
         raise MethodInvocationError("Routing.add_next_hop_uds_client is not implemented")
 
-    async def remove_next_hop(self, participant_id: str) -> None:
+    async def remove_next_hop(self, participant_id: _types.Identifier) -> None:
         raise MethodInvocationError("Routing.remove_next_hop is not implemented")
 
-    async def resolve_next_hop(self, participant_id: str) -> bool:
+    async def resolve_next_hop(self, participant_id: _types.Identifier) -> bool:
         raise MethodInvocationError("Routing.resolve_next_hop is not implemented")
 
     async def add_multicast_receiver(
         self,
         multicast_id: str,
-        subscriber_participant_id: str,
-        provider_participant_id: str,
+        subscriber_participant_id: _types.Identifier,
+        provider_participant_id: _types.Identifier,
     ) -> None:
         raise MethodInvocationError("Routing.add_multicast_receiver is not implemented")
 
     async def remove_multicast_receiver(
         self,
         multicast_id: str,
-        subscriber_participant_id: str,
-        provider_participant_id: str,
+        subscriber_participant_id: _types.Identifier,
+        provider_participant_id: _types.Identifier,
     ) -> None:
         raise MethodInvocationError("Routing.remove_multicast_receiver is not implemented")
 
@@ -615,7 +618,7 @@ class RoutingProxy(Protocol):
 
     async def add_next_hop_channel(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         channel_address: ChannelAddress,
         is_globally_visible: bool,
         /,
@@ -623,7 +626,7 @@ class RoutingProxy(Protocol):
 
     async def add_next_hop_mqtt(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         mqtt_address: MqttAddress,
         is_globally_visible: bool,
         /,
@@ -631,7 +634,7 @@ class RoutingProxy(Protocol):
 
     async def add_next_hop_browser(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         browser_address: BrowserAddress,
         is_globally_visible: bool,
         /,
@@ -639,7 +642,7 @@ class RoutingProxy(Protocol):
 
     async def add_next_hop_web_socket(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         web_socket_address: WebSocketAddress,
         is_globally_visible: bool,
         /,
@@ -647,7 +650,7 @@ class RoutingProxy(Protocol):
 
     async def add_next_hop_uds(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         uds_address: UdsAddress,
         is_globally_visible: bool,
         /,
@@ -655,7 +658,7 @@ class RoutingProxy(Protocol):
 
     async def add_next_hop_binder(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         binder_address: BinderAddress,
         is_globally_visible: bool,
         /,
@@ -663,7 +666,7 @@ class RoutingProxy(Protocol):
 
     async def add_next_hop(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         web_socket_client_address: WebSocketClientAddress,
         is_globally_visible: bool,
         /,
@@ -671,29 +674,29 @@ class RoutingProxy(Protocol):
 
     async def add_next_hop_uds_client(
         self,
-        participant_id: str,
+        participant_id: _types.Identifier,
         uds_client_address: UdsClientAddress,
         is_globally_visible: bool,
         /,
     ) -> None: ...
 
-    async def remove_next_hop(self, participant_id: str, /) -> None: ...
+    async def remove_next_hop(self, participant_id: _types.Identifier, /) -> None: ...
 
-    async def resolve_next_hop(self, participant_id: str, /) -> bool: ...
+    async def resolve_next_hop(self, participant_id: _types.Identifier, /) -> bool: ...
 
     async def add_multicast_receiver(
         self,
         multicast_id: str,
-        subscriber_participant_id: str,
-        provider_participant_id: str,
+        subscriber_participant_id: _types.Identifier,
+        provider_participant_id: _types.Identifier,
         /,
     ) -> None: ...
 
     async def remove_multicast_receiver(
         self,
         multicast_id: str,
-        subscriber_participant_id: str,
-        provider_participant_id: str,
+        subscriber_participant_id: _types.Identifier,
+        provider_participant_id: _types.Identifier,
         /,
     ) -> None: ...
 

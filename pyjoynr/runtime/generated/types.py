@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Annotated, TypeAlias
 
-from pyjoynr.runtime.interface import Int32, joynr_name
+from pyjoynr.runtime.interface import Int32, MaxLength, joynr_name
 
 __all__ = [
+    "AddressText",
     "CustomParameter",
     "DiscoveryEntry",
     "DiscoveryEntryWithMetaInfo",
     "DiscoveryError",
     "DiscoveryQos",
     "DiscoveryScope",
+    "Domains",
+    "Gbids",
     "GlobalDiscoveryEntry",
+    "Identifier",
+    "ParticipantIds",
     "ProviderQos",
     "ProviderScope",
     "Version",
@@ -107,15 +113,15 @@ class DiscoveryEntry:
     """
 
     provider_version: Version = field(default_factory=Version)
-    domain: str = ""
-    interface_name: str = ""
-    participant_id: str = ""
+    domain: Identifier = ""
+    interface_name: Identifier = ""
+    participant_id: Identifier = ""
     qos: ProviderQos = field(default_factory=ProviderQos)
     #: When the provider's cluster controller last vouched for it (ms since the epoch).
     last_seen_date_ms: int = 0
     #: When the entry may be dropped (ms since the epoch).
     expiry_date_ms: int = 0
-    public_key_id: str = ""
+    public_key_id: Identifier = ""
 
 
 @joynr_name("joynr.types.GlobalDiscoveryEntry")
@@ -125,7 +131,7 @@ class GlobalDiscoveryEntry(DiscoveryEntry):
 
     #: The provider's address: the JSON of an address struct of
     #: joynr.system.RoutingTypes, carried as a string.
-    address: str = ""
+    address: AddressText = ""
 
 
 @joynr_name("joynr.types.DiscoveryEntryWithMetaInfo")
@@ -151,3 +157,20 @@ class DiscoveryError(enum.Enum):
     NO_ENTRY_FOR_SELECTED_BACKENDS = "NO_ENTRY_FOR_SELECTED_BACKENDS"
     #: The directory failed.
     INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
+#: A name or id of discovery and routing: a domain, an interface name, a
+#: participant id, a public key id, a GBID, a cluster controller's or a runtime's id.
+#: At most 1,024 characters: four times what joynr's own directory stores in such
+#: columns (declared without a length: JPA's 255).
+Identifier: TypeAlias = Annotated[str, MaxLength(1024, "Identifier")]
+#: An address as text: the JSON of an address struct, or a string member
+#: of one (a topic, a host, a path). At most 4,000 characters, the size of the address
+#: column of joynr's own directory.
+AddressText: TypeAlias = Annotated[str, MaxLength(4000, "AddressText")]
+#: The GBIDs (backends) a call names: at most 100.
+Gbids: TypeAlias = Annotated[list[Identifier], MaxLength(100, "Gbids")]
+#: The domains a lookup asks in: at most 1,000.
+Domains: TypeAlias = Annotated[list[Identifier], MaxLength(1000, "Domains")]
+#: The participant ids a call names: at most 10,000.
+ParticipantIds: TypeAlias = Annotated[list[Identifier], MaxLength(10000, "ParticipantIds")]
