@@ -64,6 +64,7 @@ class Mosquitto:
             "log_dest stderr",
             "log_type error",
             "log_type warning",
+            "log_type notice",  # connects, disconnects, keep-alive timeouts, takeovers
         ]
         if log_packets:  # every packet in and out, with its flags and packet id
             lines.append("log_type debug")
