@@ -52,7 +52,16 @@ _PUBLISH, _PUBACK = p.PUBLISH, p.PUBACK
 
 class ConnectionBroken(Exception):
     """The connection ended (the message says why); what waited for the broker never got
-    its answer."""
+    its answer. ``reason_code``: that of the broker's DISCONNECT (MQTT 5; None without one);
+    ``unexplained``: the broker closed the socket without a word (no DISCONNECT), as
+    mosquitto does with MQTT 3.1.1 when another client takes the session."""
+
+    def __init__(self, message: str, *, reason_code: int | None = None,
+                 unexplained: bool = False) -> None:
+        super().__init__(message)
+        self.reason_code = reason_code
+        self.unexplained = unexplained
+
 
 
 #: the longest wait for the broker to close the connection after DISCONNECT
@@ -75,7 +84,9 @@ CONNACK_REASONS_311 = {1: "unacceptable protocol version", 2: "identifier reject
 
 def reason_name(code: int) -> str:
     return CONNACK_REASONS.get(code, {0x10: "no matching subscribers", 0x11: "no subscription "
-                                      "existed", 0x8F: "topic filter invalid",
+                                      "existed", 0x8B: "server shutting down",
+                                      0x8D: "keep alive timeout",
+                                      0x8E: "session taken over", 0x8F: "topic filter invalid",
                                       0x91: "packet identifier in use"}.get(code, "unknown"))
 
 
@@ -144,6 +155,10 @@ class MqttClientProtocol(asyncio.Protocol):
         self.closed: asyncio.Future[str] = self.loop.create_future()
         #: set when the socket is closed
         self.lost = asyncio.Event()
+        #: the reason code of the broker's DISCONNECT (None: none came)
+        self.disconnect_code: int | None = None
+        #: the broker closed the socket without a word (see ConnectionBroken)
+        self.unexplained_close = False
         self.handler: Callable[[str, bytes], None] | None = None
         self.early: list[tuple[str, bytes]] = []
         #: the broker's limits (CONNACK): largest packet it takes
@@ -176,6 +191,8 @@ class MqttClientProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost.set()
+        if not self.closed.done():  # (nobody here ended it)
+            self.unexplained_close = True
         self._end(f"connection lost: {exc}" if exc else "the broker closed the connection")
 
     def data_received(self, data: bytes) -> None:
@@ -272,6 +289,7 @@ class MqttClientProtocol(asyncio.Protocol):
             if not future.done():
                 future.set_result(packet)
         elif isinstance(packet, p.Disconnect):
+            self.disconnect_code = packet.reason_code
             reason = packet.properties.get(p.REASON_STRING, "")
             self._close(f"the broker disconnected: reason code 0x{packet.reason_code:02x} "
                         f"({reason_name(packet.reason_code)}) {reason}".rstrip())
