@@ -28,7 +28,8 @@ from pyjoynr.transports.mqtt_client import MqttSessionError, open_session
 from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
 from tests.support.mqtt_cluster import GBID, mqtt_cc_config
 
-pytestmark = pytest.mark.network
+# on both MQTT clients (the native one and aiomqtt; tests/support/mqtt_clients.py)
+pytestmark = [pytest.mark.network, pytest.mark.usefixtures("mqtt_client")]
 
 WAIT_S = 10.0
 #: how long the intruder keeps taking the session back

@@ -256,10 +256,9 @@ class _AiomqttSession:
                 pass
             raise MqttSessionError("the message stream ended")
         except aiomqtt.MqttError as exc:
-            # (paho names the reason code of a DISCONNECT, not its number)
-            taken = "taken over" in str(exc).lower()
-            raise MqttSessionError(str(exc), reason_code=SESSION_TAKEN_OVER if taken
-                                   else None) from exc
+            # (aiomqtt tells neither a DISCONNECT's reason code nor whether one came: the
+            # broker ended the connection without saying why, as far as the transport knows)
+            raise MqttSessionError(str(exc), unexplained=True) from exc
         finally:
             inbox.handler = None
 
