@@ -22,10 +22,12 @@ import pytest
 
 from pyjoynr.admin.exposition import mqtt_metrics
 from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.gcd.service import GcdService, GcdSettings
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.mqtt_client import MqttSessionError, open_session
 from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
+from tests.support import mqtt_clients
 from tests.support.mqtt_cluster import GBID, mqtt_cc_config
 
 # on both MQTT clients (the native one and aiomqtt; tests/support/mqtt_clients.py)
@@ -95,6 +97,23 @@ async def test_a_taken_session_is_noticed_counted_logged_and_not_fought_in_a_tig
         await eventually(lambda: cc.mqtt is not None and cc.mqtt.connected(GBID), WAIT_S)
     log = broker.log.read_text(errors="replace")
     assert f"Client {backend.client_id} already connected, closing old connection" in log
+
+
+async def test_a_gcd_notices_its_taken_session(tmp_path: Path) -> None:
+    """The GCD keeps no session (another instance may serve its backend) and backs off the
+    same way: its default wait grows from 5 s, so one takeover is what this test sees."""
+    async with AsyncExitStack() as stack:
+        broker = await stack.enter_async_context(Mosquitto(tmp_path / "broker"))
+        gcd = await stack.enter_async_context(GcdService(GcdSettings(
+            gbid=GBID, broker_url=broker.url, sqlite_path=tmp_path / "gcd.sqlite",
+            mqtt_client=mqtt_clients.current())))
+        await gcd.mqtt.wait_connected(WAIT_S)
+        backend = gcd.mqtt.backends[0]
+        loop = asyncio.get_running_loop()
+        await intrude(broker.url, backend.client_id, "5", loop.time() + 3.0)
+        assert backend.takeovers >= 1
+        assert gcd.mqtt.counters["mqtt-session-taken-over"] == backend.takeovers
+        await eventually(lambda: gcd.mqtt.connected(GBID), 3 * WAIT_S)
 
 
 async def test_a_broker_tying_client_ids_to_credentials_refuses_the_intruder(
