@@ -213,6 +213,10 @@ def mqtt_metrics(prefix: str, mqtt: MqttTransport) -> list[Metric]:
         counter(f"{prefix}_mqtt_connect_failures", "Connection attempts that failed and "
                 "connections that broke", ["gbid"],
                 [([b.gbid], b.connect_failures) for b in backends]),
+        counter(f"{prefix}_mqtt_session_takeovers", "Connections whose session another client "
+                "took (the same client id: MQTT 5 DISCONNECT 0x8E, or with MQTT 3.1.1 closes "
+                "without a word right after connecting, twice in a row)", ["gbid"],
+                [([b.gbid], b.takeovers) for b in backends]),
         gauge(f"{prefix}_mqtt_queued_messages", "Messages waiting to be published", ["gbid"],
               [([b.gbid], len(b.queue)) for b in backends]),
         gauge(f"{prefix}_mqtt_inflight_messages", "Messages published and not yet "

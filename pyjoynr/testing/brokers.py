@@ -35,12 +35,16 @@ class Mosquitto:
     files for a TLS listener. ``users``: name -> password; then only they get in.
     ``log_packets``: log every packet (``Received PUBLISH from <client> (d0, q1, r0, m1,
     ...)``) to :attr:`log`. ``max_packet_size``: the largest packet the broker takes (bytes;
-    it tells MQTT 5 clients in its CONNACK and disconnects a client sending a larger one)."""
+    it tells MQTT 5 clients in its CONNACK and disconnects a client sending a larger one).
+    ``clientid_from_username`` (with ``users``): a client's id is its user name
+    (``use_username_as_clientid``), as docs/operating.md ("Brokers") asks of a production
+    broker: no client can take another's session."""
 
     def __init__(self, directory: Path, port: int | None = None, *, persistence: bool = True,
                  tls: tuple[Path, Path] | None = None,
                  users: dict[str, str] | None = None, crash_safe: bool = True,
-                 log_packets: bool = False, max_packet_size: int = MAX_PACKET_BYTES) -> None:
+                 log_packets: bool = False, max_packet_size: int = MAX_PACKET_BYTES,
+                 clientid_from_username: bool = False) -> None:
         self.directory = directory
         self.port = port or free_port()
         self.tls = tls is not None
@@ -65,6 +69,7 @@ class Mosquitto:
             "log_dest stderr",
             "log_type error",
             "log_type warning",
+            "log_type notice",  # connects, disconnects, keep-alive timeouts, takeovers
         ]
         if log_packets:  # every packet in and out, with its flags and packet id
             lines.append("log_type debug")
@@ -80,6 +85,8 @@ class Mosquitto:
             subprocess.run(["mosquitto_passwd", "-U", str(passwords)], check=True,
                            capture_output=True)
             lines += ["allow_anonymous false", f"password_file {passwords}"]
+            if clientid_from_username:
+                lines.append("use_username_as_clientid true")
         else:
             lines.append("allow_anonymous true")
         self.config.write_text("\n".join(lines) + "\n")

@@ -92,6 +92,7 @@ from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.transports.mqtt5.client import reason_name
 from pyjoynr.transports.mqtt_client import (
     PUBACK_ACCEPTED,
+    SESSION_TAKEN_OVER,
     MqttSession,
     MqttSessionError,
     open_session,
@@ -122,6 +123,10 @@ PUBACK_NAMES = {0x10: "no-matching-subscribers", 0x80: "unspecified-error",
 
 #: the largest MQTT 5 message expiry interval (a four-byte integer)
 MAX_EXPIRY_INTERVAL_S = 2**32 - 1
+
+#: a connection the broker closes without a word this soon after it was made is suspected to
+#: have lost its session to another client (MQTT 3.1.1; the second in a row counts)
+TAKEOVER_SUSPECT_S = 10.0
 
 #: a stopping connection whose marker cannot come back (the broker refuses its topic) reads on
 #: until nothing arrived for this long
@@ -201,6 +206,10 @@ class _Backend:
         #: connections established (the first one and every reconnect), attempts that failed
         self.connections = 0
         self.connect_failures = 0
+        #: connections whose session another client took (see _taken_over)
+        self.takeovers = 0
+        self._unexplained_in_a_row = 0
+        self._takeover_delay = 0.0
         #: why the last attempt failed or the last connection broke ("" before any failure)
         self.last_error = ""
         #: messages the broker acknowledged (QoS 1; QoS 0: handed over), messages received
@@ -327,9 +336,11 @@ class _Backend:
     async def _run(self) -> None:
         transport = self.transport
         s = transport.settings
+        loop = asyncio.get_running_loop()
         delay = s.reconnect_initial_s
         last_error = ""
         while True:
+            connected_at: float | None = None
             try:
                 async with open_session(self.url, s, client_id=self.client_id,
                                         tls_context=transport.tls_context,
@@ -337,11 +348,19 @@ class _Backend:
                                         first_packet_id=self._first_new_packet_id()
                                         ) as session:
                     delay, last_error = s.reconnect_initial_s, ""
+                    connected_at = loop.time()
                     await self._serve(session)
             except asyncio.CancelledError:
                 raise
             except (MqttSessionError, OSError) as exc:
                 self.connect_failures += 1
+                if self._taken_over(exc, connected_at, loop.time()):
+                    delay = self._takeover_delay
+                    self.last_error = str(exc)
+                    self.drop_expired()
+                    await asyncio.sleep(delay)
+                    delay = s.reconnect_initial_s
+                    continue
                 # a new kind of trouble is a warning; the same again while retrying is not
                 text = self.last_error = str(exc)
                 level = logging.WARNING if text != last_error else logging.INFO
@@ -356,6 +375,41 @@ class _Backend:
             self.drop_expired()
             await asyncio.sleep(delay * (0.8 + 0.4 * random.random()))
             delay = min(delay * 2, s.reconnect_max_s)
+
+    def _taken_over(self, exc: Exception, connected_at: float | None, now: float) -> bool:
+        """Whether the connection that ended with ``exc`` lost its session to another client
+        using this client id: the broker said so (MQTT 5 DISCONNECT 0x8E), or (MQTT 3.1.1,
+        where the broker closes the socket without a word) it closed the connection without
+        a word within TAKEOVER_SUSPECT_S of connecting, the second time in a row. Counted,
+        logged (rate-limited) and given the takeover backoff (:attr:`_takeover_delay`,
+        growing from ``reconnect_max_s`` to ``takeover_backoff_max_s``), so that an intruder
+        is not fought in a tight loop; any other end of a connection resets both."""
+        s = self.transport.settings
+        code = getattr(exc, "reason_code", None)
+        said = code == SESSION_TAKEN_OVER
+        if (not said and connected_at is not None and getattr(exc, "unexplained", False)
+                and now - connected_at < TAKEOVER_SUSPECT_S):
+            self._unexplained_in_a_row += 1
+        elif not said:
+            self._unexplained_in_a_row = 0
+            self._takeover_delay = 0.0
+            return False
+        if not said and self._unexplained_in_a_row < 2:
+            return False
+        self.takeovers += 1
+        self.transport.counters["mqtt-session-taken-over"] += 1
+        self._takeover_delay = min(max(2 * self._takeover_delay, s.reconnect_max_s),
+                                   s.takeover_backoff_max_s)
+        how = ("the broker said so: DISCONNECT 0x8e, session taken over" if said else
+               f"{self._unexplained_in_a_row} closes without a word in a row, each within "
+               f"{TAKEOVER_SUSPECT_S:g} s of connecting")
+        self.transport.router.warn(
+            log, "mqtt-session-taken-over", self.peer,
+            "MQTT backend %s (%s): another connection took the session of client id %s (%s); "
+            "%d time(s) so far; connecting again in %.1f s. Another process uses this client "
+            "id: tie client ids to credentials on the broker (docs/operating.md)",
+            self.gbid, self.url, self.client_id, how, self.takeovers, self._takeover_delay)
+        return True
 
     async def _serve(self, session: MqttSession) -> None:
         transport = self.transport

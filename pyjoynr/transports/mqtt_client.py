@@ -36,8 +36,8 @@ from pyjoynr.transports.mqtt5 import client as native
 from pyjoynr.transports.mqtt5 import packets
 from pyjoynr.transports.mqtt_settings import BrokerUrl, MqttSettings
 
-__all__ = ["PACKET_OVERHEAD_BYTES", "MqttSession", "MqttSessionError", "UserProperties",
-           "open_session"]
+__all__ = ["PACKET_OVERHEAD_BYTES", "SESSION_TAKEN_OVER", "MqttSession", "MqttSessionError",
+           "UserProperties", "open_session"]
 
 log = get_logger(__name__)
 
@@ -51,6 +51,10 @@ PACKET_OVERHEAD_BYTES = 1024 + 4096
 #: The broker connection failed or broke (the message says how). (The native client's own
 #: exception, so that it needs no translation on the hot path.)
 MqttSessionError = native.ConnectionBroken
+
+#: the reason code of a broker's DISCONNECT when another connection took the client id's
+#: session (MQTT 5)
+SESSION_TAKEN_OVER = 0x8E
 
 #: PUBACK reason codes (MQTT 5) that are no failure: success, no matching subscribers
 PUBACK_ACCEPTED = frozenset({0x00, 0x10})
@@ -264,7 +268,9 @@ class _AiomqttSession:
                 pass
             raise MqttSessionError("the message stream ended")
         except aiomqtt.MqttError as exc:
-            raise MqttSessionError(str(exc)) from exc
+            # (aiomqtt tells neither a DISCONNECT's reason code nor whether one came: the
+            # broker ended the connection without saying why, as far as the transport knows)
+            raise MqttSessionError(str(exc), unexplained=True) from exc
         finally:
             inbox.handler = None
 
@@ -312,7 +318,8 @@ class _NativeSession:
             reason = await asyncio.shield(protocol.closed)
         finally:
             protocol.handler = None
-        raise MqttSessionError(reason)
+        raise MqttSessionError(reason, reason_code=protocol.disconnect_code,
+                               unexplained=protocol.unexplained_close)
 
 
 @contextlib.asynccontextmanager

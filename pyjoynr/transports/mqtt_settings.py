@@ -128,6 +128,9 @@ class MqttSettings:
     #: first and longest wait before connecting again after a connection failed (s)
     reconnect_initial_s: float = 0.1
     reconnect_max_s: float = 5.0
+    #: longest wait before connecting again after another client took this one's session
+    #: (the same client id): the waits grow from reconnect_max_s, doubling, to this (s)
+    takeover_backoff_max_s: float = 60.0
     #: ids of received messages remembered to drop QoS 1 redeliveries
     duplicate_window: int = 100_000
     #: the MQTT client: "native" (the project's own, transports.mqtt5) or "aiomqtt"
@@ -167,6 +170,8 @@ class MqttSettings:
             raise ValueError("connect_timeout_s must be > 0")
         if not 0 < self.reconnect_initial_s <= self.reconnect_max_s:
             raise ValueError("reconnect_initial_s must be > 0 and <= reconnect_max_s")
+        if not self.takeover_backoff_max_s >= self.reconnect_max_s:
+            raise ValueError("takeover_backoff_max_s must be >= reconnect_max_s")
 
     def dialect_of(self, url: BrokerUrl) -> str:
         """The dialect of a backend at ``url``: its own, else the section's."""
