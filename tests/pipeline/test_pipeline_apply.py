@@ -105,15 +105,22 @@ async def test_apply_removes_exactly_the_planned_entries(make_run: Any, tmp_path
         before = await keys(sqlite, pids)
         assert len(before) == len(rows) + 1
 
-        # the plan, read from the store the GCD is running on
+        # the plan, read from the store the GCD is running on; Spark's steps run in a thread
+        # of their own: they take seconds (more than a minute on a loaded machine), and the
+        # GCD and the cluster controller on this event loop must keep serving their MQTT and
+        # websocket connections meanwhile (a broker drops a client silent for 1.5 keep-alives)
         run = make_run(tmp_path / "out", now_ms=now)
-        entries = commands.load_directory(run, directory_source(str(sqlite), ""))
-        try:
-            plan_dir = commands.housekeeping(run, entries, directory_source(str(sqlite), ""))
-        finally:
-            entries.unpersist()
-        planned = {(r["gbid"], r["participant_id"]) for r in run.spark.read.parquet(
-            str(plan_dir / "planned_entries")).collect()}
+
+        def plan() -> tuple[Path, set[tuple[str, str]]]:
+            entries = commands.load_directory(run, directory_source(str(sqlite), ""))
+            try:
+                plan_dir = commands.housekeeping(run, entries, directory_source(str(sqlite), ""))
+            finally:
+                entries.unpersist()
+            return plan_dir, {(r["gbid"], r["participant_id"]) for r in run.spark.read.parquet(
+                str(plan_dir / "planned_entries")).collect()}
+
+        plan_dir, planned = await asyncio.to_thread(plan)
         assert planned == {(OWN, "s1"), (OTHER, "s1"), (OWN, "s2"), (OWN, "s3"), (OWN, "e1"),
                            (OWN, "e2")}
 

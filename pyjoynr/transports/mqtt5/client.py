@@ -16,25 +16,12 @@
   skipped unread and acknowledged; the connection goes on.
 - Keep-alive (PINGREQ when idle, the connection declared dead when a PINGREQ gets no answer
   within the interval), a connect timeout, and a disconnect bounded in time.
-- Keep-alive through a stalled event loop: a broker drops a client that sent nothing for 1.5
-  times the keep-alive interval, and a loop blocked that long by one synchronous step (a
-  Spark job run beside an embedded cluster controller, a big load on a starved machine)
-  sends nothing. One thread per process (:class:`_StallPinger`) watches the connections
-  with a keep-alive: one whose loop sent nothing for 1.1 times the interval gets a PINGREQ
-  written from the thread, on a duplicate of the socket's descriptor, while no packet is
-  being written (a lock around the client's writes) and the transport buffers nothing. A
-  PINGRESP it brings is read when the loop runs again. The thread runs while the stalled
-  step lets other threads run (waits on I/O, Python code), not during one C call that
-  holds the GIL throughout. Not over TLS (the thread cannot write into the TLS stream).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import ssl
-import threading
-import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -90,50 +77,6 @@ def reason_name(code: int) -> str:
                                       0x91: "packet identifier in use"}.get(code, "unknown"))
 
 
-#: a connection whose loop sent nothing for this many keep-alive intervals gets its PINGREQ
-#: from the stall pinger's thread (the loop itself sends one after 1.0; the broker waits 1.5)
-STALL_FACTOR = 1.1
-_PINGREQ = b"\xc0\x00"
-
-
-class _StallPinger:
-    """The one thread of a process that sends PINGREQ for connections whose event loop
-    stalled (see the module docstring). Runs while a connection is registered."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._protocols: dict[int, MqttClientProtocol] = {}
-        self._thread: threading.Thread | None = None
-
-    def add(self, protocol: MqttClientProtocol) -> None:
-        with self._lock:
-            self._protocols[id(protocol)] = protocol
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="mqtt-stall-pinger",
-                                                daemon=True)
-                self._thread.start()
-
-    def remove(self, protocol: MqttClientProtocol) -> None:
-        with self._lock:
-            self._protocols.pop(id(protocol), None)
-
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                protocols = list(self._protocols.values())
-                if not protocols:
-                    self._thread = None
-                    return
-            tick = min(p.keepalive_interval_s for p in protocols) / 10
-            time.sleep(min(1.0, max(0.02, tick)))
-            now = time.monotonic()
-            for protocol in protocols:
-                protocol.ping_if_stalled(now)
-
-
-_STALL_PINGER = _StallPinger()
-
-
 class MqttClientProtocol(asyncio.Protocol):
     """One connection. Made by :func:`connect`; then publish/subscribe/receive/close."""
 
@@ -170,15 +113,6 @@ class MqttClientProtocol(asyncio.Protocol):
         self.protocol_violation: p.ProtocolViolation | None = None
         #: the packet id of the last QoS 1 publish started (see start_publish)
         self.last_packet_id = 0
-        #: held around every write to the transport (the stall pinger's thread writes too)
-        self._write_lock = threading.Lock()
-        #: a duplicate of the socket's descriptor for the stall pinger (-1: none)
-        self._stall_fd = -1
-        #: PINGREQs the stall pinger's thread sent for this connection
-        self.stall_pings = 0
-        self._stall_pings_told = 0
-        #: when the next keep-alive check is due (loop time)
-        self._keepalive_due = 0.0
 
     # ------------------------------------------------------------------ asyncio.Protocol
 
@@ -320,8 +254,7 @@ class MqttClientProtocol(asyncio.Protocol):
         transport = self.transport
         if transport is None or transport.is_closing():
             return  # (nothing more goes out)
-        with self._write_lock:
-            transport.write(data)
+        transport.write(data)
         if self._keepalive is not None:
             self._keepalive.last_sent = self.loop.time()
 
@@ -335,8 +268,7 @@ class MqttClientProtocol(asyncio.Protocol):
         transport = self.transport
         if transport is None or transport.is_closing():
             return  # (nothing more goes out)
-        with self._write_lock:
-            transport.write(data)
+        transport.write(data)
         if self._keepalive is not None:
             self._keepalive.last_sent = self.loop.time()
 
@@ -428,73 +360,19 @@ class MqttClientProtocol(asyncio.Protocol):
     def start_keepalive(self, interval_s: float) -> None:
         if interval_s > 0:
             self._keepalive = KeepAlive(interval_s, self.loop.time())
-            self._keepalive_due = self.loop.time() + interval_s
             self._keepalive_timer = self.loop.call_later(interval_s, self._keepalive_check)
-            transport = self.transport
-            sock = None if transport is None else transport.get_extra_info("socket")
-            if (sock is not None and transport is not None
-                    and transport.get_extra_info("sslcontext") is None and self._stall_fd < 0
-                    and not self.closed.done()):
-                self._stall_fd = os.dup(sock.fileno())
-                _STALL_PINGER.add(self)
-
-    @property
-    def keepalive_interval_s(self) -> float:
-        keepalive = self._keepalive
-        return keepalive.interval_s if keepalive is not None else 60.0
-
-    def ping_if_stalled(self, now: float) -> bool:
-        """(The stall pinger's thread) write PINGREQ when the loop sent nothing for
-        STALL_FACTOR keep-alive intervals (``now``: time.monotonic(), the clock of the loop's
-        time); True when it did."""
-        keepalive = self._keepalive
-        if keepalive is None or now - keepalive.last_sent < keepalive.interval_s * STALL_FACTOR:
-            return False
-        with self._write_lock:
-            transport, fd = self.transport, self._stall_fd
-            if (fd < 0 or transport is None or self.closed.done() or transport.is_closing()
-                    or transport.get_write_buffer_size()):
-                return False  # (a packet partly written: nothing may go between its bytes)
-            try:
-                written = os.write(fd, _PINGREQ)
-                if written == 1:  # (an empty send buffer takes two bytes; still, whole)
-                    os.write(fd, _PINGREQ[1:])
-            except OSError:
-                return False
-            keepalive.last_sent = time.monotonic()
-            self.stall_pings += 1
-        return True
-
-    def _stop_stall_pings(self) -> None:
-        if self._stall_fd >= 0:
-            _STALL_PINGER.remove(self)
-            with self._write_lock:
-                fd, self._stall_fd = self._stall_fd, -1
-                os.close(fd)
 
     def _keepalive_check(self) -> None:
         keepalive = self._keepalive
         if keepalive is None or self.closed.done():
             return
-        now = self.loop.time()
-        late = now - self._keepalive_due
-        action, after = keepalive.poll(now)
-        if self.stall_pings != self._stall_pings_told:  # (once per stall)
-            log.warning("MQTT %s: the event loop ran this keep-alive check %.1f s late "
-                        "(keep-alive interval %g s); the stall pinger kept the connection "
-                        "with %d PINGREQ(s) (%d in all)", self.peer, late,
-                        keepalive.interval_s, self.stall_pings - self._stall_pings_told,
-                        self.stall_pings)
-            self._stall_pings_told = self.stall_pings
+        action, after = keepalive.poll(self.loop.time())
         if action == "ping":
-            self._write(_PINGREQ)
+            self._write(b"\xc0\x00")
         elif action == "dead":
-            # (both loops read the sockets before they run the timers due: an answer that
-            # came while the loop stood still has been read by now)
             self._close(f"no answer from the broker within the keep-alive interval "
                         f"({keepalive.interval_s:g} s)")
             return
-        self._keepalive_due = now + after
         self._keepalive_timer = self.loop.call_later(after, self._keepalive_check)
 
     def _close(self, reason: str) -> None:
@@ -510,7 +388,6 @@ class MqttClientProtocol(asyncio.Protocol):
         self.closed.set_result(reason)
         if self._keepalive_timer is not None:
             self._keepalive_timer.cancel()
-        self._stop_stall_pings()
         if not self.connack.done():
             self.connack.set_exception(ConnectionBroken(reason))
             self.connack.exception()  # (retrieved: a failed connect raises it elsewhere)
