@@ -23,9 +23,17 @@ from typing import Any
 import pytest
 
 from pyjoynr.cluster_controller.controller import ClusterController
-from pyjoynr.runtime.addresses import WebSocketClientAddress
+from pyjoynr.gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC, GlobalCapabilitiesDirectory
+from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
 from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import DiscoveryEntry, ProviderQos, ProviderScope, Version
+from pyjoynr.runtime.discovery_types import (
+    DiscoveryEntry,
+    GlobalDiscoveryEntry,
+    ProviderQos,
+    ProviderScope,
+    Version,
+)
 from pyjoynr.runtime.interface import interface_def, to_wire
 from pyjoynr.runtime.messages import Message, MessageType, encode_frame
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
@@ -34,9 +42,12 @@ from pyjoynr.runtime.system_interfaces import (
     DEFAULT_ROUTING_PARTICIPANT_ID,
     Discovery,
     Routing,
+    address_to_json,
 )
+from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.transports.websocket_common import encode_init
 from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from tests.support.mqtt_clients import RawPeer
 from tests.support.raw_websocket import RawClient
 from tests.test_mqtt_hostile import mqtt_of, start_scene
 from tests.test_websocket_dialects import HOSTILE
@@ -49,6 +60,7 @@ pytestmark = pytest.mark.network
 N = 10_000
 #: lines (INFO and above) a path may write for its N inputs
 BOUND = 5
+GCD_GBID = "joynrdefaultgbid"
 WAIT_S = 30.0
 
 ROUTING = interface_def(Routing)
@@ -329,3 +341,46 @@ async def test_learned_route_evictions_over_mqtt_write_a_bounded_log(
     assert two.router.counters["evicted-learned-route"] - before >= N - 20, (
         two.router.counters, mqtt.counters)
     assert_bounded(lines, mark, "learned routes evicted")
+
+
+# ====================================================================== the GCD over MQTT
+
+
+async def test_hostile_gcd_calls_over_mqtt_write_a_bounded_log(
+        stack: AsyncExitStack, tmp_path: Path, lines: Lines) -> None:
+    """N messages to a GCD's topic from one publisher: a third that do not decode, a third
+    calling a method it does not have, a third adding an entry whose priority is out of its
+    range (Long): every one refused and counted, none stored, a few lines logged."""
+    broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
+    service = await stack.enter_async_context(GcdService(GcdSettings(
+        gbid=GCD_GBID, broker_url=broker.url, sqlite_path=tmp_path / "gcd.sqlite")))
+    await service.mqtt.wait_connected(WAIT_S)
+    peer = await RawPeer.open(stack, broker.port)
+    add = interface_def(GlobalCapabilitiesDirectory).methods["add"]
+    entry = to_wire(GlobalDiscoveryEntry(
+        Version(1, 0), "vehicle", "test/Radio", "flooded", ProviderQos(scope=ProviderScope.GLOBAL),
+        now_ms(), now_ms() + 60_000, "", address_to_json(MqttAddress(GCD_GBID, peer.topic))))
+    entry["qos"]["priority"] = 2 ** 63
+    third = N // 3
+
+    def call(n: int, method: str, params: list[Any], datatypes: list[str]) -> bytes:
+        return encode_frame(Message(
+            MessageType.REQUEST, f"asker-{n}", GCD_PARTICIPANT_ID, now_ms() + 60_000,
+            Request(uuid.uuid4().hex, method, params, datatypes).to_body(),
+            reply_to=MqttAddress(GCD_GBID, peer.topic)))
+
+    payloads = ([b"\x00not a frame" + struct.pack(">I", n) for n in range(third)]
+                + [call(n, "no_such_method", [], []) for n in range(third)]
+                + [call(n, "add", [entry], add.param_datatypes) for n in range(N - 2 * third)])
+    mqtt = service.mqtt
+    received, refused = mqtt.received, service.router.counters["refused-request"]
+    mark = len(lines.records)
+    for start in range(0, N, 200):
+        await asyncio.gather(*(peer.publish(f"{GCD_TOPIC}/low", payload)
+                               for payload in payloads[start:start + 200]))
+    await eventually(lambda: mqtt.received - received == N, f"{N} received")
+    await eventually(lambda: service.router.counters["refused-request"] - refused == N - third,
+                     f"{N - third} requests refused")
+    assert sum(mqtt.counters.values()) >= third, mqtt.counters  # the frames that did not decode
+    assert await service.store.count() == 0
+    assert_bounded(lines, mark, "hostile GCD calls")
