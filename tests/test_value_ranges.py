@@ -23,22 +23,9 @@ from typing import Any
 import pytest
 
 from pyjoynr.cluster_controller.controller import ClusterController
-from pyjoynr.gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC
 from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory as Gcd
-from pyjoynr.gcd.service import GcdService, GcdSettings
 from pyjoynr.libjoynr import LibjoynrRuntime, Provider
-from pyjoynr.runtime import smrf
-from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
-from pyjoynr.runtime.bodies import BodyFormat, decode_body, encode_body, schema_of
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import (
-    DiscoveryEntry,
-    GlobalDiscoveryEntry,
-    ProviderQos,
-    ProviderScope,
-    Version,
-)
-from pyjoynr.runtime.errors import MethodInvocationError, error_from_wire
+from pyjoynr.runtime.bodies import BodyFormat
 from pyjoynr.runtime.interface import (
     Float,
     Int8,
@@ -46,26 +33,24 @@ from pyjoynr.runtime.interface import (
     interface,
     interface_def,
     joynr_datatypes,
-    to_wire,
 )
-from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
-from pyjoynr.runtime.payloads import Reply, Request, decode_payload
-from pyjoynr.runtime.system_interfaces import (
-    DEFAULT_DISCOVERY_PARTICIPANT_ID,
-    DEFAULT_ROUTING_PARTICIPANT_ID,
-    Discovery,
-    Routing,
-    address_struct,
-    address_to_json,
-)
-from pyjoynr.testing.brokers import Mosquitto
+from pyjoynr.runtime.payloads import Reply
+from pyjoynr.runtime.system_interfaces import DEFAULT_DISCOVERY_PARTICIPANT_ID, Discovery
 from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
-from tests.support import mqtt_clients
-from tests.support.mqtt_clients import RawPeer
-from tests.support.raw_websocket import RawClient
+from tests.support.raw_calls import (
+    RawCaller,
+    RawGcd,
+    assert_no_error_logged,
+    assert_nothing_registered,
+    assert_refusal_logged_once,
+    assert_refused,
+    gcd_entry,
+    local_entry,
+    request_body,
+)
 
-GBID = "joynrdefaultgbid"
 WAIT_S = 10.0
+TTL_MS = 10_000
 INT64 = "-9223372036854775808..9223372036854775807"
 
 
@@ -117,41 +102,26 @@ def spoilt(wire: dict[str, Any], case: Case, *, json_names: bool) -> dict[str, A
     return out
 
 
-def request_body(definition: InterfaceDef, method: str, params: list[Any], case: Case,
-                 fmt: BodyFormat) -> tuple[bytes, str]:
+def spoilt_body(definition: InterfaceDef, method: str, params: list[Any], case: Case,
+                fmt: BodyFormat) -> tuple[bytes, str]:
     """A request of ``method`` whose first parameter is spoilt as ``case`` says, in ``fmt``
     (JSON written by hand: the project's writer refuses such values)."""
-    rid = uuid.uuid4().hex
-    found = definition.methods[method]
     if fmt is BodyFormat.MSGPACK:
         first = spoilt(params[0], case, json_names=False)
-        return Request(rid, found.name, [first, *params[1:]], found.param_datatypes
-                       ).to_body(), rid
-    good = json.loads(encode_body(Request(rid, found.name, params, found.param_datatypes),
-                                  BodyFormat.JSON, schema=schema_of(definition)))
+        return request_body(definition, method, [first, *params[1:]], fmt)
+    body, rid = request_body(definition, method, params, fmt)
+    good = json.loads(body)
     good["params"][0] = spoilt(good["params"][0], case, json_names=True)
     return json.dumps(good).encode(), rid
 
 
-def assert_refused(reply: Reply, case: Case, method: str) -> None:
-    assert reply.error is not None, reply
-    error = error_from_wire(reply.error)
-    assert isinstance(error, MethodInvocationError), error
-    assert error.message.startswith(f"wrong parameter: {method}("), error.message
-    assert case.says in error.message, error.message
-
-
-def assert_no_error_logged(caplog: pytest.LogCaptureFixture) -> None:
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+def assert_out_of_range_refused(reply: Reply, case: Case, method: str) -> None:
+    assert_refused(reply, case.says, starts=f"wrong parameter: {method}(")
 
 
 def assert_refusals_logged_once(caplog: pytest.LogCaptureFixture) -> None:
-    """The refusals of one peer: the first one logged in full at WARNING, the others counted
-    (the router's rate limit of repeated warnings)."""
-    lines = [r.getMessage() for r in caplog.records if r.name == "pyjoynr.runtime.providers"
-             and " refused: " in r.getMessage()]
-    assert len(lines) == 1, lines
-    assert "out of the range of" in lines[0] or "is not a" in lines[0], lines
+    assert_refusal_logged_once(
+        caplog, lambda line: "out of the range of" in line or "is not a" in line)
 
 
 @pytest.fixture
@@ -163,12 +133,6 @@ async def stack() -> AsyncIterator[AsyncExitStack]:
 # ====================================================================== the GCD over MQTT
 
 
-def gcd_entry(pid: str) -> GlobalDiscoveryEntry:
-    return GlobalDiscoveryEntry(
-        Version(1, 0), "vehicle", "test/Radio", pid, ProviderQos(scope=ProviderScope.GLOBAL),
-        now_ms(), now_ms() + 60_000, "", address_to_json(MqttAddress(GBID, "joynr/cc/raw")))
-
-
 @pytest.mark.network
 @pytest.mark.usefixtures("mqtt_client")
 @pytest.mark.parametrize("dialect", [NATIVE, JOYNR])
@@ -176,56 +140,23 @@ async def test_a_gcd_add_with_a_value_out_of_range_is_answered_and_nothing_is_st
         stack: AsyncExitStack, tmp_path: Path, caplog: pytest.LogCaptureFixture,
         dialect: str) -> None:
     caplog.set_level(logging.INFO)
-    broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
-    service = await stack.enter_async_context(GcdService(GcdSettings(
-        gbid=GBID, broker_url=broker.url, sqlite_path=tmp_path / "gcd.sqlite",
-        mqtt_client=mqtt_clients.current())))
-    await service.mqtt.wait_connected(WAIT_S)
-    peer = await RawPeer.open(stack, broker.port)
+    gcd = await RawGcd.open(stack, tmp_path, dialect, timeout_s=WAIT_S, ttl_ms=TTL_MS)
     definition = interface_def(Gcd)
-    fmt = BodyFormat.MSGPACK if dialect == NATIVE else BodyFormat.JSON
-    encode: Callable[[Message], bytes] = encode_frame if dialect == NATIVE else smrf.encode
-    decode: Callable[[bytes], Message] = (
-        (lambda b: decode_frame(b, 1 << 20)) if dialect == NATIVE else smrf.decode)
-    for case in cases_of(fmt):
+    for case in cases_of(gcd.fmt):
         pid = f"bad-{uuid.uuid4().hex[:8]}"
-        body, rid = request_body(definition, "add", [to_wire(gcd_entry(pid))], case, fmt)
-        await peer.publish(f"{GCD_TOPIC}/low", encode(Message(
-            MessageType.REQUEST, f"asker-{pid}", GCD_PARTICIPANT_ID, now_ms() + 10_000, body,
-            reply_to=MqttAddress(GBID, peer.topic))))
-        answer = decode((await peer.receive(WAIT_S)).payload)
-        assert answer.type is MessageType.REPLY
-        reply = decode_body(Reply, answer.body)
-        assert reply.request_reply_id == rid
-        assert_refused(reply, case, "add")
-    assert await service.store.count() == 0
-    assert service.router.counters["refused-request"] == len(cases_of(fmt))
+        body, rid = spoilt_body(definition, "add", [gcd_entry(pid)], case, gcd.fmt)
+        assert_out_of_range_refused(await gcd.ask(body, rid), case, "add")
+    await gcd.assert_nothing_stored(refused=len(cases_of(gcd.fmt)))
     assert_refusals_logged_once(caplog)
-    # a good one is taken after them (the service was not disturbed)
-    good, rid = Request(uuid.uuid4().hex, "add", [to_wire(gcd_entry("good"))],
-                        definition.methods["add"].param_datatypes).to_body(), ""
-    await peer.publish(f"{GCD_TOPIC}/low", encode_frame(Message(
-        MessageType.REQUEST, "asker-good", GCD_PARTICIPANT_ID, now_ms() + 10_000, good,
-        reply_to=MqttAddress(GBID, peer.topic))))
-    reply = decode_payload(Reply, decode_frame((await peer.receive(WAIT_S)).payload,
-                                               1 << 20).body)
+    # a good one is taken after them (the service was not disturbed), in a native frame
+    reply = await gcd.ask(*request_body(definition, "add", [gcd_entry("good")],
+                                        BodyFormat.MSGPACK), dialect=NATIVE)
     assert reply.error is None, reply.error
-    assert await service.store.count() == 1
+    assert await gcd.service.store.count() == 1
     assert_no_error_logged(caplog)
 
 
 # ====================================================================== the CC's Discovery
-
-
-async def call(raw: RawClient, recipient: str, body: bytes, rid: str) -> Reply:
-    await raw.send(Message(MessageType.REQUEST, raw.pid, recipient, now_ms() + 10_000, body))
-    for _ in range(50):
-        answer = await raw.receive()
-        if answer.type is MessageType.REPLY:
-            reply = decode_body(Reply, answer.body)
-            if reply.request_reply_id == rid:
-                return reply
-    raise AssertionError("no reply")
 
 
 @pytest.mark.parametrize("fmt", [BodyFormat.MSGPACK, BodyFormat.JSON])
@@ -234,24 +165,13 @@ async def test_a_discovery_add_with_a_value_out_of_range_is_answered_and_not_reg
         stack: AsyncExitStack, cc: ClusterController, caplog: pytest.LogCaptureFixture,
         dialect: str, fmt: BodyFormat) -> None:
     caplog.set_level(logging.INFO)
-    raw = await RawClient.open(stack, cc.websocket_address.url, dialect=dialect)
-    routing = interface_def(Routing)
-    hop = routing.methods["add_next_hop"]
-    rid = uuid.uuid4().hex
-    own = to_wire(address_struct(WebSocketClientAddress(raw.client_id)))
-    for pid in (raw.pid, "provider-1"):
-        reply = await call(raw, DEFAULT_ROUTING_PARTICIPANT_ID, Request(
-            rid, hop.name, [pid, own, False], hop.param_datatypes).to_body(), rid)
-        assert reply.error is None, reply.error
+    caller = await RawCaller.open(stack, cc, dialect, ttl_ms=TTL_MS, routed=("provider-1",))
     definition = interface_def(Discovery)
-    entry = DiscoveryEntry(Version(1, 0), "domain", "test/Thing", "provider-1",
-                           ProviderQos(scope=ProviderScope.LOCAL), now_ms(), now_ms() + 60_000)
     for case in cases_of(fmt):
-        body, rid = request_body(definition, "add", [to_wire(entry)], case, fmt)
-        assert_refused(await call(raw, DEFAULT_DISCOVERY_PARTICIPANT_ID, body, rid), case,
-                       "add")
-    assert cc.discovery._entries == {}
-    assert cc.router.counters["refused-request"] == len(cases_of(fmt))
+        body, rid = spoilt_body(definition, "add", [local_entry("provider-1")], case, fmt)
+        assert_out_of_range_refused(
+            await caller.call(DEFAULT_DISCOVERY_PARTICIPANT_ID, body, rid), case, "add")
+    assert_nothing_registered(cc, refused=len(cases_of(fmt)))
     assert_refusals_logged_once(caplog)
     assert_no_error_logged(caplog)
 
@@ -297,12 +217,11 @@ BAD_SHOW = [
 
 
 def show_body(params: list[Any], fmt: BodyFormat) -> tuple[bytes, str]:
-    rid = uuid.uuid4().hex
-    method = interface_def(Gauge).methods["show"]
+    definition = interface_def(Gauge)
     if fmt is BodyFormat.MSGPACK:
-        return Request(rid, method.name, params, method.param_datatypes).to_body(), rid
-    good = json.loads(encode_body(Request(rid, method.name, GOOD_SHOW, method.param_datatypes),
-                                  BodyFormat.JSON, schema=schema_of(interface_def(Gauge))))
+        return request_body(definition, "show", params, fmt)
+    body, rid = request_body(definition, "show", GOOD_SHOW, fmt)
+    good = json.loads(body)
     good["params"] = [f"@{i}@" for i in range(len(params))]
     text = json.dumps(good)
     for i, value in enumerate(params):  # (written by hand: 1e400 is a JSON number)
@@ -323,30 +242,20 @@ async def test_a_call_with_a_byte_float_double_or_enum_out_of_range_never_reache
     runtime = await runtimes()
     provider_pid = await asyncio.wait_for(runtime.register_provider("ranges.test", provider),
                                           WAIT_S)
-    raw = await RawClient.open(stack, cc.websocket_address.url, dialect=dialect)
-    hop = interface_def(Routing).methods["add_next_hop"]
-    rid = uuid.uuid4().hex
-    own = to_wire(address_struct(WebSocketClientAddress(raw.client_id)))
-    reply = await call(raw, DEFAULT_ROUTING_PARTICIPANT_ID, Request(
-        rid, hop.name, [raw.pid, own, False], hop.param_datatypes).to_body(), rid)
-    assert reply.error is None, reply.error
+    caller = await RawCaller.open(stack, cc, dialect, ttl_ms=TTL_MS)
     for index, value, says, in_json in BAD_SHOW:
         if fmt is BodyFormat.JSON and not in_json:
             continue
         params = list(GOOD_SHOW)
         params[index] = math.inf if fmt is BodyFormat.MSGPACK and value == "1e400" else value
         body, rid = show_body(params, fmt)
-        reply = await call(raw, provider_pid, body, rid)
-        assert reply.error is not None, (value, reply)
-        error = error_from_wire(reply.error)
-        assert isinstance(error, MethodInvocationError), error
-        assert says in error.message, error.message
+        assert_refused(await caller.call(provider_pid, body, rid), says, starts="", what=value)
     assert provider.shown == []
     refused = sum(1 for *_, in_json in BAD_SHOW if in_json or fmt is BodyFormat.MSGPACK)
     assert runtime.router.counters["refused-request"] == refused
     assert_refusals_logged_once(caplog)
     body, rid = show_body(GOOD_SHOW, fmt)
-    reply = await call(raw, provider_pid, body, rid)
+    reply = await caller.call(provider_pid, body, rid)
     assert (reply.error, reply.response) == (None, [True])
     assert provider.shown == [(127, -3.4e38, 0.5, Unit.CELSIUS, "x" * 1000)]
     assert_no_error_logged(caplog)
