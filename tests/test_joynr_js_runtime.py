@@ -234,8 +234,8 @@ async def test_hostile_json_bodies_to_the_system_providers_are_refused_and_count
 async def test_a_request_expiring_without_a_route_is_answered_in_a_type_the_js_runtime_reads(
         cc, stack):
     """A JS proxy's request waits in the cluster controller for a route that never comes; when
-    it expires the CC answers at once with an error joynr's JavaScript runtime decodes (its
-    TypeRegistry has no JoynrMessageNotSentException), the "not sent" meaning in its text."""
+    it expires the CC answers at once with an error joynr's JavaScript runtime decodes (whose
+    type registry has no JoynrMessageNotSentException), the "not sent" meaning in its text."""
     client = await js(stack, cc)
     proxy = f"proxy-{new_id()}"
     await client.add_next_hop(proxy, False)
