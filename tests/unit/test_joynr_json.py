@@ -1183,7 +1183,7 @@ def test_depth_is_checked_when_brackets_could_nest_that_deep(depth: int) -> None
 # ---------------------------------------------------------------------- what joynr's runtimes read
 
 #: the exception _typeNames joynr's runtimes decode in a reply's error (docs/wire.md, "Error
-#: answers joynr's runtimes decode", says where each registry is): JavaScript's type
+#: answers joynr's runtimes decode", lists them): JavaScript's type
 #: registry (ten types), C++'s muesli registrations, Java's exception classes (Jackson's
 #: default typing reads _typeName as a class name)
 JS_TYPES = frozenset(f"joynr.exceptions.{n}" for n in (
