@@ -226,15 +226,21 @@ for _wire, (_joynr, _java, _extra) in _EXCEPTIONS.items():
             _EXCEPTION_OF_NAME[_prefix + _short] = _wire
 _VERSION_TYPE = "joynr.types.Version"
 
+#: the one exception every joynr runtime decodes in a reply under the same name (docs/wire.md,
+#: "Error answers joynr's runtimes decode"): joynr's JavaScript runtime registers ten types,
+#: without JoynrMessageNotSentException, JoynrTimeOutException or JoynrMessageExpiredException,
+#: and Java knows DiscoveryException, JoynrTimeoutException, JoynrMessageExpiredException,
+#: JoynrMessageNotSentException and JoynrRuntimeException only in ``io.joynr.exceptions``
+_DECODED_BY_ALL: Final = "ProviderRuntimeException"
 #: the project's message-not-sent error (a router's answer to a request it cannot deliver, or
-#: in place of an answer it cannot send) is written as the exception every joynr runtime
-#: decodes in a reply: ProviderRuntimeException (joynr's JavaScript runtime registers no
-#: JoynrMessageNotSentException, and Java's JoynrRuntimeException is in another package than
-#: the name JavaScript and C++ register; docs/wire.md, "Error answers joynr's runtimes
-#: decode"). Its detailMessage starts with this, which reads back as the not-sent error.
+#: in place of an answer it cannot send)
 NOT_SENT_TYPE: Final = "JoynrMessageNotSentException"
-NOT_SENT_PREFIX: Final = NOT_SENT_TYPE + ": "
-_NOT_SENT_AS: Final = "ProviderRuntimeException"
+#: the errors written as :data:`_DECODED_BY_ALL` with their type at the start of the
+#: detailMessage (``"<type>: <message>"``, read back as that type): the not-sent error always,
+#: the others with joynr's names (``java_exception_names`` writes Java's, which Java decodes)
+_AS_DECODED_BY_ALL: Final = frozenset({
+    NOT_SENT_TYPE, "DiscoveryException", "JoynrTimeoutException", "JoynrMessageExpiredException",
+    "JoynrRuntimeException"})
 
 
 def _error_to_json(error: dict[str, Any], error_enum: type[enum.Enum] | None,
@@ -244,8 +250,8 @@ def _error_to_json(error: dict[str, Any], error_enum: type[enum.Enum] | None,
         raise _refuse("unencodable", "error message is not a string")
     if not isinstance(kind, str) or kind not in _EXCEPTIONS:
         kind, message = "JoynrRuntimeException", f"{kind}: {message}"
-    elif kind == NOT_SENT_TYPE:
-        kind, message = _NOT_SENT_AS, NOT_SENT_PREFIX + message
+    if kind == NOT_SENT_TYPE or (kind in _AS_DECODED_BY_ALL and not java_names):
+        kind, message = _DECODED_BY_ALL, f"{kind}: {message}"
     joynr, java, extra = _EXCEPTIONS[kind]
     out: dict[str, Any] = {"_typeName": java if java_names else "joynr.exceptions." + joynr,
                            "detailMessage": message}
@@ -294,8 +300,10 @@ def _error_from_json(data: Any, error_enum: type[enum.Enum] | None) -> dict[str,
         message = ""
     elif not isinstance(message, str):
         raise _refuse("bad-member", f"{name}.detailMessage is not a string")
-    if kind == _NOT_SENT_AS and message.startswith(NOT_SENT_PREFIX):
-        kind, message = NOT_SENT_TYPE, message[len(NOT_SENT_PREFIX):]
+    if kind == _DECODED_BY_ALL:
+        written_as, colon, rest = message.partition(": ")
+        if colon and written_as in _AS_DECODED_BY_ALL:
+            kind, message = written_as, rest
     error: dict[str, Any] = {"type": kind, "message": message}
     for member, key in _EXCEPTIONS[kind][2].items():
         value = data.get(member)

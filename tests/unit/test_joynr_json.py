@@ -354,6 +354,11 @@ EXCEPTIONS: list[tuple[dict[str, Any], str, str, dict[str, Any]]] = [
 ]
 
 
+#: the exceptions not every joynr runtime decodes under joynr's names (by those names)
+DECODED_AS_PROVIDER_RUNTIME = frozenset({"DiscoveryException", "JoynrTimeOutException",
+                                         "JoynrMessageExpiredException", "JoynrRuntimeException"})
+
+
 @pytest.mark.parametrize(("error", "joynr", "java", "members"), EXCEPTIONS,
                          ids=[f"{e[1]}-{len(e[3])}" for e in EXCEPTIONS])
 def test_every_exception_both_ways_and_both_prefixes(
@@ -362,8 +367,17 @@ def test_every_exception_both_ways_and_both_prefixes(
     reply = Reply("r", None, error)
     for name, java_names in ((f"joynr.exceptions.{joynr}", False), (java, True)):
         body = encode(reply, error_enum=enum_, java_exception_names=java_names)
+        written_name, written = name, members
+        if joynr in DECODED_AS_PROVIDER_RUNTIME and not java_names:
+            # (with joynr's names, as the type every joynr runtime decodes, its own type
+            # at the start of the message)
+            written_name = "joynr.exceptions.ProviderRuntimeException"
+            written = {**members,
+                       "detailMessage": f"{error['type']}: {members['detailMessage']}"}
         assert body == text({"_typeName": "joynr.Reply", "requestReplyId": "r",
-                             "error": {"_typeName": name, **members}})
+                             "error": {"_typeName": written_name, **written}})
+        # and read back as it was
+        assert decode(Reply, body, error_enum=enum_) == reply
     for prefix in ("joynr.exceptions.", "io.joynr.exceptions."):
         body = text({"_typeName": "joynr.Reply", "requestReplyId": "r",
                      "error": {"_typeName": prefix + joynr, **members}})
@@ -1220,6 +1234,28 @@ def test_the_not_sent_answer_is_of_a_type_every_joynr_runtime_decodes(java_names
     # and this project's runtimes read it back as the not-sent error
     exc = error_from_wire(decode(Reply, text(body)).error)  # type: ignore[attr-defined]
     assert type(exc) is MessageNotSentError and exc.message == "message m1 to p not sent: x"
+
+
+@pytest.mark.parametrize("kind", ["ApplicationException", "ProviderRuntimeException",
+                                  "MethodInvocationException", "DiscoveryException",
+                                  "JoynrTimeoutException", "JoynrMessageExpiredException",
+                                  "JoynrRuntimeException", "SomethingOfThisProject"])
+def test_a_reply_error_in_joynrs_names_is_of_a_type_every_joynr_runtime_decodes(
+        kind: str) -> None:
+    error: dict[str, Any] = {"type": kind, "message": "m"}
+    enum_ = None
+    if kind == "ApplicationException":
+        error["error"], enum_ = FavoriteError.FULL.name, FavoriteError
+    body = j(encode(Reply("r", None, error), error_enum=enum_))
+    name = body["error"]["_typeName"]
+    for runtime, types in (("JavaScript", JS_TYPES), ("C++", CPP_TYPES), ("Java", JAVA_TYPES)):
+        assert name in types, f"{runtime} does not decode {name} (for {kind})"
+    # and this project's runtimes read it back as what it was
+    back = decode(Reply, text(body), error_enum=enum_).error  # type: ignore[attr-defined]
+    if kind == "SomethingOfThisProject":
+        assert back == {"type": "JoynrRuntimeException", "message": f"{kind}: m"}
+    else:
+        assert back == error
 
 
 def test_joynrs_own_not_sent_exception_is_still_read() -> None:
