@@ -179,31 +179,23 @@ class LocalDiscovery(DiscoveryProviderBase):
         """The caller's connection holds ``entry`` (and, ``in_gcd``, its registration with the
         GCD), or the call is refused (ProviderRuntimeError) beyond a bound (runtime.quotas):
         nothing is changed then."""
-        quotas = self._router.quotas
-        caller = current_origin()
-        if quotas is None or caller is None:
-            return
-        pid = entry.participant_id
-        now = self._router.clock_ms()
-        refusal = quotas.admit(PROVIDERS, caller, pid, now_ms=now)
-        if refusal is None and in_gcd:
+        router, caller, pid = self._router, current_origin(), entry.participant_id
+        what = f"discovery add of {pid}"
+        router.hold(PROVIDERS, caller, pid, what, log)
+        if in_gcd:
             # (one registered with the GCD before and now in a narrower scope keeps its
             # count: its row stays there until it is removed)
-            refusal = quotas.admit(GLOBAL_PROVIDERS, caller, pid, now_ms=now)
-            if refusal is not None and pid not in self._entries:
-                quotas.release(PROVIDERS, caller, pid)
-        if refusal is not None:
-            self._router.warn(log, refusal.reason, peer_of(caller),
-                              "discovery add of %s from %r refused: %s", pid, caller,
-                              refusal.detail)
-            raise ProviderRuntimeError(f"discovery add of {pid} refused: {refusal.detail}")
+            try:
+                router.hold(GLOBAL_PROVIDERS, caller, pid, what, log)
+            except ProviderRuntimeError:
+                if pid not in self._entries:
+                    router.release(PROVIDERS, caller, pid)
+                raise
 
     def _give_back(self, participant_id: str) -> None:
-        quotas = self._router.quotas
         caller = current_origin()
-        if quotas is not None and caller is not None:
-            quotas.release(PROVIDERS, caller, participant_id)
-            quotas.release(GLOBAL_PROVIDERS, caller, participant_id)
+        self._router.release(PROVIDERS, caller, participant_id)
+        self._router.release(GLOBAL_PROVIDERS, caller, participant_id)
 
     async def remove(self, participant_id: str) -> None:
         if participant_id in self._entries:

@@ -23,7 +23,7 @@ rate-limited; what the connection holds already stays. ``remove_next_hop`` and
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from pyjoynr.runtime.addresses import Address, AddressError, address_from_dict
@@ -186,32 +186,16 @@ class RoutingProvider(RoutingProviderBase):
         if caller is not None:
             decoded = caller  # the same address; the connection's own object compares fastest
             await self._claim(participant_id, caller)
-            self._admit(ROUTES, caller, participant_id, f"add_next_hop {participant_id}")
+            self.router.hold(ROUTES, caller, participant_id, f"add_next_hop {participant_id}",
+                             log)
         result = self.router.add_route(participant_id, decoded,
                                        is_globally_visible=is_globally_visible)
         if not result.accepted:
-            self._release(ROUTES, caller, participant_id)
+            self.router.release(ROUTES, caller, participant_id)
             self.router.warn(log, "route-refused", peer_of(caller),
                              "add_next_hop %s -> %r refused: %s", participant_id, decoded,
                              result.reason)
             raise ProviderRuntimeError(f"add_next_hop {participant_id} refused: {result.reason}")
-
-    def _admit(self, kind: str, caller: Address | None, item: Hashable, what: str) -> None:
-        """Let ``caller`` hold ``item`` of ``kind``, or refuse the call (ProviderRuntimeError,
-        counted by the bounds, logged rate-limited) beyond its bound (runtime.quotas)."""
-        quotas = self.router.quotas
-        if quotas is None or caller is None:
-            return
-        refusal = quotas.admit(kind, caller, item, now_ms=self.router.clock_ms())
-        if refusal is not None:
-            self.router.warn(log, refusal.reason, peer_of(caller), "%s from %r refused: %s",
-                             what, caller, refusal.detail)
-            raise ProviderRuntimeError(f"{what} refused: {refusal.detail}")
-
-    def _release(self, kind: str, caller: Address | None, item: Hashable) -> None:
-        quotas = self.router.quotas
-        if quotas is not None:
-            quotas.release(kind, caller, item)
 
     async def _claim(self, participant_id: str, caller: Address) -> None:
         """A websocket caller claims ``participant_id``: refused (ProviderRuntimeError) while
@@ -240,7 +224,7 @@ class RoutingProvider(RoutingProviderBase):
                 f"remove_next_hop {participant_id} refused: it is not routed to the caller"
             )
         self.router.remove_route(participant_id)
-        self._release(ROUTES, current_origin(), participant_id)
+        self.router.release(ROUTES, current_origin(), participant_id)
 
     async def resolve_next_hop(self, participant_id: str) -> bool:
         return self.router.has_route(participant_id)
@@ -248,9 +232,10 @@ class RoutingProvider(RoutingProviderBase):
     async def add_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
                                      provider_participant_id: str) -> None:
         self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
-        self._admit(MULTICAST_RECEIVERS, current_origin(),
-                    (multicast_id, subscriber_participant_id),
-                    f"add_multicast_receiver {multicast_id} for {subscriber_participant_id}")
+        self.router.hold(MULTICAST_RECEIVERS, current_origin(),
+                         (multicast_id, subscriber_participant_id),
+                         f"add_multicast_receiver {multicast_id} for {subscriber_participant_id}",
+                         log)
         self.router.add_multicast_receiver(multicast_id, subscriber_participant_id,
                                            provider_participant_id)
 
@@ -258,8 +243,8 @@ class RoutingProvider(RoutingProviderBase):
                                         provider_participant_id: str) -> None:
         self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
         self.router.remove_multicast_receiver(multicast_id, subscriber_participant_id)
-        self._release(MULTICAST_RECEIVERS, current_origin(),
-                      (multicast_id, subscriber_participant_id))
+        self.router.release(MULTICAST_RECEIVERS, current_origin(),
+                            (multicast_id, subscriber_participant_id))
 
     def _check_multicast(self, multicast_id: str, subscriber: str, provider: str) -> None:
         refusal = check_multicast_receiver(multicast_id, subscriber, provider, current_origin(),

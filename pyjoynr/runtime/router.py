@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, NamedTuple, Protocol
@@ -588,6 +588,28 @@ class MessageRouter:
                                message.describe(), detail, extra=message_fields(message))
         if unsendable:
             self._answer_unsent(message, f"{name}: {detail}")
+
+    # ------------------------------------------------------------------ connection bounds
+
+    def hold(self, kind: str, connection: Address | None, item: Hashable, what: str,
+             logger: logging.Logger) -> None:
+        """``connection`` holds ``item`` of ``kind`` from now on (runtime.quotas), or the call
+        that asks (``what``) is refused: ProviderRuntimeError naming the bound, logged
+        rate-limited on ``logger`` (counted by the quotas). Nothing is bounded without quotas
+        or for this process's own calls (``connection`` None)."""
+        quotas = self.quotas
+        if quotas is None or connection is None:
+            return
+        refusal = quotas.admit(kind, connection, item, now_ms=self.clock_ms())
+        if refusal is not None:
+            self._warnings.warning(logger, refusal.reason, peer_of(connection),
+                                   "%s from %r refused: %s", what, connection, refusal.detail)
+            raise ProviderRuntimeError(f"{what} refused: {refusal.detail}")
+
+    def release(self, kind: str, connection: Address | None, item: Hashable) -> None:
+        """``connection`` no longer holds ``item`` of ``kind`` (runtime.quotas)."""
+        if self.quotas is not None:
+            self.quotas.release(kind, connection, item)
 
     # ------------------------------------------------------------------ logging and audit
 
