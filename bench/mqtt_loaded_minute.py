@@ -38,7 +38,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import re
 import subprocess
 import sys
 import tempfile
@@ -52,6 +51,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import uvloop
+from _common import Mosquitto, help_text  # (bench/, the script's folder)
 
 from pyjoynr.cluster_controller.config import ClusterControllerConfig
 from pyjoynr.cluster_controller.controller import ClusterController
@@ -67,7 +67,6 @@ from pyjoynr.libjoynr import (
     interface,
 )
 from pyjoynr.runtime.interface import interface_def
-from pyjoynr.testing.brokers import MOSQUITTO, Mosquitto
 from pyjoynr.transports.mqtt_client import MqttSessionError, open_session
 from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
 
@@ -84,12 +83,6 @@ LAG_INTERVAL_S = 0.1
 RUN_MARGIN_S = 120
 #: a hog outlives the run by at most this (``timeout``), should this process die first
 HOG_MARGIN_S = 30
-
-
-def help_text(doc: str | None) -> str:
-    """The first paragraph of the docstring as plain text, for ``--help``."""
-    paragraph = (doc or "").strip().split("\n\n", 1)[0]
-    return re.sub(r"``", "", " ".join(paragraph.split()))
 
 
 @interface("bench/Loaded", version=(1, 0))
@@ -246,15 +239,6 @@ def broker_log_summary(log_file: Path) -> tuple[int, int, list[str]]:
     return len(timeouts), len(disconnects), timeouts + others
 
 
-def mosquitto_version() -> str:
-    try:
-        out = subprocess.run([MOSQUITTO, "-h"], capture_output=True, check=False, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return "mosquitto (version unknown)"
-    first = (out.stdout or out.stderr).decode(errors="replace").splitlines()
-    return first[0].strip() if first else "mosquitto (version unknown)"
-
-
 @dataclass
 class Figures:
     """What one run measured (read before anything stopped)."""
@@ -281,7 +265,7 @@ async def measure(args: argparse.Namespace, directory: Path) -> Figures:
     keepalive = args.keepalive_s
     async with AsyncExitStack() as stack:
         broker = await stack.enter_async_context(
-            Mosquitto(directory / "mosquitto", persistence=False))
+            Mosquitto())
         gcd = await stack.enter_async_context(GcdService(
             GcdSettings(gbid=GBID, broker_url=broker.url, store="sqlite",
                         sqlite_path=directory / "gcd" / "gcd.sqlite",
@@ -372,7 +356,7 @@ async def run(args: argparse.Namespace) -> int:
     print(f"MQTT through a loaded minute: {args.seconds} s, {args.hogs} CPU hog(s), keep-alive "
           f"{args.keepalive_s} s (project default {DEFAULT_KEEPALIVE_S} s), MQTT client "
           f"{args.client}; Python {sys.version.split()[0]}, uvloop {version('uvloop')}, "
-          f"{mosquitto_version()}", flush=True)
+          f"{Mosquitto.version()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-loaded-") as tmp:
         # the whole run, start and stop included, ends by itself
         async with asyncio.timeout(args.seconds + RUN_MARGIN_S):
