@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from typing import Protocol, cast
 
@@ -45,8 +44,7 @@ class InProcessTransport:
         if message.origin is not None:
             self._deliver(skeleton, message)
         else:
-            asyncio.get_running_loop().call_soon(functools.partial(self._deliver, skeleton,
-                                                                   message))
+            asyncio.get_running_loop().call_soon(self._deliver, skeleton, message)
         return True
 
     def _deliver(self, skeleton: MessageReceiver, message: Message) -> None:
