@@ -29,7 +29,7 @@ log = logging.getLogger("radio-provider")
 class RadioProvider(RadioProviderBase):
     def __init__(self) -> None:
         first = RadioStation("FM4", Country.AUSTRIA, True)
-        super().__init__(current_station=first)
+        super().__init__(current_station=first, volume=50)
         self.stations = [first]
 
     async def add_favorite_station(self, station: RadioStation) -> bool:
@@ -47,6 +47,15 @@ class RadioProvider(RadioProviderBase):
 
     async def log_message(self, text: str) -> None:
         log.info("consumer says: %s", text)
+
+    async def describe_station(self, name: str) -> str:
+        for station in self.stations:
+            if station.name == name:
+                return f"{name} ({station.country.name.title()})"
+        return name
+
+    async def station_heard(self, station: RadioStation) -> None:
+        log.info("consumer heard: %s", station.name)
 
 
 async def main(url: str, domain: str, interval_s: float) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pyjoynr.runtime.errors import MethodInvocationError
 from pyjoynr.runtime.interface import (
+    Int32,
     attribute,
     broadcast,
     errors,
@@ -73,6 +74,8 @@ class Radio:
 
     #: The station playing now.
     current_station = attribute(RadioStation, readonly=True)
+    #: The volume, a consumer may set it.
+    volume = attribute(Int32)
     #: A newly discovered station, partitioned by its country.
     new_station_discovered = broadcast(station=RadioStation)
 
@@ -89,6 +92,16 @@ class Radio:
     @joynr_datatypes("String")
     async def log_message(self, text: str) -> None: ...
 
+    #: Describes a station by its name; a favorite's description names its
+    #: country, any other name is answered as it came.
+    @joynr_datatypes("String")
+    async def describe_station(self, name: str) -> str: ...
+
+    #: A station the consumer heard, answered by nothing.
+    @one_way
+    @joynr_datatypes("joynr.example.RadioStation")
+    async def station_heard(self, station: RadioStation) -> None: ...
+
 
 class RadioProviderBase(Provider, interface=Radio):
     """A provider of Radio: override its methods (each raises MethodInvocationError until
@@ -96,9 +109,14 @@ class RadioProviderBase(Provider, interface=Radio):
     fire_<name> methods.
     """
 
-    def __init__(self, *, current_station: RadioStation | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        current_station: RadioStation | None = None,
+        volume: Int32 | None = None,
+    ) -> None:
         """The attributes' initial values (None: none yet)."""
-        super().__init__(**_given(current_station=current_station))
+        super().__init__(**_given(current_station=current_station, volume=volume))
 
     def fire_new_station_discovered(
         self,
@@ -121,6 +139,12 @@ class RadioProviderBase(Provider, interface=Radio):
     async def log_message(self, text: str) -> None:
         raise MethodInvocationError("Radio.log_message is not implemented")
 
+    async def describe_station(self, name: str) -> str:
+        raise MethodInvocationError("Radio.describe_station is not implemented")
+
+    async def station_heard(self, station: RadioStation) -> None:
+        raise MethodInvocationError("Radio.station_heard is not implemented")
+
 
 class RadioProxy(Protocol):
     """A proxy of Radio, typed: what build_radio_proxy returns (methods take their arguments by
@@ -131,6 +155,7 @@ class RadioProxy(Protocol):
     provider_participant_id: str
     ttl_ms: int
     current_station: AttributeHandle
+    volume: AttributeHandle
     new_station_discovered: BroadcastHandle
 
     async def add_favorite_station(self, station: RadioStation, /) -> bool: ...
@@ -138,6 +163,10 @@ class RadioProxy(Protocol):
     async def shuffle_stations(self) -> None: ...
 
     async def log_message(self, text: str, /) -> None: ...
+
+    async def describe_station(self, name: str, /) -> str: ...
+
+    async def station_heard(self, station: RadioStation, /) -> None: ...
 
     async def close(self) -> None: ...
 
