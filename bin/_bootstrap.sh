@@ -4,7 +4,9 @@
 # - Debian packages (mosquitto, postgresql, Java 17, JDBC drivers, chromium), installed with apt-get when running as root
 # - for bin/test only: node and npm (Debian's nodejs and npm when the commands are missing) and
 #   the npm packages the tests use as oracles (tests/oracles: npm ci, again when its package
-#   files change)
+#   files change); JDK 17, Maven and gcc (Debian's openjdk-17-jdk-headless, maven and gcc when
+#   the commands are missing) and the build of joynr's Java oracles (tests/oracles/java: joynr's
+#   artifacts from Maven Central, built outside the checkout, again when its sources change)
 # Fails with a clear message when something cannot be provided.
 set -euo pipefail
 
@@ -63,6 +65,22 @@ ensure_debian_packages() {
 ensure_node() {
     command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 && return 0
     apt_install "node and npm are missing" "${NODE_PACKAGES[@]}"
+}
+
+# JDK, Maven and a C compiler for joynr's Java oracles (tests/oracles/java)
+JAVA_BUILD_PACKAGES=(openjdk-17-jdk-headless maven gcc libc6-dev)
+
+ensure_java_build() {
+    command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 &&
+        command -v gcc >/dev/null 2>&1 && return 0
+    apt_install "javac, mvn or gcc is missing (joynr's Java oracles)" "${JAVA_BUILD_PACKAGES[@]}"
+}
+
+ensure_java_oracles() {
+    say "building joynr's Java oracles if their sources changed (Maven; the first time it downloads joynr's artifacts, about a minute)"
+    (cd "$ROOT" && "$VENV/bin/python" -c \
+        'from tests.support.java_oracles import build; print("bootstrap: joynr oracles in", build().out)') >&2 ||
+        die "building joynr's Java oracles failed (see above)"
 }
 
 ensure_oracles() {
@@ -145,4 +163,6 @@ ensure_compiled
 if [ "${BOOTSTRAP_TESTS:-0}" = 1 ]; then
     ensure_node
     ensure_oracles
+    ensure_java_build
+    ensure_java_oracles
 fi

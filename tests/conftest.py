@@ -7,6 +7,7 @@ every skip is turned into a failure that names its reason.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -57,3 +58,12 @@ def runtimes(joynr_runtimes: Callable[..., Awaitable[LibjoynrRuntime]]
 
 from tests.support.gcd_stores import store  # noqa: E402, F401 - the fixture, suite-wide
 from tests.support.mqtt_clients import mqtt_client  # noqa: E402, F401 - the fixture
+
+
+@pytest.fixture(scope="session")
+def java_oracles() -> Any:
+    """joynr's own Java runtimes (tests/oracles/java), built once per source state; a build that
+    fails fails the test with Maven's log."""
+    from tests.support.java_oracles import build  # noqa: PLC0415
+
+    return build()
