@@ -31,7 +31,9 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Final
 
 from pyjoynr.runtime.interface import (
+    FloatRange,
     InterfaceDef,
+    IntRange,
     MethodDef,
     ValueTypeError,
     joynr_map_types,
@@ -396,7 +398,13 @@ def _optional_inner_of(tp: Any) -> Any:
 
 
 def joynr_datatype(tp: Any) -> str:
-    """The joynr name of a declared parameter type (:data:`WILDCARD` for one told by its value)."""
+    """The joynr name of a declared parameter type (:data:`WILDCARD` for one told by its value);
+    a number with a range mark is named by its width (an ``Int32`` ``Integer``, a ``Float``
+    ``Float``), as joynr's generators name it: joynr's Java runtime finds a method by these
+    names, and an attribute's setter has no ``joynr_datatypes`` to say it."""
+    ranged = _range_name(tp)
+    if ranged is not None:
+        return ranged
     tp = _optional_inner(tp)
     if tp is Any:
         return WILDCARD
@@ -412,6 +420,23 @@ def joynr_datatype(tp: Any) -> str:
                                  or joynr_map_types(tp) is not None):
         return joynr_type_name(tp)
     return WILDCARD
+
+
+def _range_name(tp: Any) -> str | None:
+    """The joynr name of the range mark of a number type (``T`` or ``T | None``), if any."""
+    if typing.get_origin(tp) in (types.UnionType, typing.Union):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) != 1:
+            return None
+        tp = args[0]
+    while typing.get_origin(tp) is Annotated:
+        for mark in tp.__metadata__:
+            if isinstance(mark, IntRange):
+                return mark.joynr
+            if isinstance(mark, FloatRange):
+                return mark.name
+        tp = tp.__origin__
+    return None
 
 
 def _datatype_fits(declared: str, incoming: str) -> bool:

@@ -287,7 +287,8 @@ class JoynrRuntime:
                                   is_globally_visible=not entry.is_local)
         fmt = proxy_body_format(entry) if body_format is None else body_format
         proxy = Proxy(self, definition, entry.participant_id, endpoint, ttl_ms, body_format=fmt,
-                      provider_is_local=entry.is_local)
+                      provider_is_local=entry.is_local,
+                      provider_is_joynrs=proxy_body_format(entry) is BodyFormat.JSON)
         self._proxies[pid] = (proxy, endpoint)
         log.info("proxy %s built for %s %s (provider %s, %s bodies)", pid, definition.name,
                  domain, entry.participant_id, fmt.value)

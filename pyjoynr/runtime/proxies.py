@@ -62,8 +62,10 @@ joynr's, which routes answers by the replyTo of the requests): the requests (``r
 nothing else does (the native dialect puts it on every message but one-way requests); a
 non-selective broadcast subscription only registers the proxy as a multicast receiver and is
 complete then, without a multicast subscription request on the wire, and its end only removes
-the receiver (no subscription stop), as joynr's proxies do. A selective broadcast is
-subscribed with a ``brq`` in both dialects.
+the receiver (no subscription stop), as joynr's proxies do. The native dialect does the same
+for a provider of joynr's runtimes (one whose discovery entry has no ``pyjoynr-body``
+parameter): joynr's Java runtime knows no multicast subscription request and drops one
+unanswered. A selective broadcast is subscribed with a ``brq`` in both dialects.
 
 A proxy is made by its runtime (``build_proxy``), which it reaches through :class:`ProxyHost`.
 """
@@ -550,6 +552,7 @@ class Proxy:
                  endpoint: ProxyEndpoint, ttl_ms: int, *,
                  body_format: BodyFormat = BodyFormat.MSGPACK,
                  provider_is_local: bool = False,
+                 provider_is_joynrs: bool = False,
                  custom_headers: Mapping[str, str] | None = None) -> None:
         self._host = host
         self._definition = definition
@@ -562,11 +565,17 @@ class Proxy:
         #: the provider is registered at the same cluster controller (its discovery entry's
         #: isLocal): in joynr's dialect, requests to it carry no replyTo
         self.provider_is_local = provider_is_local
+        #: the provider is one of joynr's runtimes (its entry has no ``pyjoynr-body``)
+        self.provider_is_joynrs = provider_is_joynrs
         #: custom headers of every message this proxy sends (joynr prefixes them c- on its
         #: wire); answers echo them
         self.custom_headers: dict[str, str] = dict(custom_headers or {})
         joynr = host.joynr_dialect
         self._joynr = joynr
+        #: a non-selective broadcast is subscribed by the multicast receiver alone (no
+        #: ``mrq``, no stop): in joynr's dialect, and to a provider of joynr's runtimes in
+        #: either (joynr's Java runtime has no MulticastSubscriptionRequest and drops one)
+        self._receiver_only = joynr or provider_is_joynrs
         self._reply_to_kinds = (_NATIVE_REPLY_TO if not joynr
                                 else frozenset() if provider_is_local else _JOYNR_REPLY_TO)
         self._owner = _Owner(self)
@@ -596,6 +605,7 @@ class Proxy:
         return Proxy(self._host, self._definition, self.provider_participant_id, self._endpoint,
                      ttl_ms, body_format=self.body_format,
                      provider_is_local=self.provider_is_local,
+                     provider_is_joynrs=self.provider_is_joynrs,
                      custom_headers=self.custom_headers)
 
     def with_headers(self, headers: Mapping[str, str]) -> Proxy:
@@ -604,6 +614,7 @@ class Proxy:
         return Proxy(self._host, self._definition, self.provider_participant_id, self._endpoint,
                      self.ttl_ms, body_format=self.body_format,
                      provider_is_local=self.provider_is_local,
+                     provider_is_joynrs=self.provider_is_joynrs,
                      custom_headers={**self.custom_headers, **headers})
 
     async def _call_accessor(self, name: str, args: tuple[Any, ...]) -> Any:
@@ -729,7 +740,7 @@ class Proxy:
         spelled = schema_of(self._definition).joynr_name(name)
         pattern = make_multicast_id(self.provider_participant_id, spelled, parts,
                                     for_subscription=True)
-        mrq = (None if self._joynr else self._body(MulticastSubscriptionRequest(
+        mrq = (None if self._receiver_only else self._body(MulticastSubscriptionRequest(
             sid, name, pattern, {} if qos is None else checked.to_wire(), parts)))
         subscription = Subscription(sid, name, callback, types, self._owner, qos=checked,
                                     multicast_pattern=pattern, on_error=on_error)
@@ -844,7 +855,7 @@ class Proxy:
             await self._host.remove_multicast_receiver(
                 subscription.multicast_pattern, self.participant_id,
                 self.provider_participant_id)
-            if self._joynr:
+            if self._receiver_only:
                 return  # the provider was never told of it (joynr's proxies send no stop)
         if tell_provider:
             body = self._body(SubscriptionStop(subscription.subscription_id))

@@ -24,6 +24,9 @@ from pyjoynr.runtime.errors import (
     error_from_wire,
 )
 from pyjoynr.runtime.interface import (
+    Float,
+    Int16,
+    Int32,
     ValueTypeError,
     attribute,
     broadcast,
@@ -670,6 +673,32 @@ def test_overloads_are_told_apart_by_param_datatypes() -> None:
         "paramDatatypes"] == ["Long[]"]
     # no such overload: names and values as they came (the provider answers it has none)
     assert _seek(["Boolean"], [True]) == Request("r", "seek", [True], ["Boolean"])
+
+
+def test_a_number_of_a_declared_width_is_named_by_it() -> None:
+    """An Int32 attribute's setter (no ``joynr_datatypes`` can name its parameter) is written
+    as joynr's generators declare it: joynr's Java runtime finds ``setVolume(Integer)`` by
+    these names and answers NoSuchMethodException to ``setVolume(Long)``."""
+    @interface("test/Widths", version=(1, 0))
+    class Widths:
+        volume = attribute(Int32)
+        gain = attribute(Float | None)
+        bands = attribute(list[Int16])
+        total = attribute(int)
+
+    schema = JoynrSchema(interface_def(Widths))
+    written = {name: j(encode(Request("r", f"set_{name}", [value], [datatype]),
+                              schema=schema))["paramDatatypes"]
+               for name, value, datatype in (("volume", 7, "Long"), ("gain", 0.5, "Double"),
+                                             ("bands", [1], "Long[]"), ("total", 7, "Long"))}
+    assert written == {"volume": ["Integer"], "gain": ["Float"], "bands": ["Short[]"],
+                       "total": ["Long"]}
+    # read back whichever width a peer names
+    for datatype in ("Integer", "Long"):
+        assert decode(Request, text({"_typeName": "joynr.Request", "methodName": "setVolume",
+                                     "paramDatatypes": [datatype], "params": [7],
+                                     "requestReplyId": "r"}), schema=schema) == Request(
+            "r", "set_volume", [7], ["Long"])
 
 
 # ---------------------------------------------------------------------- refusals

@@ -43,7 +43,8 @@ import joynr.types.ProviderScope;
  */
 public final class RadioApp {
     private final JoynrRuntime runtime;
-    private final RadioService provider = new RadioService();
+    // one radio per domain: what one test leaves in a radio (favorites, volume) stays there
+    private final Map<String, RadioService> providers = new java.util.concurrent.ConcurrentHashMap<>();
     private final Map<String, RadioProxy> proxies = new LinkedHashMap<>();
     private final ExecutorService workers = Executors.newCachedThreadPool();
 
@@ -109,22 +110,22 @@ public final class RadioApp {
         case "register":
             return register(c);
         case "unregister":
-            runtime.unregisterProvider(c.path("domain").asText(), provider);
+            runtime.unregisterProvider(c.path("domain").asText(), provider(c));
             return null;
         case "setCurrentStation":
-            provider.changeStation(station(c.path("station")));
+            provider(c).changeStation(station(c.path("station")));
             return null;
         case "setVolumeLocally":
-            provider.changeVolume(c.path("volume").asInt());
+            provider(c).changeVolume(c.path("volume").asInt());
             return null;
         case "fireNewStationDiscovered":
-            provider.fireNewStationDiscovered(station(c.path("station")), strings(c.path("partitions")));
+            provider(c).fireNewStationDiscovered(station(c.path("station")), strings(c.path("partitions")));
             return null;
         case "quiet":
-            provider.setQuiet(c.path("on").asBoolean(true));
+            provider(c).setQuiet(c.path("on").asBoolean(true));
             return null;
         case "providerState":
-            return provider.state();
+            return provider(c).state();
         case "proxy":
             proxies.put(c.path("name").asText("default"), buildProxy(c));
             return null;
@@ -137,7 +138,7 @@ public final class RadioApp {
         ProviderQos qos = new ProviderQos();
         qos.setScope(ProviderScope.valueOf(c.path("scope").asText("GLOBAL")));
         qos.setPriority(c.path("priority").asLong(System.currentTimeMillis()));
-        var registrar = runtime.getProviderRegistrar(c.path("domain").asText(), provider).withProviderQos(qos);
+        var registrar = runtime.getProviderRegistrar(c.path("domain").asText(), provider(c)).withProviderQos(qos);
         if (c.has("gbids")) {
             registrar = registrar.withGbids(strings(c.path("gbids")));
         }
@@ -148,6 +149,11 @@ public final class RadioApp {
                 : registrar.register();
         done.get(c.path("timeoutMs").asLong(30000));
         return null;
+    }
+
+    /** The radio of the command's domain (made when first named). */
+    private RadioService provider(JsonNode c) {
+        return providers.computeIfAbsent(c.path("domain").asText(), domain -> new RadioService());
     }
 
     private RadioProxy buildProxy(JsonNode c) {
