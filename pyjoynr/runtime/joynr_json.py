@@ -31,7 +31,9 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Final
 
 from pyjoynr.runtime.interface import (
+    FloatRange,
     InterfaceDef,
+    IntRange,
     MethodDef,
     ValueTypeError,
     joynr_map_types,
@@ -396,7 +398,13 @@ def _optional_inner_of(tp: Any) -> Any:
 
 
 def joynr_datatype(tp: Any) -> str:
-    """The joynr name of a declared parameter type (:data:`WILDCARD` for one told by its value)."""
+    """The joynr name of a declared parameter type (:data:`WILDCARD` for one told by its value).
+    A number of one of joynr's widths (``Int32``, ``Float``: a range mark) is named by its
+    width, as joynr's runtimes name it and look its method up by (``Integer``, ``Float``): a
+    plain ``int`` is ``Long``, a plain ``float`` ``Double``."""
+    mark = _width_mark(tp)
+    if mark is not None:
+        return mark.joynr if isinstance(mark, IntRange) else mark.name
     tp = _optional_inner(tp)
     if tp is Any:
         return WILDCARD
@@ -412,6 +420,19 @@ def joynr_datatype(tp: Any) -> str:
                                  or joynr_map_types(tp) is not None):
         return joynr_type_name(tp)
     return WILDCARD
+
+
+def _width_mark(tp: Any) -> IntRange | FloatRange | None:
+    """The range mark of ``tp`` (``Annotated[int, IntRange(...)]``, also inside ``| None``)."""
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _width_mark(args[0]) if len(args) == 1 else None
+    if origin is Annotated:
+        for mark in tp.__metadata__:
+            if isinstance(mark, (IntRange, FloatRange)):
+                return mark
+    return None
 
 
 def _datatype_fits(declared: str, incoming: str) -> bool:

@@ -24,6 +24,10 @@ from pyjoynr.runtime.errors import (
     error_from_wire,
 )
 from pyjoynr.runtime.interface import (
+    Float,
+    Int16,
+    Int32,
+    Int64,
     ValueTypeError,
     attribute,
     broadcast,
@@ -670,6 +674,27 @@ def test_overloads_are_told_apart_by_param_datatypes() -> None:
         "paramDatatypes"] == ["Long[]"]
     # no such overload: names and values as they came (the provider answers it has none)
     assert _seek(["Boolean"], [True]) == Request("r", "seek", [True], ["Boolean"])
+
+
+@interface("vehicle/Amplifier", version=(1, 0))
+class Amplifier:
+    volume = attribute(Int32)
+    gain = attribute(Float)
+    bands = attribute(list[Int16])
+    limit = attribute(Int64 | None)
+
+
+def test_a_setter_names_its_number_by_its_width() -> None:
+    """joynr's runtimes look an attribute's setter up by its width (setVolume(Integer)): an
+    Int32 attribute's setter is written with Integer, not with the Long of a plain int."""
+    definition = interface_def(Amplifier)
+    schema = JoynrSchema(definition)
+    for name, value, datatype in (("volume", 3, "Integer"), ("gain", 0.5, "Float"),
+                                  ("bands", [1, 2], "Short[]"), ("limit", 9, "Long")):
+        project = definition.accessors[f"set_{name}"].param_datatypes
+        body = j(encode(Request("r", f"set_{name}", [value], project), schema=schema))
+        assert body["methodName"] == f"set{name.title()}", body
+        assert body["paramDatatypes"] == [datatype], name
 
 
 # ---------------------------------------------------------------------- refusals
