@@ -153,12 +153,10 @@ async def test_broadcasts_reach_json_and_msgpack_proxies(pair: Pair, runtimes) -
     await asyncio.sleep(0.2)
     assert europe.empty() and others.empty()  # once each
 
-    (request,) = pair.wire.json(MessageType.MULTICAST_SUBSCRIPTION_REQUEST,
-                                sender=proxy.participant_id)
-    assert (request["_typeName"], request["subscribedToName"], request["multicastId"]) == (
-        "joynr.MulticastSubscriptionRequest", "newStation", f"{pid}/newStation/eu/+")
-    (reply,) = pair.wire.json(MessageType.SUBSCRIPTION_REPLY, recipient=proxy.participant_id)
-    assert reply["subscriptionId"] == request["subscriptionId"]
+    # a proxy writing JSON (to a provider of joynr's) tells the provider nothing, as joynr's
+    # proxies: joynr's Java runtime drops a multicast subscription request unanswered
+    assert pair.wire.json(MessageType.MULTICAST_SUBSCRIPTION_REQUEST,
+                          sender=proxy.participant_id) == []
     # (one body, seen once per runtime it was delivered to)
     multicasts = pair.wire.json(MessageType.MULTICAST, sender=pid,
                                 recipient=f"{pid}/newStation/eu/de")

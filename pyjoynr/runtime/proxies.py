@@ -567,6 +567,11 @@ class Proxy:
         self.custom_headers: dict[str, str] = dict(custom_headers or {})
         joynr = host.joynr_dialect
         self._joynr = joynr
+        #: whether a multicast subscription is also told to the provider (mrq, answered srp,
+        #: and a stop at its end): only to a provider of this project, from the native
+        #: dialect. joynr's proxies never send one, and joynr's Java runtime drops it unread
+        #: (no reply ever comes); the receiver at the cluster controller is all it takes
+        self._tells_multicasts = not joynr and body_format is _MSGPACK
         self._reply_to_kinds = (_NATIVE_REPLY_TO if not joynr
                                 else frozenset() if provider_is_local else _JOYNR_REPLY_TO)
         self._owner = _Owner(self)
@@ -729,7 +734,7 @@ class Proxy:
         spelled = schema_of(self._definition).joynr_name(name)
         pattern = make_multicast_id(self.provider_participant_id, spelled, parts,
                                     for_subscription=True)
-        mrq = (None if self._joynr else self._body(MulticastSubscriptionRequest(
+        mrq = (None if not self._tells_multicasts else self._body(MulticastSubscriptionRequest(
             sid, name, pattern, {} if qos is None else checked.to_wire(), parts)))
         subscription = Subscription(sid, name, callback, types, self._owner, qos=checked,
                                     multicast_pattern=pattern, on_error=on_error)
@@ -744,7 +749,7 @@ class Proxy:
                                                            self.provider_participant_id)
             raise
         if mrq is None:
-            # joynr's proxies send no multicast subscription request: the receiver is all
+            # as joynr's proxies: no multicast subscription request, the receiver is all
             subscription.start_timers()
             return subscription
         await self._confirm(subscription,
@@ -844,7 +849,7 @@ class Proxy:
             await self._host.remove_multicast_receiver(
                 subscription.multicast_pattern, self.participant_id,
                 self.provider_participant_id)
-            if self._joynr:
+            if not self._tells_multicasts:
                 return  # the provider was never told of it (joynr's proxies send no stop)
         if tell_provider:
             body = self._body(SubscriptionStop(subscription.subscription_id))
