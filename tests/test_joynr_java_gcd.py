@@ -175,16 +175,16 @@ async def rows_of(dsn: str, where: str) -> list[asyncpg.Record]:
 async def until_rows(dsn: str, where: str, gbids: list[str], what: str
                      ) -> list[asyncpg.Record]:
     """Wait (bounded) until domain ``where`` has rows in exactly ``gbids``."""
-    rows: list[asyncpg.Record] = []
     loop = asyncio.get_running_loop()
     deadline = loop.time() + WAIT_S
-    while [r["gbid"] for r in rows] != gbids:
+    while True:
+        rows = await rows_of(dsn, where)
+        if [r["gbid"] for r in rows] == gbids:
+            return rows
         if loop.time() > deadline:
             raise AssertionError(f"{what}: rows of {where} in {[r['gbid'] for r in rows]}, "
                                  f"expected {gbids} within {WAIT_S} s")
         await asyncio.sleep(0.1)
-        rows = await rows_of(dsn, where)
-    return rows
 
 
 
