@@ -373,6 +373,10 @@ class JavaClusterController(JavaProcess):
             "oracle.mqttModule": mqtt_module,
             "joynr.messaging.gbids": ",".join(self.backends),
             "joynr.messaging.mqtt.brokeruris": brokers,
+            # joynr wants one keep-alive and one connection timeout per GBID (its defaults:
+            # 30 s and 60 s); a single value with two GBIDs stops it at start
+            "joynr.messaging.mqtt.keepalivetimerssec": ",".join(["30"] * len(self.backends)),
+            "joynr.messaging.mqtt.connectiontimeoutssec": ",".join(["60"] * len(self.backends)),
             "joynr.messaging.cc.host": "127.0.0.1",
             "joynr.messaging.cc.port": self.port,
             "joynr.messaging.cc.protocol": "ws",
