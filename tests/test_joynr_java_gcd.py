@@ -204,14 +204,14 @@ async def python_calls_java_provider(runtime: LibjoynrRuntime, app: JavaRadioApp
     name = f"S-{uuid.uuid4().hex[:6]}"
     assert await radio.add_favorite_station(RadioStation(name, Country.ITALY, True)) is True
     assert await radio.add_favorite_station(RadioStation(name, Country.ITALY, True)) is False
-    state = await app.call("providerState")
+    state = await app.call("providerState", domain=where)
     assert station(name, "ITALY", True) in state["favorites"]
     assert await radio.describe_station(name) == f"{name} (Italy)"
     current = await radio.current_station.get()
     assert isinstance(current, RadioStation) and current.country in Country
     await radio.volume.set(17)
     assert await radio.volume.get() == 17
-    assert (await app.call("providerState"))["volume"] == 17
+    assert (await app.call("providerState", domain=where))["volume"] == 17
     text = f"hello {uuid.uuid4().hex[:6]}"
     await radio.log_message(text)
     await app.next_event("logMessage", text=text, timeout_s=WAIT_S)
@@ -229,21 +229,22 @@ async def python_subscribes_to_java_provider(runtime: LibjoynrRuntime, app: Java
     volumes: asyncio.Queue[int] = asyncio.Queue()
     subscription = await radio.volume.subscribe(volumes.put_nowait,
                                                 OnChangeSubscriptionQos(min_interval_ms=0))
-    await app.call("setVolumeLocally", volume=31)
+    await app.call("setVolumeLocally", domain=where, volume=31)
     while (await asyncio.wait_for(volumes.get(), WAIT_S)) != 31:
         pass
-    await app.call("setVolumeLocally", volume=32)
+    await app.call("setVolumeLocally", domain=where, volume=32)
     assert await asyncio.wait_for(volumes.get(), WAIT_S) == 32
     await subscription.unsubscribe()
-    await app.call("setVolumeLocally", volume=33)
+    await app.call("setVolumeLocally", domain=where, volume=33)
     await asyncio.sleep(QUIET_S)
     assert volumes.empty(), volumes.get_nowait()
 
     heard: asyncio.Queue[RadioStation] = asyncio.Queue()
     await radio.new_station_discovered.subscribe(heard.put_nowait, partitions=["AUSTRIA"])
-    await app.call("fireNewStationDiscovered", station=station("Other", "GERMANY"),
+    await app.call("fireNewStationDiscovered", domain=where, station=station("Other", "GERMANY"),
                    partitions=["GERMANY"])
-    await app.call("fireNewStationDiscovered", station=station("Mine"), partitions=["AUSTRIA"])
+    await app.call("fireNewStationDiscovered", domain=where, station=station("Mine"),
+                   partitions=["AUSTRIA"])
     got = await asyncio.wait_for(heard.get(), WAIT_S)
     # the fire in the other partition went first: it would have arrived first
     assert got == RadioStation("Mine", Country.AUSTRIA, False)
@@ -414,17 +415,19 @@ async def test_one_broker_a_java_consumer_on_this_projects_cc_calls_a_java_provi
                         ttlMs=15000)
     name = f"J-{uuid.uuid4().hex[:6]}"
     assert await consumer.call("addFavoriteStation", station=station(name, "GERMANY")) is True
-    assert station(name, "GERMANY") in (await w.app.call("providerState"))["favorites"]
+    state = await w.app.call("providerState", domain=where)
+    assert station(name, "GERMANY") in state["favorites"]
     await consumer.call("setVolume", volume=23)
     assert await consumer.call("getVolume") == 23
     sid = await consumer.call("subscribeAttribute", attribute="volume")
-    await w.app.call("setVolumeLocally", volume=24)
+    await w.app.call("setVolumeLocally", domain=where, volume=24)
     await consumer.next_event("publication", attribute="volume", value=24, timeout_s=WAIT_S)
     await consumer.call("unsubscribeAttribute", attribute="volume", subscriptionId=sid)
     await consumer.call("subscribeBroadcast", partitions=["AUSTRIA"])
-    await w.app.call("fireNewStationDiscovered", station=station("No", "ITALY"),
+    await w.app.call("fireNewStationDiscovered", domain=where, station=station("No", "ITALY"),
                      partitions=["ITALY"])
-    await w.app.call("fireNewStationDiscovered", station=station("Yes"), partitions=["AUSTRIA"])
+    await w.app.call("fireNewStationDiscovered", domain=where, station=station("Yes"),
+                     partitions=["AUSTRIA"])
     got = await consumer.next_event("broadcast", timeout_s=WAIT_S)
     assert got["station"] == station("Yes")
     await consumer.call("logMessage", text="java via py")
