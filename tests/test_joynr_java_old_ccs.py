@@ -1,0 +1,196 @@
+"""joynr's own Java cluster controllers of three releases on this project's GCD (SQLite):
+1.6.0 (GCD interface 0.1), 1.8.0 (0.2) and 1.25.0 (0.3), each over one mosquitto.
+
+The old releases (tests/oracles/java/joynr-1.6 and joynr-1.8) run a radio provider and consumer
+in the cluster controller's own JVM; the current one a radio application on its websocket. Each
+test checks through the store what the cluster controller's calls did: a GLOBAL registration
+lands in the GCD instance's own GBID (the old calls name none) at the cluster controller's
+topic, its touch advances the rows' last-seen date, an unregistration deletes them, and a
+GLOBAL_ONLY lookup by one cluster controller finds a provider another one registered and calls
+it over MQTT. One of each cluster controller serves the whole module; every test has domains of
+its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.testing.brokers import Mosquitto
+from tests.support.java_oracles import (
+    OLD_RELEASES,
+    JavaClusterController,
+    JavaOracles,
+    JavaProcess,
+    JavaRadioApp,
+    OldJavaClusterController,
+    station,
+)
+
+pytestmark = [pytest.mark.network, pytest.mark.asyncio(loop_scope="module")]
+
+GBID = "joynrdefaultgbid"
+RADIO = "example/Radio"
+#: the cluster controllers' freshness interval: their touch every second
+FRESHNESS_MS = 1_000
+#: bound of every wait for the store (s)
+WAIT_S = 30.0
+#: the GCD interface of each cluster controller under test
+INTERFACES = ("0.1", "0.2", "0.3")
+
+_domains = itertools.count(1)
+
+
+@dataclass
+class Side:
+    """One cluster controller under test and what drives its radio: ``radio`` takes the
+    commands register/unregister/proxy/addFavoriteStation (the old cluster controller
+    itself, or the current one's application)."""
+
+    interface: str
+    cc: JavaProcess
+    radio: JavaProcess
+
+
+@dataclass
+class World:
+    broker: Mosquitto
+    gcd: GcdService
+    store: Path
+    sides: dict[str, Side]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(tmp_path_factory: pytest.TempPathFactory, java_oracles: JavaOracles
+                ) -> AsyncIterator[World]:
+    base = tmp_path_factory.mktemp("old-ccs")
+    async with AsyncExitStack() as stack:
+        broker = await stack.enter_async_context(Mosquitto(base / "mosquitto"))
+        store = base / "gcd.sqlite"
+        gcd = await stack.enter_async_context(GcdService(GcdSettings(
+            broker_url=broker.url, gbid=GBID, sqlite_path=store, data_dir=base / "gcd")))
+        await gcd.mqtt.wait_connected(WAIT_S)
+        sides: dict[str, Side] = {}
+        for interface in ("0.1", "0.2"):
+            release = OLD_RELEASES[interface]
+            old = OldJavaClusterController(java_oracles, base / release.module, release,
+                                           broker.url, freshness_interval_ms=FRESHNESS_MS)
+            stack.push_async_callback(old.stop)
+            sides[interface] = Side(interface, old, old)
+        current = JavaClusterController(java_oracles, base / "current", {GBID: broker.url},
+                                        freshness_interval_ms=FRESHNESS_MS)
+        stack.push_async_callback(current.stop)
+        # the three start side by side (each takes seconds of JVM start-up)
+        await asyncio.gather(current.start(), *(s.cc.start() for s in sides.values()))
+        app = JavaRadioApp(java_oracles, base / "current", current.url)
+        stack.push_async_callback(app.stop)
+        await app.start()
+        sides["0.3"] = Side("0.3", current, app)
+        yield World(broker, gcd, store, sides)
+
+
+def rows(store: Path, **where: str) -> list[dict[str, Any]]:
+    """The store's rows (of those column values), read as another process would."""
+    query = "SELECT * FROM discovery_entries"
+    if where:
+        query += " WHERE " + " AND ".join(f"{column} = ?" for column in where)
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=10) as conn:
+        conn.row_factory = sqlite3.Row
+        return [dict(row) for row in conn.execute(query, tuple(where.values()))]
+
+
+async def wait_rows(store: Path, count: int, **where: str) -> list[dict[str, Any]]:
+    """Poll until the store has ``count`` rows of those values (bounded)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        found = rows(store, **where)
+        if len(found) == count:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{len(found)} rows of {where} after {WAIT_S} s, not {count}:"
+                                 f" {found}")
+        await asyncio.sleep(0.2)
+
+
+def fresh_domain(interface: str) -> str:
+    return f"old-ccs-{interface}-{next(_domains)}"
+
+
+async def register(world: World, side: Side, domain: str) -> dict[str, Any]:
+    """Register the side's radio GLOBAL in ``domain``; its row in the store."""
+    await side.radio.call("register", domain=domain, scope="GLOBAL", timeoutMs=20_000)
+    [row] = await wait_rows(world.store, 1, domain=domain)
+    return row
+
+
+@pytest.mark.parametrize("interface", INTERFACES)
+async def test_global_registration_lands_in_own_gbid(world: World, interface: str) -> None:
+    side = world.sides[interface]
+    domain = fresh_domain(interface)
+    row = await register(world, side, domain)
+    assert row["gbid"] == GBID
+    assert row["interface_name"] == RADIO
+    assert (row["major_version"], row["minor_version"]) == (0, 1)
+    assert row["scope"] == "GLOBAL"
+    # the cluster controller id is the last level of its topic (what its touch names)
+    assert row["topic"].rsplit("/", 1)[-1] == row["cluster_controller_id"]
+    assert row["cluster_controller_id"]
+    await side.radio.call("unregister", domain=domain)
+    await wait_rows(world.store, 0, domain=domain)
+
+
+@pytest.mark.parametrize("interface", INTERFACES)
+async def test_touch_advances_last_seen(world: World, interface: str) -> None:
+    side = world.sides[interface]
+    domain = fresh_domain(interface)
+    first = await register(world, side, domain)
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        [now] = rows(world.store, domain=domain)
+        if now["last_seen_ms"] > first["last_seen_ms"]:
+            break
+        assert time.monotonic() < deadline, f"not touched in {WAIT_S} s: {now}"
+        await asyncio.sleep(0.2)
+    assert now["expiry_ms"] > first["expiry_ms"]
+    await side.radio.call("unregister", domain=domain)
+    await wait_rows(world.store, 0, domain=domain)
+
+
+@pytest.mark.parametrize("interface", INTERFACES)
+async def test_unregister_removes_the_row(world: World, interface: str) -> None:
+    side = world.sides[interface]
+    domain = fresh_domain(interface)
+    row = await register(world, side, domain)
+    await side.radio.call("unregister", domain=domain)
+    await wait_rows(world.store, 0, domain=domain)
+    assert rows(world.store, participant_id=row["participant_id"]) == []
+
+
+@pytest.mark.parametrize(("consumer", "provider"),
+                         [(c, p) for c in INTERFACES for p in INTERFACES if c != p])
+async def test_global_lookup_finds_another_ccs_provider_and_calls_it(
+        world: World, consumer: str, provider: str) -> None:
+    owner, caller = world.sides[provider], world.sides[consumer]
+    domain = fresh_domain(f"{provider}-to-{consumer}")
+    await register(world, owner, domain)
+    proxy = f"{domain}-proxy"
+    await caller.radio.call("proxy", name=proxy, domain=domain, scope="GLOBAL_ONLY",
+                            discoveryTimeoutMs=20_000, ttlMs=20_000)
+    assert await caller.radio.call("addFavoriteStation", proxy=proxy, station=station(domain),
+                                   timeout_s=45) is True
+    state = await owner.radio.call("providerState")
+    assert {"name": domain, "country": "AUSTRIA", "trafficService": False} \
+        in state["favorites"]
+    await owner.radio.call("unregister", domain=domain)
+    await wait_rows(world.store, 0, domain=domain)
