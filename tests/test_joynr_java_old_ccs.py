@@ -1,5 +1,6 @@
 """joynr's own Java cluster controllers of three releases on this project's GCD (SQLite):
-1.6.0 (GCD interface 0.1), 1.8.0 (0.2) and 1.25.0 (0.3), each over one mosquitto.
+1.6.0 (GCD interface 0.1), 1.8.0 (0.2) and 1.25.0 (0.3), and this project's cluster controller
+(in joynr's dialect), all over one mosquitto.
 
 The old releases (tests/oracles/java/joynr-1.6 and joynr-1.8) run a radio provider and consumer
 in the cluster controller's own JVM; the current one a radio application on its websocket. Each
@@ -7,7 +8,8 @@ test checks through the store what the cluster controller's calls did: a GLOBAL 
 lands in the GCD instance's own GBID (the old calls name none) at the cluster controller's
 topic, its touch advances the rows' last-seen date, an unregistration deletes them, and a
 GLOBAL_ONLY lookup by one cluster controller finds a provider another one registered and calls
-it over MQTT. One of each cluster controller serves the whole module; every test has domains of
+it over MQTT (this project's cluster controller among them, as a provider's and as a
+consumer's). One of each cluster controller serves the whole module; every test has domains of
 its own.
 """
 
@@ -26,7 +28,18 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from examples.radio.generated import Country, Radio, RadioStation
+from examples.radio.provider import RadioProvider
+from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.gcd.service import GcdService, GcdSettings
+from pyjoynr.libjoynr import (
+    DiscoveryQos,
+    DiscoveryScope,
+    LibjoynrRuntime,
+    ProviderQos,
+    ProviderScope,
+)
+from pyjoynr.libjoynr import connect as joynr_connect
 from pyjoynr.testing.brokers import Mosquitto
 from tests.support.java_oracles import (
     OLD_RELEASES,
@@ -37,30 +50,78 @@ from tests.support.java_oracles import (
     OldJavaClusterController,
     station,
 )
+from tests.support.mqtt_cluster import mqtt_cc_config
 
 pytestmark = [pytest.mark.network, pytest.mark.asyncio(loop_scope="module")]
 
 GBID = "joynrdefaultgbid"
 RADIO = "example/Radio"
-#: the cluster controllers' freshness interval: their touch every second
-FRESHNESS_MS = 1_000
+#: the cluster controllers' freshness interval: their touch every 3 s (its message lives as
+#: long; at 1 s, touches expired on the way on a loaded machine)
+FRESHNESS_MS = 3_000
 #: bound of every wait for the store (s)
 WAIT_S = 30.0
-#: the GCD interface of each cluster controller under test
+#: the GCD interface of each Java cluster controller under test
 INTERFACES = ("0.1", "0.2", "0.3")
+#: this project's cluster controller
+PY = "py"
+#: (consumer, provider) of the lookups: each pair with an old cluster controller
+PAIRS = [(c, p) for c in (*INTERFACES, PY) for p in (*INTERFACES, PY)
+         if c != p and {c, p} & {"0.1", "0.2"}]
 
 _domains = itertools.count(1)
+
+
+class PyRadio:
+    """A radio application of this project's cluster controller that takes the commands the
+    Java ones take (register, unregister, providerState, proxy, addFavoriteStation)."""
+
+    def __init__(self, runtime: LibjoynrRuntime) -> None:
+        self.runtime = runtime
+        self.providers: dict[str, tuple[RadioProvider, str]] = {}
+        self.proxies: dict[str, Any] = {}
+
+    async def call(self, cmd: str, timeout_s: float = WAIT_S, **c: Any) -> Any:
+        return await asyncio.wait_for(self._run(cmd, **c), timeout_s)
+
+    async def _run(self, cmd: str, **c: Any) -> Any:
+        if cmd == "register":
+            provider = RadioProvider()
+            pid = await self.runtime.register_provider(
+                c["domain"], provider, qos=ProviderQos(scope=ProviderScope.GLOBAL),
+                await_global_registration=True)
+            self.providers[c["domain"]] = (provider, pid)
+            return None
+        if cmd == "unregister":
+            await self.runtime.unregister_provider(self.providers.pop(c["domain"])[1])
+            return None
+        if cmd == "providerState":
+            provider = self.providers[c["domain"]][0]
+            return {"favorites": [{"name": s.name, "country": s.country.name,
+                                   "trafficService": s.traffic_service}
+                                  for s in provider.stations]}
+        if cmd == "proxy":
+            self.proxies[c["name"]] = await self.runtime.build_proxy(
+                Radio, c["domain"], ttl_ms=c["ttlMs"], discovery_qos=DiscoveryQos(
+                    discovery_timeout_ms=c["discoveryTimeoutMs"],
+                    discovery_scope=DiscoveryScope.GLOBAL_ONLY))
+            return None
+        if cmd == "addFavoriteStation":
+            s = c["station"]
+            return await self.proxies[c["proxy"]].add_favorite_station(
+                RadioStation(s["name"], Country[s["country"]], s["trafficService"]))
+        raise ValueError(f"unknown command {cmd}")
 
 
 @dataclass
 class Side:
     """One cluster controller under test and what drives its radio: ``radio`` takes the
     commands register/unregister/proxy/addFavoriteStation (the old cluster controller
-    itself, or the current one's application)."""
+    itself, the current one's application, or this project's)."""
 
     interface: str
-    cc: JavaProcess
-    radio: JavaProcess
+    cc: JavaProcess | ClusterController
+    radio: JavaProcess | PyRadio
 
 
 @dataclass
@@ -97,6 +158,13 @@ async def world(tmp_path_factory: pytest.TempPathFactory, java_oracles: JavaOrac
         stack.push_async_callback(app.stop)
         await app.start()
         sides["0.3"] = Side("0.3", current, app)
+        ours = await stack.enter_async_context(ClusterController(mqtt_cc_config(
+            base / "py-cc", "py-cc", {GBID: f"{broker.url}?dialect=joynr"})))
+        assert ours.mqtt is not None
+        await ours.mqtt.wait_connected(WAIT_S)
+        runtime = await joynr_connect(ours.websocket_address.url, timeout_s=WAIT_S)
+        stack.push_async_callback(runtime.close)
+        sides[PY] = Side(PY, ours, PyRadio(runtime))
         yield World(broker, gcd, store, sides)
 
 
@@ -141,7 +209,7 @@ async def test_global_registration_lands_in_own_gbid(world: World, interface: st
     row = await register(world, side, domain)
     assert row["gbid"] == GBID
     assert row["interface_name"] == RADIO
-    assert (row["major_version"], row["minor_version"]) == (0, 1)
+    assert (row["major_version"], row["minor_version"]) == (1, 0)
     assert row["scope"] == "GLOBAL"
     # the cluster controller id is the last level of its topic (what its touch names)
     assert row["topic"].rsplit("/", 1)[-1] == row["cluster_controller_id"]
@@ -177,8 +245,7 @@ async def test_unregister_removes_the_row(world: World, interface: str) -> None:
     assert rows(world.store, participant_id=row["participant_id"]) == []
 
 
-@pytest.mark.parametrize(("consumer", "provider"),
-                         [(c, p) for c in INTERFACES for p in INTERFACES if c != p])
+@pytest.mark.parametrize(("consumer", "provider"), PAIRS)
 async def test_global_lookup_finds_another_ccs_provider_and_calls_it(
         world: World, consumer: str, provider: str) -> None:
     owner, caller = world.sides[provider], world.sides[consumer]
@@ -189,7 +256,7 @@ async def test_global_lookup_finds_another_ccs_provider_and_calls_it(
                             discoveryTimeoutMs=20_000, ttlMs=20_000)
     assert await caller.radio.call("addFavoriteStation", proxy=proxy, station=station(domain),
                                    timeout_s=45) is True
-    state = await owner.radio.call("providerState")
+    state = await owner.radio.call("providerState", domain=domain)
     assert {"name": domain, "country": "AUSTRIA", "trafficService": False} \
         in state["favorites"]
     await owner.radio.call("unregister", domain=domain)
