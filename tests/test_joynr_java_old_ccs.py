@@ -40,6 +40,10 @@ from pyjoynr.libjoynr import (
     ProviderScope,
 )
 from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.discovery_types import GlobalDiscoveryEntry, Version
+from pyjoynr.runtime.system_interfaces import address_to_json
 from pyjoynr.testing.brokers import Mosquitto
 from tests.support.java_oracles import (
     OLD_RELEASES,
@@ -191,6 +195,12 @@ async def wait_rows(store: Path, count: int, **where: str) -> list[dict[str, Any
         await asyncio.sleep(0.2)
 
 
+def persist_channel_id(path: Path, channel_id: str) -> None:
+    """Write the persistence file a joynr cluster controller reads its channel id from."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"joynr.messaging.channelid={channel_id}\n", encoding="utf-8")
+
+
 def fresh_domain(interface: str) -> str:
     return f"old-ccs-{interface}-{next(_domains)}"
 
@@ -261,3 +271,66 @@ async def test_global_lookup_finds_another_ccs_provider_and_calls_it(
         in state["favorites"]
     await owner.radio.call("unregister", domain=domain)
     await wait_rows(world.store, 0, domain=domain)
+
+
+
+async def test_a_cluster_controller_started_again_removes_stale_rows_only_on_0_3(
+        world: World, java_oracles: JavaOracles, tmp_path: Path) -> None:
+    """A cluster controller started again under its former id (its persisted channel id)
+    finds a row of its former run in the store: 1.25.0 (0.3) calls removeStale at start and
+    the row goes; 1.6.0 and 1.8.0 have no removeStale, so the row stays and the new run's touch
+    keeps it alive (until the provider registers again or unregisters). The three start side
+    by side, each in a directory of its own."""
+    broker = world.broker.url
+
+    async def seed(interface: str, persistence_file: Path) -> tuple[str, str]:
+        """The id of the cluster controller that will start with ``persistence_file`` (joynr
+        reads its channel id from there) and a row of its former run."""
+        cc_id = f"old-ccs-restart-{interface.replace('.', '-')}-{next(_domains)}"
+        persist_channel_id(persistence_file, cc_id)
+        domain = fresh_domain(f"restart-{interface}")
+        entry = GlobalDiscoveryEntry(
+            Version(1, 0), domain, RADIO, f"{cc_id}-radio",
+            ProviderQos(scope=ProviderScope.GLOBAL), now_ms(), now_ms() + 60_000, "",
+            address_to_json(MqttAddress(GBID, cc_id)))
+        await world.gcd.provider.add(entry)
+        [row] = await wait_rows(world.store, 1, domain=domain)
+        assert row["cluster_controller_id"] == cc_id
+        return cc_id, domain
+
+    async def old(interface: str) -> None:
+        release = OLD_RELEASES[interface]
+        workdir = tmp_path / release.module
+        cc_id, domain = await seed(interface, workdir / "cc.persisted")
+        started_ms = now_ms()
+        cc = OldJavaClusterController(java_oracles, workdir, release, broker,
+                                      freshness_interval_ms=FRESHNESS_MS, name="cc")
+        try:
+            await cc.start()
+            deadline = time.monotonic() + WAIT_S
+            while True:
+                [row] = rows(world.store, domain=domain)
+                if row["last_seen_ms"] > started_ms:
+                    break
+                assert time.monotonic() < deadline, f"{interface}: not touched: {row}"
+                await asyncio.sleep(0.2)
+            assert row["cluster_controller_id"] == cc_id
+        finally:
+            await cc.stop()
+
+    async def current() -> None:
+        workdir = tmp_path / "current"
+        # joynr 1.25's persistence file: joynr.properties in its working directory
+        cc_id, domain = await seed("0.3", workdir / "joynr.properties")
+        # joynr 1.25 calls removeStale this long after its start (default 5 minutes)
+        cc = JavaClusterController(java_oracles, workdir, {GBID: broker},
+                                   freshness_interval_ms=FRESHNESS_MS, name="cc",
+                                   properties={"joynr.messaging.removestaledelayms": 500})
+        try:
+            await cc.start()
+            await wait_rows(world.store, 0, domain=domain)
+        finally:
+            await cc.stop()
+        assert rows(world.store, cluster_controller_id=cc_id) == []
+
+    await asyncio.gather(old("0.1"), old("0.2"), current())
