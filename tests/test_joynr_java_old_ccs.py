@@ -47,6 +47,7 @@ from pyjoynr.runtime.system_interfaces import address_to_json
 from pyjoynr.testing.brokers import Mosquitto
 from tests.support.java_oracles import (
     OLD_RELEASES,
+    JavaCallError,
     JavaClusterController,
     JavaOracles,
     JavaProcess,
@@ -59,6 +60,8 @@ from tests.support.mqtt_cluster import mqtt_cc_config
 pytestmark = [pytest.mark.network, pytest.mark.asyncio(loop_scope="module")]
 
 GBID = "joynrdefaultgbid"
+#: a second backend the GCD accepts, which none of the cluster controllers is connected to
+OTHER_GBID = "old-ccs-other"
 RADIO = "example/Radio"
 #: the cluster controllers' freshness interval: their touch every 3 s (its message lives as
 #: long; at 1 s, touches expired on the way on a loaded machine)
@@ -144,7 +147,8 @@ async def world(tmp_path_factory: pytest.TempPathFactory, java_oracles: JavaOrac
         broker = await stack.enter_async_context(Mosquitto(base / "mosquitto"))
         store = base / "gcd.sqlite"
         gcd = await stack.enter_async_context(GcdService(GcdSettings(
-            broker_url=broker.url, gbid=GBID, sqlite_path=store, data_dir=base / "gcd")))
+            broker_url=broker.url, gbid=GBID, valid_gbids=(GBID, OTHER_GBID),
+            sqlite_path=store, data_dir=base / "gcd")))
         await gcd.mqtt.wait_connected(WAIT_S)
         sides: dict[str, Side] = {}
         for interface in ("0.1", "0.2"):
@@ -253,6 +257,28 @@ async def test_unregister_removes_the_row(world: World, interface: str) -> None:
     await side.radio.call("unregister", domain=domain)
     await wait_rows(world.store, 0, domain=domain)
     assert rows(world.store, participant_id=row["participant_id"]) == []
+
+
+@pytest.mark.parametrize("interface", ["0.1", "0.2"])
+async def test_old_lookup_does_not_see_another_backends_provider(world: World, interface: str
+                                                                ) -> None:
+    """A provider registered only in another backend is not answered to the old lookup
+    (without GBIDs: the instance's own GBID only), so an old cluster controller, which has one
+    broker, never gets an address it cannot reach: its call ends in a discovery error."""
+    side = world.sides[interface]
+    domain = fresh_domain(f"other-{interface}")
+    entry = GlobalDiscoveryEntry(
+        Version(1, 0), domain, RADIO, f"{domain}-radio", ProviderQos(scope=ProviderScope.GLOBAL),
+        now_ms(), now_ms() + 60_000, "", address_to_json(MqttAddress(OTHER_GBID, "elsewhere")))
+    await world.gcd.provider.add_in(entry, [OTHER_GBID])
+    [row] = await wait_rows(world.store, 1, domain=domain)
+    assert row["gbid"] == OTHER_GBID
+    proxy = f"{domain}-proxy"
+    await side.radio.call("proxy", name=proxy, domain=domain, scope="GLOBAL_ONLY",
+                          discoveryTimeoutMs=3_000, retryIntervalMs=500, ttlMs=5_000)
+    with pytest.raises(JavaCallError) as refused:
+        await side.radio.call("addFavoriteStation", proxy=proxy, station=station(domain))
+    assert refused.value.error == "DiscoveryException", refused.value.answer
 
 
 @pytest.mark.parametrize(("consumer", "provider"), PAIRS)
