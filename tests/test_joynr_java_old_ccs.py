@@ -9,8 +9,9 @@ lands in the GCD instance's own GBID (the old calls name none) at the cluster co
 topic, its touch advances the rows' last-seen date, an unregistration deletes them, and a
 GLOBAL_ONLY lookup by one cluster controller finds a provider another one registered and calls
 it over MQTT (this project's cluster controller among them, as a provider's and as a
-consumer's). One of each cluster controller serves the whole module; every test has domains of
-its own.
+consumer's). The old lookups do not answer a provider of another backend, and only 1.25.0
+removes the rows of its former run (removeStale) when it starts again under its id. One of
+each cluster controller serves the whole module; every test has domains of its own.
 """
 
 from __future__ import annotations
