@@ -44,7 +44,7 @@ from pyjoynr.libjoynr import connect as joynr_connect
 from pyjoynr.runtime.addresses import MqttAddress
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.discovery_types import GlobalDiscoveryEntry, Version
-from pyjoynr.runtime.system_interfaces import address_to_json
+from pyjoynr.runtime.system_interfaces import address_from_json, address_to_json
 from pyjoynr.testing.brokers import Mosquitto
 from tests.support.java_oracles import (
     OLD_RELEASES,
@@ -230,6 +230,10 @@ async def test_global_registration_lands_in_own_gbid(world: World, interface: st
     # the cluster controller id is the last level of its topic (what its touch names)
     assert row["topic"].rsplit("/", 1)[-1] == row["cluster_controller_id"]
     assert row["cluster_controller_id"]
+    # what a lookup answers: the address's brokerUri is the GBID (the old releases sent their
+    # broker's URL there)
+    [entry] = await world.gcd.provider.lookup([domain], RADIO)
+    assert address_from_json(entry.address) == MqttAddress(GBID, row["topic"])
     await side.radio.call("unregister", domain=domain)
     await wait_rows(world.store, 0, domain=domain)
 
