@@ -8,6 +8,9 @@ its programs run as processes the tests drive.
 - :class:`JavaClusterController`: joynr's websocket cluster controller with its MQTT client,
   configured by joynr's properties only (GBIDs, broker URIs, the GCD's participant id and
   channel, the freshness interval).
+- :class:`OldJavaClusterController`: the cluster controller of an old joynr release
+  (:data:`OLD_RELEASES`: one broker, the Paho MQTT client, Guice 3) with a radio provider and
+  consumer in its own JVM, driven by JSON lines as the applications are.
 - :class:`JavaRadioApp`: a joynr Java application (provider, consumer or both) of the radio
   interface, whose code joynr's generator made from examples/radio/radio.fidl; it takes one
   JSON command a line and answers each (:meth:`JavaProcess.call`), and reports what it is
@@ -52,6 +55,10 @@ CURRENT = "joynr-current"
 CURRENT_RELEASE = "1.25.0"
 #: the MQTT client module of the current release
 HIVEMQ_MODULE = "io.joynr.messaging.mqtt.hivemq.client.HivemqMqttClientModule"
+#: the MQTT client module of 1.8 and earlier (Eclipse Paho)
+PAHO_MODULE = "io.joynr.messaging.mqtt.paho.client.MqttPahoModule"
+#: what Guice 3 (joynr 1.8 and earlier) needs on Java 17
+GUICE3_JVM_OPTIONS = ("--add-opens=java.base/java.lang=ALL-UNNAMED",)
 GCD_PARTICIPANT_ID = "capabilitiesdirectory_participantid"
 GCD_CHANNEL_ID = "discoverydirectory_channelid"
 #: bounds of every wait (s)
@@ -61,6 +68,26 @@ CALL_TIMEOUT_S = 30.0
 STOP_GRACE_S = 5.0
 
 log = logging.getLogger("tests.java_oracles")
+
+
+@dataclass(frozen=True)
+class OldRelease:
+    """An old joynr release of the harness: its module, the version of the GCD interface its
+    cluster controller speaks, and what it needs to run."""
+
+    version: str
+    module: str
+    gcd_interface: str
+    mqtt_module: str = PAHO_MODULE
+    jvm_options: tuple[str, ...] = GUICE3_JVM_OPTIONS
+
+
+#: the old releases the harness builds, by the GCD interface their cluster controllers speak:
+#: 0.1 (1.7.0, the newest 0.1 release, has no generator on Maven Central; 1.6.0 has) and 0.2
+OLD_RELEASES = {
+    "0.1": OldRelease("1.6.0", "joynr-1.6", "0.1"),
+    "0.2": OldRelease("1.8.0", "joynr-1.8", "0.2"),
+}
 
 
 class OracleError(AssertionError):
@@ -419,6 +446,65 @@ class JavaClusterController(JavaProcess):
             return self
 
 
+class OldJavaClusterController(JavaClusterController):
+    """The websocket cluster controller of an old joynr release (one broker at ``broker_url``,
+    joynr's single-broker properties) with a radio provider and consumer in its own JVM
+    (``pyjoynr.oracle.OldClusterController``): the commands ``register``, ``unregister``,
+    ``providerState``, ``proxy``, ``getCurrentStation``, ``getVolume``,
+    ``addFavoriteStation`` and ``describeStation`` act through this cluster controller.
+    ``properties`` are added to (and override) the ones written here."""
+
+    def __init__(self, oracles: JavaOracles, workdir: Path, release: OldRelease,
+                 broker_url: str, *, freshness_interval_ms: int | None = None,
+                 properties: Mapping[str, object] | None = None,
+                 name: str | None = None) -> None:
+        self.release = release
+        self.port = free_port()
+        self.backends = {"": broker_url}
+        broker = _tcp(broker_url)
+        host, port = broker[len("tcp://"):].rsplit(":", 1)
+        name = name or f"java-cc-{release.version}"
+        own: dict[str, object] = {
+            "oracle.mqttModule": release.mqtt_module,
+            "joynr.messaging.primaryglobaltransport": "mqtt",
+            "joynr.messaging.mqtt.brokeruri": broker,
+            # the provisioned GCD entry of these releases names its broker by these two
+            "JOYNR_SERVER_HOST": host,
+            "JOYNR_SERVER_MQTT_PORT": port,
+            "joynr.messaging.cc.host": "127.0.0.1",
+            "joynr.messaging.cc.port": self.port,
+            "joynr.messaging.cc.protocol": "ws",
+            "joynr.messaging.cc.path": "/",
+            "joynr.messaging.capabilitiesdirectoryparticipantid": GCD_PARTICIPANT_ID,
+            "joynr.messaging.capabilitiesdirectorychannelid": GCD_CHANNEL_ID,
+            "joynr.messaging.discoverydirectoriesdomain": "io.joynr",
+            "joynr.discovery.participantids_persistence_file": workdir / f"{name}.ids",
+            "joynr.messaging.persistence_file": workdir / f"{name}.persisted",
+        }
+        if freshness_interval_ms is not None:
+            own["joynr.capabilities.freshnessupdateintervalms"] = freshness_interval_ms
+        own.update(properties or {})
+        self.properties = own
+        props = _write_properties(workdir / f"{name}.properties", own)
+        JavaProcess.__init__(self, oracles, release.module,
+                             "pyjoynr.oracle.OldClusterController", [str(props)], workdir,
+                             name=name, jvm_options=release.jvm_options)
+
+    async def stop(self) -> None:
+        await _quit(self)
+        await super().stop()
+
+
+async def _quit(process: JavaProcess) -> None:
+    """Ask a program that reads commands to quit (its runtime shuts down), with a bound."""
+    running = process.process
+    if running is not None and running.returncode is None and running.stdin is not None:
+        with contextlib.suppress(Exception):
+            running.stdin.write(b'{"cmd":"quit"}\n')
+            await running.stdin.drain()
+            await asyncio.wait_for(running.wait(), STOP_GRACE_S)
+
+
 def _tcp(url: str) -> str:
     for scheme in ("mqtt://", "tcp://"):
         if url.startswith(scheme):
@@ -451,12 +537,7 @@ class JavaRadioApp(JavaProcess):
                          name=name, jvm_options=jvm_options)
 
     async def stop(self) -> None:
-        process = self.process
-        if process is not None and process.returncode is None and process.stdin is not None:
-            with contextlib.suppress(Exception):
-                process.stdin.write(b'{"cmd":"quit"}\n')
-                await process.stdin.drain()
-                await asyncio.wait_for(process.wait(), STOP_GRACE_S)
+        await _quit(self)
         await super().stop()
 
 
