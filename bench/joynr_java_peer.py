@@ -304,6 +304,8 @@ def python_load(runtime: LibjoynrRuntime, provider: CountingRadio, domain: str,
             proxy_of.append(await build_radio_proxy(
                 runtime, domain, discovery_qos=DiscoveryQos(discovery_scope=scope),
                 ttl_ms=int(ROUND_TIMEOUT_S * 1000)))
+            print(f"  (python proxy on {scope.name}: {proxy_of[0].body_format.value} bodies)",
+                  flush=True)
         proxy = proxy_of[0]
         call: Callable[[], Awaitable[object]] = {
             "logMessage": lambda: proxy.log_message(text),
