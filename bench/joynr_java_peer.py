@@ -120,6 +120,8 @@ POLL_S = 0.01
 #: the struct both kinds of clients send (the Java harness's Bench sends the same)
 STATION = RadioStation("Bench FM", Country.GERMANY, True)
 #: the configuration this project's cluster controller ships with
+#: what --quick changes
+QUICK = {"messages": 200, "warm": 50, "rounds": 1}
 SHIPPED_CONFIG = PROJECT_ROOT / "pyjoynr" / "config" / "cluster-controller.toml"
 
 
@@ -506,7 +508,8 @@ async def run(args: argparse.Namespace) -> int:
     sides: dict[str, Side] = {}
     with tempfile.TemporaryDirectory(prefix="bench-peer-") as tmp:
         directory = Path(args.workdir or tmp)
-        print(f"logs and data in {directory}", flush=True)
+        print(f"logs and data in {directory}{'' if args.workdir else ' (removed at the end)'}",
+              flush=True)
         async with Mosquitto() as broker, GcdService(GcdSettings(
                 gbid=GBID, broker_url=broker.url, sqlite_path=directory / "gcd" / "gcd.sqlite",
                 data_dir=directory / "gcd", client_id="bench-peer-gcd")) as gcd:
@@ -555,13 +558,16 @@ def main() -> int:
                         help="keep the processes' logs and data here (default: a temporary "
                              "directory, removed at the end)")
     parser.add_argument("--quick", action="store_true",
-                        help="a short look: 200 calls, a warm-up of 50, one round")
+                        help="a short look: 200 calls, a warm-up of 50, one round (unless "
+                             "given)")
     parser.add_argument("--profile", action="store_true",
                         help="run this project's CCs under cProfile and print where their "
                              "time went")
     args = parser.parse_args()
-    if args.quick:
-        args.messages, args.warm, args.rounds = 200, 50, 1
+    if args.quick:  # (what is given explicitly stays)
+        for name, value in QUICK.items():
+            if getattr(args, name) == parser.get_default(name):
+                setattr(args, name, value)
     args.ccs = [c.strip() for c in args.ccs.split(",") if c.strip()]
     args.clients = [c.strip() for c in args.clients.split(",") if c.strip()]
     args.paths = [c.strip() for c in args.paths.split(",") if c.strip()]
