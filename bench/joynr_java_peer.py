@@ -33,7 +33,8 @@ addFavoriteStation (request/reply, the struct). Figures: messages per second (on
 the first call until the provider has counted every message, the Java provider's counters
 polled through its providerState command every 10 ms; request/reply: until the last reply),
 p50/p99 latency of the request/reply calls (call to result, as the caller sees it), best of
-``--rounds`` after a warm-up of ``--warm`` calls, and each cluster controller's resident
+``--rounds`` after a warm-up of ``--warm`` calls (both sides run at once, and their rounds
+alternate: joynr, pyjoynr, joynr, ... on a noisy machine), and each cluster controller's resident
 memory (VmRSS of its own process in /proc, after start-up and after the load); each with the
 ratio pyjoynr / joynr. ``--profile`` runs this project's cluster controllers under cProfile
 and prints where their time went (their figures are then the profiled ones).
@@ -150,6 +151,9 @@ class Side:
     rss_start_kib: dict[str, int] = field(default_factory=dict)
     rss_load_kib: dict[str, int] = field(default_factory=dict)
     failure: str = ""
+    #: while it runs: its loads by (clients, path), its cluster controllers by name
+    loads: dict[tuple[str, str], Load] = field(default_factory=dict)
+    ccs: dict[str, JavaClusterController | ProjectCcProcess] = field(default_factory=dict)
 
 
 def rss_kib(pid: int) -> int:
@@ -296,7 +300,7 @@ def java_load(consumer: JavaRadioApp, provider: JavaRadioApp, args: argparse.Nam
 
 
 def python_load(runtime: LibjoynrRuntime, provider: CountingRadio, domain: str,
-                scope: DiscoveryScope, args: argparse.Namespace) -> Load:
+                scope: DiscoveryScope, args: argparse.Namespace, *, side: str) -> Load:
     """A load of ``--concurrency`` tasks calling a radio proxy in this project's runtime."""
     proxy_of: list[Any] = []
     text = "x" * args.payload
@@ -306,8 +310,8 @@ def python_load(runtime: LibjoynrRuntime, provider: CountingRadio, domain: str,
             proxy_of.append(await build_radio_proxy(
                 runtime, domain, discovery_qos=DiscoveryQos(discovery_scope=scope),
                 ttl_ms=int(ROUND_TIMEOUT_S * 1000)))
-            print(f"  (python proxy on {scope.name}: {proxy_of[0].body_format.value} bodies)",
-                  flush=True)
+            print(f"  ({side}: the python proxy of scope {scope.name} writes "
+                  f"{proxy_of[0].body_format.value} bodies)", flush=True)
         proxy = proxy_of[0]
         call: Callable[[], Awaitable[object]] = {
             "logMessage": lambda: proxy.log_message(text),
@@ -343,84 +347,90 @@ def python_load(runtime: LibjoynrRuntime, provider: CountingRadio, domain: str,
 # ---------------------------------------------------------------------- one side
 
 
-async def measure(loads: dict[tuple[str, str], Load], side: Side,
-                  args: argparse.Namespace) -> None:
-    """Every workload of every (clients, path): a warm-up, then the best of the rounds."""
-    for (clients, path), load in loads.items():
-        if path not in args.paths:
-            continue
-        for workload in args.workloads:
-            figure = side.figures.setdefault((clients, path, workload), Figure())
-            try:
-                await load(workload, args.warm)
-                for _ in range(args.rounds):
-                    quiet_gc()
-                    seconds, latency = await load(workload, args.messages)
-                    figure.better(args.messages / seconds, latency)
-            except Exception as failure:  # (reported in the table; the others go on)
-                figure.failure = f"{type(failure).__name__}: {failure}".splitlines()[0][:120]
-            print(f"  {clients:9} {path:9} {workload:18} "
-                  f"{figure.failure or f'{figure.per_s:9,.0f} msg/s'}", flush=True)
-
-
-async def run_side(cc_kind: str, oracles: JavaOracles, broker: TestMosquitto, directory: Path,
-                   args: argparse.Namespace) -> Side:
-    """Start two cluster controllers of ``cc_kind`` and the clients on them, measure, stop."""
+async def start_side(cc_kind: str, oracles: JavaOracles, broker: TestMosquitto,
+                     directory: Path, args: argparse.Namespace, *,
+                     stack: AsyncExitStack) -> Side:
+    """Start two cluster controllers of ``cc_kind`` and the clients on them (``stack`` stops
+    them); the side's loads by (clients, path)."""
     side = Side()
     workdir = directory / cc_kind
     suffix = uuid.uuid4().hex[:8]
-    print(f"--- {cc_kind} cluster controllers", flush=True)
-    async with AsyncExitStack() as stack:
-        ccs: dict[str, JavaClusterController | ProjectCcProcess] = {}
-        for name in ("A", "B"):
-            if cc_kind == "joynr":
-                ccs[name] = JavaClusterController(oracles, workdir, {GBID: broker.url},
-                                                  name=f"java-cc-{name}")
-            else:
-                ccs[name] = ProjectCcProcess(workdir, f"cc-{name}", broker.url,
-                                             profile=args.profile)
-            stack.push_async_callback(ccs[name].stop)
-        await asyncio.gather(*(cc.start() for cc in ccs.values()))
-        side.rss_start_kib = {name: rss_kib(cc.pid) for name, cc in ccs.items()}
-        loads: dict[tuple[str, str], Load] = {}
-        if "java" in args.clients:
-            apps = {role: JavaRadioApp(oracles, workdir, ccs[at].url, name=f"java-{role}")
-                    for role, at in (("provider", "A"), ("consumer-A", "A"),
-                                     ("consumer-B", "B"))}
-            for app in apps.values():
-                stack.push_async_callback(app.stop)
-            await asyncio.gather(*(app.start() for app in apps.values()))
-            domain = f"peer-java-{suffix}"
-            provider = apps["provider"]
-            await provider.call("register", domain=domain, scope="GLOBAL")
-            await provider.call("quiet", on=True)
-            for consumer, scope in (("consumer-A", "LOCAL_ONLY"), ("consumer-B", "GLOBAL_ONLY")):
-                await apps[consumer].call("proxy", domain=domain, scope=scope,
-                                          ttlMs=int(ROUND_TIMEOUT_S * 1000))
-            loads["java apps", "one host"] = java_load(apps["consumer-A"], provider, args)
-            loads["java apps", "two hosts"] = java_load(apps["consumer-B"], provider, args)
-        if "python" in args.clients:
-            config = LibjoynrConfig(dialect="joynr")
-            runtimes = {}
-            for role, at in (("provider", "A"), ("consumer-A", "A"), ("consumer-B", "B")):
-                runtimes[role] = await stack.enter_async_context(connect(
-                    ccs[at].url, config=config, client_id=f"peer-{role}-{suffix}"))
-            domain = f"peer-python-{suffix}"
-            radio = CountingRadio()
-            await runtimes["provider"].register_provider(
-                domain, radio, qos=ProviderQos(scope=ProviderScope.GLOBAL),
-                await_global_registration=True)
-            loads["python", "one host"] = python_load(
-                runtimes["consumer-A"], radio, domain, DiscoveryScope.LOCAL_ONLY, args)
-            loads["python", "two hosts"] = python_load(
-                runtimes["consumer-B"], radio, domain, DiscoveryScope.GLOBAL_ONLY, args)
-        await measure(loads, side, args)
-        side.rss_load_kib = {name: rss_kib(cc.pid) for name, cc in ccs.items()}
-    if args.profile and cc_kind == "pyjoynr":
-        for name, cc in ccs.items():
-            assert isinstance(cc, ProjectCcProcess) and cc.profile_path is not None
-            print_profile(f"this project's cluster controller {name}", cc.profile_path)
+    print(f"--- starting {cc_kind}'s cluster controllers and the clients", flush=True)
+    ccs = side.ccs
+    for name in ("A", "B"):
+        if cc_kind == "joynr":
+            ccs[name] = JavaClusterController(oracles, workdir, {GBID: broker.url},
+                                              name=f"java-cc-{name}")
+        else:
+            ccs[name] = ProjectCcProcess(workdir, f"cc-{name}", broker.url,
+                                         profile=args.profile)
+        stack.push_async_callback(ccs[name].stop)
+    await asyncio.gather(*(cc.start() for cc in ccs.values()))
+    side.rss_start_kib = {name: rss_kib(cc.pid) for name, cc in ccs.items()}
+    if "java" in args.clients:
+        apps = {role: JavaRadioApp(oracles, workdir, ccs[at].url, name=f"java-{role}")
+                for role, at in (("provider", "A"), ("consumer-A", "A"), ("consumer-B", "B"))}
+        for app in apps.values():
+            stack.push_async_callback(app.stop)
+        await asyncio.gather(*(app.start() for app in apps.values()))
+        domain = f"peer-java-{suffix}"
+        provider = apps["provider"]
+        await provider.call("register", domain=domain, scope="GLOBAL")
+        await provider.call("quiet", on=True)
+        for consumer, scope in (("consumer-A", "LOCAL_ONLY"), ("consumer-B", "GLOBAL_ONLY")):
+            await apps[consumer].call("proxy", domain=domain, scope=scope,
+                                      ttlMs=int(ROUND_TIMEOUT_S * 1000))
+        side.loads["java apps", "one host"] = java_load(apps["consumer-A"], provider, args)
+        side.loads["java apps", "two hosts"] = java_load(apps["consumer-B"], provider, args)
+    if "python" in args.clients:
+        config = LibjoynrConfig(dialect="joynr")
+        runtimes = {}
+        for role, at in (("provider", "A"), ("consumer-A", "A"), ("consumer-B", "B")):
+            runtimes[role] = await stack.enter_async_context(connect(
+                ccs[at].url, config=config, client_id=f"peer-{cc_kind}-{role}-{suffix}"))
+        domain = f"peer-python-{suffix}"
+        radio = CountingRadio()
+        await runtimes["provider"].register_provider(
+            domain, radio, qos=ProviderQos(scope=ProviderScope.GLOBAL),
+            await_global_registration=True)
+        side.loads["python", "one host"] = python_load(
+            runtimes["consumer-A"], radio, domain, DiscoveryScope.LOCAL_ONLY, args, side=cc_kind)
+        side.loads["python", "two hosts"] = python_load(
+            runtimes["consumer-B"], radio, domain, DiscoveryScope.GLOBAL_ONLY, args, side=cc_kind)
     return side
+
+
+async def measure(sides: dict[str, Side], args: argparse.Namespace) -> None:
+    """Every workload of every (clients, path) on every side that started: a warm-up on each
+    side, then the rounds, alternating between the sides; the best round of each."""
+    live = {kind: side for kind, side in sides.items() if not side.failure}
+    for clients, path, workload in itertools.product(CLIENTS, PATHS, WORKLOADS):
+        if path not in args.paths or workload not in args.workloads:
+            continue
+        key = (clients, path, workload)
+        runs = {kind: side.loads[clients, path] for kind, side in live.items()
+                if (clients, path) in side.loads}
+        if not runs:
+            continue
+        for kind in runs:
+            live[kind].figures[key] = Figure()
+        for i, n in enumerate((args.warm, *[args.messages] * args.rounds)):
+            for kind, load in runs.items():  # (i == 0: the warm-up, not counted)
+                figure = live[kind].figures[key]
+                if figure.failure:
+                    continue
+                try:
+                    quiet_gc()
+                    seconds, latency = await load(workload, n)
+                except Exception as failure:  # (reported in the table; the others go on)
+                    figure.failure = f"{type(failure).__name__}: {failure}".splitlines()[0][:120]
+                    continue
+                if i > 0:
+                    figure.better(n / seconds, latency)
+        print(f"  {clients:9} {path:9} {workload:18} "
+              + "   ".join(f"{kind} {cell(live[kind].figures[key])} msg/s" for kind in runs),
+              flush=True)
+
 
 
 def print_profile(what: str, path: Path, top: int = 20) -> None:
@@ -514,12 +524,28 @@ async def run(args: argparse.Namespace) -> int:
                 gbid=GBID, broker_url=broker.url, sqlite_path=directory / "gcd" / "gcd.sqlite",
                 data_dir=directory / "gcd", client_id="bench-peer-gcd")) as gcd:
             await gcd.mqtt.wait_connected(START_S)
-            for kind in args.ccs:
-                try:
-                    sides[kind] = await run_side(kind, oracles, broker, directory, args)
-                except Exception as failure:  # (the other side still runs)
-                    sides[kind] = Side(failure=f"{type(failure).__name__}: {failure}")
-                    print(f"{kind}: FAILED: {sides[kind].failure}", flush=True)
+            async with AsyncExitStack() as stack:
+                for kind in args.ccs:
+                    try:
+                        sides[kind] = await start_side(kind, oracles, broker, directory, args,
+                                                       stack=stack)
+                    except Exception as failure:  # (the other side still runs)
+                        sides[kind] = Side(failure=f"{type(failure).__name__}: {failure}")
+                        print(f"{kind}: FAILED: {sides[kind].failure}", flush=True)
+                print("--- the rounds, alternating between the sides", flush=True)
+                await measure(sides, args)
+                for side in sides.values():
+                    if not side.failure:
+                        side.rss_load_kib = {name: rss_kib(cc.pid)
+                                             for name, cc in side.ccs.items()}
+        # (written when they stopped; before the temporary directory goes)
+        profiled_ccs = sides["pyjoynr"].ccs if args.profile and "pyjoynr" in sides else {}
+        for name, cc in profiled_ccs.items():
+            assert isinstance(cc, ProjectCcProcess) and cc.profile_path is not None
+            if cc.profile_path.is_file():
+                print_profile(f"this project's cluster controller {name}", cc.profile_path)
+            else:
+                print(f"this project's cluster controller {name} wrote no profile")
     print_tables(sides, args)
     failed = any(side.failure or any(f.failure for f in side.figures.values())
                  for side in sides.values())
