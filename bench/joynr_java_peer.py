@@ -35,7 +35,9 @@ polled through its providerState command every 10 ms; request/reply: until the l
 p50/p99 latency of the request/reply calls (call to result, as the caller sees it), best of
 ``--rounds`` after a warm-up of ``--warm`` calls (both sides run at once, and their rounds
 alternate: joynr, pyjoynr, joynr, ... on a noisy machine), and each cluster controller's resident
-memory (VmRSS of its own process in /proc, after start-up and after the load); each with the
+memory (VmRSS of its own process in /proc, after start-up and after the load) and the CPU
+time (user + system, /proc/PID/stat) the two cluster controllers of a side used per call over
+the timed rounds, which the load of a busy machine changes less than the rates; each with the
 ratio pyjoynr / joynr. ``--profile`` runs this project's cluster controllers under cProfile
 and prints where their time went (their figures are then the profiled ones).
 
@@ -121,6 +123,7 @@ POLL_S = 0.01
 #: the struct both kinds of clients send (the Java harness's Bench sends the same)
 STATION = RadioStation("Bench FM", Country.GERMANY, True)
 #: the configuration this project's cluster controller ships with
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 #: what --quick changes
 QUICK = {"messages": 200, "warm": 50, "rounds": 1}
 SHIPPED_CONFIG = PROJECT_ROOT / "pyjoynr" / "config" / "cluster-controller.toml"
@@ -136,6 +139,13 @@ class Figure:
     per_s: float = 0.0
     latency: Latency | None = None
     failure: str = ""
+    #: CPU time of the side's cluster controllers (A and B) over the timed rounds, and the calls
+    cpu_s: float = 0.0
+    calls: int = 0
+
+    @property
+    def cpu_us_per_call(self) -> float:
+        return 1e6 * self.cpu_s / self.calls if self.calls else 0.0
 
     def better(self, per_s: float, latency: Latency | None) -> None:
         self.per_s = max(self.per_s, per_s)
@@ -154,6 +164,15 @@ class Side:
     #: while it runs: its loads by (clients, path), its cluster controllers by name
     loads: dict[tuple[str, str], Load] = field(default_factory=dict)
     ccs: dict[str, JavaClusterController | ProjectCcProcess] = field(default_factory=dict)
+
+
+def cpu_s(pids: list[int]) -> float:
+    """User and system CPU time (s) the processes ``pids`` have used, from /proc/PID/stat."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / CLOCK_TICKS
 
 
 def rss_kib(pid: int) -> int:
@@ -419,14 +438,19 @@ async def measure(sides: dict[str, Side], args: argparse.Namespace) -> None:
                 figure = live[kind].figures[key]
                 if figure.failure:
                     continue
+                pids = [cc.pid for cc in live[kind].ccs.values()]
                 try:
                     quiet_gc()
+                    cpu_before = cpu_s(pids)
                     seconds, latency = await load(workload, n)
+                    cpu = cpu_s(pids) - cpu_before
                 except Exception as failure:  # (reported in the table; the others go on)
                     figure.failure = f"{type(failure).__name__}: {failure}".splitlines()[0][:120]
                     continue
                 if i > 0:
                     figure.better(n / seconds, latency)
+                    figure.cpu_s += cpu
+                    figure.calls += n
         print(f"  {clients:9} {path:9} {workload:18} "
               + "   ".join(f"{kind} {cell(live[kind].figures[key])} msg/s" for kind in runs),
               flush=True)
@@ -489,6 +513,16 @@ def print_tables(sides: dict[str, Side], args: argparse.Namespace) -> None:
         jp99, op99 = (theirs.p99_us if theirs else 0.0), (mine.p99_us if mine else 0.0)
         print(f"  {clients:9} {path:9} {workload:18} {jp50:9,.0f} {op50:9,.0f} "
               f"{ratio(op50, jp50)}   {jp99:9,.0f} {op99:9,.0f} {ratio(op99, jp99)}")
+    print("\n=== CPU time of the cluster controller processes per call, us (user + system, "
+          "A and B together, over the timed rounds); ratio pyjoynr / joynr, lower is better")
+    print(f"  {'clients':9} {'path':9} {'workload':18} {'joynr':>9} {'pyjoynr':>9}  ratio")
+    for clients, path, workload in itertools.product(CLIENTS, PATHS, WORKLOADS):
+        key = (clients, path, workload)
+        if key not in joynr.figures and key not in ours.figures:
+            continue
+        jc = joynr.figures.get(key, Figure()).cpu_us_per_call
+        oc = ours.figures.get(key, Figure()).cpu_us_per_call
+        print(f"  {clients:9} {path:9} {workload:18} {jc:9,.0f} {oc:9,.0f} {ratio(oc, jc)}")
     print("\n=== resident memory of each cluster controller process (VmRSS, MiB); ratio "
           "pyjoynr / joynr")
     print(f"  {'CC':3} {'when':12} {'joynr':>8} {'pyjoynr':>8}  ratio")
