@@ -415,6 +415,10 @@ class JavaClusterController(JavaProcess):
             "joynr.messaging.capabilitiesdirectoryparticipantid": GCD_PARTICIPANT_ID,
             "joynr.messaging.capabilitiesdirectorychannelid": GCD_CHANNEL_ID,
             "joynr.messaging.discoverydirectoriesdomain": "io.joynr",
+            # its channel and receiver ids (its MQTT client id) are kept here: in joynr's
+            # default, joynr.properties in the working directory, two processes of one
+            # directory take the same ids and the broker closes one for the other, in turn
+            "joynr.messaging.persistence_file": workdir / f"{name}.persisted.properties",
         }
         if freshness_interval_ms is not None:
             own["joynr.capabilities.freshnessupdateintervalms"] = freshness_interval_ms
@@ -530,6 +534,8 @@ class JavaRadioApp(JavaProcess):
             "joynr.messaging.cc.connectiontype": "WEBSOCKET",
             # the participant ids this application's providers get are kept here
             "joynr.discovery.participantids_persistence_file": workdir / f"{name}.ids",
+            # and its own ids (see JavaClusterController)
+            "joynr.messaging.persistence_file": workdir / f"{name}.persisted.properties",
         }
         own.update(properties or {})
         props = _write_properties(workdir / f"{name}.properties", own)
