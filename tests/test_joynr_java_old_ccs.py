@@ -333,10 +333,11 @@ async def test_a_cluster_controller_started_again_removes_stale_rows_only_on_0_3
     async def old(interface: str) -> None:
         release = OLD_RELEASES[interface]
         workdir = tmp_path / release.module
-        cc_id, domain = await seed(interface, workdir / "cc.persisted")
-        started_ms = now_ms()
         cc = OldJavaClusterController(java_oracles, workdir, release, broker,
                                       freshness_interval_ms=FRESHNESS_MS, name="cc")
+        persisted = Path(str(cc.properties["joynr.messaging.persistence_file"]))
+        cc_id, domain = await seed(interface, persisted)
+        started_ms = now_ms()
         try:
             await cc.start()
             deadline = time.monotonic() + WAIT_S
@@ -352,12 +353,13 @@ async def test_a_cluster_controller_started_again_removes_stale_rows_only_on_0_3
 
     async def current() -> None:
         workdir = tmp_path / "current"
-        # joynr 1.25's persistence file: joynr.properties in its working directory
-        cc_id, domain = await seed("0.3", workdir / "joynr.properties")
         # joynr 1.25 calls removeStale this long after its start (default 5 minutes)
         cc = JavaClusterController(java_oracles, workdir, {GBID: broker},
                                    freshness_interval_ms=FRESHNESS_MS, name="cc",
                                    properties={"joynr.messaging.removestaledelayms": 500})
+        # the file it reads its channel id from at its start
+        persisted = Path(str(cc.properties["joynr.messaging.persistence_file"]))
+        cc_id, domain = await seed("0.3", persisted)
         try:
             await cc.start()
             await wait_rows(world.store, 0, domain=domain)
