@@ -292,9 +292,10 @@ class CountingRadio(RadioProviderBase):
 Load = Callable[[str, int], Awaitable[tuple[float, Latency | None]]]
 
 
-def java_load(consumer: JavaRadioApp, provider: JavaRadioApp, args: argparse.Namespace
-              ) -> Load:
-    """A load run by a Java consumer's bench command, answered by a Java provider."""
+def java_load(consumer: JavaRadioApp, provider: JavaRadioApp, domain: str,
+              args: argparse.Namespace) -> Load:
+    """A load run by a Java consumer's bench command, answered by a Java provider's radio of
+    ``domain``."""
 
     async def run(workload: str, n: int) -> tuple[float, Latency | None]:
         one_way = WORKLOADS[workload][0]
@@ -305,11 +306,11 @@ def java_load(consumer: JavaRadioApp, provider: JavaRadioApp, args: argparse.Nam
             return (done["elapsedNs"] / 1e9,
                     Latency(done["p50Us"], done["p99Us"], 0.0))  # (no mean from Java)
         counter = JAVA_COUNTERS[workload]
-        target = (await provider.call("providerState"))[counter] + n
+        target = (await provider.call("providerState", domain=domain))[counter] + n
         began = time.perf_counter()
         await consumer.call("bench", timeout_s=ROUND_TIMEOUT_S, **fields)
         deadline = time.monotonic() + ROUND_TIMEOUT_S
-        while (got := (await provider.call("providerState"))[counter]) < target:
+        while (got := (await provider.call("providerState", domain=domain))[counter]) < target:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the provider counted {got - target + n} of {n}")
             await asyncio.sleep(POLL_S)
@@ -395,12 +396,12 @@ async def start_side(cc_kind: str, oracles: JavaOracles, broker: TestMosquitto,
         domain = f"peer-java-{suffix}"
         provider = apps["provider"]
         await provider.call("register", domain=domain, scope="GLOBAL")
-        await provider.call("quiet", on=True)
+        await provider.call("quiet", domain=domain, on=True)
         for consumer, scope in (("consumer-A", "LOCAL_ONLY"), ("consumer-B", "GLOBAL_ONLY")):
             await apps[consumer].call("proxy", domain=domain, scope=scope,
                                       ttlMs=int(ROUND_TIMEOUT_S * 1000))
-        side.loads["java apps", "one host"] = java_load(apps["consumer-A"], provider, args)
-        side.loads["java apps", "two hosts"] = java_load(apps["consumer-B"], provider, args)
+        side.loads["java apps", "one host"] = java_load(apps["consumer-A"], provider, domain, args)
+        side.loads["java apps", "two hosts"] = java_load(apps["consumer-B"], provider, domain, args)
     if "python" in args.clients:
         config = LibjoynrConfig(dialect="joynr")
         runtimes = {}
