@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import fcntl
 import hashlib
 import ipaddress
@@ -175,6 +176,16 @@ def build(out: Path = OUT) -> JavaOracles:
         return JavaOracles(out, preload)
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before it runs Java: SIGKILL it when the process that started it dies, so
+    that a test run or bench killed before its stop leaves no JVM behind."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 def _tail(path: Path, lines: int = 40) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -228,7 +239,8 @@ class JavaProcess:
                    *self.args]
         self.process = await asyncio.create_subprocess_exec(
             *command, cwd=self.workdir, env=env, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=self._log, limit=16 * 1024 * 1024)
+            stdout=asyncio.subprocess.PIPE, stderr=self._log, limit=16 * 1024 * 1024,
+            preexec_fn=_die_with_parent)
         self.ready = asyncio.get_running_loop().create_future()
         self._reader = asyncio.create_task(self._read(), name=f"{self.name}-stdout")
         try:
