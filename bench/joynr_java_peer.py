@@ -142,10 +142,16 @@ class Figure:
     #: CPU time of the side's cluster controllers (A and B) over the timed rounds, and the calls
     cpu_s: float = 0.0
     calls: int = 0
+    #: CPU time of the clients' processes over the timed rounds (see Side.client_pids)
+    client_cpu_s: float = 0.0
 
     @property
     def cpu_us_per_call(self) -> float:
         return 1e6 * self.cpu_s / self.calls if self.calls else 0.0
+
+    @property
+    def client_cpu_us_per_call(self) -> float:
+        return 1e6 * self.client_cpu_s / self.calls if self.calls else 0.0
 
     def better(self, per_s: float, latency: Latency | None) -> None:
         self.per_s = max(self.per_s, per_s)
@@ -164,6 +170,9 @@ class Side:
     #: while it runs: its loads by (clients, path), its cluster controllers by name
     loads: dict[tuple[str, str], Load] = field(default_factory=dict)
     ccs: dict[str, JavaClusterController | ProjectCcProcess] = field(default_factory=dict)
+    #: the processes of each kind of client: the Java applications, or this process (which
+    #: holds the Python provider and consumers, and the GCD)
+    client_pids: dict[str, list[int]] = field(default_factory=dict)
 
 
 def cpu_s(pids: list[int]) -> float:
@@ -400,6 +409,7 @@ async def start_side(cc_kind: str, oracles: JavaOracles, broker: TestMosquitto,
         for consumer, scope in (("consumer-A", "LOCAL_ONLY"), ("consumer-B", "GLOBAL_ONLY")):
             await apps[consumer].call("proxy", domain=domain, scope=scope,
                                       ttlMs=int(ROUND_TIMEOUT_S * 1000))
+        side.client_pids["java apps"] = [app.pid for app in apps.values()]
         side.loads["java apps", "one host"] = java_load(apps["consumer-A"], provider, domain, args)
         side.loads["java apps", "two hosts"] = java_load(apps["consumer-B"], provider, domain, args)
     if "python" in args.clients:
@@ -413,6 +423,7 @@ async def start_side(cc_kind: str, oracles: JavaOracles, broker: TestMosquitto,
         await runtimes["provider"].register_provider(
             domain, radio, qos=ProviderQos(scope=ProviderScope.GLOBAL),
             await_global_registration=True)
+        side.client_pids["python"] = [os.getpid()]
         side.loads["python", "one host"] = python_load(
             runtimes["consumer-A"], radio, domain, DiscoveryScope.LOCAL_ONLY, args, side=cc_kind)
         side.loads["python", "two hosts"] = python_load(
@@ -440,17 +451,20 @@ async def measure(sides: dict[str, Side], args: argparse.Namespace) -> None:
                 if figure.failure:
                     continue
                 pids = [cc.pid for cc in live[kind].ccs.values()]
+                client_pids = live[kind].client_pids.get(clients, [])
                 try:
                     quiet_gc()
-                    cpu_before = cpu_s(pids)
+                    cpu_before, client_before = cpu_s(pids), cpu_s(client_pids)
                     seconds, latency = await load(workload, n)
                     cpu = cpu_s(pids) - cpu_before
+                    client_cpu = cpu_s(client_pids) - client_before
                 except Exception as failure:  # (reported in the table; the others go on)
                     figure.failure = f"{type(failure).__name__}: {failure}".splitlines()[0][:120]
                     continue
                 if i > 0:
                     figure.better(n / seconds, latency)
                     figure.cpu_s += cpu
+                    figure.client_cpu_s += client_cpu
                     figure.calls += n
         print(f"  {clients:9} {path:9} {workload:18} "
               + "   ".join(f"{kind} {cell(live[kind].figures[key])} msg/s" for kind in runs),
@@ -523,6 +537,17 @@ def print_tables(sides: dict[str, Side], args: argparse.Namespace) -> None:
             continue
         jc = joynr.figures.get(key, Figure()).cpu_us_per_call
         oc = ours.figures.get(key, Figure()).cpu_us_per_call
+        print(f"  {clients:9} {path:9} {workload:18} {jc:9,.0f} {oc:9,.0f} {ratio(oc, jc)}")
+    print("\n=== CPU time of the clients' processes per call, us (the Java applications; for "
+          "python this process: its provider, consumers and GCD), over the same rounds; ratio "
+          "pyjoynr / joynr")
+    print(f"  {'clients':9} {'path':9} {'workload':18} {'joynr':>9} {'pyjoynr':>9}  ratio")
+    for clients, path, workload in itertools.product(CLIENTS, PATHS, WORKLOADS):
+        key = (clients, path, workload)
+        if key not in joynr.figures and key not in ours.figures:
+            continue
+        jc = joynr.figures.get(key, Figure()).client_cpu_us_per_call
+        oc = ours.figures.get(key, Figure()).client_cpu_us_per_call
         print(f"  {clients:9} {path:9} {workload:18} {jc:9,.0f} {oc:9,.0f} {ratio(oc, jc)}")
     print("\n=== resident memory of each cluster controller process (VmRSS, MiB); ratio "
           "pyjoynr / joynr")
