@@ -495,6 +495,19 @@ def print_profile(what: str, path: Path, top: int = 20) -> None:
 # ---------------------------------------------------------------------- the tables
 
 
+def print_cpu_table(joynr: Side, ours: Side, figure: str, what: str) -> None:
+    """One table of CPU time per call (the ``figure`` property of each side's Figure)."""
+    print(f"\n=== CPU time of {what}")
+    print(f"  {'clients':9} {'path':9} {'workload':18} {'joynr':>9} {'pyjoynr':>9}  ratio")
+    for clients, path, workload in itertools.product(CLIENTS, PATHS, WORKLOADS):
+        key = (clients, path, workload)
+        if key not in joynr.figures and key not in ours.figures:
+            continue
+        jc = getattr(joynr.figures.get(key, Figure()), figure)
+        oc = getattr(ours.figures.get(key, Figure()), figure)
+        print(f"  {clients:9} {path:9} {workload:18} {jc:9,.0f} {oc:9,.0f} {ratio(oc, jc)}")
+
+
 def ratio(ours: float, theirs: float) -> str:
     return f"{ours / theirs:6.2f}" if ours > 0 and theirs > 0 else "     -"
 
@@ -528,27 +541,13 @@ def print_tables(sides: dict[str, Side], args: argparse.Namespace) -> None:
         jp99, op99 = (theirs.p99_us if theirs else 0.0), (mine.p99_us if mine else 0.0)
         print(f"  {clients:9} {path:9} {workload:18} {jp50:9,.0f} {op50:9,.0f} "
               f"{ratio(op50, jp50)}   {jp99:9,.0f} {op99:9,.0f} {ratio(op99, jp99)}")
-    print("\n=== CPU time of the cluster controller processes per call, us (user + system, "
-          "A and B together, over the timed rounds); ratio pyjoynr / joynr, lower is better")
-    print(f"  {'clients':9} {'path':9} {'workload':18} {'joynr':>9} {'pyjoynr':>9}  ratio")
-    for clients, path, workload in itertools.product(CLIENTS, PATHS, WORKLOADS):
-        key = (clients, path, workload)
-        if key not in joynr.figures and key not in ours.figures:
-            continue
-        jc = joynr.figures.get(key, Figure()).cpu_us_per_call
-        oc = ours.figures.get(key, Figure()).cpu_us_per_call
-        print(f"  {clients:9} {path:9} {workload:18} {jc:9,.0f} {oc:9,.0f} {ratio(oc, jc)}")
-    print("\n=== CPU time of the clients' processes per call, us (the Java applications; for "
-          "python this process: its provider, consumers and GCD), over the same rounds; ratio "
-          "pyjoynr / joynr")
-    print(f"  {'clients':9} {'path':9} {'workload':18} {'joynr':>9} {'pyjoynr':>9}  ratio")
-    for clients, path, workload in itertools.product(CLIENTS, PATHS, WORKLOADS):
-        key = (clients, path, workload)
-        if key not in joynr.figures and key not in ours.figures:
-            continue
-        jc = joynr.figures.get(key, Figure()).client_cpu_us_per_call
-        oc = ours.figures.get(key, Figure()).client_cpu_us_per_call
-        print(f"  {clients:9} {path:9} {workload:18} {jc:9,.0f} {oc:9,.0f} {ratio(oc, jc)}")
+    print_cpu_table(joynr, ours, "cpu_us_per_call",
+                    "the cluster controller processes per call, us (user + system, A and B "
+                    "together, over the timed rounds); ratio pyjoynr / joynr, lower is better")
+    print_cpu_table(joynr, ours, "client_cpu_us_per_call",
+                    "the clients' processes per call, us (the Java applications; for python "
+                    "this process: its provider, consumers and GCD), over the same rounds; "
+                    "ratio pyjoynr / joynr")
     print("\n=== resident memory of each cluster controller process (VmRSS, MiB); ratio "
           "pyjoynr / joynr")
     print(f"  {'CC':3} {'when':12} {'joynr':>8} {'pyjoynr':>8}  ratio")
