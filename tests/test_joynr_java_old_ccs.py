@@ -201,6 +201,17 @@ async def wait_rows(store: Path, count: int, **where: str) -> list[dict[str, Any
         await asyncio.sleep(0.2)
 
 
+async def wait_touched(store: Path, domain: str, after_ms: int) -> dict[str, Any]:
+    """Poll until the one row of ``domain`` was last seen after ``after_ms`` (bounded)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        [row] = rows(store, domain=domain)
+        if row["last_seen_ms"] > after_ms:
+            return row
+        assert time.monotonic() < deadline, f"not touched in {WAIT_S} s: {row}"
+        await asyncio.sleep(0.2)
+
+
 def persist_channel_id(path: Path, channel_id: str) -> None:
     """Write the persistence file a joynr cluster controller reads its channel id from."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -243,13 +254,7 @@ async def test_touch_advances_last_seen(world: World, interface: str) -> None:
     side = world.sides[interface]
     domain = fresh_domain(interface)
     first = await register(world, side, domain)
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        [now] = rows(world.store, domain=domain)
-        if now["last_seen_ms"] > first["last_seen_ms"]:
-            break
-        assert time.monotonic() < deadline, f"not touched in {WAIT_S} s: {now}"
-        await asyncio.sleep(0.2)
+    now = await wait_touched(world.store, domain, first["last_seen_ms"])
     assert now["expiry_ms"] > first["expiry_ms"]
     await side.radio.call("unregister", domain=domain)
     await wait_rows(world.store, 0, domain=domain)
@@ -340,14 +345,8 @@ async def test_a_cluster_controller_started_again_removes_stale_rows_only_on_0_3
         started_ms = now_ms()
         try:
             await cc.start()
-            deadline = time.monotonic() + WAIT_S
-            while True:
-                [row] = rows(world.store, domain=domain)
-                if row["last_seen_ms"] > started_ms:
-                    break
-                assert time.monotonic() < deadline, f"{interface}: not touched: {row}"
-                await asyncio.sleep(0.2)
-            assert row["cluster_controller_id"] == cc_id
+            row = await wait_touched(world.store, domain, started_ms)
+            assert row["cluster_controller_id"] == cc_id, interface
         finally:
             await cc.stop()
 
