@@ -146,6 +146,7 @@ from pyjoynr.franca.model import (
     TypeRef,
     UnionType,
 )
+from pyjoynr.franca.versions import with_versions
 from pyjoynr.runtime.interface import lower_camel
 
 __all__ = [
@@ -1429,12 +1430,20 @@ def _problem_order(problem: tuple[Position | None, str]) -> tuple[str, int, int,
     return (position.file, position.line, position.column, message)
 
 
-def generate(model: Model, package_name: str) -> dict[str, str]:
+def generate(model: Model, package_name: str, *, add_version_to: str = "none") -> dict[str, str]:
     """The files of the package ``package_name`` declaring ``model``'s types and interfaces:
     relative path (``<package_name>/...``) -> text. Pure and deterministic. Raises
-    :class:`GenerationError` listing every problem."""
+    :class:`GenerationError` listing every problem.
+
+    ``add_version_to`` is joynr's ``-addVersionTo``: ``"none"`` (the default), ``"package"``
+    or ``"comment"`` (:mod:`pyjoynr.franca.versions`): with a version in the package, the
+    types of a versioned type collection or interface carry ``v<major>`` in their wire names
+    and module (``fleet.v1`` -> ``<package>/fleet_v1.py``)."""
     if not package_name.isidentifier() or keyword.iskeyword(package_name):
         raise GenerationError([(None, f"package name {package_name!r} is not a Python name")])
+    model, problems = with_versions(model, add_version_to)
+    if problems:
+        raise GenerationError(sorted(problems, key=_problem_order))
     return _Generator(model, package_name).run()
 
 
