@@ -9,6 +9,12 @@ out_dir)`` writes them all or nothing. Every module starts with the line
 Layout
 ------
 
+With ``add_version_to="package"`` (or ``"comment"``) the model is first renamed as joynr's
+``-addVersionTo`` names it (:mod:`pyjoynr.franca.versions`): a versioned type collection's or
+interface's package is ``<package>.v<major>``, so its module is ``<package>_v<major>.py``
+beside the unversioned ``<package>.py``, and its types' wire names carry ``.v<major>`` after
+the Franca package; the interface's wire name keeps its package without the version.
+
 ``<package>/__init__.py`` re-exports the public names of the modules (a name that two modules
 define is left out: import it from its module), ``<package>/py.typed`` marks the package as
 typed, and each Franca package ``a.b`` is one module ``<package>/a_b.py`` (dots become ``_``):

@@ -99,11 +99,13 @@ class _Versioning:
             if self.interface_major(iface) is not None or iface.version is None:
                 continue
             for decl in self.referred(iface):
-                if self.major_of.get(id(decl)) is not None:
+                major = self.major_of.get(id(decl))
+                if major is not None:
                     self.problems.append((iface.position, (
                         f"interface {iface.name} says {NO_VERSION_GENERATION} but uses "
-                        f"{decl.wire_name} of a versioned type collection: joynr's generators "
-                        "name it without its version there and with it elsewhere")))
+                        f"{_versioned_wire_name(decl, major)} of a versioned type collection: "
+                        "joynr's generators name it without its version there and with it "
+                        "elsewhere")))
                     break
 
     def referred(self, iface: Interface) -> list[TypeDecl]:
