@@ -305,3 +305,20 @@ def test_the_comment_mode_keeps_interfaces_marked_no_version_generation_unversio
                                               r"uses joynr\.yard\.v5\.Marked\.Badge"):
         generate(model, "y", add_version_to="comment")
     assert "yard_v3.py" in wire_names(generate(model, "y", add_version_to="package"))
+
+
+def test_the_command_line_takes_the_mode(tmp_path: Path) -> None:
+    def franca(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pyjoynr.franca", "-o", str(tmp_path), "--package", "cli",
+             *args, str(FIDL)], capture_output=True, text=True, cwd=ROOT, timeout=120,
+            check=False, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+    done = franca("--add-version-to", "package")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "cli").glob("*.py")) == [
+        "__init__.py", "fleet.py", "fleet_v1.py", "fleet_v2.py"]
+    refused = franca()
+    assert refused.returncode == 2 and "add_version_to \"package\"" in refused.stderr
+    wrong = franca("--add-version-to", "interface")
+    assert wrong.returncode == 2 and "invalid choice: 'interface'" in wrong.stderr

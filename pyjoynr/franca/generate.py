@@ -116,7 +116,9 @@ attribute and broadcast names with ``_``, overloads that this runtime cannot tel
 method named as an attribute's getter or setter, fireAndForget methods with out arguments or
 errors, enumerators that are the same upper-cased, a struct field that its base has too,
 Franca packages that make the same module or refer to each other in a cycle, names that still
-clash after the rules above.
+clash after the rules above; two major versions of an interface or type that keep one name
+(without ``add_version_to="package"``), and in the mode ``"comment"`` an interface marked
+``#noVersionGeneration`` that uses a versioned type collection's type.
 """
 
 from __future__ import annotations

@@ -232,25 +232,30 @@ def with_versions(model: Model, mode: str) -> tuple[Model, list[tuple[Position |
 
 
 def _same_names(model: Model) -> list[tuple[Position | None, str]]:
-    """Two versions of an interface or type that keep one name (the parser takes them as
-    long as their major versions differ)."""
+    """Two major versions of an interface or type that keep one name (the parser takes them
+    as long as their major versions differ)."""
     problems: list[tuple[Position | None, str]] = []
     hint = ("two major versions with one name: generate them with add_version_to "
             '"package" (joynr\'s -addVersionTo package), or one version at a time')
-    first: dict[tuple[str, str], Position] = {}
+    first: dict[tuple[str, str], tuple[Position, int | None]] = {}
     for iface in model.interfaces:
-        earlier = first.setdefault((iface.package, iface.name), iface.position)
-        if earlier is not iface.position:
+        major = _major(iface.version)
+        earlier, earlier_major = first.setdefault((iface.package, iface.name),
+                                                  (iface.position, major))
+        if earlier_major != major:
             problems.append((iface.position, f"interface {iface.wire_name} is declared at "
                                              f"{earlier} too: {hint}"))
-    seen: dict[str, Position] = {}
-    decls = [d for c in model.type_collections for d in c.types]
-    decls += [d for i in model.interfaces for d in i.types]
-    decls += [m.errors for i in model.interfaces for m in i.methods if m.errors is not None
-              and m.errors.owner == i.name and m.errors.package == i.package]
-    for decl in decls:
-        earlier = seen.setdefault(decl.wire_name, decl.position)
-        if earlier is not decl.position:
+    decls: list[tuple[TypeDecl, int | None]] = [
+        (d, _major(c.version)) for c in model.type_collections for d in c.types]
+    for iface in model.interfaces:
+        decls += [(d, _major(iface.version)) for d in iface.types]
+        decls += [(m.errors, _major(iface.version)) for m in iface.methods
+                  if m.errors is not None and m.errors.owner == iface.name
+                  and m.errors.package == iface.package]
+    seen: dict[str, tuple[Position, int | None]] = {}
+    for decl, major in decls:
+        earlier, earlier_major = seen.setdefault(decl.wire_name, (decl.position, major))
+        if earlier_major != major:
             problems.append((decl.position, f"type {decl.wire_name} is declared at {earlier} "
                                             f"too: {hint}"))
     return problems
