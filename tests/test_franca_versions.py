@@ -15,6 +15,7 @@ generators name them in this mode (``joynr.fleet.v2.Fix``) while the interface k
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import re
 import subprocess
@@ -39,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIDL = ROOT / "tests" / "franca" / "oracle" / "package_versions"
 PACKAGE = "fleet_app"
 DOMAIN = "depot"
+WAIT_S = 5.0
 
 
 @pytest.fixture(scope="module")
@@ -207,6 +209,19 @@ async def test_providers_of_both_versions_answer_their_own_proxies(
         "v", shared.Distance(7.0, shared.DistanceUnit.MILE), v2.Fuel.ELECTRIC)
     assert await new_proxy.odometer("v") == v1.Odometer(123_456)
     assert (await old_proxy.vehicle_count.get(), await new_proxy.vehicle_count.get()) == (1, 2)
+    # each version's broadcast reaches the proxies of its version only
+    heard_old: asyncio.Queue[Any] = asyncio.Queue()
+    heard_new: asyncio.Queue[Any] = asyncio.Queue()
+    await old_proxy.moved.subscribe(heard_old.put_nowait)
+    await new_proxy.moved.subscribe(heard_new.put_nowait)
+    new.fire_moved(v2.Fix(1.0, 2.0, 5))
+    old.fire_moved(v1.Fix(3.0, 4.0))
+    got_new = await asyncio.wait_for(heard_new.get(), WAIT_S)
+    got_old = await asyncio.wait_for(heard_old.get(), WAIT_S)
+    assert (got_old, type(got_old), got_new, type(got_new)) == (
+        v1.Fix(3.0, 4.0), v1.Fix, v2.Fix(1.0, 2.0, 5), v2.Fix)
+    await asyncio.sleep(0.1)
+    assert heard_old.empty() and heard_new.empty()
 
     if consumer_dialect != JOYNR:
         return
