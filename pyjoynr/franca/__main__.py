@@ -1,5 +1,5 @@
-"""``python -m pyjoynr.franca [-o DIR] [--package NAME] [--classpath DIR]... PATH...``: generate a
-typed Python package from Franca IDL files.
+"""``python -m pyjoynr.franca [-o DIR] [--package NAME] [--classpath DIR]... [--add-version-to
+package|comment|none] PATH...``: generate a typed Python package from Franca IDL files.
 
 Each PATH is a ``.fidl`` file or a folder searched recursively for ``.fidl`` files; the files
 are read in sorted order (so the output does not depend on the order they are named in) with
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pyjoynr.franca.generate import GenerationError, generate, write_package
 from pyjoynr.franca.parser import FrancaError, parse_files
+from pyjoynr.franca.versions import MODES
 
 __all__ = ["main"]
 
@@ -42,6 +43,13 @@ def _arguments() -> argparse.ArgumentParser:
     parser.add_argument("--classpath", action="append", default=[], metavar="DIR",
                         help="a folder searched for imports of classpath:/name.fidl (repeatable: "
                              "searched in the order given)")
+    parser.add_argument("--add-version-to", choices=MODES, default="none",
+                        help="joynr's -addVersionTo: 'package' puts the major version of a "
+                             "versioned interface or type collection into its types' wire names "
+                             "and module (joynr.fleet.v1.Fix in module fleet_v1), so that two "
+                             "versions live side by side; 'comment' does so except for "
+                             "interfaces whose comment says #noVersionGeneration; 'none' "
+                             "(default) leaves names without versions")
     return parser
 
 
@@ -74,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         model = parse_files(files, classpath=args.classpath)
-        sources = generate(model, args.package)
+        sources = generate(model, args.package, add_version_to=args.add_version_to)
     except (FrancaError, GenerationError) as exc:
         sys.stderr.write(f"{exc}\n")
         return 2

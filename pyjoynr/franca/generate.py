@@ -9,6 +9,12 @@ out_dir)`` writes them all or nothing. Every module starts with the line
 Layout
 ------
 
+With ``add_version_to="package"`` (or ``"comment"``) the model is first renamed as joynr's
+``-addVersionTo`` names it (:mod:`pyjoynr.franca.versions`): a versioned type collection's or
+interface's package is ``<package>.v<major>``, so its module is ``<package>_v<major>.py``
+beside the unversioned ``<package>.py``, and its types' wire names carry ``.v<major>`` after
+the Franca package; the interface's wire name keeps its package without the version.
+
 ``<package>/__init__.py`` re-exports the public names of the modules (a name that two modules
 define is left out: import it from its module), ``<package>/py.typed`` marks the package as
 typed, and each Franca package ``a.b`` is one module ``<package>/a_b.py`` (dots become ``_``):
@@ -110,7 +116,9 @@ attribute and broadcast names with ``_``, overloads that this runtime cannot tel
 method named as an attribute's getter or setter, fireAndForget methods with out arguments or
 errors, enumerators that are the same upper-cased, a struct field that its base has too,
 Franca packages that make the same module or refer to each other in a cycle, names that still
-clash after the rules above.
+clash after the rules above; two major versions of an interface or type that keep one name
+(without ``add_version_to="package"``), and in the mode ``"comment"`` an interface marked
+``#noVersionGeneration`` that uses a versioned type collection's type.
 """
 
 from __future__ import annotations
@@ -146,6 +154,7 @@ from pyjoynr.franca.model import (
     TypeRef,
     UnionType,
 )
+from pyjoynr.franca.versions import with_versions
 from pyjoynr.runtime.interface import lower_camel
 
 __all__ = [
@@ -1429,12 +1438,20 @@ def _problem_order(problem: tuple[Position | None, str]) -> tuple[str, int, int,
     return (position.file, position.line, position.column, message)
 
 
-def generate(model: Model, package_name: str) -> dict[str, str]:
+def generate(model: Model, package_name: str, *, add_version_to: str = "none") -> dict[str, str]:
     """The files of the package ``package_name`` declaring ``model``'s types and interfaces:
     relative path (``<package_name>/...``) -> text. Pure and deterministic. Raises
-    :class:`GenerationError` listing every problem."""
+    :class:`GenerationError` listing every problem.
+
+    ``add_version_to`` is joynr's ``-addVersionTo``: ``"none"`` (the default), ``"package"``
+    or ``"comment"`` (:mod:`pyjoynr.franca.versions`): with a version in the package, the
+    types of a versioned type collection or interface carry ``v<major>`` in their wire names
+    and module (``fleet.v1`` -> ``<package>/fleet_v1.py``)."""
     if not package_name.isidentifier() or keyword.iskeyword(package_name):
         raise GenerationError([(None, f"package name {package_name!r} is not a Python name")])
+    model, problems = with_versions(model, add_version_to)
+    if problems:
+        raise GenerationError(sorted(problems, key=_problem_order))
     return _Generator(model, package_name).run()
 
 

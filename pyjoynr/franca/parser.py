@@ -203,6 +203,14 @@ class _Broadcast:
     out_args: list[_Member]
 
 
+def _major(container: _Container) -> int | None:
+    return None if container.version is None else container.version[0]
+
+
+def _of_version(major: int | None) -> str:
+    return "" if major is None else f" (major version {major})"
+
+
 @dataclass(eq=False)
 class _Container:
     """A type collection or an interface."""
@@ -707,9 +715,12 @@ class _Resolver:
         self.files = loaded.files
         self.problems = list(loaded.problems)
         self.file_order = {f.path: i for i, f in enumerate(self.files)}
-        # qualified name -> declaration, for types and for interfaces
-        self.types: dict[str, _Type] = {}
-        self.interfaces: dict[str, _Container] = {}
+        # qualified name -> its declarations, for types and for interfaces: one per major
+        # version of the declaring type collection or interface (two versions of one
+        # interface and its types may be generated side by side, with add_version_to
+        # "package"), else one
+        self.types: dict[str, list[_Type]] = {}
+        self.interfaces: dict[str, list[_Container]] = {}
         self.decls: dict[int, TypeDecl] = {}  # id(_Type) -> model object
         self.visible: dict[int, set[int]] = {}  # id(_File) -> ids of visible files
 
@@ -758,27 +769,37 @@ class _Resolver:
         # are): only the types in it must be unique
         for file in self.files:
             for container in file.containers:
+                major = _major(container)
                 if container.kind == "interface":
                     qualified = container.qualified_name
-                    first = self.interfaces.get(qualified)
+                    same = self.interfaces.setdefault(qualified, [])
+                    first = next((c for c in same if _major(c) == major), None)
                     if first is not None:
                         self.problem(
                             container.position,
-                            f"duplicate interface '{qualified}', first declared at "
-                            f"{first.position}",
+                            f"duplicate interface '{qualified}'{_of_version(major)}, first "
+                            f"declared at {first.position}",
                         )
                     else:
-                        self.interfaces[qualified] = container
+                        same.append(container)
                 for decl in container.types:
                     qualified = f"{container.qualified_name}.{decl.name}"
-                    earlier = self.types.get(qualified)
+                    known = self.types.setdefault(qualified, [])
+                    earlier = next((t for t in known if _major(t.container) == major), None)
                     if earlier is not None:
                         self.problem(
                             decl.position,
-                            f"duplicate type '{qualified}', first declared at {earlier.position}",
+                            f"duplicate type '{qualified}'{_of_version(major)}, first declared "
+                            f"at {earlier.position}",
                         )
                         continue
-                    self.types[qualified] = decl
+                    known.append(decl)
+
+    def all_types(self) -> list[_Type]:
+        return [decl for same in self.types.values() for decl in same]
+
+    def all_interfaces(self) -> list[_Container]:
+        return [container for same in self.interfaces.values() for container in same]
 
     def candidates(self, name: str, container: _Container) -> list[list[str]]:
         """The qualified names ``name`` may mean, by precedence (the first level naming a
@@ -806,15 +827,15 @@ class _Resolver:
         return levels
 
     def lookup(
-        self, ref: _Ref, container: _Container, table: dict[str, Any], what: str
+        self, ref: _Ref, container: _Container, table: dict[str, list[Any]], what: str
     ) -> Any | None:
         visible = self.visible[id(container.file)]
         for level in self.candidates(ref.name, container):
             found = []
             for qualified in level:
-                item = table.get(qualified)
-                if item is not None and id(self.file_of(item)) in visible and item not in found:
-                    found.append(item)
+                for item in table.get(qualified, ()):
+                    if id(self.file_of(item)) in visible and item not in found:
+                        found.append(item)
             if len(found) == 1:
                 return found[0]
             if len(found) > 1:
@@ -862,7 +883,7 @@ class _Resolver:
     def make_decls(self) -> None:
         """Every declaration's model object, with its references still unset (types refer to
         each other, in cycles too: ``fill_decls`` sets them once all objects exist)."""
-        for decl in self.types.values():
+        for decl in self.all_types():
             container = decl.container
             common: dict[str, Any] = {
                 "name": decl.name,
@@ -932,7 +953,7 @@ class _Resolver:
         }.get(kind, "a type")
 
     def fill_decls(self) -> None:
-        for decl in self.types.values():
+        for decl in self.all_types():
             made = self.decls[id(decl)]
             container = decl.container
             values: dict[str, Any]
@@ -965,7 +986,7 @@ class _Resolver:
                 object.__setattr__(made, key, value)
 
     def check_type_cycles(self) -> None:
-        syntax_of = {id(self.decls[id(d)]): d for d in self.types.values()}
+        syntax_of = {id(self.decls[id(d)]): d for d in self.all_types()}
 
         def next_of(made: TypeDecl) -> TypeDecl | None:
             if isinstance(made, StructType | EnumType | UnionType):
@@ -983,7 +1004,7 @@ class _Resolver:
                 return target.decl
             return None
 
-        starts = [self.decls[id(d)] for d in self.types.values()]
+        starts = [self.decls[id(d)] for d in self.all_types()]
         for cycle in _find_cycles(starts, next_of):
             first, names = self.cycle_start(cycle)
             syntax = syntax_of[id(first)]
@@ -1119,8 +1140,8 @@ class _Resolver:
         )
 
     def set_interface_bases(self, made: dict[int, Interface]) -> None:
-        syntax = {id(made[id(c)]): c for c in self.interfaces.values() if id(c) in made}
-        for container in self.interfaces.values():
+        syntax = {id(made[id(c)]): c for c in self.all_interfaces() if id(c) in made}
+        for container in self.all_interfaces():
             if container.base is None or id(container) not in made:
                 continue
             found = self.lookup(container.base, container, self.interfaces, "interface")
