@@ -638,22 +638,25 @@ class _Builder:
                 in_args = [self.member(a) for a in self.subtrees(child)]
             elif child.data == "out_args":
                 out_args = [self.member(a) for a in self.subtrees(child)]
-            elif child.data == "error_ref":
-                fqn = cast(Tree[Any], child.children[0])
-                error = _ErrorSpec(_Ref(self.fqn(fqn), self.pos(fqn), False), None, self.pos(fqn))
-            elif child.data == "error_inline":
-                body = cast(Tree[Any], child.children[0])
-                error = _ErrorSpec(None, self.enumerators(body), self.pos(child))
-            elif child.data == "error_extends":
-                fqn, body = (cast(Tree[Any], c) for c in child.children)
-                error = _ErrorSpec(
-                    _Ref(self.fqn(fqn), self.pos(fqn), False),
-                    self.enumerators(body),
-                    self.pos(child),
-                )
+            elif child.data in ("error_ref", "error_inline", "error_extends"):
+                error = self.error_spec(child)
         return _Method(
             name, self.comment(tree), position, fire_and_forget, in_args, out_args, error,
             selector,
+        )
+
+    def error_spec(self, child: Tree[Any]) -> _ErrorSpec:
+        """``error E``, ``error {...}`` or ``error extends E {...}``; a structured comment
+        before ``error`` is dropped (joynr's generators do not use it)."""
+        parts = [c for c in self.subtrees(child) if c.data != "comment"]
+        if child.data == "error_ref":
+            fqn = parts[0]
+            return _ErrorSpec(_Ref(self.fqn(fqn), self.pos(fqn), False), None, self.pos(fqn))
+        if child.data == "error_inline":
+            return _ErrorSpec(None, self.enumerators(parts[0]), self.pos(child))
+        fqn, body = parts
+        return _ErrorSpec(
+            _Ref(self.fqn(fqn), self.pos(fqn), False), self.enumerators(body), self.pos(child)
         )
 
     def broadcast(self, tree: Tree[Any]) -> _Broadcast:
