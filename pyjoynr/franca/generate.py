@@ -101,9 +101,16 @@ what a proxy of ``I`` offers (awaitable methods taking positional arguments,
 ``AttributeHandle``s, ``BroadcastHandle``s, ``close``, ``with_ttl`` and its ids); and ``async def
 build_i_proxy(runtime, domain, **options) -> IProxy`` (``runtime.build_proxy`` under a cast).
 
+Left out, as joynr's generators leave it out (said by :func:`generation_notes`, which the command
+line writes on standard error; not refused): a union (joynr's JavaScript generator writes
+nothing for it but a to-do comment), and, of an interface that extends another, the base's
+attributes, methods and broadcasts (joynr's Java, JavaScript and C++ generators never read an
+interface's base: the derived interface has its own members only, under its own name).
+
 Refused, each with a ``file:line:column: message`` (all of them, in :class:`GenerationError`):
-unions (joynr's generators generate nothing for them), explicitly named arrays (``array X of
-T``: joynr's generators refuse them), interfaces that extend another, map keys of the types
+a struct, typedef, map or interface that uses a union (joynr's JavaScript generator fails on
+it, its Java generator makes the union a struct), explicitly named arrays (``array X of
+T``: joynr's generators refuse them), map keys of the types
 refused above (Float, Double, ByteBuffer, structs, arrays), maps that contain themselves
 (through their key or value types: a class cannot be an argument of its own base), method,
 attribute and broadcast names with ``_``, overloads that this runtime cannot tell apart, a
@@ -154,6 +161,7 @@ __all__ = [
     "PROXY_NAMES",
     "GenerationError",
     "generate",
+    "generation_notes",
     "joynr_datatype",
     "snake_case",
     "write_package",
@@ -307,6 +315,13 @@ def _refs_of(decl: TypeDecl) -> list[TypeRef]:
     if isinstance(decl, UnionType):
         return [f.type for f in decl.fields]
     return []
+
+
+def _kind_name(decl: TypeDecl) -> str:
+    """``struct S``, ``map M``, ... as the messages name a type."""
+    kinds = {StructType: "struct", MapType: "map", TypedefType: "typedef", ArrayType: "array",
+             EnumType: "enumeration", UnionType: "union"}
+    return f"{kinds[type(decl)]} {decl.name}"
 
 
 def _franca_text(ref: TypeRef) -> str:
@@ -619,7 +634,7 @@ class _Generator:
 
     def add_decl(self, module: _Module, decl: TypeDecl) -> None:
         key = _decl_key(decl)
-        if key in self.module_of:
+        if key in self.module_of or isinstance(decl, UnionType):  # (unions: skipped)
             return
         self.module_of[key] = module.name
         module.decls.append(decl)
@@ -644,15 +659,25 @@ class _Generator:
         for module in self.modules.values():
             for decl in module.decls:
                 self.check_decl(decl)
+                self.check_no_union(decl.position, _kind_name(decl), _refs_of(decl))
             for iface in module.interfaces:
-                if iface.base is not None:
-                    self.problem(iface.position, f"interface {iface.name} extends "
-                                                 f"{iface.base.name}: interfaces that extend "
-                                                 "another are not supported")
+                self.check_no_union(iface.position, f"interface {iface.name}",
+                                    _interface_refs(iface))
                 for ref in _interface_refs(iface):
                     for decl in _named_in(ref):
                         if _decl_key(decl) not in self.module_of:
                             self.add_decl(module, decl)  # (a model made by hand)
+
+    def check_no_union(self, position: Position, what: str, refs: Iterable[TypeRef]) -> None:
+        """Unions are skipped: a type or interface that uses one is refused (joynr's
+        JavaScript generator fails on it, its Java generator makes the union a struct: the two
+        runtimes would not agree on its wire form)."""
+        for ref in refs:
+            for decl in _named_in(ref):
+                if isinstance(decl, UnionType):
+                    self.problem(position, f"{what} uses union {decl.name}: unions are not "
+                                           "generated (joynr's JavaScript generator fails on a "
+                                           "use of one, its Java generator makes it a struct)")
 
     def check_decl(self, decl: TypeDecl) -> None:
         if isinstance(decl, TypedefType) and _max_length(decl.comment) is not None:
@@ -661,10 +686,7 @@ class _Generator:
                                                     and actual.name in ("String", "ByteBuffer"))):
                 self.problem(decl.position, f"typedef {decl.name}: maxLength bounds a String, "
                                             f"a ByteBuffer or an array, not {_franca_text(actual)}")
-        if isinstance(decl, UnionType):
-            self.problem(decl.position, f"union {decl.name}: unions are not supported "
-                                        "(joynr's generators generate nothing for them)")
-        elif isinstance(decl, ArrayType):
+        if isinstance(decl, ArrayType):
             self.problem(decl.position, f"array {decl.name}: explicitly named arrays are not "
                                         "supported (joynr's generators refuse them); use "
                                         "an implicit array T[]")
@@ -1427,6 +1449,27 @@ def _problem_order(problem: tuple[Position | None, str]) -> tuple[str, int, int,
     if position is None:
         return ("", 0, 0, message)
     return (position.file, position.line, position.column, message)
+
+
+def generation_notes(model: Model) -> list[tuple[Position, str]]:
+    """What :func:`generate` leaves out of ``model`` without refusing it, as joynr's
+    generators leave it out, (position, message) in file order: each union (``union U
+    skipped: ...``) and what each interface that extends another does not inherit. The
+    command line writes them on standard error."""
+    notes: list[tuple[Position, str]] = []
+    for decl in model.declarations():
+        if isinstance(decl, UnionType):
+            notes.append((decl.position, f"union {decl.name} skipped: unions are not generated "
+                                         "(joynr's JavaScript generator generates nothing for "
+                                         "them either); a type or method that uses one is "
+                                         "refused"))
+    for iface in model.interfaces:
+        if iface.base is not None:
+            notes.append((iface.position, f"interface {iface.name} extends {iface.base.name}: "
+                                          f"generated without {iface.base.name}'s attributes, "
+                                          "methods and broadcasts (joynr's generators do not "
+                                          "inherit them either); only its own are declared"))
+    return sorted(notes, key=lambda n: (n[0].file, n[0].line, n[0].column, n[1]))
 
 
 def generate(model: Model, package_name: str) -> dict[str, str]:

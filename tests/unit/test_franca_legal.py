@@ -6,15 +6,21 @@ models must give.
 
 from __future__ import annotations
 
+import importlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from pyjoynr.franca.generate import generate
+from pyjoynr.franca.generate import GenerationError, generate, generation_notes, write_package
 from pyjoynr.franca.model import EnumType, Model
 from pyjoynr.franca.parser import FrancaError, parse_files
+from pyjoynr.runtime.interface import interface_def
 
-ORACLE = Path(__file__).resolve().parent.parent / "franca" / "oracle"
+ROOT = Path(__file__).resolve().parents[2]
+ORACLE = ROOT / "tests" / "franca" / "oracle"
 
 
 def _model(name: str) -> Model:
@@ -42,3 +48,67 @@ def test_a_structured_comment_before_error_is_accepted() -> None:
     assert isinstance(inline, EnumType)
     assert [e.name for e in inline.enumerators] == ["FAILED", "TIMED_OUT"]
     assert "InlineErrorEnum" in generate(model, "p")["p/legal_errors.py"]
+
+
+def franca(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pyjoynr.franca", *args], cwd=cwd,
+                          capture_output=True, text=True, check=False, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_a_union_is_skipped_with_a_note_and_the_rest_is_generated(tmp_path: Path) -> None:
+    path = ORACLE / "legal_union.fidl"
+    files = generate(parse_files([path]), "p")
+    text = files["p/legal_unions.py"]
+    assert "class Point" in text and "class Canvas:" in text
+    assert "class Shape" not in text
+    assert "Shape(" not in text and "Shape\"" not in files["p/__init__.py"]
+    done = franca("-o", str(tmp_path), "--package", "p", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        f"{path}:8:8: union Shape skipped: unions are not generated (joynr's JavaScript "
+        "generator generates nothing for them either); a type or method that uses one is "
+        "refused\n")
+    assert (tmp_path / "p" / "legal_unions.py").read_text() == text
+
+
+def test_a_use_of_a_union_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "u.fidl"
+    path.write_text("package u\ntypeCollection T {\n  union U { Int32 i String s }\n"
+                    "  struct S { U u }\n  typedef D is U[]\n}\n"
+                    "interface I {\n  method m { in { T.U x } }\n}\n")
+    with pytest.raises(GenerationError) as caught:
+        generate(parse_files([path]), "p")
+    why = ("uses union U: unions are not generated (joynr's JavaScript generator fails on a use "
+           "of one, its Java generator makes it a struct)")
+    assert str(caught.value).splitlines() == [
+        f"{path}:4:10: struct S {why}", f"{path}:5:11: typedef D {why}",
+        f"{path}:7:11: interface I {why}"]
+
+
+def test_an_interface_that_extends_another_has_its_own_members_only(tmp_path: Path) -> None:
+    path = ORACLE / "legal_extends.fidl"
+    model = parse_files([path])
+    assert generation_notes(model) == [(
+        next(i.position for i in model.interfaces if i.name == "Derived"),
+        "interface Derived extends Base: generated without Base's attributes, methods and "
+        "broadcasts (joynr's generators do not inherit them either); only its own are "
+        "declared")]
+    write_package(generate(model, "ext_pkg"), tmp_path)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        module = importlib.import_module("ext_pkg.legal_extending")
+        derived = interface_def(module.Derived)
+        base = interface_def(module.Base)
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [n for n in sys.modules if n.split(".")[0] == "ext_pkg"]:
+            del sys.modules[name]
+    assert derived.name == "legal/extending/Derived"
+    assert sorted(derived.attributes) == ["label"]
+    assert sorted(derived.broadcasts) == ["renamed"]
+    assert sorted({m.name for m in derived.methods.values()}) == ["rename"]
+    assert sorted(base.attributes) == ["level"]
+    done = franca("-o", str(tmp_path), "--package", "q", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "interface Derived extends Base: generated without Base's" in done.stderr
