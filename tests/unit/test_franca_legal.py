@@ -112,3 +112,55 @@ def test_an_interface_that_extends_another_has_its_own_members_only(tmp_path: Pa
     done = franca("-o", str(tmp_path), "--package", "q", str(path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "interface Derived extends Base: generated without Base's" in done.stderr
+
+
+def test_constants_and_enumerator_values_are_evaluated_as_franca_does() -> None:
+    model = _model("legal_expressions.fidl")
+    (collection,) = model.type_collections
+    (level,) = collection.types
+    assert isinstance(level, EnumType)
+    assert [(e.name, e.value) for e in level.enumerators] == [
+        ("LOW", 2), ("MIDDLE", 6), ("HIGH", 11), ("TOP", 21), ("BOTTOM", -1)]
+    (iface,) = model.interfaces
+    errors = iface.methods[0].errors
+    assert errors is not None
+    assert [(e.name, e.value) for e in errors.enumerators] == [("TOO_LOW", 1), ("TOO_HIGH", 4)]
+    text = generate(model, "p")["p/legal_expressions.py"]
+    assert 'LOW = "LOW"' in text and 'TOO_HIGH = "TOO_HIGH"' in text
+
+
+def test_what_is_no_integer_where_one_is_needed_is_refused(tmp_path: Path) -> None:
+    path = ORACLE / "refused" / "enumerator_not_integer.fidl"
+    with pytest.raises(FrancaError) as caught:
+        parse_files([path])
+    assert [str(p).replace(f"{path}:", "") for p in caught.value.problems] == [
+        '9:10: enumerator value must be a 64-bit integer, not "x"',
+        "10:14: enumerator value must be a 64-bit integer, not 1.5",
+        "11:12: enumerator value must be a 64-bit integer, not true",
+        "12:10: enumerator value must be a 64-bit integer, not 1.0",
+    ]
+    assert _problems(tmp_path, (
+        "package p\ntypeCollection T {\n"
+        "  const Int8 tooBig = 100 * 3\n"
+        "  const Int32 loop = loop + 1\n"
+        "  const Int32 zero = 1 / (2 - 2)\n"
+        "  const Int32 mixed = 1 + true\n"
+        "  const Int64 huge = 4294967296 * 4294967296 * 4294967296\n"
+        "  enumeration E { A = missing B = -(-7 / 2) C = 0x10 - 0b11 }\n"
+        "}\n")) == [
+        "3:23: constant tooBig must be an integer from -128 to 127, not 300",
+        "4:15: constant loop refers to itself",
+        "5:22: division by zero",
+        "6:23: '+' cannot be applied to an integer and a Boolean",
+        "7:22: the value grows beyond 64 bits",
+        "8:23: unknown constant 'missing'",
+    ]
+    text = "package q\ntypeCollection T {\n  enumeration E { B = -(-7 / 2) C = 0x10 - 0b11 }\n}\n"
+    model = parse_files([_write(tmp_path, text)])
+    assert [e.value for e in model.type_collections[0].types[0].enumerators] == [3, 13]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "ok.fidl"
+    path.write_text(text)
+    return path
