@@ -59,11 +59,15 @@ Names
 - Struct fields: the snake_case of the Franca name when ``runtime.interface.lower_camel`` gives
   the Franca name back (``trafficService`` -> ``traffic_service``), else the Franca name; a
   field whose Python name is not spelled so on the wire is named in ``joynr_name(members=)``.
-- Methods, attributes and broadcasts: the same rule; their joynr names are derived by the
-  runtime (``lower_camel``), so a Franca name with ``_`` in it cannot be declared and is
-  refused. A Python keyword, a name of the module, or a member name of ``Proxy`` or
-  ``Provider`` gets a ``_`` appended (``lower_camel`` drops it again: ``close_`` is ``close``
-  on the wire).
+- Methods, attributes and broadcasts: the same rule; the runtime derives their joynr names
+  (``lower_camel``), and where that does not give the Franca name back (a name with ``_``:
+  ``do_it``, ``my_attr``, which joynr's generators keep as they are on the wire; joynr's
+  accessors are then ``getMy_attr`` / ``setMy_attr``) the declaration names it:
+  ``attribute(..., joynr_name="my_attr")``, ``broadcast(joynr_name="my_event", ...)``,
+  ``@wire_name("do_it", joynr_name="do_it")``. On this project's wire they keep their Python
+  names. A name that starts with ``_`` is refused (Python keeps such names private). A Python
+  keyword, a name of the module, or a member name of ``Proxy`` or ``Provider`` gets a ``_``
+  appended (``lower_camel`` drops it again: ``close_`` is ``close`` on the wire).
 - Overloads: an overload with a Franca selector (``method add:inBackends``) is named
   ``<name>_<selector>`` (``add_in_backends``); the first one without a selector keeps the
   name, later ones without are ``<name>_2``, ``<name>_3``, ... (by their place among the
@@ -113,7 +117,8 @@ it, its Java generator makes the union a struct), explicitly named arrays (``arr
 T``: joynr's generators refuse them), map keys of the types
 refused above (Float, Double, ByteBuffer, structs, arrays), maps that contain themselves
 (through their key or value types: a class cannot be an argument of its own base), method,
-attribute and broadcast names with ``_``, overloads that this runtime cannot tell apart, a
+attribute and broadcast names that start with ``_``, overloads that this runtime cannot tell
+apart, a
 method named as an attribute's getter or setter, fireAndForget methods with out arguments or
 errors, enumerators that are the same upper-cased, a struct field that its base has too,
 Franca packages that make the same module or refer to each other in a cycle, names that still
@@ -197,7 +202,8 @@ _MODULE_RESERVED = frozenset({
 })
 #: argument names the generated code needs for itself
 _ARG_RESERVED = frozenset({"self", "runtime", "domain", "options"})
-_OUTPUT_RESERVED = frozenset({"self", "selective", "filter_parameters", "partitions", "ttl_ms"})
+_OUTPUT_RESERVED = frozenset({"self", "selective", "filter_parameters", "joynr_name", "partitions",
+                              "ttl_ms"})
 
 _PYTHON_PRIMITIVES = {
     "Int8": "int", "UInt8": "int", "Int16": "int", "UInt16": "int", "Int32": "int",
@@ -252,6 +258,12 @@ def _wire_python_name(franca: str) -> str:
     else the name itself."""
     snake = snake_case(franca)
     return snake if lower_camel(snake) == franca else franca
+
+
+def _joynr_override(python: str, franca: str) -> bool:
+    """Whether a member named ``python`` in Python declares its joynr name ``franca``: where the
+    runtime's lowerCamelCase of the Python name is not the Franca name (``do_it``)."""
+    return lower_camel(python) != franca
 
 
 def _free(name: str, taken: Iterable[str] | Mapping[str, object]) -> str:
@@ -1154,9 +1166,9 @@ class _Generator:
         members: dict[str, Position] = {}
 
         def member(franca: str, what: str, position: Position) -> str | None:
-            if "_" in franca:
-                self.problem(position, f"{what} {franca}: a name with '_' cannot be declared "
-                                       "(joynr names of members are derived as lowerCamelCase)")
+            if franca.startswith("_"):
+                self.problem(position, f"{what} {franca}: a name that starts with '_' cannot "
+                                       "be declared (Python keeps such names private)")
                 return None
             name = _free(_wire_python_name(franca), scope)
             if name in members:
@@ -1193,9 +1205,9 @@ class _Generator:
             signatures[native] = method
             group = firsts.get(method.name)
             if group is None:  # the name every overload has on this project's wire
-                if "_" in method.name:
-                    self.problem(method.position, f"{where}: a name with '_' cannot be declared "
-                                 "(joynr names of members are derived as lowerCamelCase)")
+                if method.name.startswith("_"):
+                    self.problem(method.position, f"{where}: a name that starts with '_' "
+                                 "cannot be declared (Python keeps such names private)")
                     continue
                 group = firsts[method.name] = _free(_wire_python_name(method.name), scope)
             method_name = _overload_name(method, group, plain, counts[method.name],
@@ -1204,7 +1216,8 @@ class _Generator:
                 self.problem(method.position, f"{where}: its Python name {method_name} is taken")
                 continue
             members[method_name] = method.position
-            wire = group if method_name != group else None
+            wire = group if method_name != group or _joynr_override(group, method.name) \
+                else None
             plan.methods.append(_MethodPlan(
                 method, method_name, wire, self.arg_names(method.in_args, _ARG_RESERVED),
                 self.arg_names(method.out_args, _ARG_RESERVED)))
@@ -1255,6 +1268,8 @@ class _Generator:
                 args.append("readonly=True")
             if attr.no_subscriptions:
                 args.append("notifiable=False")
+            if _joynr_override(name, attr.name):
+                args.append(f"joynr_name={_string(attr.name)}")
             members += _hash_comment(_comment_lines(attr.comment), _INDENT)
             members += _lay(_Br(f"{name} = attribute", tuple(args)), _INDENT)
         for name, bc, outs in plan.broadcasts:
@@ -1266,6 +1281,8 @@ class _Generator:
                 if filters:
                     args.append(_Br("filter_parameters=", tuple(_string(f) for f in filters),
                                     one_tuple=True))
+            if _joynr_override(name, bc.name):
+                args.append(f"joynr_name={_string(bc.name)}")
             args += [f"{out}={self.annotation(ref, module)}" for out, ref in outs]
             members += _hash_comment(_comment_lines(bc.comment), _INDENT)
             members += _lay(_Br(f"{name} = broadcast", tuple(args)), _INDENT)
@@ -1293,7 +1310,10 @@ class _Generator:
             lines += _hash_comment(_comment_lines(method.comment), _INDENT)
             if m.wire is not None:
                 module.imports.add("pyjoynr.runtime.interface.wire_name")
-                lines.append(f"{_INDENT}@wire_name({_string(m.wire)})")
+                args: tuple[_Expr, ...] = (_string(m.wire),)
+                if _joynr_override(m.wire, method.name):
+                    args += (f"joynr_name={_string(method.name)}",)
+                lines += _lay(_Br("@wire_name", args), _INDENT)
             if method.errors is not None:
                 module.imports.add("pyjoynr.runtime.interface.errors")
                 lines.append(f"{_INDENT}@errors({self.type_name(method.errors, module)})")

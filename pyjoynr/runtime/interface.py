@@ -122,6 +122,7 @@ __all__ = [
     "map_key_from_text",
     "map_key_text",
     "max_length",
+    "member_joynr_name",
     "one_way",
     "outputs",
     "to_wire",
@@ -336,6 +337,14 @@ def lower_camel(name: str) -> str:
     """``current_station`` -> ``currentStation`` (a name without ``_`` stays as it is)."""
     first, *rest = name.split("_")
     return first + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def member_joynr_name(member: MethodDef | AttributeDef | BroadcastDef) -> str:
+    """The name joynr's wire gives a method, attribute or broadcast: the one declared
+    (``joynr_name=``, as the Franca generator declares a name that lowerCamelCase does not
+    give back, ``do_it``), else the lowerCamelCase of its name (``current_station`` ->
+    ``currentStation``)."""
+    return member.joynr_name if member.joynr_name is not None else lower_camel(member.name)
 
 
 def joynr_name(name: str | None = None, *, members: dict[str, str] | None = None,
@@ -933,6 +942,8 @@ class MethodDef:
     #: the out arguments (name, type) of a method declared with @outputs (several: ``returns``
     #: is then the tuple of their types); empty for a method with one out argument or none
     outputs: tuple[tuple[str, Any], ...] = ()
+    #: its name on joynr's wire when that is not the lowerCamelCase of ``name``
+    joynr_name: str | None = None
     param_datatypes: list[str] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -945,6 +956,8 @@ class AttributeDef:
     readonly: bool = False
     notifiable: bool = True
     name: str = ""
+    #: its name on joynr's wire when that is not the lowerCamelCase of ``name``
+    joynr_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -956,6 +969,8 @@ class BroadcastDef:
     selective: bool = False
     #: the filter parameter names a subscription to a selective broadcast carries
     filter_parameters: tuple[str, ...] = ()
+    #: its name on joynr's wire when that is not the lowerCamelCase of ``name``
+    joynr_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -978,15 +993,27 @@ class InterfaceDef:
         object.__setattr__(self, "accessors", accessors)
 
 
-def attribute(tp: Any, *, readonly: bool = False, notifiable: bool = True) -> Any:
-    """Declare an attribute of type ``tp`` (get; set unless readonly; subscribe if notifiable)."""
-    return AttributeDef(tp, readonly, notifiable)
+def _joynr_name_checked(joynr_name: str | None, where: str) -> str | None:
+    if joynr_name is not None and not (isinstance(joynr_name, str) and joynr_name):
+        raise TypeError(f"{where}(joynr_name=...) must be a non-empty string")
+    return joynr_name
+
+
+def attribute(tp: Any, *, readonly: bool = False, notifiable: bool = True,
+              joynr_name: str | None = None) -> Any:
+    """Declare an attribute of type ``tp`` (get; set unless readonly; subscribe if notifiable).
+    ``joynr_name``: its name on joynr's wire where that is not the lowerCamelCase of the
+    Python name (``my_attr`` for Franca's ``my_attr``; its accessors are then
+    ``getMy_attr`` / ``setMy_attr``)."""
+    return AttributeDef(tp, readonly, notifiable,
+                        joynr_name=_joynr_name_checked(joynr_name, "attribute"))
 
 
 def broadcast(*, selective: bool = False, filter_parameters: tuple[str, ...] = (),
-              **outputs: Any) -> Any:
+              joynr_name: str | None = None, **outputs: Any) -> Any:
     """Declare a broadcast with named, typed output values (so no output can be named
-    ``selective`` or ``filter_parameters``).
+    ``selective``, ``filter_parameters`` or ``joynr_name``; ``joynr_name``: its name on
+    joynr's wire where that is not the lowerCamelCase of the Python name).
 
     ``selective=False`` (the default): a multicast, published to every subscriber whose
     partitions match. ``selective=True``: each subscriber subscribes with filter parameters
@@ -1003,7 +1030,8 @@ def broadcast(*, selective: bool = False, filter_parameters: tuple[str, ...] = (
     if len(set(filter_parameters)) != len(tuple(filter_parameters)):
         raise TypeError("broadcast(filter_parameters=...) names a parameter twice")
     return BroadcastDef(tuple(outputs.items()), selective=selective,
-                        filter_parameters=tuple(filter_parameters))
+                        filter_parameters=tuple(filter_parameters),
+                        joynr_name=_joynr_name_checked(joynr_name, "broadcast"))
 
 
 def errors(error_enum: type[enum.Enum]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -1036,11 +1064,17 @@ def joynr_datatypes(*names: str | tuple[str, ...]
     return mark
 
 
-def wire_name(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The joynr method name of a Python method, when it differs: overloads (joynr methods of
-    one name with different parameter types) are Python methods of different names."""
+def wire_name(name: str, *, joynr_name: str | None = None
+              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The method name on the wire of a Python method, when it differs: overloads (joynr
+    methods of one name with different parameter types) are Python methods of different
+    names. On joynr's wire the method is the lowerCamelCase of ``name``, or ``joynr_name``
+    where that is given (a Franca name that lowerCamelCase does not give back: ``do_it``)."""
+    _joynr_name_checked(joynr_name, "wire_name")
+
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
         fn.__joynr_name__ = name  # type: ignore[attr-defined]
+        fn.__joynr_wire_name__ = joynr_name  # type: ignore[attr-defined]
         return fn
     return mark
 
@@ -1103,7 +1137,7 @@ def interface(name: str, *, version: tuple[int, int] = (1, 0)) -> Callable[[C], 
                 methods[attr_name] = MethodDef(
                     getattr(value, "__joynr_name__", attr_name), params,
                     returns, getattr(value, "__joynr_errors__", None),
-                    one, joynr_types, outs,
+                    one, joynr_types, outs, getattr(value, "__joynr_wire_name__", None),
                 )
         signatures: dict[tuple[str, tuple[str, ...]], str] = {}
         for attr_name, method in methods.items():

@@ -83,7 +83,7 @@ from pyjoynr.runtime.interface import (
     ValueTypeError,
     from_wire,
     interface_def,
-    lower_camel,
+    member_joynr_name,
     to_wire,
 )
 from pyjoynr.runtime.joynr_json import JoynrSchema, reply_types
@@ -372,7 +372,7 @@ class ProviderSkeleton:
                              (method, getattr(provider, twin), True))
             table[(method.name, tuple(method.param_datatypes))] = bound
             # the method by its joynr name too (``addToAll`` for ``add_to_all``)
-            table.setdefault((lower_camel(method.name), tuple(method.param_datatypes)), bound)
+            table.setdefault((member_joynr_name(method), tuple(method.param_datatypes)), bound)
         for accessor in self.definition.accessors.values():
             kind, name = accessor.name.split("_", 1)
             impl = self._getter(name) if kind == "get" else self._setter(name)
