@@ -24,6 +24,7 @@ from pyjoynr.franca.generate import generate, write_package
 from pyjoynr.franca.parser import parse_files
 from pyjoynr.libjoynr import LibjoynrConfig
 from pyjoynr.runtime.bodies import BodyFormat
+from pyjoynr.runtime.interface import interface, interface_def
 from pyjoynr.runtime.messages import MessageType
 from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
 from tests.support.wire import Wire
@@ -41,7 +42,7 @@ COMBINATIONS = [(JOYNR, JOYNR, JSON), (NATIVE, NATIVE, MSGPACK), (NATIVE, JOYNR,
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ModuleType]]:
     out = tmp_path_factory.mktemp("legal")
-    files = [ORACLE / "legal_names.fidl"]
+    files = [ORACLE / "legal_names.fidl", ORACLE / "legal_overloads.fidl"]
     write_package(generate(parse_files(files), PACKAGE), out)
     sys.path.insert(0, str(out))
     try:
@@ -144,3 +145,77 @@ async def test_names_with_underscores_reach_the_provider_under_joynrs_names(
     assert subscribed["subscribedToName"] == "my_attr"
     multicasts = wire.kinds(MessageType.MULTICAST, sender=pid)
     assert {m.recipient.split("/")[1] for m in multicasts} == {"my_event"}
+
+
+class _Widths:
+    """A provider of Widths: each overload says which one ran."""
+
+    @staticmethod
+    def make(pkg: ModuleType) -> Any:
+        def says(kind: str) -> Any:
+            async def run(self: Any, value: Any) -> str:
+                self.got.append((kind, value))
+                return kind
+            return run
+
+        names = ["put", "put_2", "put_3", "put_4", "put_5", "put_6", "put_7", "put_8"]
+        kinds = ["Byte", "Short", "Integer", "Long", "Float", "Double", "Integer[]", "Long[]"]
+        members: dict[str, Any] = {n: says(k) for n, k in zip(names, kinds, strict=True)}
+
+        async def scale(self: Any, factor: int) -> int:
+            return factor * 10
+
+        members["scale"] = scale
+        provider = type("WidthsProvider", (pkg.WidthsProviderBase,), members)()
+        provider.got = []
+        return provider
+
+
+@interface("legal/overloads/Widths", version=(1, 0))
+class EarlierWidths:
+    """Widths as an earlier runtime of this project declared its one Int32 method: a plain
+    ``int``, named ``Long`` in its own requests."""
+
+    async def scale(self, factor: int) -> int: ...
+
+
+def test_the_native_datatypes_carry_the_declared_width(generated) -> None:
+    _, pkg = generated
+    methods = interface_def(pkg.Widths).methods
+    assert [methods[n].param_datatypes for n in sorted(methods)] == [
+        ["Byte"], ["Short"], ["Integer"], ["Long"], ["Float"], ["Double"], ["Integer[]"],
+        ["Long[]"], ["Integer"]]
+    assert interface_def(EarlierWidths).methods["scale"].param_datatypes == ["Long"]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("combination", COMBINATIONS, ids=lambda c: "-".join(map(str, c)))
+async def test_overloads_that_differ_only_in_width_reach_their_own_method(
+        generated, cc, runtimes, combination: tuple[str, str, BodyFormat]) -> None:
+    provider_dialect, consumer_dialect, body_format = combination
+    _, pkg = generated
+    wire = Wire(cc)
+    provider_rt = await runtimes(config=config(provider_dialect))
+    consumer_rt = await runtimes(config=config(consumer_dialect))
+    provider = _Widths.make(pkg)
+    await provider_rt.register_provider("widths", provider)
+    proxy = await pkg.build_widths_proxy(consumer_rt, "widths", ttl_ms=3_000,
+                                         body_format=body_format)
+    calls = [(proxy.put, 1), (proxy.put_2, 2), (proxy.put_3, 3), (proxy.put_4, 4),
+             (proxy.put_5, 0.5), (proxy.put_6, 0.25), (proxy.put_7, [7]), (proxy.put_8, [8])]
+    kinds = [await call(value) for call, value in calls]
+    assert kinds == ["Byte", "Short", "Integer", "Long", "Float", "Double", "Integer[]",
+                     "Long[]"]
+    assert provider.got == list(zip(kinds, [v for _, v in calls], strict=True))
+    assert await proxy.scale(4) == 40
+    # a request of an earlier runtime of this project, which named the Int32 "Long"
+    earlier = await consumer_rt.build_proxy(EarlierWidths, "widths", ttl_ms=3_000,
+                                            body_format=body_format)
+    assert await earlier.scale(5) == 50
+    await proxy.close()
+    await earlier.close()
+    if body_format is JSON:
+        requests = wire.json(MessageType.REQUEST, sender=proxy.participant_id)
+        assert [r["paramDatatypes"] for r in requests] == [
+            ["Byte"], ["Short"], ["Integer"], ["Long"], ["Float"], ["Double"], ["Integer[]"],
+            ["Long[]"], ["Integer"]]

@@ -73,8 +73,11 @@ Names
   name, later ones without are ``<name>_2``, ``<name>_3``, ... (by their place among the
   overloads). Every overload not named ``<name>`` carries ``@wire_name(<name>)``: on this
   project's wire all overloads have the one name, told apart by their parameter types, as on
-  joynr's. Overloads this runtime cannot tell apart (it calls every integer width ``Long``,
-  both float widths ``Double``) are refused.
+  joynr's: the runtime's own datatype names carry the width that ``@joynr_datatypes``
+  declares (``Byte``, ``Short``, ``Integer``, ``Float``), so overloads that differ only in
+  integer width or in Float/Double are generated (``put(Int8)``, ``put(Int16)``, ...). Two
+  overloads of the same joynr parameter types (Int32 and UInt32 are both ``Integer``) are
+  refused by the parser.
 - Struct members have joynr's defaults (those of its generated constructors): 0, 0.0,
   ``False``, ``""``, ``b""``, an empty list or map, an enumeration's first enumerator, a
   struct of its members' defaults. So a value may be made with some members only, and one
@@ -117,8 +120,7 @@ it, its Java generator makes the union a struct), explicitly named arrays (``arr
 T``: joynr's generators refuse them), map keys of the types
 refused above (Float, Double, ByteBuffer, structs, arrays), maps that contain themselves
 (through their key or value types: a class cannot be an argument of its own base), method,
-attribute and broadcast names that start with ``_``, overloads that this runtime cannot tell
-apart, a
+attribute and broadcast names that start with ``_``, a
 method named as an attribute's getter or setter, fireAndForget methods with out arguments or
 errors, enumerators that are the same upper-cased, a struct field that its base has too,
 Franca packages that make the same module or refer to each other in a cycle, names that still
@@ -227,6 +229,12 @@ _MAP_KEY_PRIMITIVES = frozenset({
     "UInt64",
 })
 #: this runtime's datatype names of the Python types (runtime.interface.datatype_name)
+#: the narrower numbers, whose width the runtime's own datatype names carry
+#: (``runtime.interface.native_datatype``: from the method's ``@joynr_datatypes``)
+_NARROW_DATATYPES = {
+    "Int8": "Byte", "UInt8": "Byte", "Int16": "Short", "UInt16": "Short", "Int32": "Integer",
+    "UInt32": "Integer", "Float": "Float",
+}
 _NATIVE_PRIMITIVES = {
     "int": "Long", "float": "Double", "bool": "Boolean", "str": "String", "bytes": "ByteBuffer",
 }
@@ -304,6 +312,8 @@ def _native_datatype(ref: TypeRef) -> str:
     what tells overloads apart in its own messages."""
     ref = _resolved(ref)
     if isinstance(ref, Primitive):
+        if ref.name in _NARROW_DATATYPES:  # (the width, as @joynr_datatypes declares it)
+            return _NARROW_DATATYPES[ref.name]
         return _NATIVE_PRIMITIVES[_PYTHON_PRIMITIVES[ref.name]]
     if isinstance(ref, ArrayOf):
         return _native_datatype(ref.element) + "[]"

@@ -123,9 +123,11 @@ __all__ = [
     "map_key_text",
     "max_length",
     "member_joynr_name",
+    "native_datatype",
     "one_way",
     "outputs",
     "to_wire",
+    "widened_datatype",
     "wire_name",
 ]
 
@@ -331,6 +333,40 @@ def datatype_name(tp: Any) -> str:
         return found
     declared = vars(tp).get("__joynr_name__") if isinstance(tp, type) else None
     return declared if declared is not None else str(getattr(tp, "__name__", tp))
+
+
+#: the number widths a declared joynr datatype may give a parameter's native datatype name
+_NARROWER = {"Byte": "Long", "Short": "Long", "Integer": "Long", "Float": "Double"}
+
+
+def _array_depth(name: str) -> tuple[str, int]:
+    depth = 0
+    while name.endswith("[]"):
+        name, depth = name[:-2], depth + 1
+    return name, depth
+
+
+def native_datatype(tp: Any, declared: str | tuple[str, ...] | None = None) -> str:
+    """A parameter's datatype name in this project's own requests: :func:`datatype_name`
+    (every integer ``Long``, both floats ``Double``), but the width where the declaration
+    gives one (``@joynr_datatypes("Integer")`` on an ``int``, ``"Float[]"`` on a
+    ``list[float]``), so that overloads that differ only in width are told apart, as joynr
+    tells them apart."""
+    derived = datatype_name(tp)
+    if isinstance(declared, str):
+        base, depth = _array_depth(declared)
+        wide, wide_depth = _array_depth(derived)
+        if depth == wide_depth and _NARROWER.get(base) == wide:
+            return declared
+    return derived
+
+
+def widened_datatype(name: str) -> str:
+    """The name an earlier runtime of this project gave a parameter whose native datatype is
+    ``name``: ``Long`` for ``Byte``, ``Short``, ``Integer``; ``Double`` for ``Float`` (arrays
+    alike); other names as they are."""
+    base, depth = _array_depth(name)
+    return _NARROWER.get(base, base) + "[]" * depth
 
 
 def lower_camel(name: str) -> str:
@@ -947,7 +983,9 @@ class MethodDef:
     param_datatypes: list[str] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "param_datatypes", [datatype_name(tp) for _, tp in self.params])
+        declared = self.joynr_datatypes or (None,) * len(self.params)
+        object.__setattr__(self, "param_datatypes", [
+            native_datatype(tp, d) for (_, tp), d in zip(self.params, declared, strict=False)])
 
 
 @dataclass(frozen=True)

@@ -373,8 +373,6 @@ def test_what_joynr_or_this_runtime_cannot_have_is_refused_with_where_and_why() 
         "supported",
         "radio.fidl:50:5: attribute _station: a name that starts with '_' cannot be declared "
         "(Python keeps such names private)",
-        "radio.fidl:52:1: method seek: this overload and the one at radio.fidl:51:1 have the "
-        "same parameter types in this runtime (Long)",
         "radio.fidl:53:1: method getVolume: clashes with the getter of attribute volume",
         "radio.fidl:54:3: broadcast _bad_name: a name that starts with '_' cannot be declared "
         "(Python keeps such names private)",
