@@ -65,6 +65,12 @@ its annotations (``int`` is ``Long``, ``float`` ``Double``, ``bytes`` ``Byte[]``
 with ``@joynr_datatypes("Integer", "String")``; a parameter that is one of several joynr
 structs (a map here, told by its ``_typeName``) names them all as a tuple:
 ``@joynr_datatypes("String", ("joynr.system.RoutingTypes.MqttAddress", ...), "Boolean")``.
+The widths it declares (``Byte``, ``Short``, ``Integer``, ``Float``) name the parameters in
+this project's own requests too (:func:`native_datatype`), so overloads that differ only in
+width are told apart. A method, attribute or broadcast is named on joynr's wire by the
+lowerCamelCase of its Python name, or by the name given with ``joynr_name=``
+(``attribute(int, joynr_name="my_attr")``, ``broadcast(joynr_name="my_event", ...)``,
+``@wire_name("do_it", joynr_name="do_it")``).
 
 A method with several out arguments names them with ``@outputs("a", "b")`` and returns the
 tuple of their values (annotated ``tuple[A, B]``): the reply's ``response`` holds them in order,
