@@ -8,6 +8,9 @@ folders, in the order given. The package ``NAME`` (default ``interfaces``) is wr
 (default: the current folder) all or nothing; a package there that was generated before is
 replaced, anything else is left alone.
 
+What is left out as joynr's generators leave it out (a union, what an interface that extends
+another would inherit) is said on standard error, one ``file:line:column: message`` line each.
+
 Exit status: 0 and a one-line summary on success; 2 and one ``file:line:column: message`` line
 per problem (on standard error) when the files cannot be parsed or generated, or a message
 when a path or the output cannot be used.
@@ -20,7 +23,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pyjoynr.franca.generate import GenerationError, generate, write_package
+from pyjoynr.franca.generate import (
+    GenerationError,
+    generate,
+    generation_notes,
+    write_package,
+)
 from pyjoynr.franca.parser import FrancaError, parse_files
 from pyjoynr.franca.versions import MODES
 
@@ -86,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FrancaError, GenerationError) as exc:
         sys.stderr.write(f"{exc}\n")
         return 2
+    sys.stderr.write("".join(f"{p}: {m}\n" for p, m in generation_notes(model)))
     try:
         target = write_package(sources, args.output)
     except (OSError, ValueError) as exc:

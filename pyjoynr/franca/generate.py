@@ -65,18 +65,25 @@ Names
 - Struct fields: the snake_case of the Franca name when ``runtime.interface.lower_camel`` gives
   the Franca name back (``trafficService`` -> ``traffic_service``), else the Franca name; a
   field whose Python name is not spelled so on the wire is named in ``joynr_name(members=)``.
-- Methods, attributes and broadcasts: the same rule; their joynr names are derived by the
-  runtime (``lower_camel``), so a Franca name with ``_`` in it cannot be declared and is
-  refused. A Python keyword, a name of the module, or a member name of ``Proxy`` or
-  ``Provider`` gets a ``_`` appended (``lower_camel`` drops it again: ``close_`` is ``close``
-  on the wire).
+- Methods, attributes and broadcasts: the same rule; the runtime derives their joynr names
+  (``lower_camel``), and where that does not give the Franca name back (a name with ``_``:
+  ``do_it``, ``my_attr``, which joynr's generators keep as they are on the wire; joynr's
+  accessors are then ``getMy_attr`` / ``setMy_attr``) the declaration names it:
+  ``attribute(..., joynr_name="my_attr")``, ``broadcast(joynr_name="my_event", ...)``,
+  ``@wire_name("do_it", joynr_name="do_it")``. On this project's wire they keep their Python
+  names. A name that starts with ``_`` is refused (Python keeps such names private). A Python
+  keyword, a name of the module, or a member name of ``Proxy`` or ``Provider`` gets a ``_``
+  appended (``lower_camel`` drops it again: ``close_`` is ``close`` on the wire).
 - Overloads: an overload with a Franca selector (``method add:inBackends``) is named
   ``<name>_<selector>`` (``add_in_backends``); the first one without a selector keeps the
   name, later ones without are ``<name>_2``, ``<name>_3``, ... (by their place among the
   overloads). Every overload not named ``<name>`` carries ``@wire_name(<name>)``: on this
   project's wire all overloads have the one name, told apart by their parameter types, as on
-  joynr's. Overloads this runtime cannot tell apart (it calls every integer width ``Long``,
-  both float widths ``Double``) are refused.
+  joynr's: the runtime's own datatype names carry the width that ``@joynr_datatypes``
+  declares (``Byte``, ``Short``, ``Integer``, ``Float``), so overloads that differ only in
+  integer width or in Float/Double are generated (``put(Int8)``, ``put(Int16)``, ...). Two
+  overloads of the same joynr parameter types (Int32 and UInt32 are both ``Integer``) are
+  refused by the parser.
 - Struct members have joynr's defaults (those of its generated constructors): 0, 0.0,
   ``False``, ``""``, ``b""``, an empty list or map, an enumeration's first enumerator, a
   struct of its members' defaults. So a value may be made with some members only, and one
@@ -107,12 +114,19 @@ what a proxy of ``I`` offers (awaitable methods taking positional arguments,
 ``AttributeHandle``s, ``BroadcastHandle``s, ``close``, ``with_ttl`` and its ids); and ``async def
 build_i_proxy(runtime, domain, **options) -> IProxy`` (``runtime.build_proxy`` under a cast).
 
+Left out, as joynr's generators leave it out (said by :func:`generation_notes`, which the command
+line writes on standard error; not refused): a union (joynr's JavaScript generator writes
+nothing for it but a to-do comment), and, of an interface that extends another, the base's
+attributes, methods and broadcasts (joynr's Java, JavaScript and C++ generators never read an
+interface's base: the derived interface has its own members only, under its own name).
+
 Refused, each with a ``file:line:column: message`` (all of them, in :class:`GenerationError`):
-unions (joynr's generators generate nothing for them), explicitly named arrays (``array X of
-T``: joynr's generators refuse them), interfaces that extend another, map keys of the types
+a struct, typedef, map or interface that uses a union (joynr's JavaScript generator fails on
+it, its Java generator makes the union a struct), explicitly named arrays (``array X of
+T``: joynr's generators refuse them), map keys of the types
 refused above (Float, Double, ByteBuffer, structs, arrays), maps that contain themselves
 (through their key or value types: a class cannot be an argument of its own base), method,
-attribute and broadcast names with ``_``, overloads that this runtime cannot tell apart, a
+attribute and broadcast names that start with ``_``, a
 method named as an attribute's getter or setter, fireAndForget methods with out arguments or
 errors, enumerators that are the same upper-cased, a struct field that its base has too,
 Franca packages that make the same module or refer to each other in a cycle, names that still
@@ -163,6 +177,7 @@ __all__ = [
     "PROXY_NAMES",
     "GenerationError",
     "generate",
+    "generation_notes",
     "joynr_datatype",
     "snake_case",
     "write_package",
@@ -198,7 +213,8 @@ _MODULE_RESERVED = frozenset({
 })
 #: argument names the generated code needs for itself
 _ARG_RESERVED = frozenset({"self", "runtime", "domain", "options"})
-_OUTPUT_RESERVED = frozenset({"self", "selective", "filter_parameters", "partitions", "ttl_ms"})
+_OUTPUT_RESERVED = frozenset({"self", "selective", "filter_parameters", "joynr_name", "partitions",
+                              "ttl_ms"})
 
 _PYTHON_PRIMITIVES = {
     "Int8": "int", "UInt8": "int", "Int16": "int", "UInt16": "int", "Int32": "int",
@@ -222,6 +238,12 @@ _MAP_KEY_PRIMITIVES = frozenset({
     "UInt64",
 })
 #: this runtime's datatype names of the Python types (runtime.interface.datatype_name)
+#: the narrower numbers, whose width the runtime's own datatype names carry
+#: (``runtime.interface.native_datatype``: from the method's ``@joynr_datatypes``)
+_NARROW_DATATYPES = {
+    "Int8": "Byte", "UInt8": "Byte", "Int16": "Short", "UInt16": "Short", "Int32": "Integer",
+    "UInt32": "Integer", "Float": "Float",
+}
 _NATIVE_PRIMITIVES = {
     "int": "Long", "float": "Double", "bool": "Boolean", "str": "String", "bytes": "ByteBuffer",
 }
@@ -253,6 +275,12 @@ def _wire_python_name(franca: str) -> str:
     else the name itself."""
     snake = snake_case(franca)
     return snake if lower_camel(snake) == franca else franca
+
+
+def _joynr_override(python: str, franca: str) -> bool:
+    """Whether a member named ``python`` in Python declares its joynr name ``franca``: where the
+    runtime's lowerCamelCase of the Python name is not the Franca name (``do_it``)."""
+    return lower_camel(python) != franca
 
 
 def _free(name: str, taken: Iterable[str] | Mapping[str, object]) -> str:
@@ -293,6 +321,8 @@ def _native_datatype(ref: TypeRef) -> str:
     what tells overloads apart in its own messages."""
     ref = _resolved(ref)
     if isinstance(ref, Primitive):
+        if ref.name in _NARROW_DATATYPES:  # (the width, as @joynr_datatypes declares it)
+            return _NARROW_DATATYPES[ref.name]
         return _NATIVE_PRIMITIVES[_PYTHON_PRIMITIVES[ref.name]]
     if isinstance(ref, ArrayOf):
         return _native_datatype(ref.element) + "[]"
@@ -316,6 +346,13 @@ def _refs_of(decl: TypeDecl) -> list[TypeRef]:
     if isinstance(decl, UnionType):
         return [f.type for f in decl.fields]
     return []
+
+
+def _kind_name(decl: TypeDecl) -> str:
+    """``struct S``, ``map M``, ... as the messages name a type."""
+    kinds = {StructType: "struct", MapType: "map", TypedefType: "typedef", ArrayType: "array",
+             EnumType: "enumeration", UnionType: "union"}
+    return f"{kinds[type(decl)]} {decl.name}"
 
 
 def _franca_text(ref: TypeRef) -> str:
@@ -628,7 +665,7 @@ class _Generator:
 
     def add_decl(self, module: _Module, decl: TypeDecl) -> None:
         key = _decl_key(decl)
-        if key in self.module_of:
+        if key in self.module_of or isinstance(decl, UnionType):  # (unions: skipped)
             return
         self.module_of[key] = module.name
         module.decls.append(decl)
@@ -653,15 +690,25 @@ class _Generator:
         for module in self.modules.values():
             for decl in module.decls:
                 self.check_decl(decl)
+                self.check_no_union(decl.position, _kind_name(decl), _refs_of(decl))
             for iface in module.interfaces:
-                if iface.base is not None:
-                    self.problem(iface.position, f"interface {iface.name} extends "
-                                                 f"{iface.base.name}: interfaces that extend "
-                                                 "another are not supported")
+                self.check_no_union(iface.position, f"interface {iface.name}",
+                                    _interface_refs(iface))
                 for ref in _interface_refs(iface):
                     for decl in _named_in(ref):
                         if _decl_key(decl) not in self.module_of:
                             self.add_decl(module, decl)  # (a model made by hand)
+
+    def check_no_union(self, position: Position, what: str, refs: Iterable[TypeRef]) -> None:
+        """Unions are skipped: a type or interface that uses one is refused (joynr's
+        JavaScript generator fails on it, its Java generator makes the union a struct: the two
+        runtimes would not agree on its wire form)."""
+        for ref in refs:
+            for decl in _named_in(ref):
+                if isinstance(decl, UnionType):
+                    self.problem(position, f"{what} uses union {decl.name}: unions are not "
+                                           "generated (joynr's JavaScript generator fails on a "
+                                           "use of one, its Java generator makes it a struct)")
 
     def check_decl(self, decl: TypeDecl) -> None:
         if isinstance(decl, TypedefType) and _max_length(decl.comment) is not None:
@@ -670,10 +717,7 @@ class _Generator:
                                                     and actual.name in ("String", "ByteBuffer"))):
                 self.problem(decl.position, f"typedef {decl.name}: maxLength bounds a String, "
                                             f"a ByteBuffer or an array, not {_franca_text(actual)}")
-        if isinstance(decl, UnionType):
-            self.problem(decl.position, f"union {decl.name}: unions are not supported "
-                                        "(joynr's generators generate nothing for them)")
-        elif isinstance(decl, ArrayType):
+        if isinstance(decl, ArrayType):
             self.problem(decl.position, f"array {decl.name}: explicitly named arrays are not "
                                         "supported (joynr's generators refuse them); use "
                                         "an implicit array T[]")
@@ -1141,9 +1185,9 @@ class _Generator:
         members: dict[str, Position] = {}
 
         def member(franca: str, what: str, position: Position) -> str | None:
-            if "_" in franca:
-                self.problem(position, f"{what} {franca}: a name with '_' cannot be declared "
-                                       "(joynr names of members are derived as lowerCamelCase)")
+            if franca.startswith("_"):
+                self.problem(position, f"{what} {franca}: a name that starts with '_' cannot "
+                                       "be declared (Python keeps such names private)")
                 return None
             name = _free(_wire_python_name(franca), scope)
             if name in members:
@@ -1180,9 +1224,9 @@ class _Generator:
             signatures[native] = method
             group = firsts.get(method.name)
             if group is None:  # the name every overload has on this project's wire
-                if "_" in method.name:
-                    self.problem(method.position, f"{where}: a name with '_' cannot be declared "
-                                 "(joynr names of members are derived as lowerCamelCase)")
+                if method.name.startswith("_"):
+                    self.problem(method.position, f"{where}: a name that starts with '_' "
+                                 "cannot be declared (Python keeps such names private)")
                     continue
                 group = firsts[method.name] = _free(_wire_python_name(method.name), scope)
             method_name = _overload_name(method, group, plain, counts[method.name],
@@ -1191,7 +1235,8 @@ class _Generator:
                 self.problem(method.position, f"{where}: its Python name {method_name} is taken")
                 continue
             members[method_name] = method.position
-            wire = group if method_name != group else None
+            wire = group if method_name != group or _joynr_override(group, method.name) \
+                else None
             plan.methods.append(_MethodPlan(
                 method, method_name, wire, self.arg_names(method.in_args, _ARG_RESERVED),
                 self.arg_names(method.out_args, _ARG_RESERVED)))
@@ -1242,6 +1287,8 @@ class _Generator:
                 args.append("readonly=True")
             if attr.no_subscriptions:
                 args.append("notifiable=False")
+            if _joynr_override(name, attr.name):
+                args.append(f"joynr_name={_string(attr.name)}")
             members += _hash_comment(_comment_lines(attr.comment), _INDENT)
             members += _lay(_Br(f"{name} = attribute", tuple(args)), _INDENT)
         for name, bc, outs in plan.broadcasts:
@@ -1253,6 +1300,8 @@ class _Generator:
                 if filters:
                     args.append(_Br("filter_parameters=", tuple(_string(f) for f in filters),
                                     one_tuple=True))
+            if _joynr_override(name, bc.name):
+                args.append(f"joynr_name={_string(bc.name)}")
             args += [f"{out}={self.annotation(ref, module)}" for out, ref in outs]
             members += _hash_comment(_comment_lines(bc.comment), _INDENT)
             members += _lay(_Br(f"{name} = broadcast", tuple(args)), _INDENT)
@@ -1280,7 +1329,10 @@ class _Generator:
             lines += _hash_comment(_comment_lines(method.comment), _INDENT)
             if m.wire is not None:
                 module.imports.add("pyjoynr.runtime.interface.wire_name")
-                lines.append(f"{_INDENT}@wire_name({_string(m.wire)})")
+                args: tuple[_Expr, ...] = (_string(m.wire),)
+                if _joynr_override(m.wire, method.name):
+                    args += (f"joynr_name={_string(method.name)}",)
+                lines += _lay(_Br("@wire_name", args), _INDENT)
             if method.errors is not None:
                 module.imports.add("pyjoynr.runtime.interface.errors")
                 lines.append(f"{_INDENT}@errors({self.type_name(method.errors, module)})")
@@ -1436,6 +1488,27 @@ def _problem_order(problem: tuple[Position | None, str]) -> tuple[str, int, int,
     if position is None:
         return ("", 0, 0, message)
     return (position.file, position.line, position.column, message)
+
+
+def generation_notes(model: Model) -> list[tuple[Position, str]]:
+    """What :func:`generate` leaves out of ``model`` without refusing it, as joynr's
+    generators leave it out, (position, message) in file order: each union (``union U
+    skipped: ...``) and what each interface that extends another does not inherit. The
+    command line writes them on standard error."""
+    notes: list[tuple[Position, str]] = []
+    for decl in model.declarations():
+        if isinstance(decl, UnionType):
+            notes.append((decl.position, f"union {decl.name} skipped: unions are not generated "
+                                         "(joynr's JavaScript generator generates nothing for "
+                                         "them either); a type or method that uses one is "
+                                         "refused"))
+    for iface in model.interfaces:
+        if iface.base is not None:
+            notes.append((iface.position, f"interface {iface.name} extends {iface.base.name}: "
+                                          f"generated without {iface.base.name}'s attributes, "
+                                          "methods and broadcasts (joynr's generators do not "
+                                          "inherit them either); only its own are declared"))
+    return sorted(notes, key=lambda n: (n[0].file, n[0].line, n[0].column, n[1]))
 
 
 def generate(model: Model, package_name: str, *, add_version_to: str = "none") -> dict[str, str]:

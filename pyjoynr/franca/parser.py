@@ -23,9 +23,23 @@ enumerators and arguments within their element), two overloads of a method whose
 have the same types as joynr sees them, cycles of ``extends`` (struct, enumeration, union,
 interface) and of ``typedef`` / ``array`` definitions, a ``fireAndForget`` method with out
 arguments or errors, Franca's ``Integer`` type (joynr's generators refuse it), enumerator
-values that are not integers, and files that cannot be read. Constants (``const``) are parsed
-and their types resolved, then dropped: the model has no place for them and joynr's generators
-ignore them.
+values that are not 64-bit integers, and files that cannot be read. Constants (``const``) are
+parsed and their types resolved, then dropped: the model has no place for them and joynr's
+generators ignore them.
+
+Expressions: an enumerator's value and a constant's are Franca expressions (literals, names of
+constants, parentheses, unary ``-`` and ``!``, ``* /``, ``+ -``, ``< <= >= >``, ``== !=``,
+``&&``, ``||``; an enumerator's value is an additive expression, comparisons only inside
+parentheses, as Franca's grammar has it; Franca has no shifts or bit operators). They are
+evaluated as Franca evaluates them: integers exactly, ``/`` of integers truncating towards
+zero, Booleans, floating-point numbers and strings as values of their own kind. A constant's
+name is looked up as a type's is. Refused: an enumerator value that is no 64-bit integer (a
+string, a Float, a Boolean: joynr's Java generator fails on a string, its JavaScript generator
+writes nothing for the others), a constant of an integer type whose value is no integer in the
+type's range, an unknown constant, a constant that refers to itself, a struct or array constant
+in an expression, division by zero, an operator on values it does not take, and a value beyond
+64 bits on the way. An enumerator's value is kept in the model; the generated enumerations do
+not carry it (joynr's wire names enumerators, its Java enumerations ignore the values).
 
 Wire names (what joynr's generators give the types and interfaces):
 
@@ -46,7 +60,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 import lark
 from lark import Token, Tree
@@ -140,12 +154,35 @@ class _Ref:
     integer: bool = False
 
 
+@dataclass(frozen=True)
+class _Expr:
+    """An expression as written: ``op`` is ``int``, ``float``, ``str``, ``bool`` (a literal in
+    ``value``), ``ref`` (a constant's name in ``value``), ``neg``, ``not`` (one operand) or a
+    binary operator (``+``, ``-``, ``*``, ``/``, ``==``, ``!=``, ``<``, ``<=``, ``>=``, ``>``,
+    ``&&``, ``||``)."""
+
+    op: str
+    position: Position
+    args: tuple[_Expr, ...] = ()
+    value: int | str | bool | None = None
+
+
 @dataclass(eq=False)
 class _Enumerator:
     name: str
     value: int | None
     comment: str
     position: Position
+    expr: _Expr | None = None  # a value other than a literal: evaluated in resolution
+
+
+@dataclass(eq=False)
+class _Constant:
+    name: str
+    type: _Ref
+    expr: _Expr | None  # None: a struct or array initializer (not evaluated)
+    position: Position
+    container: _Container
 
 
 @dataclass(eq=False)
@@ -227,6 +264,7 @@ class _Container:
     methods: list[_Method] = field(default_factory=list)
     broadcasts: list[_Broadcast] = field(default_factory=list)
     constant_types: list[_Ref] = field(default_factory=list)
+    constants: list[_Constant] = field(default_factory=list)
 
     @property
     def package(self) -> str:
@@ -449,6 +487,50 @@ def _int_literal(text: str) -> int | None:
         return None
 
 
+def _text_of(tree: Tree[Any]) -> str:
+    """The text of a tree's tokens, joined."""
+    return "".join(str(t) for t in tree.scan_values(lambda v: isinstance(v, Token)))
+
+
+#: the ranges of Franca's integer types (a constant's value must be inside its type's)
+_INT_RANGES = {
+    "Int8": (-(2**7), 2**7 - 1), "UInt8": (0, 2**8 - 1), "Int16": (-(2**15), 2**15 - 1),
+    "UInt16": (0, 2**16 - 1), "Int32": (-(2**31), 2**31 - 1), "UInt32": (0, 2**32 - 1),
+    "Int64": (_INT64_MIN, _INT64_MAX), "UInt64": (0, 2**64 - 1),
+}
+#: no value computed on the way may be larger than this (Franca computes with big integers,
+#: joynr's values are 64-bit at most; the bound also keeps a chain of constants that square
+#: each other from growing without end)
+_EXPR_LIMIT = 2**64
+
+_Value = int | float | str | bool
+
+
+def _shown(value: _Value) -> str:
+    """A value as a message shows it (Franca's spelling)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _shorten(f'"{value}"')
+    return _shorten(repr(value))
+
+
+def _range_words(bounds: tuple[int, int]) -> str:
+    if bounds == (_INT64_MIN, _INT64_MAX):
+        return "a 64-bit integer"
+    return f"an integer from {bounds[0]} to {bounds[1]}"
+
+
+def _kind(value: _Value) -> str:
+    if isinstance(value, bool):
+        return "a Boolean"
+    if isinstance(value, str):
+        return "a String"
+    if isinstance(value, float):
+        return "a floating-point number"
+    return "an integer"
+
+
 class _Builder:
     """Turns one file's parse tree into its syntax records."""
 
@@ -554,8 +636,42 @@ class _Builder:
             elif data == "constant":
                 type_ref = self.first(child, "type_ref")
                 assert type_ref is not None
-                result.constant_types.append(self.type_ref(type_ref))
+                ref = self.type_ref(type_ref)
+                result.constant_types.append(ref)
+                name, position = self.name_of(child)
+                init = cast(Tree[Any], child.children[-1])
+                expr = None if init.data in ("struct_init", "array_init") else self.expr(init)
+                result.constants.append(_Constant(name, ref, expr, position, result))
         return result
+
+    _BINARY: ClassVar[dict[str, str]] = {
+        "or_": "||", "and_": "&&", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "ge": ">=",
+        "gt": ">", "add": "+", "sub": "-", "mul": "*", "div": "/",
+    }
+
+    def expr(self, tree: Tree[Any] | Token) -> _Expr:
+        """An expression's tree as an :class:`_Expr` (literals checked for size)."""
+        if isinstance(tree, Token):  # (not produced by the grammar; defensive)
+            return _Expr("str", self.pos(tree), value=str(tree))
+        position = self.pos(tree)
+        data = tree.data
+        operands = [c for c in tree.children if isinstance(c, Tree)]
+        if data in self._BINARY:
+            left, right = operands
+            return _Expr(self._BINARY[data], position, (self.expr(left), self.expr(right)))
+        if data in ("neg", "not_"):
+            return _Expr("neg" if data == "neg" else "not", position, (self.expr(operands[0]),))
+        if data == "ref":
+            return _Expr("ref", position, value=self.fqn(operands[0]))
+        token = cast(Token, tree.children[0])
+        position = self.pos(token)
+        if data == "int_lit":
+            return _Expr("int", position, value=_int_literal(str(token)))
+        if data == "string_lit":
+            return _Expr("str", position, value=str(token)[1:-1])
+        if data in ("true_lit", "false_lit"):
+            return _Expr("bool", position, value=data == "true_lit")
+        return _Expr("float", position, value=str(token))
 
     def extends(self, tree: Tree[Any]) -> _Ref:
         fqn = cast(Tree[Any], tree.children[0])
@@ -590,22 +706,21 @@ class _Builder:
             name, position = self.name_of(node)
             value_node = self.first(node, "enum_value")
             value: int | None = None
+            expr: _Expr | None = None
             if value_node is not None:
-                literal = value_node.children[0]
-                if isinstance(literal, Tree):  # signed_int
-                    text = shown = "".join(str(t) for t in literal.children)
-                else:  # a string holding the number, as older Franca files write it
-                    text, shown = str(literal)[1:-1], str(literal)
-                value = _int_literal(text)
-                if value is None or not _INT64_MIN <= value <= _INT64_MAX:
-                    self.problems.append(
-                        Problem(
-                            self.pos(literal),
-                            f"enumerator value must be a 64-bit integer, not {_shorten(shown)}",
+                expr = self.expr(value_node.children[0])
+                if expr.op == "str":  # a string holding the number, as older Franca files
+                    expr = _Expr("int", expr.position, value=_int_literal(str(expr.value)))
+                    if expr.value is None:
+                        self.problems.append(
+                            Problem(
+                                expr.position,
+                                "enumerator value must be a 64-bit integer, not "
+                                f"{_shorten(_text_of(value_node))}",
+                            )
                         )
-                    )
-                    value = None
-            result.append(_Enumerator(name, value, self.comment(node), position))
+                        expr = None
+            result.append(_Enumerator(name, value, self.comment(node), position, expr))
         return result
 
     def type_decl(self, tree: Tree[Any], container: _Container) -> _Type:
@@ -646,22 +761,25 @@ class _Builder:
                 in_args = [self.member(a) for a in self.subtrees(child)]
             elif child.data == "out_args":
                 out_args = [self.member(a) for a in self.subtrees(child)]
-            elif child.data == "error_ref":
-                fqn = cast(Tree[Any], child.children[0])
-                error = _ErrorSpec(_Ref(self.fqn(fqn), self.pos(fqn), False), None, self.pos(fqn))
-            elif child.data == "error_inline":
-                body = cast(Tree[Any], child.children[0])
-                error = _ErrorSpec(None, self.enumerators(body), self.pos(child))
-            elif child.data == "error_extends":
-                fqn, body = (cast(Tree[Any], c) for c in child.children)
-                error = _ErrorSpec(
-                    _Ref(self.fqn(fqn), self.pos(fqn), False),
-                    self.enumerators(body),
-                    self.pos(child),
-                )
+            elif child.data in ("error_ref", "error_inline", "error_extends"):
+                error = self.error_spec(child)
         return _Method(
             name, self.comment(tree), position, fire_and_forget, in_args, out_args, error,
             selector,
+        )
+
+    def error_spec(self, child: Tree[Any]) -> _ErrorSpec:
+        """``error E``, ``error {...}`` or ``error extends E {...}``; a structured comment
+        before ``error`` is dropped (joynr's generators do not use it)."""
+        parts = [c for c in self.subtrees(child) if c.data != "comment"]
+        if child.data == "error_ref":
+            fqn = parts[0]
+            return _ErrorSpec(_Ref(self.fqn(fqn), self.pos(fqn), False), None, self.pos(fqn))
+        if child.data == "error_inline":
+            return _ErrorSpec(None, self.enumerators(parts[0]), self.pos(child))
+        fqn, body = parts
+        return _ErrorSpec(
+            _Ref(self.fqn(fqn), self.pos(fqn), False), self.enumerators(body), self.pos(child)
         )
 
     def broadcast(self, tree: Tree[Any]) -> _Broadcast:
@@ -723,6 +841,10 @@ class _Resolver:
         self.interfaces: dict[str, list[_Container]] = {}
         self.decls: dict[int, TypeDecl] = {}  # id(_Type) -> model object
         self.visible: dict[int, set[int]] = {}  # id(_File) -> ids of visible files
+        # qualified name -> its constants: one per major version of the declaring type
+        # collection or interface, as for types
+        self.constants: dict[str, list[_Constant]] = {}
+        self.constant_values: dict[int, _Value | None] = {}  # id(_Constant) -> its value
 
     def problem(self, position: Position, message: str) -> None:
         self.problems.append(Problem(position, message))
@@ -730,6 +852,7 @@ class _Resolver:
     def resolve(self) -> Model:
         self.compute_visibility()
         self.register()
+        self.register_constants()
         self.make_decls()
         self.fill_decls()
         self.check_type_cycles()
@@ -763,6 +886,117 @@ class _Resolver:
                 seen.add(id(other))
                 stack.extend(other.imported)
             self.visible[id(file)] = seen
+
+    def register_constants(self) -> None:
+        for file in self.files:
+            for container in file.containers:
+                major = _major(container)
+                for constant in container.constants:
+                    qualified = f"{container.qualified_name}.{constant.name}"
+                    known = self.constants.setdefault(qualified, [])
+                    earlier = next((c for c in known if _major(c.container) == major), None)
+                    if earlier is not None:
+                        self.problem(
+                            constant.position,
+                            f"duplicate constant '{qualified}'{_of_version(major)}, first "
+                            f"declared at {earlier.position}",
+                        )
+                        continue
+                    known.append(constant)
+
+    def constant_value(self, constant: _Constant, via: tuple[int, ...]) -> _Value | None:
+        """A constant's value (None when it has none: a problem was said), once."""
+        key = id(constant)
+        if key in self.constant_values:
+            return self.constant_values[key]
+        if key in via:
+            self.problem(constant.position, f"constant {constant.name} refers to itself")
+            self.constant_values[key] = None
+            return None
+        if constant.expr is None:
+            self.problem(
+                constant.position,
+                f"constant {constant.name} is a struct or an array: no value in an expression",
+            )
+            value = None
+        else:
+            value = self.evaluate(constant.expr, constant.container, (*via, key))
+        self.constant_values[key] = value
+        return value
+
+    def evaluate(
+        self, expr: _Expr, container: _Container, via: tuple[int, ...] = ()
+    ) -> _Value | None:
+        """An expression's value, as Franca computes it: integers exactly (``/`` truncates
+        towards zero), ``-`` and ``!`` on numbers and Booleans, comparisons, ``&&`` and ``||``
+        on Booleans. None (and a problem) when it has none."""
+        op = expr.op
+        if op in ("int", "str", "bool"):
+            if expr.value is None:
+                self.problem(expr.position, "an integer beyond 64 bits")
+            return expr.value
+        if op == "float":
+            return float(str(expr.value).rstrip("fdFD"))
+        if op == "ref":
+            ref = _Ref(str(expr.value), expr.position, False)
+            found = self.lookup(ref, container, self.constants, "constant")
+            return None if found is None else self.constant_value(found, via)
+        values = [self.evaluate(a, container, via) for a in expr.args]
+        if any(v is None for v in values):
+            return None
+        return self.operate(expr, [v for v in values if v is not None])
+
+    def operate(self, expr: _Expr, values: list[_Value]) -> _Value | None:
+        op = expr.op
+
+        def number(v: _Value) -> bool:
+            return isinstance(v, int | float) and not isinstance(v, bool)
+
+        result: _Value | None = None
+        if op == "neg" and number(values[0]):
+            result = -cast(float, values[0])
+        elif op == "not" and isinstance(values[0], bool):
+            result = not values[0]
+        elif len(values) == 2:
+            a, b = values
+            if op in ("&&", "||") and isinstance(a, bool) and isinstance(b, bool):
+                result = (a and b) if op == "&&" else (a or b)
+            elif op in ("==", "!=") and (type(a) is type(b) or (number(a) and number(b))):
+                result = (a == b) if op == "==" else (a != b)
+            elif number(a) and number(b):
+                x, y = cast(float, a), cast(float, b)
+                if op in ("<", "<=", ">=", ">"):
+                    result = {"<": x < y, "<=": x <= y, ">=": x >= y, ">": x > y}[op]
+                elif op == "/" and y == 0:
+                    self.problem(expr.position, "division by zero")
+                    return None
+                elif op == "/" and isinstance(a, int) and isinstance(b, int):
+                    quotient = abs(a) // abs(b)
+                    result = quotient if (a < 0) == (b < 0) else -quotient
+                else:
+                    result = {"+": x + y, "-": x - y, "*": x * y, "/": x / y}.get(op)
+        if result is None:
+            kinds = " and ".join(_kind(v) for v in values)
+            self.problem(expr.position, f"'{op}' cannot be applied to {kinds}")
+            return None
+        if isinstance(result, int) and not isinstance(result, bool) and \
+                abs(result) > _EXPR_LIMIT:
+            self.problem(expr.position, "the value grows beyond 64 bits")
+            return None
+        return result
+
+    def integer_value(self, expr: _Expr, container: _Container, what: str,
+                      bounds: tuple[int, int]) -> int | None:
+        """``expr``'s value where an integer in ``bounds`` is needed, or None (said)."""
+        value = self.evaluate(expr, container)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or \
+                not bounds[0] <= value <= bounds[1]:
+            self.problem(expr.position, f"{what} must be {_range_words(bounds)}, not "
+                                        f"{_shown(value)}")
+            return None
+        return value
 
     def register(self) -> None:
         # a type collection may be continued in other files (joynr's access control types
@@ -846,12 +1080,12 @@ class _Resolver:
         return None
 
     @staticmethod
-    def file_of(item: _Type | _Container) -> _File:
-        return item.container.file if isinstance(item, _Type) else item.file
+    def file_of(item: _Type | _Container | _Constant) -> _File:
+        return item.container.file if isinstance(item, _Type | _Constant) else item.file
 
     @staticmethod
-    def qualified(item: _Type | _Container) -> str:
-        if isinstance(item, _Type):
+    def qualified(item: _Type | _Container | _Constant) -> str:
+        if isinstance(item, _Type | _Constant):
             return f"{item.container.qualified_name}.{item.name}"
         return item.qualified_name
 
@@ -914,9 +1148,19 @@ class _Resolver:
             Field(m.name, self.type_ref(m.type, container), m.comment, m.position) for m in members
         )
 
-    def enumerators(self, syntax: list[_Enumerator]) -> tuple[Enumerator, ...]:
+    def enumerators(
+        self, syntax: list[_Enumerator], container: _Container
+    ) -> tuple[Enumerator, ...]:
         self.check_unique(syntax, "enumerator")
-        return tuple(Enumerator(e.name, e.value, e.comment, e.position) for e in syntax)
+        made = []
+        for e in syntax:
+            value = e.value
+            if e.expr is not None:
+                value = self.integer_value(
+                    e.expr, container, "enumerator value", (_INT64_MIN, _INT64_MAX)
+                )
+            made.append(Enumerator(e.name, value, e.comment, e.position))
+        return tuple(made)
 
     def check_unique(self, items: Sequence[_Member | _Enumerator], what: str) -> None:
         seen: dict[str, Position] = {}
@@ -969,7 +1213,7 @@ class _Resolver:
                 }
             elif isinstance(made, EnumType):
                 values = {
-                    "enumerators": self.enumerators(decl.enumerators),
+                    "enumerators": self.enumerators(decl.enumerators, container),
                     "base": self.base_of(decl, EnumType),
                 }
             elif isinstance(made, ArrayType):
@@ -1068,6 +1312,14 @@ class _Resolver:
                 types = tuple(self.decls[id(d)] for d in container.types if id(d) in self.decls)
                 for ref in container.constant_types:
                     self.type_ref(ref, container)
+                for constant in container.constants:
+                    bounds = _INT_RANGES.get(constant.type.name)
+                    if bounds is not None and not constant.type.array and constant.expr:
+                        value = self.integer_value(
+                            constant.expr, container, f"constant {constant.name}", bounds
+                        )
+                        if value is not None:
+                            self.constant_values[id(constant)] = value
                 if container.kind == "typeCollection":
                     collections.append(
                         TypeCollection(
@@ -1225,7 +1477,7 @@ class _Resolver:
                 package=container.package,
                 owner=container.name,
                 wire_name=f"joynr.{container.package}.{container.name}.{error_name}",
-                enumerators=self.enumerators(spec.inline),
+                enumerators=self.enumerators(spec.inline, container),
                 base=base,
                 comment="",
                 position=spec.position,

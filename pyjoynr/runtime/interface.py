@@ -65,6 +65,12 @@ its annotations (``int`` is ``Long``, ``float`` ``Double``, ``bytes`` ``Byte[]``
 with ``@joynr_datatypes("Integer", "String")``; a parameter that is one of several joynr
 structs (a map here, told by its ``_typeName``) names them all as a tuple:
 ``@joynr_datatypes("String", ("joynr.system.RoutingTypes.MqttAddress", ...), "Boolean")``.
+The widths it declares (``Byte``, ``Short``, ``Integer``, ``Float``) name the parameters in
+this project's own requests too (:func:`native_datatype`), so overloads that differ only in
+width are told apart. A method, attribute or broadcast is named on joynr's wire by the
+lowerCamelCase of its Python name, or by the name given with ``joynr_name=``
+(``attribute(int, joynr_name="my_attr")``, ``broadcast(joynr_name="my_event", ...)``,
+``@wire_name("do_it", joynr_name="do_it")``).
 
 A method with several out arguments names them with ``@outputs("a", "b")`` and returns the
 tuple of their values (annotated ``tuple[A, B]``): the reply's ``response`` holds them in order,
@@ -122,9 +128,12 @@ __all__ = [
     "map_key_from_text",
     "map_key_text",
     "max_length",
+    "member_joynr_name",
+    "native_datatype",
     "one_way",
     "outputs",
     "to_wire",
+    "widened_datatype",
     "wire_name",
 ]
 
@@ -332,10 +341,52 @@ def datatype_name(tp: Any) -> str:
     return declared if declared is not None else str(getattr(tp, "__name__", tp))
 
 
+#: the number widths a declared joynr datatype may give a parameter's native datatype name
+_NARROWER = {"Byte": "Long", "Short": "Long", "Integer": "Long", "Float": "Double"}
+
+
+def _array_depth(name: str) -> tuple[str, int]:
+    depth = 0
+    while name.endswith("[]"):
+        name, depth = name[:-2], depth + 1
+    return name, depth
+
+
+def native_datatype(tp: Any, declared: str | tuple[str, ...] | None = None) -> str:
+    """A parameter's datatype name in this project's own requests: :func:`datatype_name`
+    (every integer ``Long``, both floats ``Double``), but the width where the declaration
+    gives one (``@joynr_datatypes("Integer")`` on an ``int``, ``"Float[]"`` on a
+    ``list[float]``), so that overloads that differ only in width are told apart, as joynr
+    tells them apart."""
+    derived = datatype_name(tp)
+    if isinstance(declared, str):
+        base, depth = _array_depth(declared)
+        wide, wide_depth = _array_depth(derived)
+        if depth == wide_depth and _NARROWER.get(base) == wide:
+            return declared
+    return derived
+
+
+def widened_datatype(name: str) -> str:
+    """The name an earlier runtime of this project gave a parameter whose native datatype is
+    ``name``: ``Long`` for ``Byte``, ``Short``, ``Integer``; ``Double`` for ``Float`` (arrays
+    alike); other names as they are."""
+    base, depth = _array_depth(name)
+    return _NARROWER.get(base, base) + "[]" * depth
+
+
 def lower_camel(name: str) -> str:
     """``current_station`` -> ``currentStation`` (a name without ``_`` stays as it is)."""
     first, *rest = name.split("_")
     return first + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def member_joynr_name(member: MethodDef | AttributeDef | BroadcastDef) -> str:
+    """The name joynr's wire gives a method, attribute or broadcast: the one declared
+    (``joynr_name=``, as the Franca generator declares a name that lowerCamelCase does not
+    give back, ``do_it``), else the lowerCamelCase of its name (``current_station`` ->
+    ``currentStation``)."""
+    return member.joynr_name if member.joynr_name is not None else lower_camel(member.name)
 
 
 def joynr_name(name: str | None = None, *, members: dict[str, str] | None = None,
@@ -933,10 +984,14 @@ class MethodDef:
     #: the out arguments (name, type) of a method declared with @outputs (several: ``returns``
     #: is then the tuple of their types); empty for a method with one out argument or none
     outputs: tuple[tuple[str, Any], ...] = ()
+    #: its name on joynr's wire when that is not the lowerCamelCase of ``name``
+    joynr_name: str | None = None
     param_datatypes: list[str] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "param_datatypes", [datatype_name(tp) for _, tp in self.params])
+        declared = self.joynr_datatypes or (None,) * len(self.params)
+        object.__setattr__(self, "param_datatypes", [
+            native_datatype(tp, d) for (_, tp), d in zip(self.params, declared, strict=False)])
 
 
 @dataclass(frozen=True)
@@ -945,6 +1000,8 @@ class AttributeDef:
     readonly: bool = False
     notifiable: bool = True
     name: str = ""
+    #: its name on joynr's wire when that is not the lowerCamelCase of ``name``
+    joynr_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -956,6 +1013,8 @@ class BroadcastDef:
     selective: bool = False
     #: the filter parameter names a subscription to a selective broadcast carries
     filter_parameters: tuple[str, ...] = ()
+    #: its name on joynr's wire when that is not the lowerCamelCase of ``name``
+    joynr_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -978,15 +1037,27 @@ class InterfaceDef:
         object.__setattr__(self, "accessors", accessors)
 
 
-def attribute(tp: Any, *, readonly: bool = False, notifiable: bool = True) -> Any:
-    """Declare an attribute of type ``tp`` (get; set unless readonly; subscribe if notifiable)."""
-    return AttributeDef(tp, readonly, notifiable)
+def _joynr_name_checked(joynr_name: str | None, where: str) -> str | None:
+    if joynr_name is not None and not (isinstance(joynr_name, str) and joynr_name):
+        raise TypeError(f"{where}(joynr_name=...) must be a non-empty string")
+    return joynr_name
+
+
+def attribute(tp: Any, *, readonly: bool = False, notifiable: bool = True,
+              joynr_name: str | None = None) -> Any:
+    """Declare an attribute of type ``tp`` (get; set unless readonly; subscribe if notifiable).
+    ``joynr_name``: its name on joynr's wire where that is not the lowerCamelCase of the
+    Python name (``my_attr`` for Franca's ``my_attr``; its accessors are then
+    ``getMy_attr`` / ``setMy_attr``)."""
+    return AttributeDef(tp, readonly, notifiable,
+                        joynr_name=_joynr_name_checked(joynr_name, "attribute"))
 
 
 def broadcast(*, selective: bool = False, filter_parameters: tuple[str, ...] = (),
-              **outputs: Any) -> Any:
+              joynr_name: str | None = None, **outputs: Any) -> Any:
     """Declare a broadcast with named, typed output values (so no output can be named
-    ``selective`` or ``filter_parameters``).
+    ``selective``, ``filter_parameters`` or ``joynr_name``; ``joynr_name``: its name on
+    joynr's wire where that is not the lowerCamelCase of the Python name).
 
     ``selective=False`` (the default): a multicast, published to every subscriber whose
     partitions match. ``selective=True``: each subscriber subscribes with filter parameters
@@ -1003,7 +1074,8 @@ def broadcast(*, selective: bool = False, filter_parameters: tuple[str, ...] = (
     if len(set(filter_parameters)) != len(tuple(filter_parameters)):
         raise TypeError("broadcast(filter_parameters=...) names a parameter twice")
     return BroadcastDef(tuple(outputs.items()), selective=selective,
-                        filter_parameters=tuple(filter_parameters))
+                        filter_parameters=tuple(filter_parameters),
+                        joynr_name=_joynr_name_checked(joynr_name, "broadcast"))
 
 
 def errors(error_enum: type[enum.Enum]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -1036,11 +1108,17 @@ def joynr_datatypes(*names: str | tuple[str, ...]
     return mark
 
 
-def wire_name(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The joynr method name of a Python method, when it differs: overloads (joynr methods of
-    one name with different parameter types) are Python methods of different names."""
+def wire_name(name: str, *, joynr_name: str | None = None
+              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The method name on the wire of a Python method, when it differs: overloads (joynr
+    methods of one name with different parameter types) are Python methods of different
+    names. On joynr's wire the method is the lowerCamelCase of ``name``, or ``joynr_name``
+    where that is given (a Franca name that lowerCamelCase does not give back: ``do_it``)."""
+    _joynr_name_checked(joynr_name, "wire_name")
+
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
         fn.__joynr_name__ = name  # type: ignore[attr-defined]
+        fn.__joynr_wire_name__ = joynr_name  # type: ignore[attr-defined]
         return fn
     return mark
 
@@ -1103,7 +1181,7 @@ def interface(name: str, *, version: tuple[int, int] = (1, 0)) -> Callable[[C], 
                 methods[attr_name] = MethodDef(
                     getattr(value, "__joynr_name__", attr_name), params,
                     returns, getattr(value, "__joynr_errors__", None),
-                    one, joynr_types, outs,
+                    one, joynr_types, outs, getattr(value, "__joynr_wire_name__", None),
                 )
         signatures: dict[tuple[str, tuple[str, ...]], str] = {}
         for attr_name, method in methods.items():

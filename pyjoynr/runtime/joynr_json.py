@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Final
 
 from pyjoynr.runtime.interface import (
+    AttributeDef,
+    BroadcastDef,
     FloatRange,
     InterfaceDef,
     IntRange,
@@ -40,9 +42,9 @@ from pyjoynr.runtime.interface import (
     joynr_member_names,
     joynr_serialized_members,
     joynr_type_name,
-    lower_camel,
     map_key_from_text,
     map_key_text,
+    member_joynr_name,
 )
 from pyjoynr.runtime.payloads import (
     BroadcastSubscriptionRequest,
@@ -994,12 +996,12 @@ class JoynrSchema:
         self._by_project: dict[tuple[str, tuple[str, ...]], _Method] = {}
         self._by_joynr: dict[str, list[_Method]] = {}
         accessor_names = {}
-        for attr in definition.attributes:
-            upper = lower_camel(attr)
+        for attr, attr_def in definition.attributes.items():
+            upper = member_joynr_name(attr_def)
             upper = upper[:1].upper() + upper[1:]
             accessor_names[f"get_{attr}"] = "get" + upper
             accessor_names[f"set_{attr}"] = "set" + upper
-        named = [(m, lower_camel(m.name)) for m in definition.methods.values()]
+        named = [(m, member_joynr_name(m)) for m in definition.methods.values()]
         named += [(m, accessor_names[m.name]) for m in definition.accessors.values()]
         for method, joynr in named:
             types_ = tuple(tp for _, tp in method.params)
@@ -1017,8 +1019,9 @@ class JoynrSchema:
             self._by_joynr.setdefault(entry.joynr_name, []).append(entry)
         for entries in self._by_joynr.values():  # exact declarations before wildcard ones
             entries.sort(key=_Method.wildcards)
-        names = {**definition.attributes, **definition.broadcasts}
-        self._joynr_names = {name: lower_camel(name) for name in names}
+        members: dict[str, AttributeDef | BroadcastDef] = {**definition.attributes,
+                                                            **definition.broadcasts}
+        self._joynr_names = {name: member_joynr_name(m) for name, m in members.items()}
         self._project_names = {joynr: name for name, joynr in self._joynr_names.items()}
         #: requests' (joynr name, paramDatatypes) -> their overload, as found (bounded)
         self._selected: dict[tuple[str, tuple[str, ...]], _Method] = {}

@@ -54,7 +54,7 @@ from __future__ import annotations
 import contextvars
 import inspect
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
@@ -83,8 +83,9 @@ from pyjoynr.runtime.interface import (
     ValueTypeError,
     from_wire,
     interface_def,
-    lower_camel,
+    member_joynr_name,
     to_wire,
+    widened_datatype,
 )
 from pyjoynr.runtime.joynr_json import JoynrSchema, reply_types
 from pyjoynr.runtime.logs import get_logger, peer_of
@@ -372,7 +373,7 @@ class ProviderSkeleton:
                              (method, getattr(provider, twin), True))
             table[(method.name, tuple(method.param_datatypes))] = bound
             # the method by its joynr name too (``addToAll`` for ``add_to_all``)
-            table.setdefault((lower_camel(method.name), tuple(method.param_datatypes)), bound)
+            table.setdefault((member_joynr_name(method), tuple(method.param_datatypes)), bound)
         for accessor in self.definition.accessors.values():
             kind, name = accessor.name.split("_", 1)
             impl = self._getter(name) if kind == "get" else self._setter(name)
@@ -381,6 +382,18 @@ class ProviderSkeleton:
             table.setdefault((earlier.name, tuple(earlier.param_datatypes)),
                              (earlier, getattr(provider, attribute), False))
         return table
+
+    def _widened(self, method_name: str, datatypes: Sequence[str]) -> _Bound | None:
+        """The one method of this name whose datatypes an earlier runtime of this project
+        names so (it called every integer ``Long``, both floats ``Double``; the width is
+        named now where the declaration gives it): None if none or several fit."""
+        incoming = tuple(datatypes)
+        fitting = [bound for (name, declared), bound in self._methods.items()
+                   if name == method_name and len(declared) == len(incoming)
+                   and declared != incoming
+                   and tuple(map(widened_datatype, declared)) == incoming]
+        distinct = {id(bound[0]) for bound in fitting}
+        return fitting[0] if len(distinct) == 1 else None
 
     def _getter(self, name: str) -> Callable[[], Any]:
         custom = getattr(self.provider, f"get_{name}", None)
@@ -542,6 +555,8 @@ class ProviderSkeleton:
         """The method (what runs it, whether that answers in wire form) and the typed
         arguments; MethodInvocationError if they do not fit."""
         found = self._methods.get((payload.method_name, tuple(payload.param_datatypes)))
+        if found is None:
+            found = self._widened(payload.method_name, payload.param_datatypes)
         if found is None:
             raise MethodInvocationError(
                 f"{self.definition.name} v{self.definition.version[0]}.{self.definition.version[1]}"

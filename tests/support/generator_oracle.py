@@ -40,7 +40,7 @@ from pyjoynr.runtime.interface import (
     joynr_map_types,
     joynr_member_names,
     joynr_type_name,
-    lower_camel,
+    member_joynr_name,
 )
 from pyjoynr.runtime.joynr_json import joynr_datatype
 
@@ -334,16 +334,17 @@ def _project_interface(definition: InterfaceDef) -> dict[str, Any]:
             outs = []
         else:
             outs = [joynr_datatype(method.returns)]
-        for key in _method_keys(lower_camel(method.name), datatypes):
+        for key in _method_keys(member_joynr_name(method), datatypes):
             methods[key] = {
                 "out": outs, "fireAndForget": method.one_way,
                 "error": joynr_type_name(method.error_enum) if method.error_enum else None}
-    attributes = {lower_camel(name): {"type": joynr_datatype(attr.type),
-                                      "readonly": attr.readonly, "notifiable": attr.notifiable}
-                  for name, attr in definition.attributes.items()}
+    attributes = {member_joynr_name(attr): {"type": joynr_datatype(attr.type),
+                                            "readonly": attr.readonly,
+                                            "notifiable": attr.notifiable}
+                  for attr in definition.attributes.values()}
     broadcasts = {}
-    for name, broadcast in definition.broadcasts.items():
-        wire = lower_camel(name)
+    for broadcast in definition.broadcasts.values():
+        wire = member_joynr_name(broadcast)
         broadcasts[wire] = {"selective": broadcast.selective,
                             "out": [joynr_datatype(tp) for _, tp in broadcast.outputs],
                             "multicast": None if broadcast.selective else wire}
