@@ -37,7 +37,11 @@ with members cannot be extended); a typedef ``X: TypeAlias = <actual type>``, or
 comment carries ``@details: maxLength N`` (a String's characters, a ByteBuffer's bytes, an
 array's items; Franca has no size constraint of its own, so the bound is a comment tag: the
 types and the wire stay those of the actual type), ``X: TypeAlias = Annotated[<actual type>,
-MaxLength(N, "X")]``: the runtime refuses a larger value from the wire; a map a class
+MaxLength(N, "X")]``: the runtime refuses a larger value from the wire (the same tag on a
+method's or broadcast's argument, a struct field or an attribute of such a type makes its
+annotation ``Annotated[<type>, MaxLength(N, "<its Franca name>")]`` inline: Franca's typedef
+takes no ``T[]``, so a bounded list is bounded where it is used; on another type the tag is
+refused); a map a class
 ``M(dict[K, V])`` under ``@joynr_name("<wire name>")`` (typedefs in ``K`` and ``V`` written as
 their actual types), as joynr's generators make a map a named type (Java a ``HashMap``
 subclass, JavaScript a ``JoynrMap``): on joynr's JSON wire an object with its ``_typeName``
