@@ -22,7 +22,7 @@ reference: a call without anything first about it), then ``proxy.close()`` (not 
 Reported: p50 / p99 / mean of build_proxy alone, of the first call, of the two together
 (the figure), and of the second call; and, to split build_proxy, two more lookups timed in each
 iteration: CC2's ``discovery.lookup`` called in-process (CC2 -> broker -> GCD and back, without
-the runtime's websocket hops) and the GCD provider's ``lookup_in`` called in-process (its
+the runtime's websocket hops) and the GCD provider's ``lookup_in_backends`` called in-process (its
 SQLite store and the provider, without MQTT).
 
 Raw path, R ping-pongs after each project iteration (so both see the same moments of this noisy
@@ -260,11 +260,11 @@ async def iteration(world: World, data: str, samples: Samples | None) -> None:
     if proxy.provider_participant_id != world.provider_id or first != data or second != data:
         raise RuntimeError(f"wrong provider ({proxy.provider_participant_id}) or echo")
     # the parts of build_proxy, for reference: CC2's own lookup (CC2 -> GCD -> CC2, no
-    # websocket) and the GCD provider's lookup_in in-process (store + provider, no MQTT)
+    # websocket) and the GCD provider's lookup_in_backends in-process (store + provider, no MQTT)
     t4 = clock()
     found = await world.cc2.discovery.lookup([DOMAIN], SINK, DiscoveryQos())
     t5 = clock()
-    entries = await world.gcd.provider.lookup_in([DOMAIN], SINK, [GBID])
+    entries = await world.gcd.provider.lookup_in_backends([DOMAIN], SINK, [GBID])
     t6 = clock()
     if len(found) != 1 or len(entries) != 1:
         raise RuntimeError(f"CC2 found {len(found)}, the GCD {len(entries)} providers, not 1")
@@ -324,7 +324,7 @@ def report(samples: Samples) -> None:
         "build_proxy + first call (the figure)": Latency.of(samples.total),
         "second call on the same proxy (reference)": Latency.of(samples.second),
         "  CC2 discovery.lookup alone (reference)": Latency.of(samples.cc_lookup),
-        "  GCD lookup_in in-process (reference)": Latency.of(samples.gcd_lookup),
+        "  GCD lookup_in_backends in-process (reference)": Latency.of(samples.gcd_lookup),
     }
     width = max(len(name) for name in [*figures, "raw"]) + 2
     print(f"{'':<{width}}  {len(samples.total)} iterations")

@@ -17,7 +17,7 @@ mosquitto broker (pyjoynr/testing/brokers.py, TCP_NODELAY) are started for the r
   columns as the store computes them (bucket_of, row_hash; one version per 10,000 rows), then
   the store's indexes and VACUUM ANALYZE. Start-up: a GcdService (store postgres, that
   broker, ``serve_while_loading`` as configured by default) is started and timed twice: until
-  it serves (a CC-like MQTT client, connected before the start, sends a ``lookup_in`` every
+  it serves (a CC-like MQTT client, connected before the start, sends a ``lookup_in_backends`` every
   20 ms until one is answered with the right entries) and until its index is ready (the
   whole table loaded by its Synchronizer and caught up: ``start()`` returned), with the
   process's RSS before and after. Baseline: the same rows read raw through an asyncpg cursor
@@ -30,7 +30,7 @@ mosquitto broker (pyjoynr/testing/brokers.py, TCP_NODELAY) are started for the r
   the driver gives it (an asyncpg Record) in a dict keyed (gbid, participantId).
 - ``lookups``: in-process, in R alternating rounds of L calls of each path with fresh random
   keys: the index alone (``Synchronizer.find`` / ``find_participant``: what the provider
-  reads) and the provider (``GcdProvider.lookup_in`` / ``lookup_participant_in``: GBID
+  reads) and the provider (``GcdProvider.lookup_in_backends`` / ``lookup_participant_in``: GBID
   selection and GlobalDiscoveryEntry objects added), beside today's store lookup
   (``PostgresStore.find`` / ``find_participant``, the same service's store) and the raw
   SELECT on a connection of our own; and a miss (an unknown participantId: the provider
@@ -48,7 +48,7 @@ mosquitto broker (pyjoynr/testing/brokers.py, TCP_NODELAY) are started for the r
   payload of the request frame's size, B answers with one of the reply frame's size.
 - ``convergence``: M entries (default 10,000) in a second database, three instances in this
   process (each a PostgresStore, a PostgresNotifier on the cluster's channel, a
-  Synchronizer with its timers and a GcdProvider). S writes (``add_in`` of a new
+  Synchronizer with its timers and a GcdProvider). S writes (``add_in_backends`` of a new
   participant, on instance 0, 1, 2 in turn, 5-25 ms apart): the time from the write's return
   (committed) until its row is in the index of each of the other two (seen inside the
   index's ``apply_batch``: no polling), p50/p99 of the later of the two. With notifications,
@@ -314,7 +314,7 @@ def in_process_paths(service: GcdService, raw: asyncpg.Connection, work: Workloa
 
     async def provider_find() -> object:
         domain, interface_name = key()
-        return await provider.lookup_in([domain], interface_name, gbids)
+        return await provider.lookup_in_backends([domain], interface_name, gbids)
 
     async def store_find() -> object:
         domain, interface_name = key()
@@ -343,7 +343,7 @@ def in_process_paths(service: GcdService, raw: asyncpg.Connection, work: Workloa
         except ApplicationError:
             return None
 
-    return {"index find": index_find, "provider lookup_in": provider_find,
+    return {"index find": index_find, "provider lookup_in_backends": provider_find,
             "store find": store_find, "raw SQL find": raw_find,
             "index find_participant": index_participant,
             "provider lookup_participant_in": provider_participant,
@@ -408,7 +408,7 @@ class GcdClient:
         return await asyncio.wait_for(reply, timeout_s)
 
     async def first_answer(self, work: Workload) -> int:
-        """Ask ``lookup_in`` of one (domain, interface) every FIRST_ANSWER_POLL_S until one
+        """Ask ``lookup_in_backends`` of one (domain, interface) every FIRST_ANSWER_POLL_S until one
         of the requests is answered (those sent before the GCD subscribed are lost; a late
         answer to an earlier one counts); how many entries it held."""
         assert self.client is not None
@@ -416,7 +416,8 @@ class GcdClient:
         asked: set[str] = set()
         answered = self._reply = asyncio.get_running_loop().create_future()
         while True:
-            frame, request_id = self.request("lookup_in", [[domain], interface_name, [GBID]])
+            frame, request_id = self.request("lookup_in_backends",
+                                             [[domain], interface_name, [GBID]])
             asked.add(request_id)
             await self.client.publish(f"{GCD_TOPIC}/low", frame, qos=1)
             with contextlib.suppress(TimeoutError):
@@ -516,7 +517,7 @@ async def mqtt_lookups(broker: Mosquitto, work: Workload, args: argparse.Namespa
     async with GcdClient(broker) as client:
         async def by_interface() -> list[Any]:
             domain, interface_name = work.domain_interface(rng.randrange(work.keys))
-            return await client.call("lookup_in", [[domain], interface_name, [GBID]])
+            return await client.call("lookup_in_backends", [[domain], interface_name, [GBID]])
 
         async def by_participant() -> list[Any]:
             return await client.call("lookup_participant_in",
@@ -524,9 +525,9 @@ async def mqtt_lookups(broker: Mosquitto, work: Workload, args: argparse.Namespa
 
         found = await by_interface()
         if len(found) != work.per_key:
-            print(f"ERROR: lookup_in over MQTT answered {len(found)} entries, expected "
+            print(f"ERROR: lookup_in_backends over MQTT answered {len(found)} entries, expected "
                   f"{work.per_key}")
-        sizes = {"lookup_in": (client.last_request, client.last_reply)}
+        sizes = {"lookup_in_backends": (client.last_request, client.last_reply)}
         await by_participant()
         sizes["lookup_participant_in"] = (client.last_request, client.last_reply)
         def interface_params() -> list[Any]:
@@ -538,7 +539,7 @@ async def mqtt_lookups(broker: Mosquitto, work: Workload, args: argparse.Namespa
 
         # the frames the prepared calls send: for the warm-up and every round
         count = args.mqtt_calls * args.rounds + max(10, args.mqtt_calls // 10)
-        for (name, call, params_of) in (("lookup_in", by_interface, interface_params),
+        for (name, call, params_of) in (("lookup_in_backends", by_interface, interface_params),
                                         ("lookup_participant_in", by_participant,
                                          participant_params)):
             request, reply = sizes[name]
@@ -689,7 +690,7 @@ async def lookups_part(service: GcdService, broker: Mosquitto, dsn: str, work: W
         await raw.close()
     lines = [header("store"), ]
     for kind, index_name, provider_name, store_name, raw_name in (
-            ("find", "index find", "provider lookup_in", "store find", "raw SQL find"),
+            ("find", "index find", "provider lookup_in_backends", "store find", "raw SQL find"),
             ("find_participant", "index find_participant",
              "provider lookup_participant_in", "store find_participant",
              "raw SQL find_participant")):
@@ -811,7 +812,7 @@ async def convergence(dsn: str, notifications: bool, interval_s: float, samples:
             writer = n % 3
             entry = work.global_entry(first + n)
             waiter = watch.expect(entry.participant_id, 2)
-            await cluster.providers[writer].add_in(entry, [GBID])
+            await cluster.providers[writer].add_in_backends(entry, [GBID])
             committed = time.perf_counter()
             try:
                 await asyncio.wait_for(waiter, max(10.0, 3 * interval_s))
@@ -882,7 +883,7 @@ def percentiles(ms: Sequence[float]) -> tuple[float, float]:
 
 async def throughput(dsn: str, instances: int, writes: int, writers: int, *,
                      work: Workload, first: int) -> tuple[float, float]:
-    """``writes`` add_in of new entries by ``writers`` tasks over ``instances`` instances
+    """``writes`` add_in_backends of new entries by ``writers`` tasks over ``instances`` instances
     (round robin); writes/s, and seconds until every instance's index held every write."""
     watch = Watch()
     settings = SyncSettings(stats_interval_s=0, repair_interval_s=0)
@@ -892,7 +893,7 @@ async def throughput(dsn: str, instances: int, writes: int, writers: int, *,
         async def writer(k: int) -> None:
             provider = cluster.providers[k % instances]
             for i in range(k, writes, writers):
-                await provider.add_in(entries[i], [GBID])
+                await provider.add_in_backends(entries[i], [GBID])
 
         started = time.perf_counter()
         await asyncio.gather(*(writer(k) for k in range(writers)))
@@ -976,7 +977,7 @@ async def convergence_part(pg: PostgresServer, args: argparse.Namespace) -> None
     first += args.writes
     raw_rate = await raw_throughput(dsn, args.writes, args.writers, work, first)
     lines.append(f"  {'figure':<58} {'3 instances':>12} {'1 instance':>12} {'ratio':>8}")
-    lines.append(row_line(f"add_in, {args.writers} concurrent writers, adds/s",
+    lines.append(row_line(f"add_in_backends, {args.writers} concurrent writers, adds/s",
                           f"{three:,.0f}", f"{one:,.0f}", three / one))
     lines.append(row_line("  until every index held every write, s", f"{three_all:.2f}",
                           f"{one_all:.2f}", three_all / one_all))

@@ -15,10 +15,10 @@ durability switched off - fsync, synchronous_commit, full_page_writes):
   each over the whole fill. The entries: participantIds like uuid4 strings (in random order),
   10 entries (``--per-key``) per (domain, interface) over 5 interfaces, 1,000 cluster
   controllers, all in GBID joynrdefaultgbid (valid GBIDs: it and gbid-2), expiring in 6 weeks;
-- single adds: A sequential ``GcdProvider.add_in(entry, [gbid])`` of new participants beside
-  A one-row upserts of plain SQL (autocommit), alternating in chunks of 100; entries/s;
+- single adds: A sequential ``GcdProvider.add_in_backends(entry, [gbid])`` of new participants
+  beside A one-row upserts of plain SQL (autocommit), alternating in chunks of 100; entries/s;
 - lookups, in R alternating rounds of L calls of each path, with fresh random keys:
-  ``GcdProvider.lookup_in([domain], interface, [gbid])`` (10 entries back),
+  ``GcdProvider.lookup_in_backends([domain], interface, [gbid])`` (10 entries back),
   ``GcdStore.find`` alone and the raw SELECT (the store's own statement, its rows fetched);
   ``GcdProvider.lookup_participant_in(pid, [gbid])``, ``GcdStore.find_participant`` and the
   raw SELECT. p50 / p99 in microseconds, the best of the R rounds (the machine is
@@ -412,7 +412,7 @@ async def single_adds(backend: Backend, provider: GcdProvider, work: Workload, a
         gc.collect()
         t0 = clock()
         for entry in entries:
-            await provider.add_in(entry, [GBID])
+            await provider.add_in_backends(entry, [GBID])
         t1 = clock()
         for row in rows:
             await backend.raw_add_one(row)
@@ -443,9 +443,9 @@ def lookup_paths(backend: Backend, provider: GcdProvider, work: Workload, rng: r
     def pid() -> str:
         return work.pid(rng.randrange(work.entries))
 
-    async def lookup_in() -> object:
+    async def lookup_in_backends() -> object:
         domain, interface_name = key()
-        return await provider.lookup_in([domain], interface_name, [GBID])
+        return await provider.lookup_in_backends([domain], interface_name, [GBID])
 
     async def find() -> object:
         domain, interface_name = key()
@@ -471,7 +471,7 @@ def lookup_paths(backend: Backend, provider: GcdProvider, work: Workload, rng: r
 
         return run
 
-    paths = {"lookup_in": lookup_in, "find": find, "raw find": raw_find}
+    paths = {"lookup_in_backends": lookup_in_backends, "find": find, "raw find": raw_find}
     paths.update({f"raw find {name}": variant(call)
                   for name, call in backend.find_variants().items()})
     paths.update({"lookup_participant_in": lookup_participant_in,
@@ -484,10 +484,10 @@ async def check_answers(backend: Backend, provider: GcdProvider, work: Workload)
     """Problems with what the lookups return (none expected)."""
     problems = []
     domain, interface_name = work.domain_interface(work.keys // 2)
-    found = await provider.lookup_in([domain], interface_name, [GBID])
+    found = await provider.lookup_in_backends([domain], interface_name, [GBID])
     raw = await backend.raw_find(domain, interface_name, now_ms())
     if len(found) != len(raw) or not work.per_key <= len(found) <= work.per_key + 1:
-        problems.append(f"lookup_in returned {len(found)} entries, raw {len(raw)}, "
+        problems.append(f"lookup_in_backends returned {len(found)} entries, raw {len(raw)}, "
                         f"expected {work.per_key}")
     pid = work.pid(work.entries // 3)
     entry = await provider.lookup_participant_in(pid, [GBID])
@@ -532,10 +532,11 @@ def report(backend_name: str, description: str, work: Workload, batch: int,
                     f"{rate['project']:,.0f}", f"{rate['raw']:,.0f}",
                     rate["raw"] / rate["project"]))
     adds = figures.adds
-    print(table_row("add one entry (GcdProvider.add_in), entries/s", f"{adds['project']:,.0f}",
-                    f"{adds['raw']:,.0f}", adds["raw"] / adds["project"]))
+    print(table_row("add one entry (GcdProvider.add_in_backends), entries/s",
+                    f"{adds['project']:,.0f}", f"{adds['raw']:,.0f}",
+                    adds["raw"] / adds["project"]))
     lat = figures.latency
-    for query, layers in (("find", ("lookup_in", "find")),
+    for query, layers in (("find", ("lookup_in_backends", "find")),
                           ("find_participant", ("lookup_participant_in", "find_participant"))):
         raw = lat[f"raw {query}"]
         provider, store = (lat[name] for name in layers)
@@ -599,9 +600,9 @@ def main() -> int:
     parser.add_argument("--entries", type=int, default=100_000, help="entries stored")
     parser.add_argument("--batch", type=int, default=10_000, help="rows per add() in the fill")
     parser.add_argument("--per-key", type=int, default=10,
-                        help="entries per (domain, interface): what lookup_in returns")
+                        help="entries per (domain, interface): what lookup_in_backends returns")
     parser.add_argument("--adds", type=int, default=2_000,
-                        help="single adds of each path (add_in / one-row upsert)")
+                        help="single adds of each path (add_in_backends / one-row upsert)")
     parser.add_argument("--lookups", type=int, default=1_000,
                         help="lookups of each path per round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each (alternating)")

@@ -275,7 +275,7 @@ async def test_instances_of_one_backend_share_its_requests(tmp_path: Path) -> No
 
 async def test_a_touch_of_more_participants_than_the_gcd_takes_in_one_call_is_split(
         world: World) -> None:
-    """The GCD takes at most 10,000 participant ids in one touch (ParticipantIds); a CC with
+    """The GCD takes at most 10,000 participant ids in one touch (MAX_PARTICIPANT_IDS); a CC with
     more global providers touches them in several calls, none refused."""
     pid = await world.rt_one.register_provider(world.domain, RadioProvider(), qos=GLOBAL,
                                                await_global_registration=True)

@@ -74,8 +74,8 @@ def common(pkg: ModuleType) -> ModuleType:
 
 USAGE_OK = """
     from franca_showcase import (
-        Country, Preset, PresetsBySlot, Sample, Station, StationsByCountry, StationsByName,
-        TunerProviderBase, TunerProxy, WiderCountry, build_tuner_proxy)
+        Country, Preset, PresetsBySlot, Sample, Station, Stations, StationsByCountry,
+        StationsByName, TunerProviderBase, TunerProxy, WiderCountry, build_tuner_proxy)
     from franca_showcase.showcase_common import Position
     from pyjoynr.libjoynr import LibjoynrRuntime
 
@@ -93,8 +93,8 @@ USAGE_OK = """
         await proxy.note("hello")
         await proxy.current_station.get()
         grouped, renumbered = await proxy.regroup(
-            PresetsBySlot({1: station}), StationsByCountry({Country.ITALY: [station]}))
-        by_country: list[Station] = grouped[Country.ITALY]
+            PresetsBySlot({1: station}), StationsByCountry({Country.ITALY: Stations([station])}))
+        by_country: list[Station] = grouped[Country.ITALY].stations
         slot: Station = renumbered[-1]
         del by_country, slot
         later = proxy.with_ttl(500)
@@ -201,11 +201,11 @@ def values(pkg: ModuleType) -> dict[str, tuple[Any, Any]]:
         "StationsByName": ({"fm4": station}, pkg.StationsByName),
         "PresetsBySlot": (pkg.PresetsBySlot({1: station, -2**31: oe1, 10: station}),
                           pkg.PresetsBySlot),
-        "StationsByCountry": (pkg.StationsByCountry({pkg.Country.ITALY: [station, oe1],
-                                                     pkg.Country.AUSTRIA: []}),
+        "Stations": (pkg.Stations([station, oe1]), pkg.Stations),
+        "StationsByCountry": (pkg.StationsByCountry({
+            pkg.Country.ITALY: pkg.Stations([station, oe1]), pkg.Country.AUSTRIA: pkg.Stations()}),
                               pkg.StationsByCountry),
         "Frequency": (88.5, pkg.Frequency),
-        "Ids": ([2**40, -5], pkg.Ids),
         "City": (city, geo.City),
         "Place": (place, geo.Place),
         "Position": (geo.Position(-33.9, 151.2), geo.Position),
@@ -259,7 +259,9 @@ def test_every_generated_type_makes_the_round_trip_through_both_codecs(generated
     assert written[0]["1"] == station_json
     assert list(written[1]) == ["_typeName", "AUSTRIA", "ITALY"]
     assert written[1]["_typeName"] == "joynr.showcase.tuner.StationsByCountry"
-    assert written[1]["AUSTRIA"] == [] and written[1]["ITALY"][0] == station_json
+    assert written[1]["AUSTRIA"] == {"_typeName": "joynr.showcase.tuner.Stations",
+                                     "stations": []}
+    assert written[1]["ITALY"]["stations"][0] == station_json
 
 
 # ====================================================================== end to end
@@ -307,9 +309,11 @@ def implementation(pkg: ModuleType) -> Any:
 
         async def regroup(self, presets: Any, by_country: Any) -> tuple[Any, Any]:
             self.regrouped = [presets, by_country]
-            grouped = pkg.StationsByCountry({c: list(s) for c, s in by_country.items()})
+            grouped = pkg.StationsByCountry({c: pkg.Stations(list(s.stations))
+                                             for c, s in by_country.items()})
             for slot in sorted(presets):
-                grouped.setdefault(presets[slot].country, []).append(presets[slot])
+                grouped.setdefault(presets[slot].country, pkg.Stations()).stations.append(
+                    presets[slot])
             return grouped, pkg.PresetsBySlot({-slot: st for slot, st in presets.items()})
 
         async def echo(self, *args: Any) -> Any:
@@ -382,8 +386,9 @@ async def test_a_generated_provider_and_proxy_talk(generated, cc, runtimes,
     assert {type(k) for k in provider.regrouped[0]} == {int}
     assert set(provider.regrouped[1]) == {pkg.Country.ITALY, pkg.Country.AUSTRIA}
     assert type(grouped) is pkg.StationsByCountry and type(renumbered) is pkg.PresetsBySlot
-    assert grouped == {pkg.Country.ITALY: [station, oe1], pkg.Country.GERMANY: [oe1],
-                       pkg.Country.AUSTRIA: [station, station]}
+    assert grouped == {pkg.Country.ITALY: pkg.Stations([station, oe1]),
+                       pkg.Country.GERMANY: pkg.Stations([oe1]),
+                       pkg.Country.AUSTRIA: pkg.Stations([station, station])}
     assert renumbered == {-1: station, 2**31: oe1, -10: station}
     assert await proxy.close_() is True
     await proxy.tune(1)
@@ -483,7 +488,7 @@ async def test_a_generated_provider_and_proxy_talk(generated, cc, runtimes,
     assert [list(p) for p in regroup["params"]] == [
         ["_typeName", "-2147483648", "1", "10"], ["_typeName", "AUSTRIA", "ITALY"]]
     assert regroup["params"][0]["_typeName"] == "joynr.showcase.tuner.PresetsBySlot"
-    assert regroup["params"][1]["ITALY"][1]["name"] == "Oe1"
+    assert regroup["params"][1]["ITALY"]["stations"][1]["name"] == "Oe1"
     grouped_json, renumbered_json = by_method["regroup"]["response"]
     assert list(grouped_json) == ["_typeName", "AUSTRIA", "GERMANY", "ITALY"]
     assert list(renumbered_json) == ["_typeName", "-1", "-10", "2147483648"]

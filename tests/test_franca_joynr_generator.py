@@ -6,13 +6,13 @@ attributes; broadcasts), read by :mod:`tests.support.generator_oracle`.
 
 The corpus: every ``.fidl`` directly in tests/franca/oracle (written for this test: every
 Franca feature joynr supports; the files they import are in its imported/), the project's
-own models that Franca's grammar takes (:data:`PROJECT_MODELS`), and
+own models (:data:`PROJECT_MODELS`: fidl/, the generated code's showcase, the example's and
+the parser's wire models), and
 tests/franca/oracle/package_versions (generated with joynr's ``-addVersionTo package`` and
 ``add_version_to="package"``). The models of
 tests/franca/oracle/refused are refused by this project; what joynr's generator does with each
-is recorded in :data:`JOYNR_ON_REFUSED`. The project's models that Franca's grammar refuses are
-recorded in :data:`JOYNR_REFUSES` (this project's grammar is wider there). joynr's generator
-runs once per language for the whole corpus, both JVMs at once.
+is recorded in :data:`JOYNR_ON_REFUSED`. joynr's generator runs once per language for the
+whole corpus, both JVMs at once.
 """
 
 from __future__ import annotations
@@ -49,14 +49,9 @@ log = logging.getLogger("tests.franca_joynr_generator")
 
 #: the project's own models that Franca's grammar takes (a folder: every .fidl under it)
 PROJECT_MODELS = (ROOT / "examples" / "radio" / "radio.fidl",
-                  ROOT / "tests" / "franca" / "parser" / "wire")
-#: the project's own models that Franca 0.13.1 (so joynr's generator) does not load, with a
-#: part of its message: this project's grammar takes a ``T[]`` as a typedef's type and as a
-#: map's value and a keyword as an overload's selector (``add:in``), which Franca's does not
-JOYNR_REFUSES = {
-    ROOT / "fidl": "no viable alternative at input '['",
-    ROOT / "tests" / "franca" / "generated": "mismatched input '[' expecting '}'",
-}
+                  ROOT / "tests" / "franca" / "parser" / "wire",
+                  ROOT / "fidl",
+                  ROOT / "tests" / "franca" / "generated")
 #: what joynr's generator (Java, JavaScript) does with each model this project refuses
 JOYNR_ON_REFUSED = {
     # Franca's Integer: the generator's feature check throws
@@ -112,10 +107,10 @@ class JoynrRun:
 
 @pytest.fixture(scope="session")
 def joynr_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JoynrRun]:
-    """joynr's generator on the whole corpus, the refused models and the project's models it
-    refuses: one JVM per language, both at once."""
+    """joynr's generator on the whole corpus and the refused models: one JVM per language,
+    both at once."""
     out = tmp_path_factory.mktemp("joynr-generated")
-    models = [*CORPUS, *(Model(p) for p in REFUSED_MODELS), *(Model(p) for p in JOYNR_REFUSES)]
+    models = [*CORPUS, *(Model(p) for p in REFUSED_MODELS)]
     began = time.monotonic()
     outcomes = run_languages({
         language: [Job(m.path, out / language / m.id, m.add_version_to) for m in models]
@@ -191,13 +186,3 @@ def test_a_refused_model_is_refused_and_joynrs_outcome_recorded(
 
 def test_every_refused_model_is_in_the_table() -> None:
     assert sorted(p.name for p in REFUSED_MODELS) == sorted(JOYNR_ON_REFUSED)
-
-
-@pytest.mark.parametrize("path", sorted(JOYNR_REFUSES), ids=[p.name for p in JOYNR_REFUSES])
-def test_franca_refuses_what_this_grammar_takes(path: Path, joynr_run: JoynrRun) -> None:
-    files = sorted(path.rglob("*.fidl")) if path.is_dir() else [path]
-    assert generate(parse_files(files), PACKAGE)
-    for language in ("java", "javascript"):
-        outcome = joynr_run.outcomes[language][path]
-        assert outcome.status == "refused", outcome
-        assert JOYNR_REFUSES[path] in outcome.output, outcome.output

@@ -52,7 +52,7 @@ class ThroughTwins(GcdProvider):
         return from_wire(await self._lookup_wired(domains, interface_name),
                          list[GlobalDiscoveryEntry])
 
-    async def lookup_in(self, domains: list[str], interface_name: str, gbids: list[str]
+    async def lookup_in_backends(self, domains: list[str], interface_name: str, gbids: list[str]
                         ) -> list[GlobalDiscoveryEntry]:
         return from_wire(await self._lookup_in_wired(domains, interface_name, gbids),
                          list[GlobalDiscoveryEntry])
@@ -131,9 +131,9 @@ async def test_a_provider_that_moved_to_another_cluster_controller_is_registered
     # no longer act on it.
     clock = Clock()
     directory = gcd(store, clock=clock)
-    await directory.add_in(entry("p1", topic="joynr/cc/cc-1"), ["GBID1", "GBID2"])
+    await directory.add_in_backends(entry("p1", topic="joynr/cc/cc-1"), ["GBID1", "GBID2"])
     clock.now = NOW + 1_000
-    await directory.add_in(entry("p1", topic="joynr/cc/cc-2", last_seen=NOW + 1_000),
+    await directory.add_in_backends(entry("p1", topic="joynr/cc/cc-2", last_seen=NOW + 1_000),
                            ["GBID1", "GBID2"])
     found = await directory.lookup_participant_in("p1", ["GBID1"])
     assert found.address == address_to_json(MqttAddress("GBID1", "joynr/cc/cc-2"))
@@ -155,8 +155,8 @@ async def test_old_add_of_many_entries(store: GcdStore) -> None:
 
 async def test_add_with_gbids_registers_in_each_listed_gbid(store: GcdStore) -> None:
     directory = gcd(store)
-    await directory.add_in(entry("p1", broker="GBID3"), ["GBID1", "GBID2"])
-    await directory.add_in(entry("p2"), ["GBID1"])
+    await directory.add_in_backends(entry("p1", broker="GBID3"), ["GBID1", "GBID2"])
+    await directory.add_in_backends(entry("p2"), ["GBID1"])
     assert [r.gbid for r in await store.find_participant("p1", NOW)] == ["GBID1", "GBID2"]
     assert [r.gbid for r in await store.find_participant("p2", NOW)] == ["GBID1"]
 
@@ -166,7 +166,7 @@ async def test_add_with_gbids_registers_in_each_listed_gbid(store: GcdStore) -> 
 async def test_add_with_invalid_gbids(store: GcdStore, gbids: list[str]) -> None:
     # none, an empty GBID, or one listed twice
     directory = gcd(store)
-    assert await modelled(directory.add_in(entry(), gbids)) == "INVALID_GBID"
+    assert await modelled(directory.add_in_backends(entry(), gbids)) == "INVALID_GBID"
     assert await store.count() == 0
 
 
@@ -178,14 +178,14 @@ async def test_add_with_invalid_gbids(store: GcdStore, gbids: list[str]) -> None
 ])
 async def test_add_with_unknown_gbids(store: GcdStore, gbids: list[str], error: str) -> None:
     directory = gcd(store)
-    assert await modelled(directory.add_in(entry(), gbids)) == error
+    assert await modelled(directory.add_in_backends(entry(), gbids)) == error
     assert await store.count() == 0
 
 
 async def test_add_merges_with_an_existing_registration(store: GcdStore) -> None:
     directory = gcd(store)
-    await directory.add_in(entry(domain="old"), ["GBID1", "GBID2"])
-    await directory.add_in(entry(domain="new"), ["GBID2", "GBID3"])
+    await directory.add_in_backends(entry(domain="old"), ["GBID1", "GBID2"])
+    await directory.add_in_backends(entry(domain="new"), ["GBID2", "GBID3"])
     rows = {(r.gbid, r.domain) for r in await store.find_participant("p1", NOW)}
     # new GBIDs added, listed ones replaced, the others kept
     assert rows == {("GBID1", "old"), ("GBID2", "new"), ("GBID3", "new")}
@@ -205,7 +205,7 @@ async def test_incomplete_entries_are_refused_and_nothing_stored(
     directory = gcd(store)
     for call in (directory.add(entry(**changes)),
                  directory.add_entries([entry("ok"), entry(**changes)]),
-                 directory.add_in(entry(**changes), ["GBID1"])):
+                 directory.add_in_backends(entry(**changes), ["GBID1"])):
         with pytest.raises(ProviderRuntimeError, match=message):
             await call
     assert await store.count() == 0
@@ -216,8 +216,8 @@ async def test_incomplete_entries_are_refused_and_nothing_stored(
 
 async def test_old_lookups_see_the_own_gbid_only(store: GcdStore) -> None:
     directory = gcd(store)
-    await directory.add_in(entry("in-own"), ["GBID1", "GBID2"])
-    await directory.add_in(entry("elsewhere"), ["GBID2"])
+    await directory.add_in_backends(entry("in-own"), ["GBID1", "GBID2"])
+    await directory.add_in_backends(entry("elsewhere"), ["GBID2"])
     found = await directory.lookup(["domain1", "domain2"], "interface1")
     assert [(e.participant_id, gbid_of(e)) for e in found] == [("in-own", "GBID1")]
     assert await directory.lookup(["nothing"], "interface1") == []
@@ -229,12 +229,12 @@ async def test_old_lookups_see_the_own_gbid_only(store: GcdStore) -> None:
 async def test_lookup_with_gbids_provider_in_two_backends(store: GcdStore) -> None:
     # registered in GBID1 and GBID2
     directory = gcd(store, own="GBID2")
-    await directory.add_in(entry(), ["GBID1", "GBID2"])
-    (only,) = await directory.lookup_in(["domain1"], "interface1", ["GBID1"])
+    await directory.add_in_backends(entry(), ["GBID1", "GBID2"])
+    (only,) = await directory.lookup_in_backends(["domain1"], "interface1", ["GBID1"])
     assert gbid_of(only) == "GBID1"
     assert gbid_of(await directory.lookup_participant_in("p1", ["GBID1"])) == "GBID1"
     # both listed: one entry, the own GBID preferred
-    (one,) = await directory.lookup_in(["domain1"], "interface1", ["GBID1", "GBID2"])
+    (one,) = await directory.lookup_in_backends(["domain1"], "interface1", ["GBID1", "GBID2"])
     assert gbid_of(one) == "GBID2"
     assert gbid_of(await directory.lookup_participant_in("p1", ["GBID1", "GBID2"])) == "GBID2"
 
@@ -242,16 +242,17 @@ async def test_lookup_with_gbids_provider_in_two_backends(store: GcdStore) -> No
 async def test_lookup_selects_the_first_listed_gbid_when_the_own_one_does_not_fit(
         store: GcdStore) -> None:
     directory = gcd(store, own="GBID1")
-    await directory.add_in(entry(), ["GBID2", "GBID3"])
-    (found,) = await directory.lookup_in(["domain1"], "interface1", ["GBID3", "GBID2", "GBID1"])
+    await directory.add_in_backends(entry(), ["GBID2", "GBID3"])
+    (found,) = await directory.lookup_in_backends(["domain1"], "interface1",
+                                                  ["GBID3", "GBID2", "GBID1"])
     assert gbid_of(found) == "GBID3"
 
 
 async def test_lookup_with_gbids_provider_in_another_backend(store: GcdStore) -> None:
     # registered in GBID2 only
     directory = gcd(store)
-    await directory.add_in(entry(), ["GBID2"])
-    assert await modelled(directory.lookup_in(["domain1"], "interface1", ["GBID1"])) == (
+    await directory.add_in_backends(entry(), ["GBID2"])
+    assert await modelled(directory.lookup_in_backends(["domain1"], "interface1", ["GBID1"])) == (
         "NO_ENTRY_FOR_SELECTED_BACKENDS")
     assert await modelled(directory.lookup_participant_in("p1", ["GBID1"])) == (
         "NO_ENTRY_FOR_SELECTED_BACKENDS")
@@ -259,18 +260,18 @@ async def test_lookup_with_gbids_provider_in_another_backend(store: GcdStore) ->
 
 async def test_lookup_with_gbids_provider_not_registered(store: GcdStore) -> None:
     directory = gcd(store)
-    assert await directory.lookup_in(["domain1"], "interface1", ["GBID1"]) == []
+    assert await directory.lookup_in_backends(["domain1"], "interface1", ["GBID1"]) == []
     assert await modelled(directory.lookup_participant_in("p1", ["GBID1"])) == (
         "NO_ENTRY_FOR_PARTICIPANT")
 
 
 async def test_lookups_check_gbids_like_add(store: GcdStore) -> None:
     directory = gcd(store)
-    await directory.add_in(entry(), ["GBID1"])
-    assert await modelled(directory.lookup_in(["domain1"], "interface1", [""])) == (
+    await directory.add_in_backends(entry(), ["GBID1"])
+    assert await modelled(directory.lookup_in_backends(["domain1"], "interface1", [""])) == (
         "INVALID_GBID")
     assert await modelled(directory.lookup_participant_in("p1", ["bad"])) == "UNKNOWN_GBID"
-    assert await modelled(directory.remove_in("p1", [])) == "INVALID_GBID"
+    assert await modelled(directory.remove_in_backends("p1", [])) == "INVALID_GBID"
 
 
 async def test_lookup_returns_every_field(store: GcdStore) -> None:
@@ -278,7 +279,7 @@ async def test_lookup_returns_every_field(store: GcdStore) -> None:
     original = entry(public_key_id="key-1", qos=ProviderQos(
         [CustomParameter("a", "1"), CustomParameter("b", "2")], priority=-7,
         scope=ProviderScope.GLOBAL, supports_on_change_subscriptions=False))
-    await directory.add_in(original, ["GBID1"])
+    await directory.add_in_backends(original, ["GBID1"])
     found = await directory.lookup_participant_in("p1", ["GBID1"])
     address = address_to_json(MqttAddress("GBID1", "joynr/cc/cc-1"))
     expected = GlobalDiscoveryEntry(**{**vars(original), "address": address})
@@ -288,11 +289,11 @@ async def test_lookup_returns_every_field(store: GcdStore) -> None:
 async def test_expired_entries_are_never_returned(store: GcdStore) -> None:
     clock = Clock()
     directory = gcd(store, clock=clock)
-    await directory.add_in(entry("short", expiry=NOW + 1000), ["GBID1"])
-    await directory.add_in(entry("long"), ["GBID1"])
+    await directory.add_in_backends(entry("short", expiry=NOW + 1000), ["GBID1"])
+    await directory.add_in_backends(entry("long"), ["GBID1"])
     clock.now = NOW + 1001
     assert [e.participant_id for e in
-            await directory.lookup_in(["domain1"], "interface1", ["GBID1"])] == ["long"]
+            await directory.lookup_in_backends(["domain1"], "interface1", ["GBID1"])] == ["long"]
     assert await modelled(directory.lookup_participant_in("short", ["GBID1"])) == (
         "NO_ENTRY_FOR_PARTICIPANT")
 
@@ -302,8 +303,8 @@ async def test_expired_entries_are_never_returned(store: GcdStore) -> None:
 
 async def test_old_remove_acts_on_the_own_gbid_without_errors(store: GcdStore) -> None:
     directory = gcd(store)
-    await directory.add_in(entry("p1"), ["GBID1", "GBID2"])
-    await directory.add_in(entry("p2"), ["GBID1"])
+    await directory.add_in_backends(entry("p1"), ["GBID1", "GBID2"])
+    await directory.add_in_backends(entry("p2"), ["GBID1"])
     await directory.remove_participants(["p1", "p2", "unknown"])
     assert [(r.participant_id, r.gbid) for r in await store.find(["domain1"], "interface1",
                                                                  NOW)] == [("p1", "GBID2")]
@@ -314,28 +315,29 @@ async def test_old_remove_acts_on_the_own_gbid_without_errors(store: GcdStore) -
 async def test_remove_with_gbids_provider_in_one_backend(store: GcdStore) -> None:
     # registered in GBID1
     directory = gcd(store)
-    await directory.add_in(entry(), ["GBID1"])
+    await directory.add_in_backends(entry(), ["GBID1"])
     for gbids in (["GBID2"], ["GBID1", "GBID2"]):
-        assert await modelled(directory.remove_in("p1", gbids)) == (
+        assert await modelled(directory.remove_in_backends("p1", gbids)) == (
             "NO_ENTRY_FOR_SELECTED_BACKENDS")
         assert await store.count() == 1  # an error changes nothing
-    await directory.remove_in("p1", ["GBID1"])
+    await directory.remove_in_backends("p1", ["GBID1"])
     assert await store.count() == 0
 
 
 async def test_remove_with_gbids_provider_in_two_backends(store: GcdStore) -> None:
     # registered in GBID1 and GBID2
     directory = gcd(store)
-    await directory.add_in(entry(), ["GBID1", "GBID2"])
-    await directory.remove_in("p1", ["GBID1"])
+    await directory.add_in_backends(entry(), ["GBID1", "GBID2"])
+    await directory.remove_in_backends("p1", ["GBID1"])
     assert [r.gbid for r in await store.find_participant("p1", NOW)] == ["GBID2"]
-    await directory.add_in(entry(), ["GBID1"])
-    await directory.remove_in("p1", ["GBID1", "GBID2"])
+    await directory.add_in_backends(entry(), ["GBID1"])
+    await directory.remove_in_backends("p1", ["GBID1", "GBID2"])
     assert await store.count() == 0
 
 
 async def test_remove_with_gbids_provider_not_registered(store: GcdStore) -> None:
-    assert await modelled(gcd(store).remove_in("p1", ["GBID1"])) == "NO_ENTRY_FOR_PARTICIPANT"
+    removed = gcd(store).remove_in_backends("p1", ["GBID1"])
+    assert await modelled(removed) == "NO_ENTRY_FOR_PARTICIPANT"
 
 
 # ====================================================================== touch, removeStale
@@ -345,9 +347,9 @@ async def test_touch_extends_that_cluster_controllers_entries_in_all_backends(
         store: GcdStore) -> None:
     clock = Clock()
     directory = gcd(store, clock=clock)
-    await directory.add_in(entry("p1"), ["GBID1", "GBID2"])
-    await directory.add_in(entry("p2"), ["GBID1"])
-    await directory.add_in(entry("q1", topic="joynr/cc/cc-2"), ["GBID1"])
+    await directory.add_in_backends(entry("p1"), ["GBID1", "GBID2"])
+    await directory.add_in_backends(entry("p2"), ["GBID1"])
+    await directory.add_in_backends(entry("q1", topic="joynr/cc/cc-2"), ["GBID1"])
     clock.now = NOW + 5000
     await directory.touch_participants("cc-1", ["p1"])
     rows = {(r.participant_id, r.gbid): r for r in await store.find(["domain1"], "interface1",
@@ -367,9 +369,9 @@ async def test_touch_extends_that_cluster_controllers_entries_in_all_backends(
 async def test_remove_stale_removes_a_previous_life_of_a_cluster_controller(
         store: GcdStore) -> None:
     directory = gcd(store)
-    await directory.add_in(entry("old", last_seen=NOW - 100), ["GBID1", "GBID2"])
-    await directory.add_in(entry("new", last_seen=NOW), ["GBID1"])
-    await directory.add_in(entry("other", topic="joynr/cc/cc-2", last_seen=NOW - 100),
+    await directory.add_in_backends(entry("old", last_seen=NOW - 100), ["GBID1", "GBID2"])
+    await directory.add_in_backends(entry("new", last_seen=NOW), ["GBID1"])
+    await directory.add_in_backends(entry("other", topic="joynr/cc/cc-2", last_seen=NOW - 100),
                            ["GBID1"])
     await directory.remove_stale("cc-1", NOW)
     assert sorted(r.participant_id for r in await store.find(["domain1"], "interface1",
@@ -379,8 +381,8 @@ async def test_remove_stale_removes_a_previous_life_of_a_cluster_controller(
 async def test_purging_deletes_expired_entries(store: GcdStore) -> None:
     clock = Clock()
     directory = gcd(store, clock=clock)
-    await directory.add_in(entry("short", expiry=NOW + 10), ["GBID1"])
-    await directory.add_in(entry("long"), ["GBID1"])
+    await directory.add_in_backends(entry("short", expiry=NOW + 10), ["GBID1"])
+    await directory.add_in_backends(entry("long"), ["GBID1"])
     clock.now = NOW + 11
     tasks = TaskSupervisor("test")
     directory.start_purging(tasks, 0.01)
@@ -399,15 +401,15 @@ async def test_purging_deletes_expired_entries(store: GcdStore) -> None:
 
 async def test_a_storage_failure_is_an_internal_error(store: GcdStore) -> None:
     directory = gcd(store)
-    await directory.add_in(entry(), ["GBID1"])
+    await directory.add_in_backends(entry(), ["GBID1"])
     await store.close()  # every call now fails in the store
     with pytest.raises(StoreError):
         await store.count()
-    assert await modelled(directory.add_in(entry("p2"), ["GBID1"])) == "INTERNAL_ERROR"
+    assert await modelled(directory.add_in_backends(entry("p2"), ["GBID1"])) == "INTERNAL_ERROR"
     # lookups are answered from the instance's index, which outlives the database (sync.md)
-    assert [e.participant_id for e in await directory.lookup_in(
+    assert [e.participant_id for e in await directory.lookup_in_backends(
         ["domain1"], "interface1", ["GBID1"])] == ["p1"]
-    assert await modelled(directory.remove_in("p1", ["GBID1"])) == "INTERNAL_ERROR"
+    assert await modelled(directory.remove_in_backends("p1", ["GBID1"])) == "INTERNAL_ERROR"
     with pytest.raises(ProviderRuntimeError, match="internal error"):
         await directory.add(entry("p3"))
     await store.open()  # the fixture closes it again

@@ -214,11 +214,11 @@ async def test_instances_converge_by_each_mechanism_alone(
     }[mode]
     instances = [await cluster(name, **options) for name in ("a", "b", "c")]
     a, b, c = instances
-    await a.provider.add_in(entry("p1"), [G1, G2])
-    await b.provider.add_in(entry("p2", cc="cc-2"), [G2])
+    await a.provider.add_in_backends(entry("p1"), [G1, G2])
+    await b.provider.add_in_backends(entry("p2", cc="cc-2"), [G2])
     await c.provider.add_entries([entry("p3"), entry("p4", cc="cc-2")])
     await eventually(lambda: all_equal_store(instances), f"{mode}: adds everywhere")
-    await a.provider.remove_in("p1", [G2])
+    await a.provider.remove_in_backends("p1", [G2])
     await b.provider.touch("cc-1")
     await c.provider.remove_stale("cc-2", now_ms() + 1)
     await eventually(lambda: all_equal_store(instances), f"{mode}: changes everywhere")
@@ -258,9 +258,9 @@ async def _apply_op(instance: Instance, op: str, key: str, cc: str) -> None:
         if op == "add":
             await provider.add(entry(key, cc=cc, domain=cc))
         elif op == "add_both":
-            await provider.add_in(entry(key, cc=cc), [G1, G2])
+            await provider.add_in_backends(entry(key, cc=cc), [G1, G2])
         elif op == "remove":
-            await provider.remove_in(key, [G1, G2])
+            await provider.remove_in_backends(key, [G1, G2])
         elif op == "remove_own":
             await provider.remove(key)
         elif op == "touch":
@@ -352,11 +352,11 @@ async def test_concurrent_registration_from_notification_repair_and_api_counted_
     assert b.faulty is not None and b.held is not None
     b.faulty.holding = True
     registration = entry("k")
-    await a.provider.add_in(registration, [G1, G2])  # one params object, two keys
+    await a.provider.add_in_backends(registration, [G1, G2])  # one params object, two keys
     b.held.hold.add("rows_in_buckets")
     repair = asyncio.ensure_future(b.sync.repair())
     await b.held.waiting.wait()
-    await b.provider.add_in(registration, [G1, G2])  # the API, same parameters
+    await b.provider.add_in_backends(registration, [G1, G2])  # the API, same parameters
     b.faulty.release()  # the notification(s)
     await b.sync.settled(10)
     b.held.release()  # the repair
@@ -366,10 +366,10 @@ async def test_concurrent_registration_from_notification_repair_and_api_counted_
         figures = instance.index.stats()
         assert (figures.shared_params, figures.param_refs, len(instance.index)) == (1, 2, 2)
         refs_match_keys(instance)
-    await a.provider.remove_in("k", [G1])
+    await a.provider.remove_in_backends("k", [G1])
     await b.sync.catch_up()
     assert (b.index.stats().shared_params, b.index.stats().param_refs) == (1, 1)
-    await b.provider.remove_in("k", [G2])
+    await b.provider.remove_in_backends("k", [G2])
     assert (b.index.stats().shared_params, b.index.stats().param_refs) == (0, 0)
     await a.sync.catch_up()
     assert (a.index.stats().shared_params, a.index.stats().param_refs) == (0, 0)
@@ -471,10 +471,10 @@ async def test_a_missed_delete_is_repaired(
     repaired, and the shared parameters it used are released under the right key."""
     a = await cluster("a")
     b = await cluster("b", notifications=False)
-    await a.provider.add_in(entry("zombie"), [G1, G2])
+    await a.provider.add_in_backends(entry("zombie"), [G1, G2])
     await b.sync.catch_up()
     assert b.index.stats().param_refs == 2
-    await a.provider.remove_in("zombie", [G1])
+    await a.provider.remove_in_backends("zombie", [G1])
     assert len(b.index) == 2
     assert await b.sync.repair() == 1
     assert [e.gbid for e in b.index.find_participant("zombie", now_ms())] == [G2]
@@ -500,7 +500,7 @@ async def test_an_instance_restarted_mid_traffic_catches_up(
         while not stop.is_set() and n < 400:
             key = f"t{rng.randrange(20)}"
             if rng.random() < 0.6:
-                await a.provider.add_in(entry(key, domain=str(n)), [G1, G2])
+                await a.provider.add_in_backends(entry(key, domain=str(n)), [G1, G2])
             else:
                 await a.provider.remove(key)
             n += 1
@@ -534,14 +534,14 @@ async def test_a_database_outage(tmp_path: Path, caplog: pytest.LogCaptureFixtur
         a = await Instance(dsn, "a", settings=fast).start()
         b = await Instance(dsn, "b", settings=fast).start()
         try:
-            await a.provider.add_in(entry("before"), [G1])
+            await a.provider.add_in_backends(entry("before"), [G1])
             await eventually(lambda: _has(b, "before"), "b has it")
             await server.stop()
             with pytest.raises(ApplicationError) as raised:
-                await a.provider.add_in(entry("during"), [G1])
+                await a.provider.add_in_backends(entry("during"), [G1])
             assert raised.value.error == "INTERNAL_ERROR"
             for instance in (a, b):
-                found = await instance.provider.lookup_in(["d"], "test/I", [G1])
+                found = await instance.provider.lookup_in_backends(["d"], "test/I", [G1])
                 assert [e.participant_id for e in found] == ["before"]
             await eventually(lambda: _failing(b), "catch-up failures counted")
             stale = b.sync.stats()
@@ -555,7 +555,7 @@ async def test_a_database_outage(tmp_path: Path, caplog: pytest.LogCaptureFixtur
 
             await eventually(stale_age_logged, "the periodic line shows the failures and age")
             await server.start()
-            await a.provider.add_in(entry("after"), [G1])
+            await a.provider.add_in_backends(entry("after"), [G1])
             await eventually(lambda: _has(b, "after"), "b caught up after the outage")
             rows = await store_rows(a.pg)  # type: ignore[arg-type]
             assert {p for _, p in rows} == {"before", "after"}  # nothing half-written
@@ -583,7 +583,7 @@ async def test_catch_up_pages_through_batches_cut_short_by_whole_versions(
     b = await cluster("b", notifications=False, settings=SyncSettings(
         catch_up_interval_s=0, repair_interval_s=0, stats_interval_s=0, batch_size=3))
     for n in range(6):
-        await a.provider.add_in(entry(f"p{n}"), [G1, G2])
+        await a.provider.add_in_backends(entry(f"p{n}"), [G1, G2])
     assert await b.sync.catch_up() == 12
     assert await equals_store(b)
 
@@ -594,10 +594,10 @@ async def test_an_instance_behind_the_tombstone_retention_reloads(
         catch_up_interval_s=0, repair_interval_s=0, stats_interval_s=0,
         tombstone_retention_s=0.001))
     b = await cluster("b", notifications=False)
-    await a.provider.add_in(entry("stays"), [G1])
-    await a.provider.add_in(entry("goes"), [G1])
+    await a.provider.add_in_backends(entry("stays"), [G1])
+    await a.provider.add_in_backends(entry("goes"), [G1])
     await b.sync.catch_up()
-    await a.provider.remove_in("goes", [G1])
+    await a.provider.remove_in_backends("goes", [G1])
     await eventually(lambda: _purged_tombstones(a), "a tombstone purged")
     before = b.index
     assert await _has(b, "goes")
@@ -623,15 +623,15 @@ async def test_a_loaded_or_reloaded_index_is_left_out_of_the_collectors_scans(
     a = await cluster("a", settings=SyncSettings(
         catch_up_interval_s=0, repair_interval_s=0, stats_interval_s=0,
         tombstone_retention_s=0.001))
-    await a.provider.add_in(entry("loaded"), [G1])
-    await a.provider.add_in(entry("goes"), [G1])
+    await a.provider.add_in_backends(entry("loaded"), [G1])
+    await a.provider.add_in_backends(entry("goes"), [G1])
     b = await cluster("b", notifications=False)
     loaded = _params_of(b, "loaded")
     assert not _scanned_by_the_collector(loaded)
-    await a.provider.add_in(entry("later"), [G1])
+    await a.provider.add_in_backends(entry("later"), [G1])
     await b.sync.catch_up()
     assert _scanned_by_the_collector(_params_of(b, "later"))  # (written after the load)
-    await a.provider.remove_in("goes", [G1])
+    await a.provider.remove_in_backends("goes", [G1])
     await eventually(lambda: _purged_tombstones(a), "a tombstone purged")
     await b.sync.catch_up()  # too far behind: reloads
     assert b.sync.stats().reloads == 1
@@ -687,8 +687,8 @@ async def test_the_expiry_purge_runs_once_and_the_others_drop_the_rows_by_catch_
         cluster: Callable[..., Awaitable[Instance]]) -> None:
     instances = [await cluster(name) for name in ("a", "b", "c")]
     a, _, c = instances
-    await a.provider.add_in(entry("short", expiry_ms=now_ms() + 100), [G1, G2])
-    await a.provider.add_in(entry("long"), [G1])
+    await a.provider.add_in_backends(entry("short", expiry_ms=now_ms() + 100), [G1, G2])
+    await a.provider.add_in_backends(entry("long"), [G1])
     await eventually(lambda: _has(c, "short"), "c has it")
     await eventually(lambda: _not_has(c, "short"), "expired: no longer found before any purge")
     assert len(c.index) == 3  # hidden, not gone
@@ -747,7 +747,7 @@ async def test_a_lookup_that_finds_nothing_catches_up_once_before_it_answers(
     timer or repair told it (all off here): the miss catches up."""
     a = await cluster("a")
     b = await cluster("b", notifications=False)
-    await a.provider.add_in(entry("new"), [G1])
+    await a.provider.add_in_backends(entry("new"), [G1])
     assert not await _has(b, "new")
     found = await b.provider.lookup_participant_in("new", [G1])
     assert found.participant_id == "new"

@@ -79,7 +79,7 @@ async def test_two_stores_on_one_database_see_each_others_writes(
     assert await a.remove("p1", ["g1"], NOW) is RemoveOutcome.NOT_IN_ALL_SELECTED
     assert [(e.participant_id, e.gbid) for e in await a.find(["vehicle"], "test/Radio", NOW)
             ] == [("p1", "g2"), ("p2", "g1")]
-    assert await a.remove_in(["p2"], "g1") == 1
+    assert await a.remove_in_backends(["p2"], "g1") == 1
     assert await b.count() == 1
 
 
@@ -182,7 +182,7 @@ async def test_overlapping_writes_in_opposite_orders_never_deadlock(
                        b.add([row(k, priority=100 + j) for k in reversed(keys)]),
                        a.touch("cc-1", list(reversed(keys)), NOW + j, LATER + j),
                        b.touch("cc-1", None, NOW + j, LATER + j),
-                       b.remove_in(list(reversed(keys[::7])), "g2"),
+                       b.remove_in_backends(list(reversed(keys[::7])), "g2"),
                        a.remove_stale("cc-1", NOW - 1)]
     with caplog.at_level(logging.DEBUG, logger="pyjoynr.gcd.postgres_store"):
         results = await asyncio.gather(*operations, return_exceptions=True)
@@ -368,7 +368,7 @@ async def test_server_down_fails_fast_rolls_back_and_recovers(mode: str, tmp_pat
                 "find": lambda: store.find(["vehicle"], "test/Radio", NOW),
                 "find_participant": lambda: store.find_participant("n0000", NOW),
                 "remove": lambda: store.remove("n0000", ["g1"], NOW),
-                "remove_in": lambda: store.remove_in(["n0000"], "g1"),
+                "remove_in_backends": lambda: store.remove_in_backends(["n0000"], "g1"),
                 "touch": lambda: store.touch("cc-1", None, NOW, LATER),
                 "remove_stale": lambda: store.remove_stale("cc-1", NOW),
                 "purge_expired": lambda: store.purge_expired(NOW),

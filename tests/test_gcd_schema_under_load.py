@@ -305,7 +305,7 @@ async def test_missing_indexes_are_built_without_stalling_writers(
     await others[0].open()
     await asyncio.gather(*(s.open() for s in others[1:]))
     await others[0].add([row(f"p{i:05}", f"g{i % 3}", cc=f"cc-{i % 11}") for i in range(6_000)])
-    await others[0].remove_in([f"p{i:05}" for i in range(0, 6_000, 3)], "g0")  # tombstones
+    await others[0].remove_in_backends([f"p{i:05}" for i in range(0, 6_000, 3)], "g0")  # tombstones
     admin = await asyncpg.connect(dsn)
     try:
         for name in ("discovery_entries_version", "discovery_entries_bucket",

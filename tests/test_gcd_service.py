@@ -72,13 +72,13 @@ async def gcd_proxy(tmp_path: Path) -> AsyncIterator[tuple[Any, GcdService]]:
 
 async def test_add_lookup_remove_over_mqtt(gcd_proxy: tuple[Any, GcdService]) -> None:
     proxy, service = gcd_proxy
-    await proxy.add_in(entry("p1"), [GBID, "other"])
-    (found,) = await proxy.lookup_in(["vehicle"], "test/Radio", ["other", GBID])
+    await proxy.add_in_backends(entry("p1"), [GBID, "other"])
+    (found,) = await proxy.lookup_in_backends(["vehicle"], "test/Radio", ["other", GBID])
     assert found.participant_id == "p1"
     assert found.address == address_to_json(MqttAddress(GBID, "joynr/cc/cc-x"))  # own first
     found = await proxy.lookup_participant_in("p1", ["other"])
     assert address_from_json(found.address) == MqttAddress("other", "joynr/cc/cc-x")
-    await proxy.remove_in("p1", ["other"])
+    await proxy.remove_in_backends("p1", ["other"])
     assert [e.participant_id for e in await proxy.lookup(["vehicle"], "test/Radio")] == ["p1"]
     await proxy.touch_participants("cc-x", ["p1"])
     await proxy.remove_stale("cc-x", now_ms() + 1000)
@@ -89,10 +89,10 @@ async def test_add_lookup_remove_over_mqtt(gcd_proxy: tuple[Any, GcdService]) ->
 async def test_modelled_errors_over_mqtt(gcd_proxy: tuple[Any, GcdService]) -> None:
     proxy, _ = gcd_proxy
     for call, error in (
-        (proxy.add_in(entry("p1"), [""]), "INVALID_GBID"),
-        (proxy.add_in(entry("p1"), ["unknown"]), "UNKNOWN_GBID"),
+        (proxy.add_in_backends(entry("p1"), [""]), "INVALID_GBID"),
+        (proxy.add_in_backends(entry("p1"), ["unknown"]), "UNKNOWN_GBID"),
         (proxy.lookup_participant_in("nobody", [GBID]), "NO_ENTRY_FOR_PARTICIPANT"),
-        (proxy.remove_in("nobody", [GBID]), "NO_ENTRY_FOR_PARTICIPANT"),
+        (proxy.remove_in_backends("nobody", [GBID]), "NO_ENTRY_FOR_PARTICIPANT"),
     ):
         with pytest.raises(ApplicationError) as raised:
             await call

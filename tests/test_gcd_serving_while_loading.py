@@ -112,7 +112,7 @@ async def test_lookups_and_writes_are_served_from_the_store_while_the_index_load
         one = await provider.lookup_participant("p3")
         assert one.participant_id == "p3" and one.domain == "vehicle"
         # a write is taken while the index loads, and read back at once from the store
-        await provider.add_in(entry("new"), [G1])
+        await provider.add_in_backends(entry("new"), [G1])
         assert (await provider.lookup_participant("new")).participant_id == "new"
         await provider.remove_participants(["p0"])
         found = await provider.lookup(["vehicle"], "test/Radio")
@@ -140,7 +140,7 @@ async def test_without_serve_while_loading_nothing_is_answered_before_the_index_
         with pytest.raises(ProviderRuntimeError, match="not loaded yet"):
             await provider.lookup(["vehicle"], "test/Radio")
         with pytest.raises(ApplicationError, match="not loaded yet"):
-            await provider.add_in(entry("refused"), [G1])
+            await provider.add_in_backends(entry("refused"), [G1])
         gated.gate.set()
         await asyncio.wait_for(loading, WAIT_S)
         await sync.wait_serving(WAIT_S)

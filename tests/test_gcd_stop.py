@@ -131,13 +131,13 @@ class Calls:
         while running.is_set():
             n += 1
             pid = f"{self.name}-p{n}"
-            reply = await self.call("add_in", pid, entry(pid), [GBID])
+            reply = await self.call("add_in_backends", pid, entry(pid), [GBID])
             if reply is None or reply.error is not None:
                 continue
             self.added.add(pid)
             await self.call("lookup_participant_in", pid, pid, [GBID])
             if n % 2:
-                reply = await self.call("remove_in", pid, pid, [GBID])
+                reply = await self.call("remove_in_backends", pid, pid, [GBID])
                 if reply is not None and reply.error is None:
                     self.removed.add(pid)
 

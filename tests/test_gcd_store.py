@@ -93,7 +93,7 @@ async def test_remove_from_selected_backends_is_all_or_nothing(store: GcdStore) 
 
 async def test_remove_in_one_backend(store: GcdStore) -> None:
     await store.add([row("p1", "g1"), row("p1", "g2"), row("p2", "g1")])
-    assert await store.remove_in(["p1", "p2", "nobody"], "g1") == 2
+    assert await store.remove_in_backends(["p1", "p2", "nobody"], "g1") == 2
     assert [(e.participant_id, e.gbid) for e in
             await store.find(["vehicle"], "test/Radio", NOW)] == [("p1", "g2")]
 
@@ -149,7 +149,7 @@ async def test_remove_with_a_gbid_listed_twice(store: GcdStore) -> None:
 async def test_remove_in_with_a_participant_listed_twice_counts_each_row_once(
         store: GcdStore) -> None:
     await store.add([row("p1", "g1"), row("p1", "g2"), row("p2", "g1")])
-    assert await store.remove_in(["p1", "p2", "p1"], "g1") == 2
+    assert await store.remove_in_backends(["p1", "p2", "p1"], "g1") == 2
     assert [(e.participant_id, e.gbid) for e in
             await store.find(["vehicle"], "test/Radio", NOW)] == [("p1", "g2")]
 
@@ -206,7 +206,7 @@ async def test_touch_and_remove_in_act_on_expired_rows_not_yet_purged(store: Gcd
     assert await store.touch("cc-1", ["p1"], NOW, LATER) == 1
     assert [e.participant_id for e in await store.find(["vehicle"], "test/Radio", NOW)
             ] == ["p1"]  # revived
-    assert await store.remove_in(["p2"], "g1") == 1
+    assert await store.remove_in_backends(["p2"], "g1") == 1
 
 
 # -- failures -----------------------------------------------------------------------------------

@@ -281,7 +281,7 @@ async def test_old_lookup_does_not_see_another_backends_provider(world: World, i
     entry = GlobalDiscoveryEntry(
         Version(1, 0), domain, RADIO, f"{domain}-radio", ProviderQos(scope=ProviderScope.GLOBAL),
         now_ms(), now_ms() + 60_000, "", address_to_json(MqttAddress(OTHER_GBID, "elsewhere")))
-    await world.gcd.provider.add_in(entry, [OTHER_GBID])
+    await world.gcd.provider.add_in_backends(entry, [OTHER_GBID])
     [row] = await wait_rows(world.store, 1, domain=domain)
     assert row["gbid"] == OTHER_GBID
     proxy = f"{domain}-proxy"

@@ -344,7 +344,7 @@ async def test_the_gcd_takes_both_joynr_topics_and_answers_in_smrf(
     cpp_topic = f"{GCD_TOPIC}/low/{GCD_PARTICIPANT_ID}/low"
     sender = f"joynr-gcd-client-{uuid.uuid4().hex[:8]}"
     pid = f"p-{uuid.uuid4().hex[:8]}"
-    add = GCD.methods["add_in"]
+    add = GCD.methods["add_in_backends"]
     lookup = GCD.methods["lookup_participant_in"]
 
     # add through Java's topic, look up through C++'s, then the other way round

@@ -304,8 +304,9 @@ async def test_readiness_of_cc_and_gcd_processes_follows_broker_and_gcd_and_metr
             add = ("joynr_cc_gcd_calls_total", {"method": "add", "outcome": "ok"})
             assert after_cc[add] - before_cc[add] == 1
             assert after_cc["joynr_cc_gcd_call_latency_seconds_count", {"method": "add"}] == 1
-            add_in = ("joynr_gcd_requests_total", {"method": "add_in", "outcome": "ok"})
-            assert after_gcd[add_in] - before_gcd[add_in] == 1
+            add_in_backends = ("joynr_gcd_requests_total",
+                               {"method": "add_in_backends", "outcome": "ok"})
+            assert after_gcd[add_in_backends] - before_gcd[add_in_backends] == 1
             assert after_gcd["joynr_gcd_store_latency_seconds_count",
                              {"operation": "add"}] == 1
             assert after_gcd["joynr_gcd_index_loaded"] == 1
@@ -352,12 +353,12 @@ async def test_readiness_of_cc_and_gcd_processes_follows_broker_and_gcd_and_metr
 
 
 def _gcd_page_shows_the_add(admin_url: str) -> None:
-    """The GCD's status page in Chromium: its title, ready, the add_in request counted."""
+    """The GCD's status page in Chromium: its title, ready, the add_in_backends request counted."""
     with headless_chromium() as driver:
         driver.get(f"{admin_url}/status")
         assert driver.title.startswith(f"GCD for {GBID}, instance ")
         deadline = time.monotonic() + 20
-        while "add_in" not in _text(driver, "section-gcd-requests"):
+        while "add_in_backends" not in _text(driver, "section-gcd-requests"):
             assert time.monotonic() < deadline, _text(driver, "sections")
             time.sleep(0.1)
         assert _text(driver, "ready") == "ready"

@@ -86,10 +86,10 @@ GCD_CASES = [
          "over the limit of Identifier (1024 characters)"),
     Case("a participant id past the bound", "add", [gcd_entry(LONG_PID)],
          "add(global_discovery_entry).participant_id: 'pppp"),
-    Case("100,000 GBIDs", "add_in", [gcd_entry("pid-2"), MANY_GBIDS],
-         "add(gbids): 100000 items, over the limit of Gbids (100 items)"),
+    Case("100,000 GBIDs", "add_in_backends", [gcd_entry("pid-2"), MANY_GBIDS],
+         "add(gbids): 100000 items, over the limit of gbids (100 items)"),
     Case("a lookup in 100,000 domains", "lookup", [MANY_DOMAINS, "test/Radio"],
-         "lookup(domains): 100000 items, over the limit of Domains (1000 items)"),
+         "lookup(domains): 100000 items, over the limit of domains (1000 items)"),
 ]
 
 
@@ -107,7 +107,8 @@ async def test_a_gcd_call_with_an_oversized_string_or_array_is_answered_and_noth
     await gcd.assert_nothing_stored(refused=len(GCD_CASES))
     assert_refusals_logged_once(caplog)
     # at the bounds it is taken (the service was not disturbed)
-    at_bound = Case("at the bounds", "add_in", [gcd_entry("q" * 1024, "d" * 1024), [GBID]], "")
+    at_bound = Case("at the bounds", "add_in_backends",
+                    [gcd_entry("q" * 1024, "d" * 1024), [GBID]], "")
     reply = await gcd.ask(*body_of(definition, at_bound, gcd.fmt))
     assert reply.error is None, reply.error
     assert await gcd.service.store.count() == 1
@@ -124,10 +125,10 @@ DISCOVERY_CASES = [
          "limit of Identifier (1024 characters)"),
     Case("a participant id past the bound", "add", [local_entry(LONG_PID)],
          "add(discovery_entry).participant_id: 'pppp"),
-    Case("100,000 GBIDs", "add_in", [local_entry("provider-1"), False, MANY_GBIDS],
-         "add(gbids): 100000 items, over the limit of Gbids (100 items)"),
+    Case("100,000 GBIDs", "add_in_backends", [local_entry("provider-1"), False, MANY_GBIDS],
+         "add(gbids): 100000 items, over the limit of gbids (100 items)"),
     Case("a lookup in 100,000 domains", "lookup", [MANY_DOMAINS, "test/Thing", QOS],
-         "lookup(domains): 100000 items, over the limit of Domains (1000 items)"),
+         "lookup(domains): 100000 items, over the limit of domains (1000 items)"),
 ]
 
 

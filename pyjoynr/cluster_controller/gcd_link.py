@@ -33,13 +33,12 @@ from pyjoynr.runtime.addresses import (
     MqttAddress,
 )
 from pyjoynr.runtime.discovery_types import (
+    MAX_PARTICIPANT_IDS,
     DiscoveryEntry,
     DiscoveryErrorCode,
     GlobalDiscoveryEntry,
 )
 from pyjoynr.runtime.errors import ApplicationError, JoynrError, JoynrTimeoutError
-from pyjoynr.runtime.generated.types import ParticipantIds
-from pyjoynr.runtime.interface import max_length
 from pyjoynr.runtime.logs import RepeatedWarnings, get_logger
 from pyjoynr.runtime.metrics import LatencyHistograms
 from pyjoynr.runtime.system_interfaces import address_to_json
@@ -49,8 +48,8 @@ T = TypeVar("T")
 
 
 log = get_logger(__name__)
-#: the most participant ids one touch names (the GCD's bound of a ParticipantIds list)
-_TOUCH_BATCH = max_length(ParticipantIds) or 10_000
+#: the most participant ids one touch names (the GCD's bound of its participantIds)
+_TOUCH_BATCH = MAX_PARTICIPANT_IDS
 
 #: the participantId the readiness probe looks up (nobody registers it: the GCD's answer is
 #: NO_ENTRY_FOR_PARTICIPANT, from its index)
@@ -202,14 +201,14 @@ class GlobalLink:
                   ) -> None:
         global_entry = self._global_entry(entry)
         await self._call("add", f"add {entry.participant_id}",
-                         lambda gcd: gcd.add_in(global_entry, gbids), ttl_ms, gbids)
+                         lambda gcd: gcd.add_in_backends(global_entry, gbids), ttl_ms, gbids)
         log.debug("provider %s registered globally in %s", entry.participant_id,
                  ", ".join(gbids), extra={"participantId": entry.participant_id})
 
     async def remove(self, participant_id: str, gbids: list[str]) -> None:
         try:
             await self._call("remove", f"remove {participant_id}",
-                             lambda gcd: gcd.remove_in(participant_id, gbids), gbids=gbids)
+                             lambda gcd: gcd.remove_in_backends(participant_id, gbids), gbids=gbids)
         except ApplicationError as exc:
             if exc.error not in (DiscoveryErrorCode.NO_ENTRY_FOR_PARTICIPANT.name,
                                  DiscoveryErrorCode.NO_ENTRY_FOR_SELECTED_BACKENDS.name):
@@ -220,8 +219,8 @@ class GlobalLink:
     async def lookup(self, domains: list[str], interface_name: str, gbids: list[str],
                      ttl_ms: int | None = None) -> list[GlobalDiscoveryEntry]:
         result: list[GlobalDiscoveryEntry] = await self._call(
-            "lookup", f"lookup {interface_name}", lambda gcd: gcd.lookup_in(domains, interface_name,
-                                                                  gbids), ttl_ms, gbids)
+            "lookup", f"lookup {interface_name}",
+            lambda gcd: gcd.lookup_in_backends(domains, interface_name, gbids), ttl_ms, gbids)
         return result
 
     async def lookup_participant(self, participant_id: str, gbids: list[str],
@@ -232,7 +231,7 @@ class GlobalLink:
         return result
 
     async def touch(self, participant_ids: list[str]) -> None:
-        """Touch the entries of ``participant_ids``: one call per ``ParticipantIds`` bound of
+        """Touch the entries of ``participant_ids``: one call per ``MAX_PARTICIPANT_IDS`` of
         them (10,000; the GCD refuses a longer list)."""
         for start in range(0, len(participant_ids), _TOUCH_BATCH):
             await self._touch(participant_ids[start:start + _TOUCH_BATCH])

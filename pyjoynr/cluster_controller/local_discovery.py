@@ -135,15 +135,15 @@ class LocalDiscovery(DiscoveryProviderBase):
     async def add_awaiting(self, entry: DiscoveryEntry, await_global_registration: bool
                            ) -> None:
         try:
-            await self.add_in(entry, await_global_registration, [])
+            await self.add_in_backends(entry, await_global_registration, [])
         except ApplicationError as exc:
             raise ProviderRuntimeError(f"Error registering provider {entry.participant_id} "
                                        f"in default backend: {exc.error}") from None
 
     async def add_to_all(self, entry: DiscoveryEntry, await_global_registration: bool) -> None:
-        await self.add_in(entry, await_global_registration, self.gbids)
+        await self.add_in_backends(entry, await_global_registration, self.gbids)
 
-    async def add_in(self, entry: DiscoveryEntry, await_global_registration: bool,
+    async def add_in_backends(self, entry: DiscoveryEntry, await_global_registration: bool,
                      gbids: list[str]) -> None:
         if not (entry.domain and entry.interface_name and entry.participant_id):
             raise ProviderRuntimeError("discovery entry without domain, interface or "
@@ -308,13 +308,13 @@ class LocalDiscovery(DiscoveryProviderBase):
     async def lookup(self, domains: list[str], interface_name: str,
                      discovery_qos: types.DiscoveryQos) -> list[DiscoveryEntryWithMetaInfo]:
         try:
-            return await self.lookup_in(domains, interface_name, discovery_qos, [])
+            return await self.lookup_in_backends(domains, interface_name, discovery_qos, [])
         except ApplicationError as exc:
             raise ProviderRuntimeError(
                 f"Error discovering provider for domain {domains[:10]} and interface "
                 f"{interface_name[:200]} in all backends: {exc.error}") from None
 
-    async def lookup_in(self, domains: list[str], interface_name: str,
+    async def lookup_in_backends(self, domains: list[str], interface_name: str,
                         discovery_qos: types.DiscoveryQos, gbids: list[str]
                         ) -> list[DiscoveryEntryWithMetaInfo]:
         gbids = self._check_gbids(gbids)

@@ -43,7 +43,11 @@ with members cannot be extended); a typedef ``X: TypeAlias = <actual type>``, or
 comment carries ``@details: maxLength N`` (a String's characters, a ByteBuffer's bytes, an
 array's items; Franca has no size constraint of its own, so the bound is a comment tag: the
 types and the wire stay those of the actual type), ``X: TypeAlias = Annotated[<actual type>,
-MaxLength(N, "X")]``: the runtime refuses a larger value from the wire; a map a class
+MaxLength(N, "X")]``: the runtime refuses a larger value from the wire (the same tag on a
+method's or broadcast's argument, a struct field or an attribute of such a type makes its
+annotation ``Annotated[<type>, MaxLength(N, "<its Franca name>")]`` inline: Franca's typedef
+takes no ``T[]``, so a bounded list is bounded where it is used; on another type the tag is
+refused); a map a class
 ``M(dict[K, V])`` under ``@joynr_name("<wire name>")`` (typedefs in ``K`` and ``V`` written as
 their actual types), as joynr's generators make a map a named type (Java a ``HashMap``
 subclass, JavaScript a ``JoynrMap``): on joynr's JSON wire an object with its ``_typeName``
@@ -154,6 +158,7 @@ from pyjoynr.franca.model import (
     Attribute,
     Broadcast,
     EnumType,
+    Field,
     Interface,
     MapType,
     Method,
@@ -572,15 +577,22 @@ def _hash_comment(lines: list[str], indent: str, marker: str = "#:") -> list[str
     return [f"{indent}{marker} {line}" if line else f"{indent}{marker}" for line in lines]
 
 
-#: a typedef's bound: ``@details: maxLength N`` in its comment
+#: a bound: ``@details: maxLength N`` in the comment of a typedef, an argument, a struct field
+#: or an attribute
 _MAX_LENGTH = re.compile(r"@details\s*:\s*maxLength\s+([0-9]{1,9})\b")
 
 
 def _max_length(comment: str) -> int | None:
-    """The bound ``@details: maxLength N`` of a typedef's comment (characters of a String,
+    """The bound ``@details: maxLength N`` of an element's comment (characters of a String,
     bytes of a ByteBuffer, items of an array), or None."""
     found = _MAX_LENGTH.search(comment)
     return int(found.group(1)) if found else None
+
+
+def _bare_comment_lines(comment: str) -> list[str]:
+    """The lines of an element's comment without its ``maxLength`` line (the bound is in its
+    annotation)."""
+    return [line for line in _comment_lines(comment) if not _MAX_LENGTH.fullmatch(line)]
 
 
 def _filter_parameters(comment: str) -> list[str]:
@@ -622,8 +634,8 @@ class _MethodPlan:
     method: Method
     python: str
     wire: str | None
-    args: list[tuple[str, TypeRef]]
-    outs: list[tuple[str, TypeRef]]
+    args: list[tuple[str, Arg]]
+    outs: list[tuple[str, Arg]]
 
 
 @dataclass
@@ -634,7 +646,7 @@ class _InterfacePlan:
     proxy: str
     build: str
     attributes: list[tuple[str, Attribute]] = field(default_factory=list)
-    broadcasts: list[tuple[str, Broadcast, list[tuple[str, TypeRef]]]] = field(
+    broadcasts: list[tuple[str, Broadcast, list[tuple[str, Arg]]]] = field(
         default_factory=list)
     methods: list[_MethodPlan] = field(default_factory=list)
 
@@ -694,6 +706,7 @@ class _Generator:
             for iface in module.interfaces:
                 self.check_no_union(iface.position, f"interface {iface.name}",
                                     _interface_refs(iface))
+                self.check_bounds(iface)
                 for ref in _interface_refs(iface):
                     for decl in _named_in(ref):
                         if _decl_key(decl) not in self.module_of:
@@ -710,13 +723,35 @@ class _Generator:
                                            "generated (joynr's JavaScript generator fails on a "
                                            "use of one, its Java generator makes it a struct)")
 
+    def check_bound(self, ref: TypeRef, comment: str, position: Position, what: str) -> None:
+        """A ``maxLength`` in ``comment`` bounds a String, a ByteBuffer or an array only."""
+        if _max_length(comment) is None:
+            return
+        actual = _resolved(ref)
+        if not (isinstance(actual, ArrayOf) or (isinstance(actual, Primitive)
+                                                and actual.name in ("String", "ByteBuffer"))):
+            self.problem(position, f"{what}: maxLength bounds a String, a ByteBuffer or an "
+                                   f"array, not {_franca_text(actual)}")
+
+    def check_bounds(self, iface: Interface) -> None:
+        for attr in iface.attributes:
+            self.check_bound(attr.type, attr.comment, attr.position, f"attribute {attr.name}")
+        for method in iface.methods:
+            for arg in (*method.in_args, *method.out_args):
+                self.check_bound(arg.type, arg.comment, arg.position,
+                                 f"method {method.name}, argument {arg.name}")
+        for bc in iface.broadcasts:
+            for arg in bc.out_args:
+                self.check_bound(arg.type, arg.comment, arg.position,
+                                 f"broadcast {bc.name}, argument {arg.name}")
+
     def check_decl(self, decl: TypeDecl) -> None:
-        if isinstance(decl, TypedefType) and _max_length(decl.comment) is not None:
-            actual = _resolved(decl.actual)
-            if not (isinstance(actual, ArrayOf) or (isinstance(actual, Primitive)
-                                                    and actual.name in ("String", "ByteBuffer"))):
-                self.problem(decl.position, f"typedef {decl.name}: maxLength bounds a String, "
-                                            f"a ByteBuffer or an array, not {_franca_text(actual)}")
+        if isinstance(decl, TypedefType):
+            self.check_bound(decl.actual, decl.comment, decl.position, f"typedef {decl.name}")
+        if isinstance(decl, StructType):
+            for fld in decl.fields:
+                self.check_bound(fld.type, fld.comment, fld.position,
+                                 f"struct {decl.name}, field {fld.name}")
         if isinstance(decl, ArrayType):
             self.problem(decl.position, f"array {decl.name}: explicitly named arrays are not "
                                         "supported (joynr's generators refuse them); use "
@@ -867,6 +902,21 @@ class _Generator:
         if isinstance(ref, ArrayOf):
             return f"list[{self.annotation(ref.element, module)}]"
         return self.type_name(ref.decl, module)
+
+    @staticmethod
+    def bounded(value: str, comment: str, name: str, module: _Module) -> str:
+        """``value`` (an annotation) under the ``MaxLength`` of the ``@details: maxLength N``
+        in ``comment`` (of the element ``name``), or as it is without one."""
+        limit = _max_length(comment)
+        if limit is None:
+            return value
+        module.imports.add("typing.Annotated")
+        module.imports.add("pyjoynr.runtime.interface.MaxLength")
+        return f"Annotated[{value}, MaxLength({limit}, {_string(name)})]"
+
+    def member_annotation(self, item: Arg | Field | Attribute, module: _Module) -> str:
+        """The annotation of an argument, a struct field or an attribute, with its bound."""
+        return self.bounded(self.annotation(item.type, module), item.comment, item.name, module)
 
     def actual_annotation(self, ref: TypeRef, module: _Module, *, ranged: bool = True) -> str:
         """The annotation of ``ref`` with typedefs written as their actual types (for what is
@@ -1090,8 +1140,8 @@ class _Generator:
             used.add(name)
             if lower_camel(name) != fld.name:
                 members[name] = fld.name
-            fields += _hash_comment(_comment_lines(fld.comment), _INDENT)
-            fields += _member_lines(f"{name}: {self.annotation(fld.type, module)}",
+            fields += _hash_comment(_bare_comment_lines(fld.comment), _INDENT)
+            fields += _member_lines(f"{name}: {self.member_annotation(fld, module)}",
                                     self.default(fld.type, module))
         if members:
             call = _Br("@joynr_name", (_string(decl.wire_name), _Br(
@@ -1157,14 +1207,9 @@ class _Generator:
         python = module.names[_decl_key(decl)]
         head = f"{python}: TypeAlias = "
         assert isinstance(decl, TypedefType)
-        value = self.annotation(decl.actual, module)
-        limit = _max_length(decl.comment)
-        if limit is not None:
-            module.imports.add("typing.Annotated")
-            module.imports.add("pyjoynr.runtime.interface.MaxLength")
-            value = f'Annotated[{value}, MaxLength({limit}, "{decl.name}")]'
-        lines = _hash_comment([line for line in _comment_lines(decl.comment)
-                               if not _MAX_LENGTH.fullmatch(line)] or [
+        value = self.bounded(self.annotation(decl.actual, module), decl.comment, decl.name,
+                             module)
+        lines = _hash_comment(_bare_comment_lines(decl.comment) or [
             f"Franca typedef {decl.name} ({decl.wire_name})"], "")
         flat = head + value
         if len(flat) <= LINE_LENGTH:
@@ -1255,10 +1300,10 @@ class _Generator:
         return plan
 
     @staticmethod
-    def arg_names(args: Iterable[Arg], reserved: frozenset[str]) -> list[tuple[str, TypeRef]]:
+    def arg_names(args: Iterable[Arg], reserved: frozenset[str]) -> list[tuple[str, Arg]]:
         """Python names of arguments: snake_case (the Franca name when two would be the same),
         ``_`` appended to a keyword or a name in ``reserved``."""
-        out: list[tuple[str, TypeRef]] = []
+        out: list[tuple[str, Arg]] = []
         used: set[str] = set()
         for arg in args:
             name = snake_case(arg.name)
@@ -1266,7 +1311,7 @@ class _Generator:
                 name = arg.name
             name = _free(name, reserved | used)
             used.add(name)
-            out.append((name, arg.type))
+            out.append((name, arg))
         return out
 
     def interface_block(self, plan: _InterfacePlan, module: _Module) -> list[str]:
@@ -1282,14 +1327,14 @@ class _Generator:
         members: list[str] = []
         for name, attr in plan.attributes:
             module.imports.add("pyjoynr.runtime.interface.attribute")
-            args: list[_Expr] = [self.annotation(attr.type, module)]
+            args: list[_Expr] = [self.member_annotation(attr, module)]
             if attr.readonly:
                 args.append("readonly=True")
             if attr.no_subscriptions:
                 args.append("notifiable=False")
             if _joynr_override(name, attr.name):
                 args.append(f"joynr_name={_string(attr.name)}")
-            members += _hash_comment(_comment_lines(attr.comment), _INDENT)
+            members += _hash_comment(_bare_comment_lines(attr.comment), _INDENT)
             members += _lay(_Br(f"{name} = attribute", tuple(args)), _INDENT)
         for name, bc, outs in plan.broadcasts:
             module.imports.add("pyjoynr.runtime.interface.broadcast")
@@ -1302,7 +1347,7 @@ class _Generator:
                                     one_tuple=True))
             if _joynr_override(name, bc.name):
                 args.append(f"joynr_name={_string(bc.name)}")
-            args += [f"{out}={self.annotation(ref, module)}" for out, ref in outs]
+            args += [f"{out}={self.member_annotation(arg, module)}" for out, arg in outs]
             members += _hash_comment(_comment_lines(bc.comment), _INDENT)
             members += _lay(_Br(f"{name} = broadcast", tuple(args)), _INDENT)
         if members:
@@ -1318,8 +1363,8 @@ class _Generator:
         if not m.outs:
             return "None"
         if len(m.outs) == 1:
-            return self.annotation(m.outs[0][1], module)
-        return f"tuple[{', '.join(self.annotation(ref, module) for _, ref in m.outs)}]"
+            return self.member_annotation(m.outs[0][1], module)
+        return f"tuple[{', '.join(self.member_annotation(a, module) for _, a in m.outs)}]"
 
     def method_lines(self, m: _MethodPlan, module: _Module, *, decorate: bool, body: str,
                      positional: bool = False) -> list[str]:
@@ -1342,12 +1387,12 @@ class _Generator:
             if m.args:
                 module.imports.add("pyjoynr.runtime.interface.joynr_datatypes")
                 lines += _lay(_Br("@joynr_datatypes", tuple(
-                    _string(joynr_datatype(ref)) for _, ref in m.args)), _INDENT)
+                    _string(joynr_datatype(arg.type)) for _, arg in m.args)), _INDENT)
             if len(m.outs) > 1:
                 module.imports.add("pyjoynr.runtime.interface.outputs")
                 lines += _lay(_Br("@outputs", tuple(_string(n) for n, _ in m.outs)), _INDENT)
         params: list[_Expr] = ["self"]
-        params += [f"{name}: {self.annotation(ref, module)}" for name, ref in m.args]
+        params += [f"{name}: {self.member_annotation(arg, module)}" for name, arg in m.args]
         if positional and m.args:
             params.append("/")
         close = f") -> {self.returns(m, module)}:{body}"
@@ -1364,7 +1409,7 @@ class _Generator:
         if plan.attributes:
             lines.append("")
             params: list[_Expr] = ["self", "*"]
-            params += [f"{name}: {self.annotation(attr.type, module)} | None = None"
+            params += [f"{name}: {self.member_annotation(attr, module)} | None = None"
                        for name, attr in plan.attributes]
             lines += _lay(_Br("def __init__", tuple(params), ") -> None:"), _INDENT)
             lines += _own_docstring("The attributes' initial values (None: none yet).",
@@ -1374,7 +1419,7 @@ class _Generator:
         for name, bc, outs in plan.broadcasts:
             lines.append("")
             params = ["self"]
-            params += [f"{out}: {self.annotation(ref, module)}" for out, ref in outs]
+            params += [f"{out}: {self.member_annotation(arg, module)}" for out, arg in outs]
             values = [out for out, _ in outs]
             if bc.selective:
                 lines += _lay(_Br(f"def fire_{name}", tuple(params), ") -> None:"), _INDENT)

@@ -108,6 +108,19 @@ _TERMINAL_WORDS = {
     "$END": "end of file",
 }
 
+#: the keywords of Franca 0.13.1's grammar (Xtext): reserved everywhere there, so Franca takes
+#: none of them as a name where this grammar's contextual lexer would (checked: a selector)
+FRANCA_KEYWORDS = frozenset({
+    "Boolean", "ByteBuffer", "Double", "Float", "Int8", "Int16", "Int32", "Int64", "Integer",
+    "PSM", "String", "UInt8", "UInt16", "UInt32", "UInt64", "array", "attribute", "broadcast",
+    "call", "const", "contract", "else", "enumeration", "error", "errordef", "errorval", "extends",
+    "false", "fireAndForget", "from", "if", "import", "in", "initial", "interface", "is", "major",
+    "manages", "map", "maxInt", "method", "minInt", "minor", "model", "noRead", "noSubscriptions",
+    "of", "on", "out", "package", "polymorphic", "public", "readonly", "respond", "selective",
+    "set", "signal", "state", "struct", "to", "true", "typeCollection", "typedef", "undefined",
+    "union", "update", "vars", "version",
+})
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -745,7 +758,35 @@ class _Builder:
                 result.enumerators = self.enumerators(child)
             elif child.data == "type_ref":
                 result.refs.append(self.type_ref(child))
+        self.check_no_array(result)
         return result
+
+    def check_no_array(self, decl: _Type) -> None:
+        """Franca's typedef and map take a type without ``[]`` (an FTypeRef): refuse a ``T[]``
+        there, saying what Franca takes instead."""
+        if decl.kind == "typedef" and decl.refs and decl.refs[0].array:
+            self.problems.append(Problem(decl.refs[0].position, (
+                f"typedef {decl.name}: Franca's typedef takes no array (T[]); write T[] where "
+                "it is used, bounded by a `@details: maxLength N` comment on the argument, "
+                "field or attribute")))
+        elif decl.kind == "map":
+            for ref, role in zip(decl.refs, ("key", "value"), strict=False):
+                if ref.array:
+                    self.problems.append(Problem(ref.position, (
+                        f"map {decl.name}: Franca's map takes no array (T[]) as its {role}; "
+                        f"declare a struct holding the T[] (struct S {{ T[] items }}) and "
+                        f"map {'from' if role == 'key' else 'to'} it")))
+
+    def selector(self, tree: Tree[Any], owner: str) -> str:
+        """A method's or broadcast's selector; a Franca keyword (not escaped with ``^``) is
+        refused, as Franca's grammar refuses it there."""
+        node = cast(Tree[Any], tree.children[0])
+        token = cast(Token, node.children[0])
+        if str(token) in FRANCA_KEYWORDS:
+            self.problems.append(Problem(self.pos(token), (
+                f"{owner}:{token}: '{token}' is a Franca keyword, which Franca's grammar does "
+                f"not take as a selector; choose another word or escape it ({owner}:^{token})")))
+        return self.name(node)
 
     def method(self, tree: Tree[Any]) -> _Method:
         name, position = self.name_of(tree)
@@ -756,7 +797,7 @@ class _Builder:
         selector: str | None = None
         for child in self.subtrees(tree):
             if child.data == "selector":
-                selector = self.name(cast(Tree[Any], child.children[0]))
+                selector = self.selector(child, f"method {name}")
             elif child.data == "in_args":
                 in_args = [self.member(a) for a in self.subtrees(child)]
             elif child.data == "out_args":
@@ -787,7 +828,9 @@ class _Builder:
         selective = any(t.type == "SELECTIVE" for t in self.tokens(tree))
         out_args: list[_Member] = []
         for child in self.subtrees(tree):
-            if child.data == "out_args":
+            if child.data == "selector":
+                self.selector(child, f"broadcast {name}")
+            elif child.data == "out_args":
                 out_args = [self.member(a) for a in self.subtrees(child)]
         return _Broadcast(name, self.comment(tree), position, selective, out_args)
 

@@ -12,7 +12,7 @@ Modules, from what other programs see to how one instance runs:
 - :mod:`gcd.store` - the store contract: StoredEntry, StoreError (with reason codes),
   RemoveOutcome, the GcdStore protocol, the schema and the SQL conditions on rows.
 - :mod:`gcd.decisions` - what both stores decide, once (pure): the rows an add writes, what a
-  remove deletes or why it refuses, what a touch or a remove_in counts.
+  remove deletes or why it refuses, what a touch or a remove_in_backends counts.
 - :mod:`gcd.changes` - the vocabulary of a GCD cluster's synchronisation: versions, changes,
   buckets and digests, the VersionedStore and Notifier protocols.
 - :mod:`gcd.feed` - the change feed's logic both versioned stores share (pure): bucket and

@@ -257,7 +257,7 @@ class PlainWrites:
                      ) -> RemoveOutcome:
         return (await self.remove_changes(participant_id, gbids, now_ms))[0]
 
-    async def remove_in(self, participant_ids: Sequence[str], gbid: str) -> int:
+    async def remove_in_backends(self, participant_ids: Sequence[str], gbid: str) -> int:
         return len(await self.remove_in_changes(participant_ids, gbid))
 
     async def touch(self, cluster_controller_id: str, participant_ids: Sequence[str] | None,

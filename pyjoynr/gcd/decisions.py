@@ -10,7 +10,7 @@ what these functions say:
 - **find** (:func:`distinct`): no domains asks nothing and finds nothing; each domain is asked
   once, so a row is found once however often its domain is listed.
 - **remove** of a participant from selected GBIDs (:func:`decide_remove`): all or nothing.
-- **remove_in** of participants from one GBID, and **touch** of a cluster controller's rows
+- **remove_in_backends** of participants from one GBID, and **touch** of a cluster controller's rows
   (of some participants, or all): each participant counts once (:func:`distinct`), and the
   count returned is of distinct rows.
 

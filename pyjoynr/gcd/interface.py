@@ -9,12 +9,12 @@ The interface is generated from ``fidl/infrastructure/GlobalCapabilitiesDirector
 :mod:`runtime.generated.infrastructure`. Its methods (joynr overloads share a wire name; the
 Python names tell them apart):
 
-- ``add`` (one entry) and ``add_entries`` (a list), in the GCD's own backend; ``add_in`` in the
-  listed GBIDs;
+- ``add`` (one entry) and ``add_entries`` (a list), in the GCD's own backend;
+  ``add_in_backends`` in the listed GBIDs;
 - ``lookup`` by domains and interface, or ``lookup_participant`` by participantId, in the own
-  backend; ``lookup_in`` and ``lookup_participant_in`` in the listed GBIDs;
+  backend; ``lookup_in_backends`` and ``lookup_participant_in`` in the listed GBIDs;
 - ``remove`` (one participant) and ``remove_participants`` (a list) from the own backend;
-  ``remove_in`` from the listed GBIDs;
+  ``remove_in_backends`` from the listed GBIDs;
 - ``touch`` a cluster controller's entries (all), ``touch_participants`` (some);
   ``remove_stale``: its entries last seen before a time.
 

@@ -1070,7 +1070,7 @@ class PostgresStore(PlainWrites):
 
     async def remove_in_changes(self, participant_ids: Sequence[str], gbid: str
                                 ) -> list[Change]:
-        return await self._delete("remove_in", _REMOVE_IN, list(distinct(participant_ids)),
+        return await self._delete("remove_in_backends", _REMOVE_IN, list(distinct(participant_ids)),
                                   gbid)
 
     async def touch_changes(self, cluster_controller_id: str,

@@ -7,7 +7,7 @@ in all backends, share one store (:mod:`gcd.store`). The rules:
 - GBID lists (the ``*_in`` forms): an empty list, an empty GBID or a GBID listed twice is
   INVALID_GBID; a GBID that is not valid is UNKNOWN_GBID. The list is checked in order, the
   first offending element decides which error, and nothing changes.
-- ``add_in(entry, gbids)`` registers the entry in each listed GBID (the GBID in the entry's
+- ``add_in_backends(entry, gbids)`` registers the entry in each listed GBID (the GBID in the entry's
   address does not matter; a registration in another GBID stays); ``add`` registers in the
   own GBID. An entry without domain, interface, participantId or address, or whose address is
   not an MQTT address, is refused with a provider runtime error and nothing is stored. An
@@ -15,10 +15,10 @@ in all backends, share one store (:mod:`gcd.store`). The rules:
   provider that moved to another cluster controller; over MQTT the caller cannot be checked).
 - Lookups answer one entry per participantId, with the address of one GBID: the own GBID if
   it is listed and the provider is registered there, else the first listed GBID the provider
-  is registered in. ``lookup_in`` finding providers, but none in the listed GBIDs, is
+  is registered in. ``lookup_in_backends`` finding providers, but none in the listed GBIDs, is
   NO_ENTRY_FOR_SELECTED_BACKENDS; ``lookup_participant_in`` of an unknown participant is
   NO_ENTRY_FOR_PARTICIPANT. The forms without GBIDs look in the own GBID only.
-- ``remove_in(participantId, gbids)`` is all or nothing: NO_ENTRY_FOR_PARTICIPANT if it is
+- ``remove_in_backends(participantId, gbids)`` is all or nothing: NO_ENTRY_FOR_PARTICIPANT if it is
   registered nowhere, NO_ENTRY_FOR_SELECTED_BACKENDS if not in every listed GBID. ``remove``
   acts on the own GBID and never fails for an unknown participant.
 - ``touch`` and ``removeStale`` act on the entries of one cluster controller, in every GBID.
@@ -368,7 +368,7 @@ class GcdProvider(GlobalCapabilitiesDirectoryProviderBase):
         await self._add(global_discovery_entries, [self.own_gbid], modelled=False)
 
     @_served
-    async def add_in(self, global_discovery_entry: GlobalDiscoveryEntry, gbids: list[str]
+    async def add_in_backends(self, global_discovery_entry: GlobalDiscoveryEntry, gbids: list[str]
                      ) -> None:
         self._check_gbids(gbids)
         await self._add([global_discovery_entry], gbids, modelled=True)
@@ -441,14 +441,14 @@ class GcdProvider(GlobalCapabilitiesDirectoryProviderBase):
         return [_wire_of_row(r) for r in self._select(rows, [self.own_gbid])]
 
     @_served
-    async def lookup_in(self, domains: list[str], interface_name: str, gbids: list[str]
+    async def lookup_in_backends(self, domains: list[str], interface_name: str, gbids: list[str]
                         ) -> list[GlobalDiscoveryEntry]:
         self._check_gbids(gbids)
         rows = await self._find(domains, interface_name, True)
         return [_from_row(r) for r in self._in_selected(rows, interface_name, domains, gbids)]
 
-    @wire_form_of("lookup_in")
-    @_served_as("lookup_in")
+    @wire_form_of("lookup_in_backends")
+    @_served_as("lookup_in_backends")
     async def _lookup_in_wired(self, domains: list[str], interface_name: str, gbids: list[str]
                                ) -> list[dict[str, Any]]:
         self._check_gbids(gbids)
@@ -529,7 +529,7 @@ class GcdProvider(GlobalCapabilitiesDirectoryProviderBase):
                  len(participant_ids))
 
     @_served
-    async def remove_in(self, participant_id: str, gbids: list[str]) -> None:
+    async def remove_in_backends(self, participant_id: str, gbids: list[str]) -> None:
         self._check_gbids(gbids)
         await self._ready("remove", modelled=True)
         outcome, changes = await self._store(

@@ -13,8 +13,8 @@ The contract:
   with a ``reason`` code.
 - A row is live while ``expiry_ms >= now_ms``. The reads (``find``, ``find_participant``) and
   ``remove`` see live rows only: an expired row is as if it were gone, until
-  ``purge_expired(now_ms)`` deletes it. ``touch``, ``remove_in`` and ``remove_stale`` act on
-  the rows they select whether or not these have expired (a touch revives an expired row that
+  ``purge_expired(now_ms)`` deletes it. ``touch``, ``remove_in_backends`` and ``remove_stale`` act
+  on the rows they select whether or not these have expired (a touch revives an expired row that
   is not purged yet).
 - Text is compared and ordered by code point.
 - Lists given to a method may name a value twice: each distinct value counts once, and counts
@@ -274,7 +274,7 @@ class GcdStore(Protocol):
         (live) in all of them, from none."""
         ...
 
-    async def remove_in(self, participant_ids: Sequence[str], gbid: str) -> int:
+    async def remove_in_backends(self, participant_ids: Sequence[str], gbid: str) -> int:
         """Remove these participants from one GBID; how many rows went."""
         ...
 

@@ -35,6 +35,9 @@ from pyjoynr.runtime.interface import joynr_name
 __all__ = [
     "DEFAULT_DISCOVERY_TIMEOUT_MS",
     "DEFAULT_PROVIDER_EXPIRY_MS",
+    "MAX_DOMAINS",
+    "MAX_GBIDS",
+    "MAX_PARTICIPANT_IDS",
     "CustomParameter",
     "DiscoveryEntry",
     "DiscoveryEntryWithMetaInfo",
@@ -53,6 +56,17 @@ __all__ = [
 DEFAULT_PROVIDER_EXPIRY_MS: Final = 6 * 7 * 24 * 3600 * 1000
 #: how long a proxy builder's lookup may take unless told otherwise
 DEFAULT_DISCOVERY_TIMEOUT_MS: Final = 10_000
+
+# The bounds fidl/ puts on the lists of the discovery calls (``@details: maxLength N`` on each
+# argument: the generated declarations carry them, the runtime refuses a longer list from the
+# wire); named here for the code that splits what it sends by them
+# (tests/unit/test_system_fidl.py checks them against the generated declarations).
+#: the GBIDs one call names (``gbids`` of Discovery's and the GCD's add, lookup, remove)
+MAX_GBIDS: Final = 100
+#: the domains one lookup asks in (``domains``)
+MAX_DOMAINS: Final = 1000
+#: the participant ids one call of the GCD names (``participantIds`` of remove and touch)
+MAX_PARTICIPANT_IDS: Final = 10_000
 
 # (DiscoveryErrorCode: the modelled errors of discovery, the ``error`` of the ApplicationError
 # a discovery call raises; joynr's DiscoveryError, named so here not to be confused with the

@@ -17,7 +17,7 @@
         async def ping(self, n: int) -> None: ...
 
         @wire_name("lookup")                                 # an overload: same joynr method
-        async def lookup_in(self, domain: str, gbids: list[str]) -> list[str]: ...
+        async def lookup_in_backends(self, domain: str, gbids: list[str]) -> list[str]: ...
 
         @outputs("country", "position")                     # several out arguments
         async def locate(self) -> tuple[Country, GeoPosition]: ...
@@ -37,9 +37,10 @@ docs/wire.md (value ranges).
 
 Sizes are checked there too where a declaration bounds them: ``Annotated[str,
 MaxLength(1024, "Identifier")]`` takes a string of at most 1,024 characters, ``Annotated[list[T],
-MaxLength(100, "Gbids")]`` a list of at most 100 items (bytes: bytes, a map: entries), as the
-Franca generator declares the typedefs of the system types that carry a ``maxLength`` (their
-identifiers, addresses, GBIDs). A string or list without such a mark is bounded only by the
+MaxLength(100, "gbids")]`` a list of at most 100 items (bytes: bytes, a map: entries), as the
+Franca generator declares the typedefs, arguments, fields and attributes that carry a
+``maxLength`` (the system types' identifiers and addresses, the GBIDs of a discovery call). A
+string or list without such a mark is bounded only by the
 frame it came in.
 
 A named map is a ``dict`` subclass under ``@joynr_name`` (as joynr generates a Franca ``map``:

@@ -459,7 +459,7 @@ class DirectoryCalls:
 
     async def discovery_add(self, entry: DiscoveryEntry, await_global: bool = False,
                             gbids: Sequence[str] = ()) -> None:
-        await self.discovery.add_in(entry, await_global, list(gbids))
+        await self.discovery.add_in_backends(entry, await_global, list(gbids))
 
     async def discovery_remove(self, participant_id: str) -> None:
         await self.discovery.remove(participant_id)
@@ -473,7 +473,7 @@ class DirectoryCalls:
                                qos: types.DiscoveryQos, gbids: Sequence[str] = (),
                                ttl_ms: int | None = None
                                ) -> list[DiscoveryEntryWithMetaInfo]:
-        return await self.directory(ttl_ms).lookup_in(domains, interface_name, qos,
+        return await self.directory(ttl_ms).lookup_in_backends(domains, interface_name, qos,
                                                       list(gbids))
 
     async def discovery_lookup_participant(self, participant_id: str, qos: types.DiscoveryQos,

@@ -144,7 +144,7 @@ _TWIN_OF = "__joynr_wire_form_of__"
 
 def wire_form_of(method_name: str) -> Callable[[F], F]:
     """Mark an ``async def`` of a provider as the wire-form twin of its interface method
-    ``method_name`` (the Python name, e.g. ``lookup_in``).
+    ``method_name`` (the Python name, e.g. ``lookup_in_backends``).
 
     The twin takes the method's typed arguments and must return exactly what
     :func:`~runtime.interface.to_wire` makes of the method's result (dicts, lists, str, int,

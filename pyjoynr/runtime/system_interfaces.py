@@ -13,7 +13,7 @@ into :mod:`runtime.generated.system` and re-exported here:
   ``add_next_hop_web_socket``, ...), ``removeNextHop``, ``resolveNextHop``,
   ``addMulticastReceiver``, ``removeMulticastReceiver``;
 - ``system/Discovery`` version 0.3: every overload of joynr's (``add``, ``add_awaiting``,
-  ``add_in``, ``add_to_all``, ``lookup``, ``lookup_in``, ``lookup_participant``,
+  ``add_in_backends``, ``add_to_all``, ``lookup``, ``lookup_in_backends``, ``lookup_participant``,
   ``lookup_participant_in``, ``remove``), answering ``DiscoveryEntryWithMetaInfo``. The forms
   with GBIDs (and ``addToAll``) have modelled errors; the others fail with a provider runtime
   error naming the error. An empty GBID list stands for all the cluster controller's GBIDs.

@@ -75,7 +75,7 @@ def test_a_union_is_skipped_with_a_note_and_the_rest_is_generated(tmp_path: Path
 def test_a_use_of_a_union_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "u.fidl"
     path.write_text("package u\ntypeCollection T {\n  union U { Int32 i String s }\n"
-                    "  struct S { U u }\n  typedef D is U[]\n}\n"
+                    "  struct S { U u }\n  typedef D is U\n}\n"
                     "interface I {\n  method m { in { T.U x } }\n}\n")
     with pytest.raises(GenerationError) as caught:
         generate(parse_files([path]), "p")

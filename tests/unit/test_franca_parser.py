@@ -187,7 +187,7 @@ def test_array_map_typedef_union(radio: Model) -> None:
     by_country = _decl(radio, "joynr.vehicle.RadioTypes.StationsByCountry")
     assert isinstance(by_country, MapType)
     assert by_country.key == Named(_decl(radio, "joynr.vehicle.RadioTypes.Country"))
-    assert by_country.value == ArrayOf(Named(station))
+    assert by_country.value == Named(stations)
 
     frequency = _decl(radio, "joynr.vehicle.RadioTypes.Frequency")
     assert isinstance(frequency, TypedefType)
@@ -448,6 +448,26 @@ def test_what_joynr_refuses() -> None:
         f"{path}:7:30: field 'v' is already declared in 'T'",
         f"{path}:11:9: fireAndForget method 'send' cannot have out arguments or errors",
         f"{path}:12:22: error 'Types.S' is not an enumeration",
+    ]
+
+
+def test_what_francas_grammar_refuses_is_refused_saying_what_franca_takes() -> None:
+    """An array as a typedef's type or a map's key or value, a Franca keyword as a selector
+    (unless escaped with ``^``): Franca's grammar, so joynr's generator, refuses them."""
+    path = ERRORS / "not_franca.fidl"
+    assert _problems(path) == [
+        f"{path}:3:17: typedef Ids: Franca's typedef takes no array (T[]); write T[] where it "
+        "is used, bounded by a `@details: maxLength N` comment on the argument, field or "
+        "attribute",
+        f"{path}:4:25: map ByName: Franca's map takes no array (T[]) as its value; declare a "
+        "struct holding the T[] (struct S { T[] items }) and map to it",
+        f"{path}:5:14: map ByIds: Franca's map takes no array (T[]) as its key; declare a "
+        "struct holding the T[] (struct S { T[] items }) and map from it",
+        f"{path}:10:13: method add:in: 'in' is a Franca keyword, which Franca's grammar does "
+        "not take as a selector; choose another word or escape it (method add:^in)",
+        f"{path}:13:20: broadcast changed:selective: 'selective' is a Franca keyword, which "
+        "Franca's grammar does not take as a selector; choose another word or escape it "
+        "(broadcast changed:^selective)",
     ]
 
 

@@ -42,6 +42,7 @@ from pyjoynr.runtime.interface import (
     joynr_serialized_members,
     joynr_type_name,
     lower_camel,
+    max_length,
     to_wire,
 )
 from pyjoynr.runtime.joynr_json import JoynrSchema, decode, encode, reply_types
@@ -430,12 +431,12 @@ PYTHON_NAMES = {
         "add_next_hop", "add_next_hop_uds_client", "remove_next_hop",
         "resolve_next_hop", "add_multicast_receiver", "remove_multicast_receiver"],
     "system/Discovery": [
-        "add", "add_awaiting", "add_in", "add_to_all", "lookup", "lookup_in",
+        "add", "add_awaiting", "add_in_backends", "add_to_all", "lookup", "lookup_in_backends",
         "lookup_participant", "lookup_participant_in", "remove"],
     "infrastructure/GlobalCapabilitiesDirectory": [
-        "add_entries", "add", "add_in", "lookup", "lookup_in", "lookup_participant",
-        "lookup_participant_in", "remove_participants", "remove", "remove_in",
-        "remove_stale", "touch", "touch_participants"],
+        "add_entries", "add", "add_in_backends", "lookup", "lookup_in_backends",
+        "lookup_participant", "lookup_participant_in", "remove_participants", "remove",
+        "remove_in_backends", "remove_stale", "touch", "touch_participants"],
 }
 
 
@@ -471,3 +472,19 @@ def test_a_struct_without_a_routable_address_is_refused() -> None:
     assert [joynr_type_name(s) for s in ADDRESS_STRUCTS] == list(ADDRESS_TYPE_NAMES)
     for struct_type in ADDRESS_STRUCTS:
         assert issubclass(struct_type, system.Address)
+
+
+def test_the_named_bounds_are_those_fidl_declares_on_every_list_argument() -> None:
+    """fidl/ bounds each list argument of Discovery and the GCD with a ``maxLength`` in its
+    comment; the code splits what it sends by the named constants: they must be the same."""
+    named = {"gbids": types_.MAX_GBIDS, "domains": types_.MAX_DOMAINS,
+             "participant_ids": types_.MAX_PARTICIPANT_IDS}
+    seen: dict[str, set[int | None]] = {name: set() for name in named}
+    for iface in (system.Discovery, infrastructure.GlobalCapabilitiesDirectory):
+        for method in vars(iface).values():
+            if not callable(method):
+                continue
+            for arg, hint in typing.get_type_hints(method, include_extras=True).items():
+                if arg in named:
+                    seen[arg].add(max_length(hint))
+    assert seen == {name: {bound} for name, bound in named.items()}

@@ -372,7 +372,7 @@ def test_the_javascript_registration_picks_add_with_gbids() -> None:
     raw = js_request("add", ["joynr.types.DiscoveryEntry", "Boolean", "String[]"],
                      [JS_ENTRY, False, []])
     request = request_of(raw, DISCOVERY)
-    assert method_of(DISCOVERY, request) == "add_in"
+    assert method_of(DISCOVERY, request) == "add_in_backends"
     assert typed_args(DISCOVERY, request) == [ENTRY, False, []]
     assert answer(DISCOVERY, request, None) == {
         "_typeName": "joynr.Reply", "requestReplyId": "n_1", "response": []}
@@ -382,7 +382,7 @@ def test_the_javascript_lookup_and_its_answer() -> None:
     raw = js_request("lookup", ["String[]", "String", "joynr.types.DiscoveryQos", "String[]"],
                      [["vehicle"], "test/Radio", JS_QOS, []])
     request = request_of(raw, DISCOVERY)
-    assert method_of(DISCOVERY, request) == "lookup_in"
+    assert method_of(DISCOVERY, request) == "lookup_in_backends"
     assert typed_args(DISCOVERY, request) == [["vehicle"], "test/Radio", QOS, []]
     found = [DiscoveryEntryWithMetaInfo(**vars(ENTRY), is_local=True)]
     reply = answer(DISCOVERY, request, found)
@@ -393,7 +393,7 @@ def test_the_javascript_lookup_and_its_answer() -> None:
     # an application's DiscoveryQos (this project's defaults) is joynr's on the wire
     app_qos = DiscoveryQos(discovery_timeout_ms=30_000)
     assert (app_qos.cache_max_age_ms, app_qos.discovery_timeout_ms) == (0, 30_000)
-    definition = interface_def(Discovery).methods["lookup_in"]
+    definition = interface_def(Discovery).methods["lookup_in_backends"]
     sent = json.loads(encode(Request("n_1", definition.name,
                                      [["vehicle"], "test/Radio", to_wire(app_qos), []],
                                      definition.param_datatypes), schema=DISCOVERY))
@@ -406,13 +406,13 @@ DISCOVERY_OVERLOADS = [
     ("add", ["joynr.types.DiscoveryEntry", "Boolean"], [JS_ENTRY, True], "add_awaiting",
      [ENTRY, True]),
     ("add", ["joynr.types.DiscoveryEntry", "Boolean", "String[]"], [JS_ENTRY, True, ["g1"]],
-     "add_in", [ENTRY, True, ["g1"]]),
+     "add_in_backends", [ENTRY, True, ["g1"]]),
     ("addToAll", ["joynr.types.DiscoveryEntry", "Boolean"], [JS_ENTRY, False], "add_to_all",
      [ENTRY, False]),
     ("lookup", ["String[]", "String", "joynr.types.DiscoveryQos"],
      [["vehicle"], "test/Radio", JS_QOS], "lookup", [["vehicle"], "test/Radio", QOS]),
     ("lookup", ["String[]", "String", "joynr.types.DiscoveryQos", "String[]"],
-     [["vehicle"], "test/Radio", JS_QOS, ["g1"]], "lookup_in",
+     [["vehicle"], "test/Radio", JS_QOS, ["g1"]], "lookup_in_backends",
      [["vehicle"], "test/Radio", QOS, ["g1"]]),
     ("lookup", ["String"], ["provider-1"], "lookup_participant", ["provider-1"]),
     ("lookup", ["String", "joynr.types.DiscoveryQos", "String[]"], ["provider-1", JS_QOS, []],
@@ -516,7 +516,7 @@ async def test_the_forms_without_gbids_fail_with_a_provider_runtime_error_naming
         await discovery.lookup_participant("nobody")  # (the GCD's answer)
     await store.close()  # the GCD fails from now on: INTERNAL_ERROR
     with pytest.raises(ApplicationError) as modelled:
-        await discovery.add_in(entry_now("p1", ProviderScope.GLOBAL), True, [])
+        await discovery.add_in_backends(entry_now("p1", ProviderScope.GLOBAL), True, [])
     assert modelled.value.error == "INTERNAL_ERROR"
     with pytest.raises(ProviderRuntimeError,
                        match="Error registering provider p2 in default backend: "
@@ -569,15 +569,15 @@ GDE_TYPE = "joynr.types.GlobalDiscoveryEntry"
 GCD_OVERLOADS: list[tuple[str, str, list[str], list[Any]]] = [
     ("add_entries", "add", [GDE_TYPE + "[]"], [[GDE]]),
     ("add", "add", [GDE_TYPE], [GDE]),
-    ("add_in", "add", [GDE_TYPE, "String[]"], [GDE, ["g1", "g2"]]),
+    ("add_in_backends", "add", [GDE_TYPE, "String[]"], [GDE, ["g1", "g2"]]),
     ("lookup", "lookup", ["String[]", "String"], [["io.joynr"], "infrastructure/X"]),
-    ("lookup_in", "lookup", ["String[]", "String", "String[]"],
+    ("lookup_in_backends", "lookup", ["String[]", "String", "String[]"],
      [["io.joynr"], "infrastructure/X", ["g1"]]),
     ("lookup_participant", "lookup", ["String"], ["p1"]),
     ("lookup_participant_in", "lookup", ["String", "String[]"], ["p1", ["g1"]]),
     ("remove_participants", "remove", ["String[]"], [["p1", "p2"]]),
     ("remove", "remove", ["String"], ["p1"]),
-    ("remove_in", "remove", ["String", "String[]"], ["p1", ["g1"]]),
+    ("remove_in_backends", "remove", ["String", "String[]"], ["p1", ["g1"]]),
     ("remove_stale", "removeStale", ["String", "Long"], ["cc-1", 1_765_000_000_000]),
     ("touch", "touch", ["String"], ["cc-1"]),
     ("touch_participants", "touch", ["String", "String[]"], ["cc-1", ["p1"]]),
@@ -624,7 +624,7 @@ def cpp_entry(address: str) -> str:
 
 
 def test_a_java_and_a_cpp_gcd_answer_decode_alike() -> None:
-    method = interface_def(GlobalCapabilitiesDirectory).methods["lookup_in"]
+    method = interface_def(GlobalCapabilitiesDirectory).methods["lookup_in_backends"]
     types = reply_types(method)
     java = ('{"_typeName":"joynr.Reply","requestReplyId":"r1","response":[['
             + PROVISIONED + "]]}")
@@ -670,7 +670,7 @@ def test_a_gde_address_is_carried_as_the_string_joynr_sent() -> None:
 ])
 def test_gcd_errors_in_java_and_cpp_names_decode(error: dict[str, Any],
                                                  expected: dict[str, Any]) -> None:
-    method = interface_def(GlobalCapabilitiesDirectory).methods["lookup_in"]
+    method = interface_def(GlobalCapabilitiesDirectory).methods["lookup_in_backends"]
     raw = json.dumps({"_typeName": "joynr.Reply", "error": error, "requestReplyId": "r1"})
     reply = decode(Reply, raw.encode(), types=reply_types(method), error_enum=method.error_enum)
     assert isinstance(reply, Reply) and reply.response is None
@@ -728,7 +728,7 @@ async def test_the_gcd_refuses_to_store_an_address_that_is_not_json(
         with pytest.raises(ProviderRuntimeError, match="bad-address: bad address"):
             await gcd.add(entry)
         with pytest.raises(ProviderRuntimeError, match="bad-address: bad address"):
-            await gcd.add_in(entry, ["g1", "g2"])
+            await gcd.add_in_backends(entry, ["g1", "g2"])
         assert await store.find_participant("bad-address", 0) == []
         # the same entry with joynr's serialized address is stored
         await gcd.add(GlobalDiscoveryEntry(**{**vars(entry), "address": GDE.address}))

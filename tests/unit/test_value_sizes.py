@@ -7,7 +7,7 @@ MaxLength(N)]``. The table is in docs/wire.md (value ranges)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, get_type_hints
 
 import pytest
 from hypothesis import given
@@ -31,21 +31,27 @@ from pyjoynr.runtime.discovery_types import (
     ProviderScope,
     Version,
 )
-from pyjoynr.runtime.generated.types import (
-    AddressText,
-    Domains,
-    Gbids,
-    Identifier,
-    ParticipantIds,
-)
+from pyjoynr.runtime.generated.infrastructure import GlobalCapabilitiesDirectory
+from pyjoynr.runtime.generated.types import AddressText, Identifier
 from pyjoynr.runtime.interface import MaxLength, ValueTypeError, from_wire, to_wire
 from pyjoynr.runtime.interface import _from_wire_checked as checked
 
 #: (declared type, its name, its limit)
 STRINGS: list[tuple[Any, str, int]] = [(Identifier, "Identifier", 1024),
                                        (AddressText, "AddressText", 4000)]
-ARRAYS: list[tuple[Any, str, int]] = [(Gbids, "Gbids", 100), (Domains, "Domains", 1000),
-                                      (ParticipantIds, "ParticipantIds", 10000)]
+
+
+def declared(method: Any, argument: str) -> Any:
+    """The declared type of a generated method's argument (with its bound)."""
+    return get_type_hints(method, include_extras=True)[argument]
+
+
+#: the bounded lists of the GCD, as generated from fidl/ (bounds on the arguments)
+GBIDS = declared(GlobalCapabilitiesDirectory.add_in_backends, "gbids")
+DOMAINS = declared(GlobalCapabilitiesDirectory.lookup, "domains")
+PARTICIPANT_IDS = declared(GlobalCapabilitiesDirectory.touch_participants, "participant_ids")
+ARRAYS: list[tuple[Any, str, int]] = [(GBIDS, "gbids", 100), (DOMAINS, "domains", 1000),
+                                      (PARTICIPANT_IDS, "participantIds", 10000)]
 
 
 def outcome(decode: Any, value: Any, tp: Any) -> Any:
@@ -91,15 +97,15 @@ def test_the_items_of_an_array_keep_their_own_bound() -> None:
     value = ["g", "x" * 1025]
     with pytest.raises(ValueTypeError, match=r"^p\[1\]: 'x{40}'\.\.\. has 1025 characters, "
                                              r"over the limit of Identifier"):
-        from_wire(value, Gbids, "p")
-    assert outcome(from_wire, value, Gbids) == outcome(checked, value, Gbids)
+        from_wire(value, GBIDS, "p")
+    assert outcome(from_wire, value, GBIDS) == outcome(checked, value, GBIDS)
 
 
 def test_a_value_of_another_type_is_refused_by_its_type_not_its_size() -> None:
     with pytest.raises(ValueTypeError, match="p: expected str, got list"):
         from_wire(["a"] * 2000, Identifier, "p")
     with pytest.raises(ValueTypeError, match="p: expected a list, got str"):
-        from_wire("a" * 2000, Gbids, "p")
+        from_wire("a" * 2000, GBIDS, "p")
 
 
 def test_bytes_and_maps_count_bytes_and_entries() -> None:

@@ -5,10 +5,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, cast
 
 from pyjoynr.runtime.errors import MethodInvocationError
-from pyjoynr.runtime.interface import errors, interface, joynr_datatypes, wire_name
+from pyjoynr.runtime.interface import MaxLength, errors, interface, joynr_datatypes, wire_name
 from pyjoynr.runtime.providers import Provider
 
 from . import types as _types
@@ -48,17 +48,17 @@ class GlobalCapabilitiesDirectory:
     @wire_name("add")
     @errors(_types.DiscoveryError)
     @joynr_datatypes("joynr.types.GlobalDiscoveryEntry", "String[]")
-    async def add_in(
+    async def add_in_backends(
         self,
         global_discovery_entry: _types.GlobalDiscoveryEntry,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
     ) -> None: ...
 
     #: The providers of an interface in some domains, in this instance's backend.
     @joynr_datatypes("String[]", "String")
     async def lookup(
         self,
-        domains: _types.Domains,
+        domains: Annotated[list[_types.Identifier], MaxLength(1000, "domains")],
         interface_name: _types.Identifier,
     ) -> list[_types.GlobalDiscoveryEntry]: ...
 
@@ -67,11 +67,11 @@ class GlobalCapabilitiesDirectory:
     @wire_name("lookup")
     @errors(_types.DiscoveryError)
     @joynr_datatypes("String[]", "String", "String[]")
-    async def lookup_in(
+    async def lookup_in_backends(
         self,
-        domains: _types.Domains,
+        domains: Annotated[list[_types.Identifier], MaxLength(1000, "domains")],
         interface_name: _types.Identifier,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
     ) -> list[_types.GlobalDiscoveryEntry]: ...
 
     #: The provider of a participant id, in this instance's backend.
@@ -89,13 +89,16 @@ class GlobalCapabilitiesDirectory:
     async def lookup_participant_in(
         self,
         participant_id: _types.Identifier,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
     ) -> _types.GlobalDiscoveryEntry: ...
 
     #: Unregister several providers from this instance's backend.
     @wire_name("remove")
     @joynr_datatypes("String[]")
-    async def remove_participants(self, participant_ids: _types.ParticipantIds) -> None: ...
+    async def remove_participants(
+        self,
+        participant_ids: Annotated[list[_types.Identifier], MaxLength(10000, "participantIds")],
+    ) -> None: ...
 
     #: Unregister a provider from this instance's backend.
     @joynr_datatypes("String")
@@ -105,7 +108,11 @@ class GlobalCapabilitiesDirectory:
     @wire_name("remove")
     @errors(_types.DiscoveryError)
     @joynr_datatypes("String", "String[]")
-    async def remove_in(self, participant_id: _types.Identifier, gbids: _types.Gbids) -> None: ...
+    async def remove_in_backends(
+        self,
+        participant_id: _types.Identifier,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
+    ) -> None: ...
 
     #: Drop, from every backend, the entries of a cluster controller last seen
     #: before a time (ms since the epoch): those of its earlier runs.
@@ -126,7 +133,7 @@ class GlobalCapabilitiesDirectory:
     async def touch_participants(
         self,
         cluster_controller_id: _types.Identifier,
-        participant_ids: _types.ParticipantIds,
+        participant_ids: Annotated[list[_types.Identifier], MaxLength(10000, "participantIds")],
     ) -> None: ...
 
 
@@ -145,27 +152,31 @@ class GlobalCapabilitiesDirectoryProviderBase(Provider, interface=GlobalCapabili
     async def add(self, global_discovery_entry: _types.GlobalDiscoveryEntry) -> None:
         raise MethodInvocationError("GlobalCapabilitiesDirectory.add is not implemented")
 
-    async def add_in(
+    async def add_in_backends(
         self,
         global_discovery_entry: _types.GlobalDiscoveryEntry,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
     ) -> None:
-        raise MethodInvocationError("GlobalCapabilitiesDirectory.add_in is not implemented")
+        raise MethodInvocationError(
+            "GlobalCapabilitiesDirectory.add_in_backends is not implemented",
+        )
 
     async def lookup(
         self,
-        domains: _types.Domains,
+        domains: Annotated[list[_types.Identifier], MaxLength(1000, "domains")],
         interface_name: _types.Identifier,
     ) -> list[_types.GlobalDiscoveryEntry]:
         raise MethodInvocationError("GlobalCapabilitiesDirectory.lookup is not implemented")
 
-    async def lookup_in(
+    async def lookup_in_backends(
         self,
-        domains: _types.Domains,
+        domains: Annotated[list[_types.Identifier], MaxLength(1000, "domains")],
         interface_name: _types.Identifier,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
     ) -> list[_types.GlobalDiscoveryEntry]:
-        raise MethodInvocationError("GlobalCapabilitiesDirectory.lookup_in is not implemented")
+        raise MethodInvocationError(
+            "GlobalCapabilitiesDirectory.lookup_in_backends is not implemented",
+        )
 
     async def lookup_participant(
         self,
@@ -178,13 +189,16 @@ class GlobalCapabilitiesDirectoryProviderBase(Provider, interface=GlobalCapabili
     async def lookup_participant_in(
         self,
         participant_id: _types.Identifier,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
     ) -> _types.GlobalDiscoveryEntry:
         raise MethodInvocationError(
             "GlobalCapabilitiesDirectory.lookup_participant_in is not implemented",
         )
 
-    async def remove_participants(self, participant_ids: _types.ParticipantIds) -> None:
+    async def remove_participants(
+        self,
+        participant_ids: Annotated[list[_types.Identifier], MaxLength(10000, "participantIds")],
+    ) -> None:
         raise MethodInvocationError(
             "GlobalCapabilitiesDirectory.remove_participants is not implemented",
         )
@@ -192,8 +206,14 @@ class GlobalCapabilitiesDirectoryProviderBase(Provider, interface=GlobalCapabili
     async def remove(self, participant_id: _types.Identifier) -> None:
         raise MethodInvocationError("GlobalCapabilitiesDirectory.remove is not implemented")
 
-    async def remove_in(self, participant_id: _types.Identifier, gbids: _types.Gbids) -> None:
-        raise MethodInvocationError("GlobalCapabilitiesDirectory.remove_in is not implemented")
+    async def remove_in_backends(
+        self,
+        participant_id: _types.Identifier,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
+    ) -> None:
+        raise MethodInvocationError(
+            "GlobalCapabilitiesDirectory.remove_in_backends is not implemented",
+        )
 
     async def remove_stale(
         self,
@@ -208,7 +228,7 @@ class GlobalCapabilitiesDirectoryProviderBase(Provider, interface=GlobalCapabili
     async def touch_participants(
         self,
         cluster_controller_id: _types.Identifier,
-        participant_ids: _types.ParticipantIds,
+        participant_ids: Annotated[list[_types.Identifier], MaxLength(10000, "participantIds")],
     ) -> None:
         raise MethodInvocationError(
             "GlobalCapabilitiesDirectory.touch_participants is not implemented",
@@ -233,25 +253,25 @@ class GlobalCapabilitiesDirectoryProxy(Protocol):
 
     async def add(self, global_discovery_entry: _types.GlobalDiscoveryEntry, /) -> None: ...
 
-    async def add_in(
+    async def add_in_backends(
         self,
         global_discovery_entry: _types.GlobalDiscoveryEntry,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
         /,
     ) -> None: ...
 
     async def lookup(
         self,
-        domains: _types.Domains,
+        domains: Annotated[list[_types.Identifier], MaxLength(1000, "domains")],
         interface_name: _types.Identifier,
         /,
     ) -> list[_types.GlobalDiscoveryEntry]: ...
 
-    async def lookup_in(
+    async def lookup_in_backends(
         self,
-        domains: _types.Domains,
+        domains: Annotated[list[_types.Identifier], MaxLength(1000, "domains")],
         interface_name: _types.Identifier,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
         /,
     ) -> list[_types.GlobalDiscoveryEntry]: ...
 
@@ -264,18 +284,22 @@ class GlobalCapabilitiesDirectoryProxy(Protocol):
     async def lookup_participant_in(
         self,
         participant_id: _types.Identifier,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
         /,
     ) -> _types.GlobalDiscoveryEntry: ...
 
-    async def remove_participants(self, participant_ids: _types.ParticipantIds, /) -> None: ...
+    async def remove_participants(
+        self,
+        participant_ids: Annotated[list[_types.Identifier], MaxLength(10000, "participantIds")],
+        /,
+    ) -> None: ...
 
     async def remove(self, participant_id: _types.Identifier, /) -> None: ...
 
-    async def remove_in(
+    async def remove_in_backends(
         self,
         participant_id: _types.Identifier,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
         /,
     ) -> None: ...
 
@@ -291,7 +315,7 @@ class GlobalCapabilitiesDirectoryProxy(Protocol):
     async def touch_participants(
         self,
         cluster_controller_id: _types.Identifier,
-        participant_ids: _types.ParticipantIds,
+        participant_ids: Annotated[list[_types.Identifier], MaxLength(10000, "participantIds")],
         /,
     ) -> None: ...
 

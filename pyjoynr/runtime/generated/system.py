@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, cast
 
 from pyjoynr.runtime.errors import MethodInvocationError
 from pyjoynr.runtime.interface import (
     Int32,
+    MaxLength,
     attribute,
     errors,
     interface,
@@ -176,11 +177,11 @@ class Discovery:
     @wire_name("add")
     @errors(_types.DiscoveryError)
     @joynr_datatypes("joynr.types.DiscoveryEntry", "Boolean", "String[]")
-    async def add_in(
+    async def add_in_backends(
         self,
         discovery_entry: _types.DiscoveryEntry,
         await_global_registration: bool,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
     ) -> None: ...
 
     #: Register a provider in every backend the cluster controller knows.
@@ -196,7 +197,7 @@ class Discovery:
     @joynr_datatypes("String[]", "String", "joynr.types.DiscoveryQos")
     async def lookup(
         self,
-        domains: _types.Domains,
+        domains: Annotated[list[_types.Identifier], MaxLength(1000, "domains")],
         interface_name: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
     ) -> list[_types.DiscoveryEntryWithMetaInfo]: ...
@@ -205,12 +206,12 @@ class Discovery:
     @wire_name("lookup")
     @errors(_types.DiscoveryError)
     @joynr_datatypes("String[]", "String", "joynr.types.DiscoveryQos", "String[]")
-    async def lookup_in(
+    async def lookup_in_backends(
         self,
-        domains: _types.Domains,
+        domains: Annotated[list[_types.Identifier], MaxLength(1000, "domains")],
         interface_name: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
     ) -> list[_types.DiscoveryEntryWithMetaInfo]: ...
 
     #: The provider of a participant id.
@@ -229,7 +230,7 @@ class Discovery:
         self,
         participant_id: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
     ) -> _types.DiscoveryEntryWithMetaInfo: ...
 
     #: Unregister a provider, locally and from every backend it is in.
@@ -253,13 +254,13 @@ class DiscoveryProviderBase(Provider, interface=Discovery):
     ) -> None:
         raise MethodInvocationError("Discovery.add_awaiting is not implemented")
 
-    async def add_in(
+    async def add_in_backends(
         self,
         discovery_entry: _types.DiscoveryEntry,
         await_global_registration: bool,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
     ) -> None:
-        raise MethodInvocationError("Discovery.add_in is not implemented")
+        raise MethodInvocationError("Discovery.add_in_backends is not implemented")
 
     async def add_to_all(
         self,
@@ -270,20 +271,20 @@ class DiscoveryProviderBase(Provider, interface=Discovery):
 
     async def lookup(
         self,
-        domains: _types.Domains,
+        domains: Annotated[list[_types.Identifier], MaxLength(1000, "domains")],
         interface_name: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
     ) -> list[_types.DiscoveryEntryWithMetaInfo]:
         raise MethodInvocationError("Discovery.lookup is not implemented")
 
-    async def lookup_in(
+    async def lookup_in_backends(
         self,
-        domains: _types.Domains,
+        domains: Annotated[list[_types.Identifier], MaxLength(1000, "domains")],
         interface_name: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
     ) -> list[_types.DiscoveryEntryWithMetaInfo]:
-        raise MethodInvocationError("Discovery.lookup_in is not implemented")
+        raise MethodInvocationError("Discovery.lookup_in_backends is not implemented")
 
     async def lookup_participant(
         self,
@@ -295,7 +296,7 @@ class DiscoveryProviderBase(Provider, interface=Discovery):
         self,
         participant_id: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
     ) -> _types.DiscoveryEntryWithMetaInfo:
         raise MethodInvocationError("Discovery.lookup_participant_in is not implemented")
 
@@ -321,11 +322,11 @@ class DiscoveryProxy(Protocol):
         /,
     ) -> None: ...
 
-    async def add_in(
+    async def add_in_backends(
         self,
         discovery_entry: _types.DiscoveryEntry,
         await_global_registration: bool,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
         /,
     ) -> None: ...
 
@@ -338,18 +339,18 @@ class DiscoveryProxy(Protocol):
 
     async def lookup(
         self,
-        domains: _types.Domains,
+        domains: Annotated[list[_types.Identifier], MaxLength(1000, "domains")],
         interface_name: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
         /,
     ) -> list[_types.DiscoveryEntryWithMetaInfo]: ...
 
-    async def lookup_in(
+    async def lookup_in_backends(
         self,
-        domains: _types.Domains,
+        domains: Annotated[list[_types.Identifier], MaxLength(1000, "domains")],
         interface_name: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
         /,
     ) -> list[_types.DiscoveryEntryWithMetaInfo]: ...
 
@@ -363,7 +364,7 @@ class DiscoveryProxy(Protocol):
         self,
         participant_id: _types.Identifier,
         discovery_qos: _types.DiscoveryQos,
-        gbids: _types.Gbids,
+        gbids: Annotated[list[_types.Identifier], MaxLength(100, "gbids")],
         /,
     ) -> _types.DiscoveryEntryWithMetaInfo: ...
 

@@ -22,11 +22,8 @@ __all__ = [
     "DiscoveryError",
     "DiscoveryQos",
     "DiscoveryScope",
-    "Domains",
-    "Gbids",
     "GlobalDiscoveryEntry",
     "Identifier",
-    "ParticipantIds",
     "ProviderQos",
     "ProviderScope",
     "Version",
@@ -168,9 +165,3 @@ Identifier: TypeAlias = Annotated[str, MaxLength(1024, "Identifier")]
 #: of one (a topic, a host, a path). At most 4,000 characters, the size of the address
 #: column of joynr's own directory.
 AddressText: TypeAlias = Annotated[str, MaxLength(4000, "AddressText")]
-#: The GBIDs (backends) a call names: at most 100.
-Gbids: TypeAlias = Annotated[list[Identifier], MaxLength(100, "Gbids")]
-#: The domains a lookup asks in: at most 1,000.
-Domains: TypeAlias = Annotated[list[Identifier], MaxLength(1000, "Domains")]
-#: The participant ids a call names: at most 10,000.
-ParticipantIds: TypeAlias = Annotated[list[Identifier], MaxLength(10000, "ParticipantIds")]
