@@ -265,10 +265,15 @@ async def test_instances_of_one_backend_share_its_requests(tmp_path: Path) -> No
                                          await_global_registration=True)
         qos = DiscoveryQos(discovery_scope=DiscoveryScope.GLOBAL_ONLY)
         before = [s.mqtt.received for s in instances]
+        asked = cc.discovery.gcd_calls["lookup"]
         for _ in range(20):
+            # a cache_max_age of 0 takes an answer of the same millisecond from the cache (as
+            # joynr's: age <= max age): a pause makes every lookup ask the GCD
+            await asyncio.sleep(0.002)
             found = await cc.discovery.lookup(["shared"], "test/Radio", qos)
             assert [e.participant_id for e in found] == [pid]
         served = [s.mqtt.received - b for s, b in zip(instances, before, strict=True)]
+        assert cc.discovery.gcd_calls["lookup"] - asked == 20
         assert sum(served) == 20  # each request served once
         assert all(n > 0 for n in served), served  # by both instances
 
