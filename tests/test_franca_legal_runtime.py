@@ -24,8 +24,9 @@ from pyjoynr.franca.generate import generate, write_package
 from pyjoynr.franca.parser import parse_files
 from pyjoynr.libjoynr import LibjoynrConfig
 from pyjoynr.runtime.bodies import BodyFormat
-from pyjoynr.runtime.interface import interface, interface_def
+from pyjoynr.runtime.interface import Int8, interface, interface_def, joynr_datatypes
 from pyjoynr.runtime.messages import MessageType
+from pyjoynr.runtime.providers import Provider
 from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
 from tests.support.wire import Wire
 
@@ -179,13 +180,30 @@ class EarlierWidths:
     async def scale(self, factor: int) -> int: ...
 
 
-def test_the_native_datatypes_carry_the_declared_width(generated) -> None:
+@interface("legal/overloads/Widths", version=(1, 0))
+class OnePut:
+    """Widths with one ``put``, of an Int8: no overload of it differs in width alone, so this
+    project names its parameter ``Long``, as earlier versions named every integer."""
+
+    @joynr_datatypes("Byte")
+    async def put(self, small: Int8) -> str: ...
+
+
+class OnePutProvider(Provider, interface=OnePut):
+    async def put(self, small: int) -> str:
+        return f"one put {small}"
+
+
+def test_the_native_datatypes_carry_a_width_only_where_overloads_need_it(generated) -> None:
     _, pkg = generated
     methods = interface_def(pkg.Widths).methods
+    # the eight overloads of put differ in width alone; scale (an Int32) has none
     assert [methods[n].param_datatypes for n in sorted(methods)] == [
         ["Byte"], ["Short"], ["Integer"], ["Long"], ["Float"], ["Double"], ["Integer[]"],
-        ["Long[]"], ["Integer"]]
+        ["Long[]"], ["Long"]]
     assert interface_def(EarlierWidths).methods["scale"].param_datatypes == ["Long"]
+    assert interface_def(OnePut).methods["put"].param_datatypes == ["Long"]
+    assert interface_def(OnePut).methods["put"].joynr_datatypes == ("Byte",)
 
 
 @pytest.mark.network
@@ -212,6 +230,13 @@ async def test_overloads_that_differ_only_in_width_reach_their_own_method(
     earlier = await consumer_rt.build_proxy(EarlierWidths, "widths", ttl_ms=3_000,
                                             body_format=body_format)
     assert await earlier.scale(5) == 50
+    # a provider whose one put names its Int8 Long (no overload needs the width) takes the
+    # width a proxy with the overloads names, as the one method of that name it fits
+    await provider_rt.register_provider("widths-one-put", OnePutProvider())
+    one_put = await pkg.build_widths_proxy(consumer_rt, "widths-one-put", ttl_ms=3_000,
+                                           body_format=body_format)
+    assert await one_put.put(7) == "one put 7"
+    await one_put.close()
     await proxy.close()
     await earlier.close()
     if body_format is JSON:

@@ -67,11 +67,12 @@ with ``@joynr_datatypes("Integer", "String")``; a parameter that is one of sever
 structs (a map here, told by its ``_typeName``) names them all as a tuple:
 ``@joynr_datatypes("String", ("joynr.system.RoutingTypes.MqttAddress", ...), "Boolean")``.
 The widths it declares (``Byte``, ``Short``, ``Integer``, ``Float``) name the parameters in
-this project's own requests too (:func:`native_datatype`), so overloads that differ only in
-width are told apart. A method, attribute or broadcast is named on joynr's wire by the
-lowerCamelCase of its Python name, or by the name given with ``joynr_name=``
-(``attribute(int, joynr_name="my_attr")``, ``broadcast(joynr_name="my_event", ...)``,
-``@wire_name("do_it", joynr_name="do_it")``).
+this project's own requests too (:func:`native_datatype`) where overloads differ only in
+width, so that they are told apart; every other method keeps the widened names (``Long``,
+``Double``) that earlier versions of this project sent and expect. A method, attribute or
+broadcast is named on joynr's wire by the lowerCamelCase of its Python name, or by the name
+given with ``joynr_name=`` (``attribute(int, joynr_name="my_attr")``,
+``broadcast(joynr_name="my_event", ...)``, ``@wire_name("do_it", joynr_name="do_it")``).
 
 A method with several out arguments names them with ``@outputs("a", "b")`` and returns the
 tuple of their values (annotated ``tuple[A, B]``): the reply's ``response`` holds them in order,
@@ -1029,6 +1030,20 @@ class InterfaceDef:
     accessors: dict[str, MethodDef] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
+        # this project's own datatype names carry a declared width only where the method
+        # needs it: among the methods of one name, those that the widened names
+        # (:func:`widened_datatype`: every integer ``Long``, both floats ``Double``) tell
+        # apart keep them, as every earlier runtime of this project named them, so a request
+        # of either version reaches a provider of the other; only overloads that differ in
+        # width alone are named by their widths
+        overloads: dict[str, list[MethodDef]] = {}
+        for method in self.methods.values():
+            overloads.setdefault(method.name, []).append(method)
+        for same in overloads.values():
+            widened = [tuple(map(widened_datatype, m.param_datatypes)) for m in same]
+            for method, names in zip(same, widened, strict=True):
+                if widened.count(names) == 1:
+                    object.__setattr__(method, "param_datatypes", list(names))
         accessors = {}
         for name, attr in self.attributes.items():
             accessors[f"get_{name}"] = MethodDef(f"get_{name}", (), attr.type)

@@ -384,14 +384,16 @@ class ProviderSkeleton:
         return table
 
     def _widened(self, method_name: str, datatypes: Sequence[str]) -> _Bound | None:
-        """The one method of this name whose datatypes an earlier runtime of this project
-        names so (it called every integer ``Long``, both floats ``Double``; the width is
-        named now where the declaration gives it): None if none or several fit."""
+        """The one method of this name whose datatypes are ``datatypes`` but for the widths
+        (this project names every integer ``Long`` and both floats ``Double`` but where
+        overloads differ in width alone; a caller that declares them otherwise names them
+        otherwise): None if none or several fit."""
         incoming = tuple(datatypes)
+        widened = tuple(map(widened_datatype, incoming))
         fitting = [bound for (name, declared), bound in self._methods.items()
                    if name == method_name and len(declared) == len(incoming)
                    and declared != incoming
-                   and tuple(map(widened_datatype, declared)) == incoming]
+                   and tuple(map(widened_datatype, declared)) == widened]
         distinct = {id(bound[0]) for bound in fitting}
         return fitting[0] if len(distinct) == 1 else None
 

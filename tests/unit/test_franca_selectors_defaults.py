@@ -93,8 +93,8 @@ def test_overloads_are_named_by_their_selectors(package: str) -> None:
     assert {name: (m.name, lower_camel(m.name), m.param_datatypes)
             for name, m in definition.methods.items()} == {
         "find_by_name": ("find", "find", ["String"]),
-        "find": ("find", "find", ["Integer"]),
-        "find_3": ("find", "find", ["Integer", "String"]),
+        "find": ("find", "find", ["Long"]),
+        "find_3": ("find", "find", ["Long", "String"]),
         "find_in_backends": ("find", "find", ["String", "String[]"]),
         "add_to_all": ("add_to_all", "addToAll", ["String"]),
     }

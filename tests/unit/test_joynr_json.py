@@ -663,7 +663,7 @@ def _seek(datatypes: list[str], params: list[Any]) -> Payload:
 
 def test_overloads_are_told_apart_by_param_datatypes() -> None:
     assert _seek(["String"], ["FM4"]) == Request("r", "seek", ["FM4"], ["String"])
-    by_number = Request("r", "seek", [4], ["Integer"])  # (the declared width, natively too)
+    by_number = Request("r", "seek", [4], ["Long"])
     assert _seek(["Integer"], [4]) == by_number
     assert _seek(["Long"], [4]) == by_number  # another width of the same kind fits
     assert _seek(["Integer[]"], [[4]]) == Request("r", "seek", [[4]], ["Long[]"])
