@@ -125,8 +125,8 @@ attributes, methods and broadcasts (joynr's Java, JavaScript and C++ generators 
 interface's base: the derived interface has its own members only, under its own name).
 
 Refused, each with a ``file:line:column: message`` (all of them, in :class:`GenerationError`):
-a struct, typedef, map or interface that uses a union (joynr's JavaScript generator fails on
-it, its Java generator makes the union a struct), explicitly named arrays (``array X of
+a struct, typedef, map or interface that uses a union (joynr's JavaScript generator writes no
+type for it, its Java generator makes the union a struct), explicitly named arrays (``array X of
 T``: joynr's generators refuse them), map keys of the types
 refused above (Float, Double, ByteBuffer, structs, arrays), maps that contain themselves
 (through their key or value types: a class cannot be an argument of its own base), method,
@@ -714,14 +714,16 @@ class _Generator:
 
     def check_no_union(self, position: Position, what: str, refs: Iterable[TypeRef]) -> None:
         """Unions are skipped: a type or interface that uses one is refused (joynr's
-        JavaScript generator fails on it, its Java generator makes the union a struct: the two
-        runtimes would not agree on its wire form)."""
+        JavaScript generator writes no type for a union, so code that uses one does not
+        compile; its Java generator makes the union a struct: the two runtimes would not agree
+        on its wire form)."""
         for ref in refs:
             for decl in _named_in(ref):
                 if isinstance(decl, UnionType):
                     self.problem(position, f"{what} uses union {decl.name}: unions are not "
-                                           "generated (joynr's JavaScript generator fails on a "
-                                           "use of one, its Java generator makes it a struct)")
+                                           "generated (joynr's JavaScript generator writes no "
+                                           "type for one, its Java generator makes it a "
+                                           "struct)")
 
     def check_bound(self, ref: TypeRef, comment: str, position: Position, what: str) -> None:
         """A ``maxLength`` in ``comment`` bounds a String, a ByteBuffer or an array only."""

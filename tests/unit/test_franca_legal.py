@@ -79,8 +79,8 @@ def test_a_use_of_a_union_is_refused(tmp_path: Path) -> None:
                     "interface I {\n  method m { in { T.U x } }\n}\n")
     with pytest.raises(GenerationError) as caught:
         generate(parse_files([path]), "p")
-    why = ("uses union U: unions are not generated (joynr's JavaScript generator fails on a use "
-           "of one, its Java generator makes it a struct)")
+    why = ("uses union U: unions are not generated (joynr's JavaScript generator writes no "
+           "type for one, its Java generator makes it a struct)")
     assert str(caught.value).splitlines() == [
         f"{path}:4:10: struct S {why}", f"{path}:5:11: typedef D {why}",
         f"{path}:7:11: interface I {why}"]
