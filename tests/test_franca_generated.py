@@ -20,7 +20,6 @@ import asyncio
 import importlib
 import json
 import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from pyjoynr.franca.generate import generate, write_package
+from pyjoynr.franca.generate import generate
 from pyjoynr.franca.parser import parse_files
 from pyjoynr.libjoynr import (
     ApplicationError,
@@ -43,6 +42,7 @@ from pyjoynr.runtime.joynr_json import decode, encode
 from pyjoynr.runtime.messages import MessageType
 from pyjoynr.runtime.payloads import Reply, decode_payload
 from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from tests.support.generated import imported
 from tests.support.wire import Wire
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,14 +56,9 @@ MSGPACK, JSON = BodyFormat.MSGPACK, BodyFormat.JSON
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ModuleType]]:
     """(the folder holding the generated package, the package imported)."""
     out = tmp_path_factory.mktemp("generated")
-    write_package(generate(parse_files(sorted(FIDL.glob("*.fidl"))), PACKAGE), out)
-    sys.path.insert(0, str(out))
-    try:
-        yield out, importlib.import_module(PACKAGE)
-    finally:
-        sys.path.remove(str(out))
-        for name in [n for n in sys.modules if n.split(".")[0] == PACKAGE]:
-            del sys.modules[name]
+    with imported(generate(parse_files(sorted(FIDL.glob("*.fidl"))), PACKAGE), out,
+                  PACKAGE) as pkg:
+        yield out, pkg
 
 
 def common(pkg: ModuleType) -> ModuleType:

@@ -9,9 +9,7 @@ JavaScript output of the same files).
 from __future__ import annotations
 
 import asyncio
-import importlib
 import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pyjoynr.franca.generate import generate, write_package
+from pyjoynr.franca.generate import generate
 from pyjoynr.franca.parser import parse_files
 from pyjoynr.libjoynr import LibjoynrConfig
 from pyjoynr.runtime.bodies import BodyFormat
@@ -28,6 +26,7 @@ from pyjoynr.runtime.interface import Int8, interface, interface_def, joynr_data
 from pyjoynr.runtime.messages import MessageType
 from pyjoynr.runtime.providers import Provider
 from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from tests.support.generated import imported
 from tests.support.wire import Wire
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,18 +43,20 @@ COMBINATIONS = [(JOYNR, JOYNR, JSON), (NATIVE, NATIVE, MSGPACK), (NATIVE, JOYNR,
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ModuleType]]:
     out = tmp_path_factory.mktemp("legal")
     files = [ORACLE / "legal_names.fidl", ORACLE / "legal_overloads.fidl"]
-    write_package(generate(parse_files(files), PACKAGE), out)
-    sys.path.insert(0, str(out))
-    try:
-        yield out, importlib.import_module(PACKAGE)
-    finally:
-        sys.path.remove(str(out))
-        for name in [n for n in sys.modules if n.split(".")[0] == PACKAGE]:
-            del sys.modules[name]
+    with imported(generate(parse_files(files), PACKAGE), out, PACKAGE) as pkg:
+        yield out, pkg
 
 
 def config(dialect: str) -> LibjoynrConfig:
     return LibjoynrConfig(dialect=JOYNR) if dialect == JOYNR else LibjoynrConfig()
+
+
+async def pair(runtimes: Any, combination: tuple[str, str, BodyFormat]
+               ) -> tuple[Any, Any, BodyFormat]:
+    """(the provider's runtime, the consumer's, the proxy's body format) of a combination."""
+    provider_dialect, consumer_dialect, body_format = combination
+    return (await runtimes(config=config(provider_dialect)),
+            await runtimes(config=config(consumer_dialect)), body_format)
 
 
 def test_the_package_passes_mypy_strict(generated) -> None:
@@ -111,11 +112,9 @@ class _Names:
 @pytest.mark.parametrize("combination", COMBINATIONS, ids=lambda c: "-".join(map(str, c)))
 async def test_names_with_underscores_reach_the_provider_under_joynrs_names(
         generated, cc, runtimes, combination: tuple[str, str, BodyFormat]) -> None:
-    provider_dialect, consumer_dialect, body_format = combination
     _, pkg = generated
     wire = Wire(cc)
-    provider_rt = await runtimes(config=config(provider_dialect))
-    consumer_rt = await runtimes(config=config(consumer_dialect))
+    provider_rt, consumer_rt, body_format = await pair(runtimes, combination)
     provider = _Names.make(pkg)
     pid = await provider_rt.register_provider("legal", provider)
     proxy = await pkg.build_underscores_proxy(consumer_rt, "legal", ttl_ms=3_000,
@@ -210,11 +209,9 @@ def test_the_native_datatypes_carry_a_width_only_where_overloads_need_it(generat
 @pytest.mark.parametrize("combination", COMBINATIONS, ids=lambda c: "-".join(map(str, c)))
 async def test_overloads_that_differ_only_in_width_reach_their_own_method(
         generated, cc, runtimes, combination: tuple[str, str, BodyFormat]) -> None:
-    provider_dialect, consumer_dialect, body_format = combination
     _, pkg = generated
     wire = Wire(cc)
-    provider_rt = await runtimes(config=config(provider_dialect))
-    consumer_rt = await runtimes(config=config(consumer_dialect))
+    provider_rt, consumer_rt, body_format = await pair(runtimes, combination)
     provider = _Widths.make(pkg)
     await provider_rt.register_provider("widths", provider)
     proxy = await pkg.build_widths_proxy(consumer_rt, "widths", ttl_ms=3_000,

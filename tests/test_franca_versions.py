@@ -27,13 +27,14 @@ from typing import Any
 
 import pytest
 
-from pyjoynr.franca.generate import GenerationError, generate, write_package
+from pyjoynr.franca.generate import GenerationError, generate
 from pyjoynr.franca.parser import parse_files
 from pyjoynr.libjoynr import ApplicationError, LibjoynrConfig
 from pyjoynr.runtime.bodies import BodyFormat
 from pyjoynr.runtime.interface import interface_def, joynr_type_name
 from pyjoynr.runtime.messages import MessageType
 from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from tests.support.generated import imported
 from tests.support.wire import Wire
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,14 +48,8 @@ WAIT_S = 5.0
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ModuleType]]:
     out = tmp_path_factory.mktemp("versions")
     model = parse_files(sorted(FIDL.glob("*.fidl")))
-    write_package(generate(model, PACKAGE, add_version_to="package"), out)
-    sys.path.insert(0, str(out))
-    try:
-        yield out, importlib.import_module(PACKAGE)
-    finally:
-        sys.path.remove(str(out))
-        for name in [n for n in sys.modules if n.split(".")[0] == PACKAGE]:
-            del sys.modules[name]
+    with imported(generate(model, PACKAGE, add_version_to="package"), out, PACKAGE) as pkg:
+        yield out, pkg
 
 
 def modules(pkg: ModuleType) -> tuple[ModuleType, ModuleType, ModuleType]:

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from pyjoynr.franca.generate import GenerationError, generate, generation_notes, write_package
+from pyjoynr.franca.generate import GenerationError, generate, generation_notes
 from pyjoynr.franca.model import EnumType, Model
 from pyjoynr.franca.parser import FrancaError, parse_files
 from pyjoynr.runtime.interface import interface_def
+from tests.support.generated import imported
 
 ROOT = Path(__file__).resolve().parents[2]
 ORACLE = ROOT / "tests" / "franca" / "oracle"
@@ -94,16 +95,10 @@ def test_an_interface_that_extends_another_has_its_own_members_only(tmp_path: Pa
         "interface Derived extends Base: generated without Base's attributes, methods and "
         "broadcasts (joynr's generators do not inherit them either); only its own are "
         "declared")]
-    write_package(generate(model, "ext_pkg"), tmp_path)
-    sys.path.insert(0, str(tmp_path))
-    try:
+    with imported(generate(model, "ext_pkg"), tmp_path, "ext_pkg"):
         module = importlib.import_module("ext_pkg.legal_extending")
         derived = interface_def(module.Derived)
         base = interface_def(module.Base)
-    finally:
-        sys.path.remove(str(tmp_path))
-        for name in [n for n in sys.modules if n.split(".")[0] == "ext_pkg"]:
-            del sys.modules[name]
     assert derived.name == "legal/extending/Derived"
     assert sorted(derived.attributes) == ["label"]
     assert sorted(derived.broadcasts) == ["renamed"]

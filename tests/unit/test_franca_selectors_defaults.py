@@ -15,9 +15,10 @@ from types import ModuleType
 
 import pytest
 
-from pyjoynr.franca.generate import GenerationError, generate, write_package
+from pyjoynr.franca.generate import GenerationError, generate
 from pyjoynr.franca.parser import FrancaError, parse_files
 from pyjoynr.runtime.interface import from_wire, interface_def, lower_camel
+from tests.support.generated import imported
 
 ROOT = Path(__file__).resolve().parents[2]
 SELECTED = """\
@@ -65,14 +66,8 @@ def write(folder: Path, name: str, text: str) -> Path:
 def package(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("selected")
     fidl = write(folder, "sel.fidl", SELECTED)
-    write_package(generate(parse_files([str(fidl)]), "selected_pkg"), folder)
-    sys.path.insert(0, str(folder))
-    try:
+    with imported(generate(parse_files([str(fidl)]), "selected_pkg"), folder, "selected_pkg"):
         yield "selected_pkg"
-    finally:
-        sys.path.remove(str(folder))
-        for name in [n for n in sys.modules if n.split(".")[0] == "selected_pkg"]:
-            del sys.modules[name]
 
 
 def module(package: str) -> ModuleType:
