@@ -630,7 +630,9 @@ def _message(frame: _Fields, origin: Address | None, now_ms: int | None) -> Mess
         expiry = min((_wall_clock_ms() if now_ms is None else now_ms) + expiry, INT64_MAX)
         raw_smrf = None
     raw_reply_to = fields.get("re")
-    reply_to = None if raw_reply_to is None else _reply_to(raw_reply_to)
+    # an empty replyTo is none: joynr's Java libjoynr writes what its cluster controller's
+    # getReplyToAddress answered, and a cluster controller without a backend has no address
+    reply_to = _reply_to(raw_reply_to) if raw_reply_to else None
     effort = _NORMAL
     raw_effort = fields.get("ef")
     if raw_effort is not None:

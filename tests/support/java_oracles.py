@@ -14,7 +14,9 @@ its programs run as processes the tests drive.
 - :class:`JavaRadioApp`: a joynr Java application (provider, consumer or both) of the radio
   interface, whose code joynr's generator made from examples/radio/radio.fidl; it takes one
   JSON command a line and answers each (:meth:`JavaProcess.call`), and reports what it is
-  told unasked as events (:meth:`JavaProcess.next_event`).
+  told unasked as events (:meth:`JavaProcess.next_event`). With ``main=LEGAL_APP`` it is the
+  application of the legal Franca of tests/franca/oracle (``Widths``: put overloaded by width;
+  ``Underscores``: members named with ``_``), driven the same way.
 
 Every process runs with the preload library that binds a wildcard listener to loopback (joynr's
 websocket server binds every interface whatever its host property says), is waited for with a
@@ -48,7 +50,9 @@ from pyjoynr.testing.cluster import free_port
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "tests" / "oracles" / "java"
 #: what the harness is built from: a change to any of these builds it again
-SOURCES = (HARNESS, ROOT / "examples" / "radio" / "radio.fidl")
+SOURCES = (HARNESS, ROOT / "examples" / "radio" / "radio.fidl",
+           ROOT / "tests" / "franca" / "oracle" / "legal_overloads.fidl",
+           ROOT / "tests" / "franca" / "oracle" / "legal_names.fidl")
 OUT = Path(os.environ.get("PYJOYNR_JAVA_ORACLES",
                           Path.home() / ".cache" / "pyjoynr" / "java-oracles"))
 #: the current joynr release (the newest on Maven Central) and its harness module
@@ -60,6 +64,9 @@ HIVEMQ_MODULE = "io.joynr.messaging.mqtt.hivemq.client.HivemqMqttClientModule"
 PAHO_MODULE = "io.joynr.messaging.mqtt.paho.client.MqttPahoModule"
 #: what Guice 3 (joynr 1.8 and earlier) needs on Java 17
 GUICE3_JVM_OPTIONS = ("--add-opens=java.base/java.lang=ALL-UNNAMED",)
+#: the harness's applications (main classes of the current release's module)
+RADIO_APP = "pyjoynr.oracle.RadioApp"
+LEGAL_APP = "pyjoynr.oracle.LegalApp"
 GCD_PARTICIPANT_ID = "capabilitiesdirectory_participantid"
 GCD_CHANNEL_ID = "discoverydirectory_channelid"
 #: bounds of every wait (s)
@@ -530,10 +537,11 @@ def _tcp(url: str) -> str:
 
 class JavaRadioApp(JavaProcess):
     """A joynr Java application on the libjoynr websocket runtime, connected to the cluster
-    controller at ``cc_url`` (joynr's or this project's)."""
+    controller at ``cc_url`` (joynr's or this project's): the radio application, or with
+    ``main`` another of the harness's (:data:`LEGAL_APP`)."""
 
     def __init__(self, oracles: JavaOracles, workdir: Path, cc_url: str, *,
-                 module: str = CURRENT, name: str = "java-app",
+                 module: str = CURRENT, name: str = "java-app", main: str = RADIO_APP,
                  properties: Mapping[str, object] | None = None,
                  jvm_options: Sequence[str] = ()) -> None:
         host_port = cc_url.split("://", 1)[1].split("/", 1)[0]
@@ -551,8 +559,8 @@ class JavaRadioApp(JavaProcess):
         }
         own.update(properties or {})
         props = _write_properties(workdir / f"{name}.properties", own)
-        super().__init__(oracles, module, "pyjoynr.oracle.RadioApp", [str(props)], workdir,
-                         name=name, jvm_options=jvm_options)
+        super().__init__(oracles, module, main, [str(props)], workdir, name=name,
+                         jvm_options=jvm_options)
 
     async def stop(self) -> None:
         await _quit(self)

@@ -293,6 +293,15 @@ def test_a_reply_to_with_a_lone_surrogate_is_refused() -> None:
     assert "UTF-8" in str(caught.value)
 
 
+def test_an_empty_reply_to_is_none() -> None:
+    # joynr's Java libjoynr writes what its cluster controller's getReplyToAddress answered:
+    # "" from a cluster controller without a backend (this project's); the frame is kept as is
+    raw = encode_smrf(SmrfFrame("s", "r", 5, True, (("t", "rq"), ("id", "m1"), ("re", ""))))
+    message = decode(raw)
+    assert message.reply_to is None and message.type is MessageType.REQUEST
+    assert encode(message) == raw
+
+
 def test_bodies_above_the_threshold_are_compressed_when_it_pays() -> None:
     small = full_message(body=b"a" * DEFAULT_COMPRESS_ABOVE_BYTES)
     large = full_message(body=b"a" * (DEFAULT_COMPRESS_ABOVE_BYTES + 1))
