@@ -289,7 +289,11 @@ async def java_calls_python_provider(runtime: LibjoynrRuntime, app: JavaRadioApp
                    subscriptionId=sid)
     provider.set_attribute("current_station", RadioStation("Radio 2", Country.GERMANY, False))
     await asyncio.sleep(QUIET_S)
-    assert [e for e in app.drain_events() if e.get("event") == "publication"] == []
+    # (the subscription's initial publication, of FM4, reached the Java consumer's listener
+    # after Radio 1's in a run under load: the listener's order is not the wire's; what must
+    # not come is anything after the unsubscribe)
+    assert [e for e in app.drain_events() if e.get("event") == "publication"
+            and e.get("value") != station("FM4", "AUSTRIA", True)] == []
 
     # a multicast with partitions: only the subscribed partition arrives
     await app.call("subscribeBroadcast", proxy=proxy, partitions=["ITALY"])
