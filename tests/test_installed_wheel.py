@@ -135,6 +135,23 @@ def test_a_program_without_its_extra_says_which_in_one_line(
     assert f"pip install 'pyjoynr[{extra}]'" in done.stderr
 
 
+def test_pytest_runs_beside_a_bare_install(bare: Installed) -> None:
+    """pytest loads the plugin (an entry point) wherever pyjoynr is installed: without the
+    testing extra it loads all the same, and an application's plain tests run. Runs after the
+    other tests of the bare install: it adds pytest to it."""
+    python = str(bare.venv / "bin" / "python")
+    run([python, "-m", "pip", "install", *PIP, "pytest>=8"], cwd=bare.outside)
+    folder = bare.outside / "plain-tests"
+    folder.mkdir()
+    (folder / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    out = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--fixtures",
+               str(folder)], cwd=folder, timeout_s=120)
+    assert "joynr_cc" in out
+    out = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
+              cwd=folder, timeout_s=120)
+    assert re.search(r"\b1 passed\b", out), out
+
+
 def test_the_wheel_is_one_top_level_package_with_its_defaults(installed: Installed) -> None:
     """One top-level package with its packaged defaults, its console scripts, the
     application API at its root, and its license (the file and the metadata)."""
