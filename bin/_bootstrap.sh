@@ -1,20 +1,45 @@
-# Sourced by bin/run and bin/test: make sure the machine has what the project needs.
-# - Python 3.11+ and a virtual environment at .venv with the project and its test extras
-# - the modules compiled with mypyc, built again when their source changes (see ensure_compiled)
-# - Debian packages (mosquitto, postgresql, Java 17, JDBC drivers, chromium), installed with apt-get when running as root
-# - for bin/test only: node and npm (Debian's nodejs and npm when the commands are missing) and
-#   the npm packages the tests use as oracles (tests/oracles: npm ci, again when its package
-#   files change); JDK 17, Maven and gcc (Debian's openjdk-17-jdk-headless, maven and gcc when
-#   the commands are missing) and the build of joynr's Java oracles (tests/oracles/java: joynr's
-#   artifacts from Maven Central, built outside the checkout, again when its sources change)
+# Sourced by every command of bin/ (cluster-controller, gcd, pipeline, test, build-compiled): makes
+# sure the machine has what that program needs, and only that. The command sets BOOTSTRAP_PROGRAM
+# before sourcing this file; the sets per program:
+#
+# program             Python packages (.venv)   Debian packages (apt-get, as root)      compiled codec
+# cluster-controller  .[cc]                     none (embedded broker and GCD)           yes
+# gcd                 .[gcd]                    none (its broker and PostgreSQL elsewhere) yes
+# pipeline            .[pipeline]               Java 17, the JDBC drivers of PostgreSQL   no
+#                                               and SQLite
+# test                .[test] (every extra)     all of the above, mosquitto, openssl,    yes
+#                                               postgresql, chromium; node and npm, a JDK,
+#                                               Maven and gcc when missing
+# build               .[cc]                     none                                     yes
+#
+# - Python 3.11+ and a virtual environment at .venv with the project and the program's extras; the
+#   stamp .venv/.installed holds the digest of pyproject.toml and the extras installed, so another
+#   program's extras are added when it first runs (extras once installed are kept)
+# - the modules compiled with mypyc (mypy, and setuptools 77 or newer, which reads this
+#   pyproject.toml, are added to .venv for it when missing), built again when their source
+#   changes (see ensure_compiled)
+# - for the test program only: the npm packages the tests use as oracles (tests/oracles: npm ci,
+#   again when its package files change) and the build of joynr's Java oracles
+#   (tests/oracles/java: joynr's artifacts from Maven Central, built outside the checkout, again
+#   when its sources change)
 # Fails with a clear message when something cannot be provided.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
-# Java 17 and the JDBC drivers for the pipeline (Spark); chromium for the page tests
-DEBIAN_PACKAGES=(mosquitto openssl postgresql openjdk-17-jre-headless libpostgresql-jdbc-java
-    libxerial-sqlite-jdbc-java chromium chromium-driver)
+BOOTSTRAP_PROGRAM="${BOOTSTRAP_PROGRAM:-cluster-controller}"
+case "$BOOTSTRAP_PROGRAM" in
+    cluster-controller | build) EXTRAS=cc DEBIAN_PACKAGES=() COMPILE=1 ;;
+    gcd) EXTRAS=gcd DEBIAN_PACKAGES=() COMPILE=1 ;;
+    # Java 17 and the JDBC drivers for Spark
+    pipeline) EXTRAS=pipeline COMPILE=0
+        DEBIAN_PACKAGES=(openjdk-17-jre-headless libpostgresql-jdbc-java libxerial-sqlite-jdbc-java) ;;
+    # the brokers, databases and certificates the tests start; chromium for the page tests
+    test) EXTRAS=test COMPILE=1
+        DEBIAN_PACKAGES=(mosquitto openssl postgresql openjdk-17-jre-headless libpostgresql-jdbc-java
+            libxerial-sqlite-jdbc-java chromium chromium-driver) ;;
+    *) echo "bootstrap: unknown BOOTSTRAP_PROGRAM=$BOOTSTRAP_PROGRAM" >&2; exit 1 ;;
+esac
 # node and npm for the oracle tests (tests/oracles); installed only when the commands are missing,
 # so a node from elsewhere (which may bring its own npm) is used as it is
 NODE_PACKAGES=(nodejs npm)
@@ -51,7 +76,7 @@ apt_install() {
 
 ensure_debian_packages() {
     local missing=() pkg
-    for pkg in "${DEBIAN_PACKAGES[@]}"; do
+    for pkg in "${DEBIAN_PACKAGES[@]+"${DEBIAN_PACKAGES[@]}"}"; do
         dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
@@ -96,20 +121,32 @@ ensure_oracles() {
 }
 
 ensure_venv() {
-    local py stamp want
+    local py stamp digest have=() want extra
     py="$(find_python)" || die "Python 3.11 or newer is required (set PYTHON=/path/to/python3.11)"
     if [ ! -x "$VENV/bin/python" ]; then
         say "creating virtual environment at $VENV"
         "$py" -m venv "$VENV" || die "could not create $VENV (on Debian: apt-get install python3-venv)"
     fi
+    # the stamp: line 1 the digest of pyproject.toml, line 2 the extras installed with it
     stamp="$VENV/.installed"
-    want="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
-    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-        say "installing Python packages into $VENV"
-        "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT[test,pipeline]" ||
-            die "pip install failed (see above)"
-        echo "$want" >"$stamp"
+    digest="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
+    if [ -f "$stamp" ] && [ "$(head -n 1 "$stamp")" = "$digest" ]; then
+        read -r -a have <<<"$(sed -n 2p "$stamp")" || true
+        for extra in "${have[@]+"${have[@]}"}"; do
+            # test holds every extra
+            [ "$extra" = "$EXTRAS" ] || [ "$extra" = test ] && return 0
+        done
+    elif [ -f "$stamp" ]; then
+        # pyproject.toml changed: install again what was there, and what this program needs (a
+        # stamp of one line is from before the extras, when every install was the test one)
+        read -r -a have <<<"$(sed -n 2p "$stamp")" || true
+        [ ${#have[@]} -gt 0 ] || have=(test)
     fi
+    want="$(printf '%s\n' "${have[@]+"${have[@]}"}" "$EXTRAS" | sort -u | paste -sd, -)"
+    say "installing Python packages into $VENV: .[$want]"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT[$want]" ||
+        die "pip install failed (see above)"
+    printf '%s\n%s\n' "$digest" "${want//,/ }" >"$stamp"
 }
 
 # the modules compiled with mypyc (pyjoynr/runtime/compiled.py says how they are loaded): each is
@@ -144,6 +181,13 @@ ensure_compiled() {
             say "WARNING: $src runs as plain Python (slower): $COMPILER_MISSING"
             continue
         fi
+        if [ ! -x "$VENV/bin/mypyc" ] || ! "$VENV/bin/python" -c \
+            'import setuptools, sys; sys.exit(int(setuptools.__version__.split(".")[0]) < 77)'; then
+            say "installing mypy into $VENV (its mypyc compiles $src)"
+            "$VENV/bin/python" -m pip install -q --disable-pip-version-check "mypy>=1.10" \
+                "setuptools>=77" ||
+                die "pip install mypy failed (see above)"
+        fi
         say "compiling $src with mypyc"
         mkdir -p "$ROOT/build"
         log="$ROOT/build/mypyc-$(basename "$src" .py).log"
@@ -158,9 +202,9 @@ ensure_compiled() {
 
 ensure_debian_packages
 ensure_venv
-ensure_compiled
-# only the test command needs node and the oracles (bin/test sets BOOTSTRAP_TESTS=1)
-if [ "${BOOTSTRAP_TESTS:-0}" = 1 ]; then
+if [ "$COMPILE" = 1 ]; then ensure_compiled; fi
+# only the test command needs node, the npm oracles and joynr's Java oracles
+if [ "$BOOTSTRAP_PROGRAM" = test ]; then
     ensure_node
     ensure_oracles
     ensure_java_build

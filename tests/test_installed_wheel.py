@@ -3,7 +3,9 @@ outside the checkout, is one top-level package (``pyjoynr``) whose console scrip
 cluster controller and the GCD with their packaged default configuration, the radio example
 runs against it from a folder of its own, and so does the example integration test of
 docs/testing.md on the installed pytest plugin; mypy --strict passes on an application's
-generated package, on the wheel and on an editable install of the checkout.
+generated package, on the wheel and on an editable install of the checkout. The same wheel
+installed bare (no extra: an application's install) runs the README's example against a
+cluster controller, and each program says in one line which extra it needs and exits 2.
 
 Building the wheel takes setuptools and installing it takes the project's dependencies from
 pip's index (or its cache), as any user's ``pip install`` does.
@@ -26,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.admin import cc_process, gcd_process
-from tests.support.docs import plugin_example, run_pytest
+from tests.support.docs import plugin_example, python_blocks, run_pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PIP = ["--disable-pip-version-check", "--quiet"]
@@ -52,18 +54,30 @@ def run(args: list[str], cwd: Path, timeout_s: float = 600) -> str:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
-    base = tmp_path_factory.mktemp("wheel")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's wheel, built once for the module, outside the checkout."""
+    base = tmp_path_factory.mktemp("dist")
     assert not base.resolve().is_relative_to(ROOT)
-    run([sys.executable, "-m", "pip", "wheel", *PIP, "--no-deps", "-w", str(base / "dist"),
+    run([sys.executable, "-m", "pip", "wheel", *PIP, "--no-deps", "-w", str(base),
          str(ROOT)], cwd=base)
-    (wheel,) = (base / "dist").glob("pyjoynr-*.whl")
-    venv = base / "venv"
-    # the interpreter the project's own environment was made from, not that environment
+    (built,) = base.glob("pyjoynr-*.whl")
+    return built
+
+
+def fresh_venv(base: Path) -> Path:
+    """A virtual environment of the interpreter the project's own was made from (not of that
+    environment), at ``base/venv``."""
     run([sys.executable, "-c", "import sys; assert sys.prefix != sys.base_prefix"], cwd=base)
     base_python = Path(sys.base_prefix) / "bin" / "python3"
-    run([str(base_python), "-m", "venv", str(venv)], cwd=base)
-    # with the testing extra: the pytest plugin and what it runs on
+    run([str(base_python), "-m", "venv", str(base / "venv")], cwd=base)
+    return base / "venv"
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    base = tmp_path_factory.mktemp("wheel")
+    venv = fresh_venv(base)
+    # with the testing extra: the pytest plugin and what it runs on (cc and gcd with it)
     run([str(venv / "bin" / "python"), "-m", "pip", "install", *PIP, f"{wheel}[testing]"],
         cwd=base)
     outside = base / "app"
@@ -71,7 +85,76 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     yield Installed(venv, wheel, outside)
 
 
+@pytest.fixture(scope="module")
+def bare(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The wheel installed with no extra, as an application installs it."""
+    base = tmp_path_factory.mktemp("bare")
+    venv = fresh_venv(base)
+    run([str(venv / "bin" / "python"), "-m", "pip", "install", *PIP, str(wheel)], cwd=base)
+    outside = base / "app"
+    outside.mkdir()
+    return Installed(venv, wheel, outside)
+
+
+async def test_a_bare_install_runs_the_readme_example(bare: Installed, tmp_path: Path) -> None:
+    """No extra: the README's example (the application API) against a cluster controller
+    started from the suite's own environment; the bare environment holds the project's two
+    dependencies and nothing of an extra."""
+    python = str(bare.venv / "bin" / "python")
+    listed = run([python, "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
+                 cwd=bare.outside)
+    names = {line.split("==")[0].lower() for line in listed.split()}
+    assert names - {"pip", "setuptools"} == {"pyjoynr", "websockets", "msgpack"}, listed
+    (example,) = [b for b in python_blocks(ROOT / "README.md") if "connect(" in b]
+    cc = cc_process(tmp_path / "cc")
+    try:
+        url = (await cc.wait_for(r"libjoynr runtimes connect to (ws://\S+);", 60)).group(1)
+        assert 'connect("ws://127.0.0.1:4242/")' in example
+        (bare.outside / "readme_example.py").write_text(
+            example.replace("ws://127.0.0.1:4242/", url), encoding="utf-8")
+        out = await asyncio.to_thread(run, [python, "readme_example.py"], bare.outside, 120)
+        assert out == "True FM4\n"
+    finally:
+        assert await cc.astop() == 0, cc.output()
+
+
+@pytest.mark.parametrize(("script", "extra", "args"), [
+    ("pyjoynr-pipeline", "pipeline", ["--help"]),
+    ("pyjoynr-cluster-controller", "cc", ["--help"]),
+    ("pyjoynr-gcd", "gcd", []),
+    ("pyjoynr-franca", "franca", ["x.fidl"]),
+])
+def test_a_program_without_its_extra_says_which_in_one_line(
+        bare: Installed, script: str, extra: str, args: list[str]) -> None:
+    done = subprocess.run([*bare.script(script), *args], cwd=bare.outside, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"{script} needs the '{extra}' extra of pyjoynr ")
+    assert f"pip install 'pyjoynr[{extra}]'" in done.stderr
+
+
+def test_pytest_runs_beside_a_bare_install(bare: Installed) -> None:
+    """pytest loads the plugin (an entry point) wherever pyjoynr is installed: without the
+    testing extra it loads all the same, and an application's plain tests run. Runs after the
+    other tests of the bare install: it adds pytest to it."""
+    python = str(bare.venv / "bin" / "python")
+    run([python, "-m", "pip", "install", *PIP, "pytest>=8"], cwd=bare.outside)
+    folder = bare.outside / "plain-tests"
+    folder.mkdir()
+    (folder / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    out = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--fixtures",
+               str(folder)], cwd=folder, timeout_s=120)
+    assert "joynr_cc" in out
+    out = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
+              cwd=folder, timeout_s=120)
+    assert re.search(r"\b1 passed\b", out), out
+
+
 def test_the_wheel_is_one_top_level_package_with_its_defaults(installed: Installed) -> None:
+    """One top-level package with its packaged defaults, its console scripts, the
+    application API at its root, and its license (the file and the metadata)."""
     site = Path(run([str(installed.venv / "bin" / "python"), "-c",
                      "import pyjoynr, pathlib; print(pathlib.Path(pyjoynr.__file__).parent)"],
                     cwd=installed.outside).strip())
@@ -82,6 +165,11 @@ def test_the_wheel_is_one_top_level_package_with_its_defaults(installed: Install
     tops = {path.split("/")[0] for path in paths if not path.startswith("../")}
     assert tops == {"pyjoynr", record.parent.name}
     assert (record.parent / "top_level.txt").read_text().split() == ["pyjoynr"]
+    metadata = (record.parent / "METADATA").read_text(encoding="utf-8")
+    assert "\nLicense-Expression: Apache-2.0\n" in metadata
+    assert "\nLicense-File: LICENSE\n" in metadata
+    assert (record.parent / "licenses" / "LICENSE").read_text(encoding="utf-8") == (
+        ROOT / "LICENSE").read_text(encoding="utf-8")
     for name in ("cluster-controller.toml", "gcd.toml", "pipeline.toml",
                  "provisioning.example.toml"):
         assert (site / "config" / name).is_file(), name

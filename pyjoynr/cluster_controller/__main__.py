@@ -12,23 +12,28 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import uvloop
-
-from pyjoynr.cluster_controller.config import DEFAULT_CONFIG, ENV_PREFIX, ClusterControllerConfig
-from pyjoynr.cluster_controller.controller import ClusterController
-from pyjoynr.cluster_controller.snapshot_command import (
-    remove_pid_file,
-    snapshot_main,
-    write_pid_file,
-)
 from pyjoynr.runtime.config import ConfigError
+from pyjoynr.runtime.extras import program_name, require_extra
 from pyjoynr.runtime.logs import get_logger, setup_process_logging
+
+if TYPE_CHECKING:
+    from pyjoynr.cluster_controller.config import ClusterControllerConfig
+
+# the modules of the cc extra (uvloop, amqtt, aiomqtt, ...) are imported in main(), after
+# require_extra: without the extra the program says which to install instead of a traceback
 
 log = get_logger("cluster_controller")  # not "__main__" under python -m
 
 
 async def run(config: ClusterControllerConfig) -> None:
+    from pyjoynr.cluster_controller.controller import ClusterController  # noqa: PLC0415
+    from pyjoynr.cluster_controller.snapshot_command import (  # noqa: PLC0415
+        remove_pid_file,
+        write_pid_file,
+    )
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -48,11 +53,22 @@ async def run(config: ClusterControllerConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    prog = program_name("pyjoynr.cluster_controller", "pyjoynr-cluster-controller")
+    require_extra(prog, "cc")
+    import uvloop  # noqa: PLC0415
+
+    from pyjoynr.cluster_controller.config import (  # noqa: PLC0415
+        DEFAULT_CONFIG,
+        ENV_PREFIX,
+        ClusterControllerConfig,
+    )
+    from pyjoynr.cluster_controller.snapshot_command import snapshot_main  # noqa: PLC0415
+
     args_in = sys.argv[1:] if argv is None else argv
     if args_in[:1] == ["snapshot"]:
-        return snapshot_main(args_in[1:])
+        return snapshot_main(args_in[1:], prog)
     parser = argparse.ArgumentParser(
-        prog="cluster-controller",
+        prog=prog,
         description="Runs a joynr cluster controller: the websocket server for libjoynr "
                     "runtimes, the MQTT backends, the local directory and, as configured, "
                     "an embedded broker and GCD. Stops gracefully on SIGINT or SIGTERM; "

@@ -105,9 +105,10 @@ def _snapshots(directory: Path, prefix: str) -> dict[str, tuple[int, int]]:
     return found
 
 
-def snapshot_main(argv: list[str]) -> int:
+def snapshot_main(argv: list[str], prog: str = "pyjoynr-cluster-controller") -> int:
+    """The snapshot command; ``prog``: the name the cluster controller's program was called by."""
     parser = argparse.ArgumentParser(
-        prog="cluster-controller snapshot",
+        prog=f"{prog} snapshot",
         description="Ask the running cluster controller for a routing table snapshot "
                     "(SIGUSR1), wait for the file and print its path. The cluster controller "
                     "is found by its pid file (<data_dir>/cluster-controller.pid) or --pid; "

@@ -29,17 +29,25 @@ from pyjoynr.franca.generate import (
     generation_notes,
     write_package,
 )
-from pyjoynr.franca.parser import FrancaError, parse_files
 from pyjoynr.franca.versions import MODES
+from pyjoynr.runtime.extras import program_name, require_extra
+
+# the parser (lark, the franca extra) is imported in main(), after require_extra: without the
+# extra the program says which to install instead of a traceback
 
 __all__ = ["main"]
 
 DEFAULT_PACKAGE = "interfaces"
 
 
+def _prog() -> str:
+    """The name the generator was called by: pyjoynr-franca or python -m pyjoynr.franca."""
+    return program_name("pyjoynr.franca", "pyjoynr-franca")
+
+
 def _arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m pyjoynr.franca",
+        prog=_prog(),
         description="Generate a typed Python package declaring the interfaces and types of "
                     "Franca IDL (.fidl) files with this project's runtime API.")
     parser.add_argument("paths", nargs="+", metavar="PATH",
@@ -81,6 +89,10 @@ def fidl_files(paths: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    prog = _prog()
+    require_extra(prog, "franca")
+    from pyjoynr.franca.parser import FrancaError, parse_files  # noqa: PLC0415
+
     args = _arguments().parse_args(argv)
     files, problems = fidl_files(args.paths)
     problems += [f"{c}: --classpath names no folder" for c in args.classpath
@@ -98,13 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         target = write_package(sources, args.output)
     except (OSError, ValueError) as exc:
-        sys.stderr.write(f"python -m pyjoynr.franca: not written: {exc}\n")
+        sys.stderr.write(f"{prog}: not written: {exc}\n")
         return 2
     modules = sum(1 for path in sources if path.endswith(".py")) - 1
     counts = ", ".join(_count(n, what) for n, what in (
         (len(model.interfaces), "interface"), (sum(1 for _ in model.declarations()), "type"),
         (modules, "module")))
-    sys.stdout.write(f"python -m pyjoynr.franca: wrote {target} ({counts}) from "
+    sys.stdout.write(f"{prog}: wrote {target} ({counts}) from "
                      f"{_count(len(model.files), 'file')}\n")
     return 0
 

@@ -15,12 +15,17 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pyjoynr.gcd.operability import GcdOps
-from pyjoynr.gcd.service import DEFAULT_CONFIG, ENV_PREFIX, GcdConfig, GcdService
-from pyjoynr.gcd.store import StoreError
 from pyjoynr.runtime.config import ConfigError
+from pyjoynr.runtime.extras import program_name, require_extra
 from pyjoynr.runtime.logs import get_logger, setup_process_logging
+
+if TYPE_CHECKING:
+    from pyjoynr.gcd.service import GcdConfig
+
+# the modules of the gcd extra (uvloop, aiomqtt, asyncpg, ...) are imported in main(), after
+# require_extra: without the extra the program says which to install instead of a traceback
 
 log = get_logger("gcd")
 
@@ -38,6 +43,8 @@ answers those it took, then disconnects (at most stop_drain_s seconds)."""
 
 
 def _epilog() -> str:
+    from pyjoynr.gcd.service import DEFAULT_CONFIG, ENV_PREFIX  # noqa: PLC0415
+
     return (f"Every setting is documented in {DEFAULT_CONFIG}. An environment variable\n"
             f"{ENV_PREFIX}__<SECTION>__<KEY> overrides a setting of the file, e.g.\n"
             f"{ENV_PREFIX}__GCD__BROKER_URL=mqtt://broker:1883.\n\n"
@@ -48,6 +55,9 @@ def _epilog() -> str:
 async def run(config: GcdConfig) -> None:
     """Run an instance until SIGINT or SIGTERM; its admin endpoint from before the index is
     loaded (readiness says so) until it has stopped."""
+    from pyjoynr.gcd.operability import GcdOps  # noqa: PLC0415
+    from pyjoynr.gcd.service import ENV_PREFIX, GcdService  # noqa: PLC0415
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -70,7 +80,12 @@ async def run(config: GcdConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="gcd", description=DESCRIPTION, epilog=_epilog(),
+    prog = program_name("pyjoynr.gcd", "pyjoynr-gcd")
+    require_extra(prog, "gcd")
+    from pyjoynr.gcd.service import DEFAULT_CONFIG, GcdConfig  # noqa: PLC0415
+    from pyjoynr.gcd.store import StoreError  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=_epilog(),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG, metavar="FILE",
                         help="the TOML configuration (default: %(default)s)")

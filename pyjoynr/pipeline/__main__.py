@@ -33,6 +33,7 @@ from pyjoynr.pipeline.config import (
     PipelineConfig,
     check_master,
 )
+from pyjoynr.runtime.extras import program_name, require_extra
 
 if TYPE_CHECKING:
     from pyjoynr.pipeline.readers import DirectorySource
@@ -41,7 +42,8 @@ log = logging.getLogger("pipeline")
 
 DESCRIPTION = """\
 The fleet data pipeline: Spark jobs over the GCD's directory, the cluster controllers'
-message audit logs and their routing table snapshots (docs/records.md, schema version 1).
+message audit logs and their routing table snapshots (their records of schema version 1, as
+the project's documentation of records describes them).
 Runs in local mode by default (local[*]); --master spark://host:port runs it on a cluster.
 Every table goes under --out (default var/pipeline), as Parquet."""
 
@@ -130,8 +132,8 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
                         help=f"settings (default: {DEFAULT_CONFIG})")
     common.add_argument("--master", metavar="URL", type=_master,
                         help="Spark master: local[*] (default), local[N] or spark://host:port")
-    common.add_argument("--out", metavar="DIR", help="output directory (default var/pipeline "
-                        "in the repository)")
+    common.add_argument("--out", metavar="DIR", help="output directory (default: var/pipeline, "
+                        "under the working directory)")
     common.add_argument("--log-level", default="INFO",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     now = argparse.ArgumentParser(add_help=False)
@@ -154,7 +156,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
                      help="directory of routing-*.jsonl.gz files")
 
     parser = argparse.ArgumentParser(
-        prog="pipeline", description=DESCRIPTION, epilog=_epilog(),
+        prog=_prog(), description=DESCRIPTION, epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     jobs = parser.add_subparsers(dest="job", required=True, metavar="JOB")
     formatter = argparse.RawDescriptionHelpFormatter
@@ -193,8 +195,9 @@ def _epilog() -> str:
     return (f"Every setting is documented in {DEFAULT_CONFIG}; an environment variable\n"
             f"{ENV_PREFIX}__<SECTION>__<KEY> overrides it (e.g. {ENV_PREFIX}__SPARK__MASTER;\n"
             "a list as one TOML value: '[\"a\", \"b\"]'), and the options above override both.\n"
-            "Relative paths given as options are relative to the current directory; those of\n"
-            "the settings to the repository.\n\n"
+            "Relative paths, given as options or in the settings, are relative to the working\n"
+            "directory (bin/pipeline, which runs in the checkout, passes the directory it was\n"
+            "called from for the options).\n\n"
             "Exit status: 0 done, 2 a missing or unusable input, bad settings or options, or a\n"
             "plan --apply refuses; 1 the job failed or --apply could not make every call.")
 
@@ -405,12 +408,18 @@ def _apply(plan_dir: Path, config: PipelineConfig, allow_large: bool) -> int:
     return 0 if result.complete else 1
 
 
+def _prog() -> str:
+    """The name the pipeline was called by: pyjoynr-pipeline or python -m pyjoynr.pipeline."""
+    return program_name("pyjoynr.pipeline", "pyjoynr-pipeline")
+
+
 def main(argv: list[str] | None = None) -> int:
+    require_extra(_prog(), "pipeline")
     parser, jobs = _parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the job's parser: its usage shows the options it has
         jobs[args.job].error(f"not an option of {args.job}: {' '.join(unknown)} (see "
-                             f"pipeline {args.job} --help)")
+                             f"{parser.prog} {args.job} --help)")
     logging.basicConfig(level=args.log_level,
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
                         stream=sys.stderr)

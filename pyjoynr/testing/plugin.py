@@ -41,15 +41,21 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pyjoynr.cluster_controller.controller import ClusterController
-from pyjoynr.gcd.service import GcdService, GcdSettings
 from pyjoynr.libjoynr import LibjoynrRuntime, connect
-from pyjoynr.testing.brokers import Mosquitto
-from pyjoynr.testing.cluster import cc_config
+from pyjoynr.runtime.extras import missing_modules
+
+if TYPE_CHECKING:
+    from pyjoynr.cluster_controller.controller import ClusterController
+    from pyjoynr.gcd.service import GcdService
+    from pyjoynr.testing.brokers import Mosquitto
+
+# pytest loads this plugin (an entry point) in every environment pyjoynr is installed in, bare
+# ones too: what the fixtures run (the cc and gcd extras) is imported when a fixture starts,
+# after _require, so that pytest works without the testing extra and a fixture says what it needs
 
 __all__ = ["joynr_cc", "joynr_cc_pair", "joynr_gcd", "joynr_postgres_gcd", "joynr_runtime",
            "joynr_runtimes", "mosquitto"]
@@ -59,8 +65,18 @@ GBID = "joynrdefaultgbid"
 WAIT_S = 20.0
 
 
+def _require() -> None:
+    """Fail the test in one line naming the testing extra when a module of it is missing."""
+    missing = missing_modules("testing")
+    if missing:
+        pytest.fail(f"pyjoynr's fixtures need the 'testing' extra of pyjoynr (missing: "
+                    f"{', '.join(missing)}): pip install 'pyjoynr[testing]'", pytrace=False)
+
+
 def _whole_system(data_dir: Path, **overrides: Any) -> Any:
     """A cluster controller configuration with the embedded broker and GCD on free ports."""
+    from pyjoynr.testing.cluster import cc_config  # noqa: PLC0415
+
     return cc_config(data_dir, embedded_broker__enabled="true", embedded_broker__port="0",
                      embedded_gcd__enabled="true", mqtt__backends=f'{{{GBID} = "embedded"}}',
                      **overrides)
@@ -69,6 +85,9 @@ def _whole_system(data_dir: Path, **overrides: Any) -> Any:
 @pytest.fixture
 async def joynr_cc(tmp_path: Path) -> AsyncIterator[ClusterController]:
     """A cluster controller with an embedded MQTT broker and an embedded GCD, ready."""
+    _require()
+    from pyjoynr.cluster_controller.controller import ClusterController  # noqa: PLC0415
+
     async with ClusterController(_whole_system(tmp_path / "joynr-cc")) as controller:
         yield controller
 
@@ -101,6 +120,9 @@ async def joynr_runtime(joynr_runtimes: Callable[..., Awaitable[LibjoynrRuntime]
 async def mosquitto(tmp_path: Path) -> AsyncIterator[Mosquitto]:
     """A mosquitto broker on a free port (persistent sessions that survive a crash); fails the
     test when mosquitto is not installed."""
+    _require()
+    from pyjoynr.testing.brokers import Mosquitto  # noqa: PLC0415
+
     async with Mosquitto(tmp_path / "mosquitto") as broker:
         yield broker
 
@@ -108,6 +130,8 @@ async def mosquitto(tmp_path: Path) -> AsyncIterator[Mosquitto]:
 @pytest.fixture
 async def joynr_gcd(tmp_path: Path, mosquitto: Mosquitto) -> AsyncIterator[GcdService]:
     """A GCD instance (SQLite) on ``mosquitto``, as a fleet runs it: a service of its own."""
+    from pyjoynr.gcd.service import GcdService, GcdSettings  # noqa: PLC0415
+
     settings = GcdSettings(broker_url=mosquitto.url, sqlite_path=tmp_path / "joynr-gcd.sqlite",
                            data_dir=tmp_path / "joynr-gcd")
     async with GcdService(settings) as service:
@@ -120,6 +144,7 @@ async def joynr_postgres_gcd(tmp_path: Path, mosquitto: Mosquitto
                              ) -> AsyncIterator[GcdService]:
     """A GCD instance on ``mosquitto`` whose store is a throwaway PostgreSQL database (the
     store several instances share); fails the test when PostgreSQL is not installed."""
+    from pyjoynr.gcd.service import GcdService, GcdSettings  # noqa: PLC0415
     from pyjoynr.testing.postgres import PostgresServer  # noqa: PLC0415 - needs asyncpg
 
     async with PostgresServer() as server:
@@ -137,6 +162,9 @@ async def joynr_cc_pair(tmp_path: Path, mosquitto: Mosquitto, joynr_gcd: GcdServ
     """Two cluster controllers over ``mosquitto`` with ``joynr_gcd``, as two hosts of one fleet:
     a provider registered (scope GLOBAL) behind one is found and called from the other. A test
     that wants the PostgreSQL-backed GCD overrides ``joynr_gcd`` with ``joynr_postgres_gcd``."""
+    from pyjoynr.cluster_controller.controller import ClusterController  # noqa: PLC0415
+    from pyjoynr.testing.cluster import cc_config  # noqa: PLC0415
+
     backends = f'{{{GBID} = "{mosquitto.url}"}}'
     pair = [ClusterController(cc_config(
         tmp_path / f"joynr-cc-{n}", cluster_controller__id=f"cc-{n}-{uuid.uuid4().hex[:6]}",
