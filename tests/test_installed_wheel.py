@@ -7,8 +7,8 @@ generated package, on the wheel and on an editable install of the checkout. Buil
 compiler and Python's headers are (as here: the suite needs them), the wheel is a platform
 wheel whose SMRF codec runs compiled (setup.py).
 
-Building the wheel takes setuptools and installing it takes the project's dependencies from
-pip's index (or its cache), as any user's ``pip install`` does.
+Building the wheel takes setuptools and mypy (mypyc) and installing it takes the project's
+dependencies from pip's index (or its cache), as any user's ``pip install`` does.
 """
 
 from __future__ import annotations
