@@ -149,9 +149,11 @@ ensure_venv() {
     printf '%s\n%s\n' "$digest" "${want//,/ }" >"$stamp"
 }
 
-# the modules compiled with mypyc (pyjoynr/runtime/compiled.py says how they are loaded): each is
-# compiled again when its source changes; without a C compiler and Python's headers (and no
-# root to install them) they run as plain Python, slower, and this says so
+# the modules compiled with mypyc (pyjoynr/runtime/compiled.py says how they are loaded; setup.py
+# lists them too and builds them, here in place as in a wheel): each is compiled again when its
+# source changes (the editable install of ensure_venv may have built it already); without a C
+# compiler and Python's headers (and no root to install them) they run as plain Python, slower,
+# and this says so
 COMPILED_MODULES=(pyjoynr/runtime/smrf_core.py)
 
 # ensure_compiler: a C compiler and the headers of the virtual environment's Python, or why not
@@ -191,9 +193,9 @@ ensure_compiled() {
         say "compiling $src with mypyc"
         mkdir -p "$ROOT/build"
         log="$ROOT/build/mypyc-$(basename "$src" .py).log"
-        if (cd "$ROOT" && "$VENV/bin/mypyc" "$src") >"$log" 2>&1; then
-            echo "$want" >"$so.sha256"
-        else
+        # setup.py's build_ext, as a wheel's build: mypyc, then the digest beside the module
+        if ! (cd "$ROOT" && env -u PYJOYNR_COMPILED "$VENV/bin/python" setup.py build_ext \
+                --inplace) >"$log" 2>&1 || [ "$(cat "$so.sha256" 2>/dev/null)" != "$want" ]; then
             rm -f "$so" "$ROOT/${src%.py}__mypyc$suffix"
             say "WARNING: compiling $src failed (see $log); it runs as plain Python (slower)"
         fi

@@ -5,10 +5,12 @@ runs against it from a folder of its own, and so does the example integration te
 docs/testing.md on the installed pytest plugin; mypy --strict passes on an application's
 generated package, on the wheel and on an editable install of the checkout. The same wheel
 installed bare (no extra: an application's install) runs the README's example against a
-cluster controller, and each program says in one line which extra it needs and exits 2.
+cluster controller, and each program says in one line which extra it needs and exits 2. Built
+where a C compiler and Python's headers are (as here: the suite needs them), the wheel is a
+platform wheel whose SMRF codec runs compiled (setup.py).
 
-Building the wheel takes setuptools and installing it takes the project's dependencies from
-pip's index (or its cache), as any user's ``pip install`` does.
+Building the wheel takes setuptools and mypy (mypyc) and installing it takes the project's
+dependencies from pip's index (or its cache), as any user's ``pip install`` does.
 """
 
 from __future__ import annotations
@@ -16,18 +18,20 @@ from __future__ import annotations
 import asyncio
 import configparser
 import csv
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.support.admin import cc_process, gcd_process
+from tests.support.admin import cc_process, gcd_process, http_get
 from tests.support.docs import plugin_example, python_blocks, run_pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,6 +156,31 @@ def test_pytest_runs_beside_a_bare_install(bare: Installed) -> None:
     assert re.search(r"\b1 passed\b", out), out
 
 
+def test_the_wheel_runs_the_compiled_smrf_codec(installed: Installed) -> None:
+    """This machine has a C compiler and Python's headers, so the wheel is a platform wheel
+    with the codec's extension modules and the digest of the source they were built from,
+    which pyjoynr.runtime.compiled accepts: the installed package runs the compiled form."""
+    include = Path(sysconfig.get_paths()["include"])
+    assert shutil.which("cc") and (include / "Python.h").is_file(), \
+        "the wheel is compiled only where a C compiler and Python's headers are"
+    version = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    assert installed.wheel.name == f"pyjoynr-0.1.0-{version}-{version}-{platform}.whl"
+    out = run([str(installed.venv / "bin" / "python"), "-c",
+               "from pyjoynr.runtime import smrf; import pyjoynr.runtime.smrf_core as core; "
+               "print(smrf.FORM.compiled, smrf.FORM.reason, core.__file__, sep='\\n')"],
+              cwd=installed.outside)
+    compiled, reason, module = out.splitlines()
+    assert (compiled, reason) == ("True", "None"), out
+    extension = Path(module)
+    assert extension.name.endswith(sysconfig.get_config_var("EXT_SUFFIX"))
+    assert extension.parent.is_relative_to(installed.venv), module
+    source = extension.parent / "smrf_core.py"
+    assert source.read_bytes() == (ROOT / "pyjoynr" / "runtime" / "smrf_core.py").read_bytes()
+    assert (Path(f"{extension}.sha256").read_text().strip()
+            == hashlib.sha256(source.read_bytes()).hexdigest())
+
+
 def test_the_wheel_is_one_top_level_package_with_its_defaults(installed: Installed) -> None:
     """One top-level package with its packaged defaults, its console scripts, the
     application API at its root, and its license (the file and the metadata)."""
@@ -189,17 +218,23 @@ def test_the_wheel_is_one_top_level_package_with_its_defaults(installed: Install
 
 async def test_the_console_scripts_start_the_programs_and_the_example_runs(
         installed: Installed, tmp_path: Path) -> None:
+    # the wheel's package, not the checkout's even when pytest runs with it on PYTHONPATH
     cc = cc_process(tmp_path / "cc", command=installed.script("pyjoynr-cluster-controller"),
-                    cwd=installed.outside)
+                    cwd=installed.outside, PYTHONPATH="")
     try:
         url = (await cc.wait_for(r"libjoynr runtimes connect to (ws://\S+);", 60)).group(1)
         broker = (await cc.wait_for(r"embedded MQTT broker .* listening on (\S+)", 5)).group(1)
         started = cc.output()
+        # the wheel's compiled SMRF codec, on the status page and not warned about in the log
+        status = (await http_get(f"{await cc.admin_url()}/status.json")).json()
+        (identity,) = [s for s in status["sections"] if s["id"] == "identity"]
+        assert dict(identity["facts"])["SMRF codec"] == "compiled"
+        assert "codec's plain Python form" not in started, started
         # the packaged defaults: the embedded broker and GCD are on unless configured off
         assert "embedded GCD" in started or "GCD for joynrdefaultgbid started" in started
         gcd = gcd_process(tmp_path / "gcd", broker_url=broker_url(broker),
                           command=installed.script("pyjoynr-gcd"), cwd=installed.outside,
-                          JOYNR_GCD__GCD__INSTANCE_ID="gcd-from-the-wheel")
+                          JOYNR_GCD__GCD__INSTANCE_ID="gcd-from-the-wheel", PYTHONPATH="")
         try:
             await gcd.wait_for(r"GCD for joynrdefaultgbid started", 60)
         finally:

@@ -3,7 +3,8 @@
 A few pure modules on the per-message paths (the SMRF codec) are plain, fully typed Python
 that mypyc compiles into an extension module beside the source (``smrf_core.py`` ->
 ``smrf_core.cpython-311-x86_64-linux-gnu.so``); the README's commands build them
-(``bin/build-compiled``) when a C compiler and Python's headers are there. Python's import
+(``bin/build-compiled``), and so does the build of a wheel (``setup.py``, a platform wheel),
+when a C compiler and Python's headers are there. Python's import
 system prefers an extension module to the source of the same name, so a compiled module
 that was built from an older source would run old code: each build writes the SHA-256 of
 the source it compiled beside the extension module (``<extension>.sha256``), and
