@@ -81,9 +81,10 @@ def fresh_venv(base: Path) -> Path:
 def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     base = tmp_path_factory.mktemp("wheel")
     venv = fresh_venv(base)
-    # with the testing extra: the pytest plugin and what it runs on (cc and gcd with it)
-    run([str(venv / "bin" / "python"), "-m", "pip", "install", *PIP, f"{wheel}[testing]"],
-        cwd=base)
+    # with the testing extra (the pytest plugin and what it runs on: cc and gcd with it) and
+    # the franca one (an application's generated code, type-checked below)
+    run([str(venv / "bin" / "python"), "-m", "pip", "install", *PIP,
+         f"{wheel}[testing,franca]"], cwd=base)
     outside = base / "app"
     outside.mkdir()
     yield Installed(venv, wheel, outside)

@@ -45,7 +45,7 @@ def require_extra(program: str, extra: str) -> None:
     sys.stderr.write(
         f"{program} needs the '{extra}' extra of pyjoynr (missing: {', '.join(missing)}): "
         f"pip install 'pyjoynr[{extra}]', or '/path/to/checkout[{extra}]', or "
-        f"'/path/to/pyjoynr-VERSION-py3-none-any.whl[{extra}]'\n")
+        f"'/path/to/pyjoynr-VERSION-....whl[{extra}]'\n")
     raise SystemExit(2)
 
 
