@@ -8,7 +8,7 @@ from pathlib import Path
 from types import TracebackType
 
 from pyjoynr.cluster_controller.config import ClusterControllerConfig, cluster_controller_id
-from pyjoynr.cluster_controller.gcd_link import GlobalLink
+from pyjoynr.cluster_controller.gcd_link import GlobalLink, gcd_call_backend
 from pyjoynr.cluster_controller.local_discovery import LocalDiscovery
 from pyjoynr.cluster_controller.local_system import LocalSystem
 from pyjoynr.cluster_controller.operability import ClusterControllerOps
@@ -185,7 +185,7 @@ class ClusterController:
         return MqttTransport(
             self.router, m, brokers=brokers, own_topic=self.own_topic, client_id=self.id,
             tasks=self.tasks, tls_context=tls_context,
-            routing=self.config.routing,
+            routing=self.config.routing, backend_of=gcd_call_backend,
         )
 
     def _provision_gcd(self) -> None:

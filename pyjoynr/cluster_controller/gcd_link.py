@@ -15,8 +15,10 @@ limit of repeated warnings (``warnings``: runtime.logs), keyed by the outcome an
 Every call carries the custom header ``gb``: the GBID it is for (the first of the call's GBIDs;
 the default backend's for touch, removeStale and the probe), as joynr's cluster controllers
 send it. The MQTT transport sends a call to the GCD's topic in the backend that header names
-(transports.mqtt), so each backend's GCD instance gets the calls for its backend; a GBID
-whose backend has no GCD instance (``gcd_gbids``) is asked of the first that has one."""
+(the rule :func:`gcd_call_backend`, which the cluster controller hands to transports.mqtt: the
+transport knows nothing of the GCD), so each backend's GCD instance gets the calls for its
+backend; a GBID whose backend has no GCD instance (``gcd_gbids``) is asked of the first that
+has one."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pyjoynr.gcd.interface import GBID_HEADER
+from pyjoynr.gcd.interface import GBID_HEADER, GCD_PARTICIPANT_ID
 from pyjoynr.runtime.addresses import (
     MqttAddress,
 )
@@ -40,6 +42,7 @@ from pyjoynr.runtime.discovery_types import (
 )
 from pyjoynr.runtime.errors import ApplicationError, JoynrError, JoynrTimeoutError
 from pyjoynr.runtime.logs import RepeatedWarnings, get_logger
+from pyjoynr.runtime.messages import Message
 from pyjoynr.runtime.metrics import LatencyHistograms
 from pyjoynr.runtime.system_interfaces import address_to_json
 from pyjoynr.runtime.tasks import TaskSupervisor
@@ -54,6 +57,18 @@ _TOUCH_BATCH = MAX_PARTICIPANT_IDS
 #: the participantId the readiness probe looks up (nobody registers it: the GCD's answer is
 #: NO_ENTRY_FOR_PARTICIPANT, from its index)
 PROBE_PARTICIPANT_ID = "joynr-cluster-controller-readiness-probe"
+
+
+def gcd_call_backend(message: Message) -> str | None:
+    """The backend (GBID) a message goes to over MQTT when not its address's: a call to the GCD
+    goes to the backend its header ``gb`` names, as joynr's cluster controllers route it
+    (None: no such header, or not a call to the GCD; a GBID no backend has is refused there
+    like any unknown GBID). The rule the cluster controller hands to its MQTT transport."""
+    if message.recipient == GCD_PARTICIPANT_ID and message.custom_headers:
+        return message.custom_headers.get(GBID_HEADER)
+    return None
+
+
 #: outcomes of a call (GlobalLink.calls)
 CALL_OUTCOMES = ("ok", "error", "timeout", "failed")
 #: modelled errors that say the GCD answered the probe

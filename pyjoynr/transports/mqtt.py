@@ -27,9 +27,10 @@ spoke is remembered (per backend, at most ``max_learned_routes`` topics) and wha
 that topic follows it, so that answers go back in the dialect of their request. QoS, expiry,
 queueing and every check below are the same in both.
 
-Calls to the GCD (participantId ``capabilitiesdirectory_participantid``) carrying the custom
-header ``gb`` go to the GCD's topic in the backend that header names, as joynr's cluster
-controllers route them; a GBID no backend has is refused like any unknown GBID.
+The backend of a message is its address's GBID, unless the ``backend_of`` rule handed in
+names another: the cluster controller's sends a call to the GCD to the backend its header
+``gb`` names (cluster_controller.gcd_link.gcd_call_backend); the transport knows no
+participant or header. A GBID no backend has is refused like any unknown GBID.
 
 Incoming (the own topic tree, and the multicast topics that local receivers need): frames are
 decoded and checked like websocket frames; duplicates and expired messages are dropped; a
@@ -66,10 +67,9 @@ import random
 import ssl
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from pyjoynr.gcd.interface import GBID_HEADER, GCD_PARTICIPANT_ID
 from pyjoynr.runtime import rules, smrf
 from pyjoynr.runtime.addresses import Address, MqttAddress
 from pyjoynr.runtime.clock import now_ms
@@ -678,13 +678,16 @@ class MqttTransport:
                  brokers: Mapping[str, BrokerUrl], own_topic: str, client_id: str,
                  tasks: TaskSupervisor, subscription: str | None = None,
                  tls_context: ssl.SSLContext | None = None,
-                 routing: RoutingSettings | None = None) -> None:
+                 routing: RoutingSettings | None = None,
+                 backend_of: Callable[[Message], str | None] | None = None) -> None:
         """``brokers``: GBID -> broker URL of every backend, the default backend first (the
         settings may name the embedded broker; these are the resolved URLs). ``own_topic``: the
         topic this process is reached at; it subscribes to ``<own_topic>/#``, or to
         ``subscription`` (e.g. a shared subscription ``$share/<group>/<own_topic>/#`` of
         several service instances). ``client_id``: prefix of the MQTT client id of each backend
-        (``<client_id>-<gbid>``). ``routing``: how long learned replyTo routes live."""
+        (``<client_id>-<gbid>``). ``routing``: how long learned replyTo routes live.
+        ``backend_of``: the GBID a message goes to when not its address's (None: the
+        address's), the program's rule (the module docstring)."""
         if not brokers:
             raise ValueError("at least one MQTT backend is needed")
         self.router = router
@@ -694,6 +697,7 @@ class MqttTransport:
         self.subscription = subscription or f"{own_topic}/#"
         self.tls_context = tls_context
         self.routing = routing or RoutingSettings()
+        self.backend_of = backend_of
         self.tasks = tasks.child("mqtt")
         self.counters: Counter[str] = Counter()
         #: PUBACK reason codes other than success, by name (the native client reports them;
@@ -796,9 +800,11 @@ class MqttTransport:
         assert type(address) is MqttAddress
         # (the router does not hand over what came from MQTT: runtime.rules.check_forward)
         gbid = address.broker_uri
-        if message.recipient == GCD_PARTICIPANT_ID and message.custom_headers:
-            # a call to the GCD goes to the GCD's topic in the backend it is for
-            gbid = message.custom_headers.get(GBID_HEADER, gbid)
+        if self.backend_of is not None:
+            # the program's rule may name another backend (a call to the GCD: its header)
+            chosen = self.backend_of(message)
+            if chosen is not None:
+                gbid = chosen
         backend = self._backends.get(gbid)
         if backend is None:
             # rate-limited per GBID (bounded in keys: a GBID comes from an address, which a
@@ -808,7 +814,7 @@ class MqttTransport:
                 "no MQTT backend for GBID %r (known: %s): messages to %r wait until they "
                 "expire", gbid[:200], ", ".join(self._backends),
                 address if gbid == address.broker_uri
-                else f"{message.recipient} (header {GBID_HEADER})")
+                else f"{message.recipient} (backend chosen for the message)")
             self.counters["unknown-gbid"] += 1
             return False
         reply_to = rules.outgoing_reply_to(message, self.global_address)
