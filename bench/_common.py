@@ -559,7 +559,7 @@ def raw_mqtt_client(broker: Mosquitto, name: str, max_inflight: int = 100,
 
 # ---------------------------------------------------------------------- raw websockets
 
-#: the connection options of the project's transports (transports/websocket_settings.py
+#: the connection options of the project's transports (transports/websocket/settings.py
 #: defaults: no compression, twice the frame limit, keep-alive every 20 s)
 WS_OPTIONS: dict[str, Any] = {
     "compression": None,

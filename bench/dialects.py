@@ -105,7 +105,7 @@ from pyjoynr.runtime.system_interfaces import (
     Routing,
     address_struct,
 )
-from pyjoynr.transports.websocket_common import encode_init, encode_joynr_init
+from pyjoynr.transports.websocket.common import encode_init, encode_joynr_init
 
 #: joynr's dialect / the native one
 GOAL = 0.7

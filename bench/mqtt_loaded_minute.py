@@ -67,8 +67,8 @@ from pyjoynr.libjoynr import (
     interface,
 )
 from pyjoynr.runtime.interface import interface_def
-from pyjoynr.transports.mqtt_client import MqttSessionError, open_session
-from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.client import MqttSessionError, open_session
+from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
 
 HOST = "127.0.0.1"
 GBID = "joynrdefaultgbid"

@@ -88,8 +88,8 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from pyjoynr.transports.mqtt_client import MqttSession, open_session
-from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.client import MqttSession, open_session
+from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
 
 NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
 #: the goal: project p50 / raw gmqtt ping-pong p50 at most this

@@ -1,4 +1,4 @@
-"""The MQTT session alone (transports.mqtt_client), beside raw gmqtt and raw aiomqtt.
+"""The MQTT session alone (transports.mqtt.client), beside raw gmqtt and raw aiomqtt.
 
 Usage: .venv/bin/python bench/mqtt_session.py [--messages N] [--rounds R] [--payload BYTES]
                                                [--window W] [--profile]
@@ -51,8 +51,8 @@ from _common import (
 )
 from mqtt_oneway import RawAiomqtt, RawGmqtt
 
-from pyjoynr.transports.mqtt_client import MqttSession, open_session
-from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.client import MqttSession, open_session
+from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
 
 GOAL = 0.8
 

@@ -93,7 +93,7 @@ ATTRIBUTE, BROADCAST = "on-change", "multicast"
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 #: frames kept per allocation from which the CC's share is told (its transport is reached)
 CC_SPLIT_FRAMES = 10
-CC_FILES = ("pyjoynr/cluster_controller/", "pyjoynr/transports/websocket_server.py")
+CC_FILES = ("pyjoynr/cluster_controller/", "pyjoynr/transports/websocket/server.py")
 
 
 @interface("bench/Feed", version=(1, 0))

@@ -17,10 +17,10 @@ transports. The frame sent is a project frame of the same push call (same byte s
 The two paths use websockets differently, on purpose: the raw relay is what a plain user of
 the library writes (websockets' asyncio API, ``recv()`` / ``send()`` per frame); the project
 drives websockets' sans-I/O protocol objects from its own asyncio protocol
-(transports/websocket_connection.py), hands each complete message to the router straight from
+(transports/websocket/connection.py), hands each complete message to the router straight from
 ``data_received`` (no task per message), and writes all frames waiting for a connection with
 one socket write (one websocket message per joynr message either way; see
-transports/websocket_common.py).
+transports/websocket/common.py).
 
 Both paths send in the same windows: never more than W messages ahead of the receiver (then
 wait until at most W/2 are in flight), so that no queue overflows. Rounds alternate project,

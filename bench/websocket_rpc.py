@@ -8,7 +8,7 @@ its own websocket connection to the CC); the provider of ``bench/Sink`` lives in
 proxy in runtime A, which calls ``echo(data: str) -> str`` N times, one call outstanding at a
 time, with a BYTES-long string. Each call is timed from the call until its result is back
 (A -> CC -> B -> CC -> A: four websocket hops). The project's websocket ends drive websockets'
-sans-I/O protocol objects from their own asyncio protocol (transports/websocket_connection.py):
+sans-I/O protocol objects from their own asyncio protocol (transports/websocket/connection.py):
 a message goes to the router from ``data_received`` and is written from a callback of the
 connection's queue, with no task hop per message.
 

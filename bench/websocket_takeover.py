@@ -42,8 +42,8 @@ from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_
 from pyjoynr.runtime.payloads import Request
 from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from pyjoynr.testing.cluster import cc_config
-from pyjoynr.transports.websocket_common import encode_init
-from pyjoynr.transports.websocket_connection import open_client_connection
+from pyjoynr.transports.websocket.common import encode_init
+from pyjoynr.transports.websocket.connection import open_client_connection
 
 
 async def silent_connection(url: str, client_id: str) -> asyncio.StreamWriter:

@@ -30,7 +30,7 @@ from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.multicast import make_multicast_id
 from pyjoynr.runtime.payloads import SubscriptionReply, SubscriptionRequest, SubscriptionStop
 from pyjoynr.testing.cluster import cc_config, eventually
-from pyjoynr.transports.websocket_settings import JOYNR, NATIVE, WebSocketClientSettings
+from pyjoynr.transports.websocket.settings import JOYNR, NATIVE, WebSocketClientSettings
 from tests.support.admin import scrape
 from tests.support.radio import Radio, RadioProvider
 from tests.support.raw_websocket import RawClient

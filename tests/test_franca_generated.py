@@ -41,7 +41,7 @@ from pyjoynr.runtime.interface import from_wire, interface_def, joynr_type_name,
 from pyjoynr.runtime.joynr_json import decode, encode
 from pyjoynr.runtime.messages import MessageType
 from pyjoynr.runtime.payloads import Reply, decode_payload
-from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.generated import imported
 from tests.support.wire import Wire
 

@@ -25,7 +25,7 @@ from pyjoynr.runtime.bodies import BodyFormat
 from pyjoynr.runtime.interface import Int8, interface, interface_def, joynr_datatypes
 from pyjoynr.runtime.messages import MessageType
 from pyjoynr.runtime.providers import Provider
-from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.generated import imported
 from tests.support.wire import Wire
 

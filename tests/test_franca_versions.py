@@ -33,7 +33,7 @@ from pyjoynr.libjoynr import ApplicationError, LibjoynrConfig
 from pyjoynr.runtime.bodies import BodyFormat
 from pyjoynr.runtime.interface import interface_def, joynr_type_name
 from pyjoynr.runtime.messages import MessageType
-from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.generated import imported
 from tests.support.wire import Wire
 

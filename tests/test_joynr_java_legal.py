@@ -38,7 +38,7 @@ from pyjoynr.franca.parser import parse_files
 from pyjoynr.libjoynr import LibjoynrConfig, LibjoynrRuntime, ProviderQos, ProviderScope, connect
 from pyjoynr.runtime.messages import MessageType
 from pyjoynr.testing.cluster import cc_config
-from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.generated import imported
 from tests.support.java_oracles import LEGAL_APP, JavaOracles, JavaRadioApp
 from tests.support.wire import Wire

@@ -49,7 +49,7 @@ from pyjoynr.runtime.system_interfaces import (
 )
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
-from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.mqtt_cluster import GBID, mqtt_cc_config, write_provisioning
 from tests.support.radio import Country, FavoriteError, Radio, RadioProvider, Station
 from tests.support.wire import Wire

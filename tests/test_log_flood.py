@@ -45,8 +45,8 @@ from pyjoynr.runtime.system_interfaces import (
     address_to_json,
 )
 from pyjoynr.testing.brokers import Mosquitto
-from pyjoynr.transports.websocket_common import encode_init
-from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from pyjoynr.transports.websocket.common import encode_init
+from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.mqtt_clients import RawPeer
 from tests.support.raw_websocket import RawClient
 from tests.test_mqtt_hostile import mqtt_of, start_scene

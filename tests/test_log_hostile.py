@@ -142,9 +142,9 @@ async def test_websocket_strings_cannot_forge_log_lines(
     text = log_text.getvalue()
     assert_no_forged_line(text)
     lines = text.splitlines()
-    assert any(" INFO    pyjoynr.transports.websocket_server: " in line and f"raw-{ESCAPED}" in line
+    assert any(" INFO    pyjoynr.transports.websocket.server: " in line and f"raw-{ESCAPED}" in line
                for line in lines), text
-    assert any(" WARNING pyjoynr.transports.websocket_server: " in line
+    assert any(" WARNING pyjoynr.transports.websocket.server: " in line
                and f"spoofed-{ESCAPED}" in line for line in lines), text
     assert any(" WARNING pyjoynr.runtime.router: " in line and f"expired-{ESCAPED}" in line
                for line in lines), text
@@ -165,12 +165,12 @@ async def test_a_websocket_flood_of_bad_frames_writes_a_bounded_log(
     await assert_attacker_still_routed(raw, legit)  # frames are handled in order: all refused
 
     assert cc.websocket.counters - before == {"bad-field": FLOOD}  # every one counted
-    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.websocket_server")
+    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.websocket.server")
     assert 1 <= len(lines) <= 2, lines  # the first in full (and a summary if a minute passed)
     assert "refused" in lines[0] and raw.client_id in lines[0] and "sender" in lines[0]
     # the summary of the flood, as the router's sweep writes it once the interval is over
     cc.warnings.flush(now=time.monotonic() + cc.warnings.limiter.interval_s)
-    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.websocket_server")
+    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.websocket.server")
     assert SUMMARY.search(lines[-1]), lines
     assert total_refused(lines, "bad-field", f"client {raw.client_id}") == FLOOD
     assert len(log_text.getvalue()) - logged_before < 5_000  # bytes, for 5,000 refusals
@@ -199,7 +199,7 @@ async def test_mqtt_strings_cannot_forge_log_lines(
 
     text = log_text.getvalue()
     assert_no_forged_line(text)
-    lines = warning_lines(text, "pyjoynr.transports.mqtt")
+    lines = warning_lines(text, "pyjoynr.transports.mqtt.transport")
     assert any(f"no-reply-{ESCAPED}" in line for line in lines), text
     assert any(f"bad-expiry-{ESCAPED}" in line for line in lines), text
 
@@ -218,11 +218,11 @@ async def test_an_mqtt_flood_of_bad_payloads_writes_a_bounded_log(
     await scene.raw_is_served()
 
     assert mqtt.counters - before == {"not-msgpack": MQTT_FLOOD}
-    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.mqtt")
+    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.mqtt.transport")
     assert 1 <= len(lines) <= 2, lines
     assert "refused (not-msgpack)" in lines[0]
     two.warnings.flush(now=time.monotonic() + two.warnings.limiter.interval_s)
-    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.mqtt")
+    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.mqtt.transport")
     assert SUMMARY.search(lines[-1]), lines
     assert total_refused(lines, "not-msgpack", "backend joynrdefaultgbid") == MQTT_FLOOD
     await scene.still_works()
@@ -246,5 +246,5 @@ async def test_the_summaries_are_written_by_the_router_sweep(
     while not SUMMARY.search(log_text.getvalue()[logged_before:]):
         assert time.monotonic() < deadline, "no summary written by the sweep"
         await asyncio.sleep(0.02)
-    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.websocket_server")
+    lines = warning_lines(log_text.getvalue(), "pyjoynr.transports.websocket.server")
     assert total_refused(lines, "bad-field", f"client {raw.client_id}") == 10

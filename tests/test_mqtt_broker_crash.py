@@ -46,7 +46,7 @@ from pyjoynr.runtime.messages import MessageType, decode_frame
 from pyjoynr.runtime.payloads import OneWayRequest
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
-from pyjoynr.transports.mqtt import MqttTransport
+from pyjoynr.transports.mqtt.transport import MqttTransport
 from tests.support.mqtt_cluster import (
     GBID,
     WAIT_S,

@@ -20,7 +20,7 @@ from pyjoynr.runtime.addresses import MqttAddress
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
-from pyjoynr.transports.mqtt_broker import EmbeddedBroker, EmbeddedBrokerSettings
+from pyjoynr.transports.mqtt.broker import EmbeddedBroker, EmbeddedBrokerSettings
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, mqtt_cc_config, start_pair
 from tests.support.radio import Country, FavoriteError, RadioProvider, Station
 from tests.support.tls import self_signed_certificate
@@ -185,7 +185,7 @@ async def test_wrong_credentials_are_retried_and_said_clearly(
             await cc.mqtt.wait_connected(1.0)
         assert any("cannot connect" in r.getMessage() and "mqtts://cc@127.0.0.1" in
                    r.getMessage() and "wrong" not in r.getMessage()  # no password in logs
-                   for r in caplog.records if r.name == "pyjoynr.transports.mqtt")
+                   for r in caplog.records if r.name == "pyjoynr.transports.mqtt.transport")
 
 
 # ====================================================================== broker restart

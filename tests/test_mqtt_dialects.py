@@ -1,5 +1,5 @@
 """Both frame dialects on the cluster controller's MQTT backends and the GCD's, on real
-mosquitto brokers (transports.mqtt, transports.mqtt_dialect).
+mosquitto brokers (transports.mqtt.transport, transports.mqtt.dialect).
 
 A bare MQTT 5 client (tests.support.mqtt_clients.RawPeer) plays one of joynr's cluster
 controllers: it publishes SMRF frames to ``<topic>/low`` with a replyTo (``re``) and its
@@ -42,7 +42,7 @@ from pyjoynr.runtime.payloads import OneWayRequest, Reply, Request, decode_paylo
 from pyjoynr.runtime.system_interfaces import address_to_json
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
-from pyjoynr.transports.mqtt import MqttTransport
+from pyjoynr.transports.mqtt.transport import MqttTransport
 from tests.support import mqtt_clients
 from tests.support.mqtt_clients import RawPeer, Received
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, mqtt_cc_config, start_pair
@@ -300,7 +300,7 @@ def bad_frames() -> list[tuple[str, bytes]]:
 async def test_hostile_smrf_frames_are_refused_with_their_reason_and_the_backend_stays_up(
         stack: AsyncExitStack, tmp_path: Path, broker: Mosquitto,
         caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="pyjoynr.transports.mqtt")
+    caplog.set_level(logging.WARNING, logger="pyjoynr.transports.mqtt.transport")
     pair = await start_pair(stack, tmp_path, {GBID: broker.url},
                             mqtt__max_message_bytes=str(LIMIT))
     peer = await RawPeer.open(stack, broker.port)
@@ -312,7 +312,8 @@ async def test_hostile_smrf_frames_are_refused_with_their_reason_and_the_backend
         await eventually(lambda: mqtt.received == received + 1, WAIT_S,  # noqa: B023
                          f"{reason} frame received")
         assert mqtt.counters - before == Counter({reason: 1}), reason
-    lines = [r.getMessage() for r in caplog.records if r.name == "pyjoynr.transports.mqtt"]
+    lines = [r.getMessage() for r in caplog.records
+             if r.name == "pyjoynr.transports.mqtt.transport"]
     assert any("refused (encrypted)" in line and "SMRF frame" in line for line in lines), lines
     await peer.nothing_received()
     # still connected (never reconnected) and serving: a valid SMRF request is answered

@@ -6,8 +6,8 @@ which publishes onto a CC's own topic (the CC subscribes to ``<own topic>/#``). 
 then checks:
 
 - the refusal is clear: exactly the right counter of the CC's MQTT transport went up by one,
-  nothing else was refused (by either CC), and one WARNING line of ``transports.mqtt`` says what
-  was wrong;
+  nothing else was refused (by either CC), and one WARNING line of
+  ``transports.mqtt.transport`` says what was wrong;
 - nothing was delivered: the provider did not get the hostile call, the raw client got no
   answer for it, and no routing entry was learned for the hostile sender;
 - nothing else was disturbed: the CC still serves the raw client (a valid request of it is
@@ -60,14 +60,14 @@ from pyjoynr.runtime.system_interfaces import (
 )
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
-from pyjoynr.transports.mqtt import MqttTransport
+from pyjoynr.transports.mqtt.transport import MqttTransport
 from tests.support.mqtt_cluster import GBID, MqttPair, start_pair
 from tests.support.radio import Country, Radio, Station
 
 pytestmark = [pytest.mark.network, pytest.mark.usefixtures("mqtt_client")]
 
 WAIT_S = 5.0
-MQTT_LOG = "pyjoynr.transports.mqtt"
+MQTT_LOG = "pyjoynr.transports.mqtt.transport"
 RADIO = interface_def(Radio)
 ROUTING = interface_def(Routing)
 DISCOVERY = interface_def(Discovery)

@@ -1,4 +1,4 @@
-"""The project's own MQTT client (transports.mqtt5) against fake brokers written here: a
+"""The project's own MQTT client (transports.mqtt.mqtt5) against fake brokers written here: a
 broker on 127.0.0.1 that speaks through the same packet core (server role) and then does
 what a test asks: malformed packets, refusals, silence, reason codes, limits.
 
@@ -23,9 +23,9 @@ import pytest
 
 from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.testing.cluster import eventually
-from pyjoynr.transports.mqtt5 import packets as p
-from pyjoynr.transports.mqtt_client import MqttSessionError, open_session
-from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.client import MqttSessionError, open_session
+from pyjoynr.transports.mqtt.mqtt5 import packets as p
+from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
 from tests.support.mqtt_cluster import GBID, mqtt_cc_config
 from tests.unit.test_mqtt5_packets import MALFORMED
 

@@ -19,8 +19,8 @@ from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
 from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
-from pyjoynr.transports.mqtt import MqttTransport
-from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.transport import MqttTransport
 
 pytestmark = pytest.mark.network
 

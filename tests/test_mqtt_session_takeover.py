@@ -25,8 +25,8 @@ from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.gcd.service import GcdService, GcdSettings
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
-from pyjoynr.transports.mqtt_client import MqttSessionError, open_session
-from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.client import MqttSessionError, open_session
+from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
 from tests.support import mqtt_clients
 from tests.support.mqtt_cluster import GBID, mqtt_cc_config
 
@@ -68,7 +68,7 @@ async def intrude(url: str, client_id: str, version: str, until: float) -> int:
 @pytest.mark.parametrize("version", ["5", "3.1.1"])
 async def test_a_taken_session_is_noticed_counted_logged_and_not_fought_in_a_tight_loop(
         tmp_path: Path, version: str, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="pyjoynr.transports.mqtt")
+    caplog.set_level(logging.WARNING, logger="pyjoynr.transports.mqtt.transport")
     async with AsyncExitStack() as stack:
         broker = await stack.enter_async_context(Mosquitto(tmp_path / "broker"))
         cc = await stack.enter_async_context(ClusterController(mqtt_cc_config(

@@ -43,7 +43,7 @@ from pyjoynr.runtime.messages import MessageType
 from pyjoynr.runtime.payloads import BroadcastSubscriptionRequest, SubscriptionRequest
 from pyjoynr.runtime.subscription_qos import qos_from_wire
 from pyjoynr.testing.cluster import eventually
-from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.wire import Wire
 
 pytestmark = pytest.mark.network

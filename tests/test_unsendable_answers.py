@@ -21,7 +21,7 @@ from pyjoynr.gcd.service import GcdService, GcdSettings
 from pyjoynr.libjoynr import LibjoynrConfig, MessageNotSentError, ProviderQos, ProviderScope
 from pyjoynr.libjoynr import connect as joynr_connect
 from pyjoynr.testing.brokers import Mosquitto
-from pyjoynr.transports.websocket_settings import WebSocketClientSettings
+from pyjoynr.transports.websocket.settings import WebSocketClientSettings
 from tests.support import mqtt_clients
 from tests.support.mqtt_cluster import mqtt_cc_config, write_provisioning
 from tests.support.radio import Country, Radio, RadioProvider, Station

@@ -36,7 +36,7 @@ from pyjoynr.runtime.interface import (
 )
 from pyjoynr.runtime.payloads import Reply
 from pyjoynr.runtime.system_interfaces import DEFAULT_DISCOVERY_PARTICIPANT_ID, Discovery
-from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.raw_calls import (
     RawCaller,
     RawGcd,

@@ -25,7 +25,7 @@ from pyjoynr.runtime.discovery_types import DiscoveryQos, DiscoveryScope
 from pyjoynr.runtime.interface import InterfaceDef, interface_def, to_wire
 from pyjoynr.runtime.payloads import Reply
 from pyjoynr.runtime.system_interfaces import DEFAULT_DISCOVERY_PARTICIPANT_ID, Discovery
-from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.raw_calls import (
     GBID,
     RawCaller,

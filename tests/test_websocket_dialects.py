@@ -49,7 +49,7 @@ from pyjoynr.runtime.payloads import Reply, Request, decode_payload
 from pyjoynr.runtime.smrf import SmrfFrame, encode_smrf
 from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from pyjoynr.testing.cluster import cc_config, eventually
-from pyjoynr.transports.websocket_common import (
+from pyjoynr.transports.websocket.common import (
     JOYNR_INIT_PREFIX,
     Outbox,
     decode_any_init,
@@ -57,8 +57,8 @@ from pyjoynr.transports.websocket_common import (
     encode_joynr_init,
     frame_encoder,
 )
-from pyjoynr.transports.websocket_connection import open_client_connection
-from pyjoynr.transports.websocket_settings import JOYNR, NATIVE, WebSocketClientSettings
+from pyjoynr.transports.websocket.connection import open_client_connection
+from pyjoynr.transports.websocket.settings import JOYNR, NATIVE, WebSocketClientSettings
 from tests.support.radio import Country, Radio, RadioProvider, Station
 from tests.support.raw_websocket import RawClient
 from tests.support.tls import self_signed_certificate
@@ -66,7 +66,7 @@ from tests.support.tls import self_signed_certificate
 pytestmark = pytest.mark.network
 
 WAIT_S = 5.0
-SERVER_LOG = "pyjoynr.transports.websocket_server"
+SERVER_LOG = "pyjoynr.transports.websocket.server"
 #: the CCs here refuse frames above this (and close connections above twice this)
 MAX_FRAME_BYTES = 65536
 

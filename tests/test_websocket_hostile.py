@@ -53,13 +53,13 @@ from pyjoynr.runtime.system_interfaces import (
     Routing,
     address_struct,
 )
-from pyjoynr.transports.websocket_common import encode_init
+from pyjoynr.transports.websocket.common import encode_init
 from tests.support.radio import Country, Radio, RadioProvider, Station
 
 pytestmark = pytest.mark.network
 
 WAIT_S = 5.0
-SERVER_LOG = "pyjoynr.transports.websocket_server"
+SERVER_LOG = "pyjoynr.transports.websocket.server"
 
 ROUTING = interface_def(Routing)
 RADIO = interface_def(Radio)

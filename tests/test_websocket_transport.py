@@ -28,9 +28,9 @@ from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
 from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from pyjoynr.testing.cluster import cc_config, eventually
-from pyjoynr.transports.websocket_client import WebSocketClientSettings
-from pyjoynr.transports.websocket_common import Outbox, encode_init
-from pyjoynr.transports.websocket_connection import ServerSideConnection, open_client_connection
+from pyjoynr.transports.websocket.client import WebSocketClientSettings
+from pyjoynr.transports.websocket.common import Outbox, encode_init
+from pyjoynr.transports.websocket.connection import ServerSideConnection, open_client_connection
 from tests.support.radio import Radio, RadioProvider
 from tests.support.tls import self_signed_certificate
 

@@ -32,7 +32,7 @@ from pyjoynr.admin.http import AdminServer, Reply
 from pyjoynr.runtime.logs import RepeatedWarnings
 from pyjoynr.runtime.metrics import HistogramSnapshot, LatencyHistogram, LatencyHistograms
 from pyjoynr.runtime.router import OUTCOMES, MessageRouter
-from pyjoynr.transports.mqtt import MqttTransport
+from pyjoynr.transports.mqtt.transport import MqttTransport
 
 __all__ = [
     "CONTENT_TYPE",

@@ -13,7 +13,7 @@ from pyjoynr.admin.health import Check, degraded, passes
 from pyjoynr.runtime.logs import RecentLines
 from pyjoynr.runtime.metrics import HistogramSnapshot
 from pyjoynr.runtime.router import MessageRouter
-from pyjoynr.transports.mqtt import MqttTransport
+from pyjoynr.transports.mqtt.transport import MqttTransport
 
 __all__ = [
     "facts",

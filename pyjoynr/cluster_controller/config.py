@@ -20,9 +20,9 @@ from pyjoynr.runtime.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
 )
-from pyjoynr.transports.mqtt_broker import EmbeddedBrokerSettings
-from pyjoynr.transports.mqtt_settings import MqttSettings
-from pyjoynr.transports.websocket_settings import WebSocketServerSettings
+from pyjoynr.transports.mqtt.broker import EmbeddedBrokerSettings
+from pyjoynr.transports.mqtt.settings import MqttSettings
+from pyjoynr.transports.websocket.settings import WebSocketServerSettings
 
 log = get_logger(__name__)
 

@@ -45,11 +45,11 @@ from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
 from pyjoynr.runtime.smrf import FORM as SMRF_FORM
 from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.transports.inprocess import InProcessTransport
-from pyjoynr.transports.mqtt import MqttTransport
-from pyjoynr.transports.mqtt_broker import EmbeddedBroker
-from pyjoynr.transports.mqtt_client import PACKET_OVERHEAD_BYTES
-from pyjoynr.transports.mqtt_settings import EMBEDDED, parse_broker_url
-from pyjoynr.transports.websocket_server import WebSocketServerTransport
+from pyjoynr.transports.mqtt.broker import EmbeddedBroker
+from pyjoynr.transports.mqtt.client import PACKET_OVERHEAD_BYTES
+from pyjoynr.transports.mqtt.settings import EMBEDDED, parse_broker_url
+from pyjoynr.transports.mqtt.transport import MqttTransport
+from pyjoynr.transports.websocket.server import WebSocketServerTransport
 
 log = get_logger(__name__)
 

@@ -15,10 +15,10 @@ limit of repeated warnings (``warnings``: runtime.logs), keyed by the outcome an
 Every call carries the custom header ``gb``: the GBID it is for (the first of the call's GBIDs;
 the default backend's for touch, removeStale and the probe), as joynr's cluster controllers
 send it. The MQTT transport sends a call to the GCD's topic in the backend that header names
-(the rule :func:`gcd_call_backend`, which the cluster controller hands to transports.mqtt: the
-transport knows nothing of the GCD), so each backend's GCD instance gets the calls for its
-backend; a GBID whose backend has no GCD instance (``gcd_gbids``) is asked of the first that
-has one."""
+(the rule :func:`gcd_call_backend`, which the cluster controller hands to
+transports.mqtt.transport: the transport knows nothing of the GCD), so each backend's GCD
+instance gets the calls for its backend; a GBID whose backend has no GCD instance
+(``gcd_gbids``) is asked of the first that has one."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ from pyjoynr.runtime.smrf import FORM as SMRF_FORM
 
 if TYPE_CHECKING:
     from pyjoynr.cluster_controller.controller import ClusterController
-    from pyjoynr.transports.websocket_server import ClientSummary
+    from pyjoynr.transports.websocket.server import ClientSummary
 
 __all__ = ["PREFIX", "ClusterControllerOps"]
 

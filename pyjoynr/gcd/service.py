@@ -45,8 +45,8 @@ from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingSettings, RoutingTable, RuntimeKind
 from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.transports.inprocess import InProcessTransport
-from pyjoynr.transports.mqtt import MqttTransport
-from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.transport import MqttTransport
 
 __all__ = ["DEFAULT_CONFIG", "ENV_PREFIX", "GcdAdminSettings", "GcdConfig", "GcdService",
            "GcdSettings", "make_store"]

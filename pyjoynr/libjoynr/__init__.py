@@ -86,7 +86,7 @@ from pyjoynr.runtime.subscription_qos import (
     PeriodicSubscriptionQos,
 )
 from pyjoynr.runtime.updates import Updates
-from pyjoynr.transports.websocket_settings import WebSocketClientSettings
+from pyjoynr.transports.websocket.settings import WebSocketClientSettings
 
 __all__ = [
     "ApplicationError",

@@ -28,7 +28,7 @@ The settings (all have defaults):
   ``reply_grace_s``: the runtime's calls to the cluster controller's system providers and its
   proxies' wait for replies;
 - ``router`` (:class:`~runtime.router.RouterSettings`) and ``websocket``
-  (:class:`~transports.websocket_settings.WebSocketClientSettings`).
+  (:class:`~transports.websocket.settings.WebSocketClientSettings`).
 
     async with connect("ws://joynr-cc:4242/", config=LibjoynrConfig(dialect="joynr")) as rt:
         ...
@@ -47,7 +47,7 @@ from pyjoynr.runtime.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
 )
-from pyjoynr.transports.websocket_settings import WebSocketClientSettings
+from pyjoynr.transports.websocket.settings import WebSocketClientSettings
 
 __all__ = ["DIALECTS", "JOYNR", "MULTICAST_BODIES", "NATIVE", "LibjoynrConfig"]
 

@@ -55,7 +55,7 @@ from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
 from pyjoynr.runtime.system_interfaces import Discovery, Routing, address_from_json, address_struct
 from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.transports.inprocess import InProcessTransport
-from pyjoynr.transports.websocket_client import WebSocketClientTransport
+from pyjoynr.transports.websocket.client import WebSocketClientTransport
 
 __all__ = ["Connect", "LibjoynrRuntime", "RemoteSystem", "connect"]
 

@@ -22,7 +22,7 @@ import subprocess
 from pathlib import Path
 
 from pyjoynr.testing.cluster import free_port
-from pyjoynr.transports.mqtt_broker import DEFAULT_MAX_PACKET_BYTES
+from pyjoynr.transports.mqtt.broker import DEFAULT_MAX_PACKET_BYTES
 
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 #: mosquitto's max_packet_size: the embedded broker's default limit (4 MiB + 5 KiB)

@@ -21,7 +21,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from pyjoynr.testing import cluster
-from pyjoynr.transports.mqtt_settings import CLIENTS
+from pyjoynr.transports.mqtt.settings import CLIENTS
 
 
 def current() -> str:

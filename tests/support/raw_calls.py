@@ -42,7 +42,7 @@ from pyjoynr.runtime.system_interfaces import (
     address_to_json,
 )
 from pyjoynr.testing.brokers import Mosquitto
-from pyjoynr.transports.websocket_settings import NATIVE
+from pyjoynr.transports.websocket.settings import NATIVE
 from tests.support import mqtt_clients
 from tests.support.mqtt_clients import RawPeer
 from tests.support.raw_websocket import RawClient

@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from pyjoynr.transports.coalescing import TurnCoalescer
-from pyjoynr.transports.mqtt5 import packets as p
-from pyjoynr.transports.mqtt5.client import MqttClientProtocol, connect
+from pyjoynr.transports.mqtt.mqtt5 import packets as p
+from pyjoynr.transports.mqtt.mqtt5.client import MqttClientProtocol, connect
 
 WAIT_S = 10.0
 

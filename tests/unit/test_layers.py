@@ -45,6 +45,11 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 }
 
 
+#: the I/O flavours of ``transports/``: one sub-package each; a flavour imports no other, and
+#: what they share beside them (``inprocess``, ``coalescing``) imports none
+FLAVOURS = ("websocket", "mqtt")
+
+
 @dataclass(frozen=True)
 class Violation:
     module: str
@@ -123,10 +128,39 @@ def violations(root: Path = ROOT) -> list[Violation]:
     return found
 
 
+def flavour_of(name: str) -> str | None:
+    """The I/O flavour a dotted name of ``transports/`` is in (None: shared, or elsewhere)."""
+    parts = name.split(".")
+    if parts[1:2] == ["transports"] and len(parts) > 2 and parts[2] in FLAVOURS:
+        return parts[2]
+    return None
+
+
+def flavour_violations(root: Path = ROOT) -> list[Violation]:
+    found: list[Violation] = []
+    for path in sorted((root / "transports").rglob("*.py")):
+        module = module_name(path, root)
+        own = flavour_of(module)
+        for line, name in imports_of(path, root):
+            target = flavour_of(name)
+            if target is not None and target != own:
+                found.append(Violation(module, line, name, (
+                    f"transports.{own} may not import another flavour ({target})" if own
+                    else f"what the flavours share may import none of them ({target})")))
+    return found
+
+
 def test_every_import_keeps_the_layers() -> None:
     assert ROOT.is_dir()
     found = violations()
     assert not found, "imports against the layers:\n" + "\n".join(map(str, found))
+
+
+def test_the_transport_flavours_stay_apart() -> None:
+    assert {p.name for p in (ROOT / "transports").iterdir() if p.is_dir()
+            and (p / "__init__.py").is_file()} == set(FLAVOURS)
+    found = flavour_violations()
+    assert not found, "imports across transport flavours:\n" + "\n".join(map(str, found))
 
 
 def test_every_part_of_the_package_has_its_rule() -> None:
@@ -170,3 +204,22 @@ def test_the_check_sees_every_form_of_import(tmp_path: Path) -> None:
     message = str(next(v for v in violations(root) if v.line == 2))
     assert message == ("pyjoynr.transports.mqtt:2 imports pyjoynr.gcd.interface: "
                        "transports may import runtime; not gcd")
+
+
+def test_the_check_sees_a_flavour_importing_another(tmp_path: Path) -> None:
+    root = tmp_path / PACKAGE
+    for part in ("transports", "transports/websocket", "transports/mqtt"):
+        (root / part).mkdir(parents=True)
+        (root / part / "__init__.py").write_text("")
+    (root / "transports" / "coalescing.py").write_text("")
+    (root / "transports" / "websocket" / "server.py").write_text(
+        "from pyjoynr.transports import coalescing\n"        # shared: allowed
+        "from ..mqtt.client import open_session\n")          # 2: another flavour
+    (root / "transports" / "inprocess.py").write_text(
+        "from pyjoynr.transports.websocket import server\n")  # 1: shared imports a flavour
+    assert sorted(map(str, flavour_violations(root))) == [
+        "pyjoynr.transports.inprocess:1 imports pyjoynr.transports.websocket: "
+        "what the flavours share may import none of them (websocket)",
+        "pyjoynr.transports.websocket.server:2 imports pyjoynr.transports.mqtt.client: "
+        "transports.websocket may not import another flavour (mqtt)",
+    ]

@@ -160,9 +160,9 @@ def test_every_project_logger_in_use_has_the_filter() -> None:
 
 # ====================================================================== the limiter as data
 
-A = ("pyjoynr.transports.mqtt", "not-msgpack", "backend g")
-B = ("pyjoynr.transports.mqtt", "expired", "backend g")
-C = ("pyjoynr.transports.mqtt", "not-msgpack", "backend h")
+A = ("pyjoynr.transports.mqtt.transport", "not-msgpack", "backend g")
+B = ("pyjoynr.transports.mqtt.transport", "expired", "backend g")
+C = ("pyjoynr.transports.mqtt.transport", "not-msgpack", "backend h")
 
 #: (time, key, logged in full?, summaries written before it)
 SCRIPT: list[tuple[float, tuple[str, str, str], bool, list[Summary]]] = [

@@ -1,4 +1,4 @@
-"""transports.mqtt5.packets: encode/decode round trips (property-based), known bytes, and
+"""transports.mqtt.mqtt5.packets: encode/decode round trips (property-based), known bytes, and
 hostile input: every malformed packet is a ProtocolViolation with its reason, and random bytes
 never raise anything else."""
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyjoynr.transports.mqtt5 import packets as p
-from pyjoynr.transports.mqtt5.packets import (
+from pyjoynr.transports.mqtt.mqtt5 import packets as p
+from pyjoynr.transports.mqtt.mqtt5.packets import (
     V5,
     V311,
     Connack,

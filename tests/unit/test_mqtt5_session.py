@@ -1,4 +1,4 @@
-"""transports.mqtt5.session: packet ids, the in-flight window, resend order, keep-alive."""
+"""transports.mqtt.mqtt5.session: packet ids, the in-flight window, resend order, keep-alive."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyjoynr.transports.mqtt5.session import (
+from pyjoynr.transports.mqtt.mqtt5.session import (
     MAX_PACKET_ID,
     KeepAlive,
     Outbound,

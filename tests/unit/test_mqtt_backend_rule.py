@@ -13,8 +13,8 @@ from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
 from pyjoynr.runtime.tasks import TaskSupervisor
-from pyjoynr.transports.mqtt import MqttTransport
-from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.transport import MqttTransport
 
 G1, G2 = "g1", "g2"
 TO_GCD = MqttAddress(G1, "discoverydirectory_channelid")

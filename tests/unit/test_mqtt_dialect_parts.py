@@ -1,4 +1,4 @@
-"""The pure parts of the MQTT frame dialects (transports.mqtt_dialect, the dialect settings):
+"""The pure parts of the MQTT frame dialects (transports.mqtt.dialect, the dialect settings):
 which dialect a payload is in, the topic a message is published to, the user properties of a
 joynr publish, the bounded memory of each topic's dialect."""
 
@@ -12,7 +12,7 @@ from pyjoynr.runtime import smrf
 from pyjoynr.runtime.addresses import MqttAddress
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.messages import Message, MessageType, encode_frame
-from pyjoynr.transports.mqtt_dialect import (
+from pyjoynr.transports.mqtt.dialect import (
     JOYNR,
     NATIVE,
     DialectMemory,
@@ -20,7 +20,7 @@ from pyjoynr.transports.mqtt_dialect import (
     publish_topic,
     user_properties,
 )
-from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
 
 
 def message(kind: MessageType = MessageType.REQUEST, body: bytes = b"\x93\x01\x02\x03",

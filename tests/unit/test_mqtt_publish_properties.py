@@ -7,7 +7,7 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from pyjoynr.transports.mqtt_client import _PackedOnce
+from pyjoynr.transports.mqtt.client import _PackedOnce
 
 
 @pytest.mark.parametrize("expiry_s", [1, 59, 60, 127, 128, 3_600, 2**31, 2**32 - 1])

@@ -15,8 +15,8 @@ from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
 from pyjoynr.runtime.tasks import TaskSupervisor
-from pyjoynr.transports.mqtt import MqttTransport
-from pyjoynr.transports.mqtt_settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
+from pyjoynr.transports.mqtt.transport import MqttTransport
 
 GBIDS = 5_000
 
@@ -37,7 +37,7 @@ async def test_made_up_gbids_are_counted_and_leave_no_state(
                               tasks=tasks)
     before = held(transport)
     message = Message(MessageType.ONE_WAY, "sender", "recipient", now_ms() + 60_000, b"x")
-    with caplog.at_level(logging.WARNING, logger="pyjoynr.transports.mqtt"):
+    with caplog.at_level(logging.WARNING, logger="pyjoynr.transports.mqtt.transport"):
         sent = [transport.send(MqttAddress(f"made-up-{i}", "joynr/cc/x"), message)
                 for i in range(GBIDS)]
     assert not any(sent)

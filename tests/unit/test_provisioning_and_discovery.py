@@ -22,7 +22,7 @@ from pyjoynr.runtime.discovery_types import (
 from pyjoynr.runtime.errors import ApplicationError
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
-from pyjoynr.transports.mqtt_settings import parse_broker_url
+from pyjoynr.transports.mqtt.settings import parse_broker_url
 
 GOOD = """
 [[provider]]

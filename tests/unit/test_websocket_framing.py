@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from websockets.frames import OP_BINARY, Frame
 from websockets.protocol import CLIENT, SERVER, Protocol
 
-from pyjoynr.transports.websocket_framing import MaskSource, binary_frames
+from pyjoynr.transports.websocket.framing import MaskSource, binary_frames
 
 #: every length class of the header: 7 bits, 16 bits, 64 bits, and their edges
 LENGTHS = [0, 1, 125, 126, 127, 1000, 65535, 65536, 70_000]

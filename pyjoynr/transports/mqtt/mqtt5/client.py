@@ -5,11 +5,11 @@
   ``transport.write`` (transports.coalescing: one system call for all the publishes and
   PUBACKs a burst makes).
 - A QoS 1 publish returns a future resolved with the PUBACK's reason code; the session state
-  (transports.mqtt5.session) keeps it by packet id, so an acknowledgement costs one dict pop.
+  (transports.mqtt.mqtt5.session) keeps it by packet id, so an acknowledgement costs one dict pop.
   At most the broker's receive maximum are in flight; the rest wait in order.
 - Incoming PUBLISH packets go to the handler from ``data_received`` (QoS 1: the PUBACK is
   queued right after); what arrives before a handler is set waits in a list.
-- A protocol violation by the broker (transports.mqtt5.packets.ProtocolViolation) is reported
+- A protocol violation by the broker (transports.mqtt.mqtt5.packets.ProtocolViolation) is reported
   through ``on_refusal`` (reason, detail), answered with DISCONNECT (MQTT 5: its reason
   code), and ends the connection: the caller reconnects. An MQTT 3.1.1 PUBLISH over the
   maximum packet size (3.1.1 cannot tell the broker the limit) is reported the same way,
@@ -27,8 +27,8 @@ from typing import Any, cast
 
 from pyjoynr.runtime.logs import get_logger
 from pyjoynr.transports.coalescing import TurnCoalescer
-from pyjoynr.transports.mqtt5 import packets as p
-from pyjoynr.transports.mqtt5.session import KeepAlive, Outbound, PacketIdsExhausted, Session
+from pyjoynr.transports.mqtt.mqtt5 import packets as p
+from pyjoynr.transports.mqtt.mqtt5.session import KeepAlive, Outbound, PacketIdsExhausted, Session
 
 __all__ = ["ConnectionBroken", "MqttClientProtocol", "connect"]
 

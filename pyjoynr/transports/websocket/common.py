@@ -49,8 +49,8 @@ from pyjoynr.runtime.messages import (
 )
 from pyjoynr.runtime.queues import BoundedQueue
 from pyjoynr.transports.coalescing import TurnCoalescer
-from pyjoynr.transports.websocket_connection import WebSocketConnection
-from pyjoynr.transports.websocket_settings import JOYNR, NATIVE
+from pyjoynr.transports.websocket.connection import WebSocketConnection
+from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 
 __all__ = [
     "INIT_TYPE",

@@ -1,7 +1,7 @@
 """Cluster controller side of the websocket transport: the server libjoynr runtimes connect to.
 
 Protocol: the client's first message is an init frame carrying its WebSocketClientAddress id
-(see transports.websocket_common), within ``init_timeout_s``; every later message is a binary
+(see transports.websocket.common), within ``init_timeout_s``; every later message is a binary
 message frame. Both frame dialects are served on one port: the init frame tells the
 connection's dialect (the project's msgpack init, or joynr's JSON one), and the connection
 keeps it: its frames are read in it (msgpack frames, or SMRF frames) and what is routed to it
@@ -46,7 +46,7 @@ more than ``max_fragments_per_message`` fragments, which close it with 1009 too 
 (bounded in time), then every connection is closed with 1001 (going away).
 
 The websocket protocol itself is websockets' sans-I/O implementation under the project's
-asyncio layer (transports.websocket_connection).
+asyncio layer (transports.websocket.connection).
 """
 
 from __future__ import annotations
@@ -67,15 +67,15 @@ from pyjoynr.runtime.logs import get_logger, message_fields
 from pyjoynr.runtime.messages import FrameError, Message
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.tasks import TaskSupervisor
-from pyjoynr.transports.websocket_common import (
+from pyjoynr.transports.websocket.common import (
     Outbox,
     decode_any_init,
     frame_decoder,
     frame_encoder,
     unsendable_reason,
 )
-from pyjoynr.transports.websocket_connection import ServerSideConnection, WebSocketConnection
-from pyjoynr.transports.websocket_settings import JOYNR, WebSocketServerSettings, server_ssl_context
+from pyjoynr.transports.websocket.connection import ServerSideConnection, WebSocketConnection
+from pyjoynr.transports.websocket.settings import JOYNR, WebSocketServerSettings, server_ssl_context
 
 __all__ = ["ClientSummary", "WebSocketServerSettings", "WebSocketServerTransport"]
 

@@ -10,7 +10,7 @@ address's topic) or ``joynr`` (joynr's SMRF frames, unicast to ``<address topic>
 headers also as MQTT 5 user properties ``c-<key>``) in what this process originates on it:
 ``dialect`` below, or ``?dialect=`` in a backend's URL. Whatever a backend's dialect, what
 arrives is read in its own, and answers go back in the dialect of their request
-(transports.mqtt_dialect).
+(transports.mqtt.dialect).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from pyjoynr.transports.mqtt_dialect import DIALECTS
+from pyjoynr.transports.mqtt.dialect import DIALECTS
 
 __all__ = ["EMBEDDED", "BrokerUrl", "MqttSettings", "parse_broker_url"]
 
@@ -26,7 +26,7 @@ __all__ = ["EMBEDDED", "BrokerUrl", "MqttSettings", "parse_broker_url"]
 EMBEDDED = "embedded"
 
 VERSIONS = ("5", "3.1.1")
-#: the MQTT client implementations (transports.mqtt_client): the project's own, or aiomqtt
+#: the MQTT client implementations (transports.mqtt.client): the project's own, or aiomqtt
 CLIENTS = ("native", "aiomqtt")
 
 _SCHEMES = {"mqtt": False, "tcp": False, "mqtts": True, "ssl": True}
@@ -133,7 +133,7 @@ class MqttSettings:
     takeover_backoff_max_s: float = 60.0
     #: ids of received messages remembered to drop QoS 1 redeliveries
     duplicate_window: int = 100_000
-    #: the MQTT client: "native" (the project's own, transports.mqtt5) or "aiomqtt"
+    #: the MQTT client: "native" (the project's own, transports.mqtt.mqtt5) or "aiomqtt"
     client: str = "native"
     #: the frame dialect of what this process originates on backends whose URL does not say
     #: (?dialect=): "native" (msgpack frames, to the address's topic) or "joynr" (SMRF

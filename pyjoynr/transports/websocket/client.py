@@ -14,7 +14,7 @@ to the connection. What was queued for the connection but not written when it br
 again and waits for the next connection.
 
 The websocket protocol itself is websockets' sans-I/O implementation under the project's
-asyncio layer (transports.websocket_connection).
+asyncio layer (transports.websocket.connection).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pyjoynr.runtime.logs import get_logger
 from pyjoynr.runtime.messages import FrameError, Message
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.tasks import TaskSupervisor
-from pyjoynr.transports.websocket_common import (
+from pyjoynr.transports.websocket.common import (
     Outbox,
     encode_init,
     encode_joynr_init,
@@ -42,8 +42,8 @@ from pyjoynr.transports.websocket_common import (
     frame_encoder,
     unsendable_reason,
 )
-from pyjoynr.transports.websocket_connection import ClientSideConnection, open_client_connection
-from pyjoynr.transports.websocket_settings import (
+from pyjoynr.transports.websocket.connection import ClientSideConnection, open_client_connection
+from pyjoynr.transports.websocket.settings import (
     NATIVE,
     WebSocketClientSettings,
     client_ssl_context,

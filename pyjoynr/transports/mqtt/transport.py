@@ -12,13 +12,13 @@ A message that finds the writer idle (connected, nothing queued, a publish slot 
 to the MQTT client at once, within ``send``; its acknowledgement comes back as a callback
 (no task per message).
 Incoming messages reach :meth:`MqttTransport.handle_incoming` from the client's read callback
-(transports.mqtt_client), without a task hop: a request handled here and its reply published
+(transports.mqtt.client), without a task hop: a request handled here and its reply published
 cost no loop iteration besides the provider's own.
 
 Requests that leave this cluster controller carry its reply-to address (the global address:
 MqttAddress(default GBID, own topic)), whatever the local sender put there.
 
-Frame dialects (transports.mqtt_dialect): each backend originates in its dialect (``[mqtt]
+Frame dialects (transports.mqtt.dialect): each backend originates in its dialect (``[mqtt]
 dialect``, or ``?dialect=`` in its URL): ``native`` frames to the address's topic, or joynr's
 SMRF frames to ``<address topic>/low`` (multicasts to their topic, without suffix), every
 custom header also as an MQTT 5 user property ``c-<key>``. A received payload is read in the
@@ -89,15 +89,14 @@ from pyjoynr.runtime.queues import BoundedQueue, QueueBudget
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingSettings
 from pyjoynr.runtime.tasks import TaskSupervisor
-from pyjoynr.transports.mqtt5.client import reason_name
-from pyjoynr.transports.mqtt_client import (
+from pyjoynr.transports.mqtt.client import (
     PUBACK_ACCEPTED,
     SESSION_TAKEN_OVER,
     MqttSession,
     MqttSessionError,
     open_session,
 )
-from pyjoynr.transports.mqtt_dialect import (
+from pyjoynr.transports.mqtt.dialect import (
     JOYNR,
     NATIVE,
     DialectMemory,
@@ -105,7 +104,8 @@ from pyjoynr.transports.mqtt_dialect import (
     publish_topic,
     user_properties,
 )
-from pyjoynr.transports.mqtt_settings import BrokerUrl, MqttSettings
+from pyjoynr.transports.mqtt.mqtt5.client import reason_name
+from pyjoynr.transports.mqtt.settings import BrokerUrl, MqttSettings
 
 __all__ = ["MqttTransport"]
 

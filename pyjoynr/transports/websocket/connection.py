@@ -18,11 +18,11 @@ joynr connection needs and no more:
   ``max_backlog_bytes`` (an empty backlog takes one message of any size); at that bound reading
   pauses until messages are taken from it;
 - :meth:`WebSocketConnection.send_frames` sends several binary messages with one socket write;
-  it writes their frames itself (transports/websocket_framing.py: the same bytes as
+  it writes their frames itself (transports/websocket/framing.py: the same bytes as
   websockets' ``send_binary``, without its per-frame objects) while the connection is open
   with no extension and no fragmented message under way, and through the protocol object
   otherwise; ``paused_writing`` and ``on_writable`` are the write-buffer flow control for the
-  writer above (see :class:`transports.websocket_common.Outbox`);
+  writer above (see :class:`transports.websocket.common.Outbox`);
 - keep-alive: a ping every ``ping_interval_s``; no pong within ``ping_timeout_s`` fails the
   connection (1011). :meth:`WebSocketConnection.ping` pings on demand;
 - closing: :meth:`WebSocketConnection.close` runs the close handshake (what the peer still
@@ -57,8 +57,8 @@ from websockets.server import ServerProtocol
 from websockets.uri import parse_uri
 
 from pyjoynr.runtime.logs import get_logger
-from pyjoynr.transports.websocket_framing import MaskSource, binary_frames
-from pyjoynr.transports.websocket_settings import DEFAULT_MAX_BACKLOG_BYTES, DEFAULT_MAX_FRAGMENTS
+from pyjoynr.transports.websocket.framing import MaskSource, binary_frames
+from pyjoynr.transports.websocket.settings import DEFAULT_MAX_BACKLOG_BYTES, DEFAULT_MAX_FRAGMENTS
 
 __all__ = [
     "HANDSHAKE_TIMEOUT_S",
@@ -208,7 +208,7 @@ class WebSocketConnection(asyncio.Protocol):
             writes = protocol.data_to_send()
         else:
             # the bytes protocol.send_binary() would write, without its per-frame objects
-            # (transports/websocket_framing.py); after anything the protocol had waiting
+            # (transports/websocket/framing.py); after anything the protocol had waiting
             writes = protocol.data_to_send()
             writes += binary_frames(frames, self._masks)
         transport = self.transport

@@ -30,7 +30,7 @@ __all__ = ["DEFAULT_MAX_PACKET_BYTES", "EmbeddedBroker", "EmbeddedBrokerSettings
 log = get_logger(__name__)
 
 #: the largest packet by default: [mqtt] max_message_bytes's default plus room for the topic and
-#: properties (transports.mqtt_client.PACKET_OVERHEAD_BYTES)
+#: properties (transports.mqtt.client.PACKET_OVERHEAD_BYTES)
 DEFAULT_MAX_PACKET_BYTES = 4 * 1024 * 1024 + 1024 + 4096
 
 

@@ -1,6 +1,6 @@
 """Binary websocket data frames, written straight to bytes (pure: no I/O but the entropy).
 
-The websocket connections (transports/websocket_connection.py) drive websockets' sans-I/O
+The websocket connections (transports/websocket/connection.py) drive websockets' sans-I/O
 protocol objects for everything (the handshake, reading and checking every frame, control
 frames, the close handshake) except one thing: writing an unfragmented binary message while
 the connection is open and no extension was negotiated. That is a frame header and the

@@ -11,7 +11,7 @@
   keeps what was in flight across connections and sends it again first, in order;
 - keep-alive deadlines (:class:`KeepAlive`).
 
-The client (transports.mqtt5.client) writes what these methods tell it to; what an entry
+The client (transports.mqtt.mqtt5.client) writes what these methods tell it to; what an entry
 carries (``Outbound.token``: the client keeps its future there) is the caller's business.
 """
 

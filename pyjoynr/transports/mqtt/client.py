@@ -5,14 +5,14 @@ the message: PUBACK for QoS 1, with its reason code), subscribe, unsubscribe, an
 messages, each handed to a handler as it arrives. :class:`MqttSession` states them;
 :func:`open_session` opens one with the client that ``[mqtt] client`` names:
 
-- ``"native"`` (default): the project's own client (transports.mqtt5: a sans-I/O protocol core
+- ``"native"`` (default): the project's own client (transports.mqtt.mqtt5: a sans-I/O protocol core
   under a thin asyncio protocol). PUBACK reason codes reach the transport; a broker's protocol
   violation is reported through ``on_refusal`` and ends the connection.
 - ``"aiomqtt"``: aiomqtt over paho-mqtt (only their public APIs). Its PUBACK reason codes are
   not available (reported as 0), and it checks no packet beyond what paho does.
 
 A connection is configured by the MQTT settings section
-(:class:`transports.mqtt_settings.MqttSettings`) plus what follows from the process (client
+(:class:`transports.mqtt.settings.MqttSettings`) plus what follows from the process (client
 id, TLS context).
 """
 
@@ -32,9 +32,9 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from pyjoynr.runtime.logs import get_logger
-from pyjoynr.transports.mqtt5 import client as native
-from pyjoynr.transports.mqtt5 import packets
-from pyjoynr.transports.mqtt_settings import BrokerUrl, MqttSettings
+from pyjoynr.transports.mqtt.mqtt5 import client as native
+from pyjoynr.transports.mqtt.mqtt5 import packets
+from pyjoynr.transports.mqtt.settings import BrokerUrl, MqttSettings
 
 __all__ = ["PACKET_OVERHEAD_BYTES", "SESSION_TAKEN_OVER", "MqttSession", "MqttSessionError",
            "UserProperties", "open_session"]
@@ -276,7 +276,7 @@ class _AiomqttSession:
 
 
 class _NativeSession:
-    """The project's own client (transports.mqtt5.client) behind the seam."""
+    """The project's own client (transports.mqtt.mqtt5.client) behind the seam."""
 
     def __init__(self, protocol: native.MqttClientProtocol, session_present: bool) -> None:
         self._protocol = protocol
