@@ -141,7 +141,7 @@ async def test_a_connection_outbox_is_bounded_by_bytes(tmp_path: Path,
     for _ in range(200):  # 12.8 MB
         await sender.send(one_way("sender", "sink", 64 * KB, expiry))
     await handled(sender)
-    assert cc.cc.telemetry.counters["dropped-queue-full"] > 0
+    assert cc.telemetry.counters["dropped-queue-full"] > 0
     assert cc.websocket.pending_bytes_to(sink_id) <= 256 * KB
     assert cc.websocket.pending_to(sink_id) < 10
     assert cc.router.queued_bytes() <= 512 * KB
@@ -202,7 +202,7 @@ async def test_learned_routes_are_bounded(tmp_path: Path, stack: AsyncExitStack)
     assert sorted(pid for pid in table if pid.startswith("sender-")) == sorted(
         f"sender-{i}" for i in range(900, 1_000))
     assert cc.router.routing_counts().learned == 100  # those, and nothing else
-    assert cc.cc.telemetry.counters["evicted-learned-route"] == 900
+    assert cc.telemetry.counters["evicted-learned-route"] == 900
     for pid, entry in before.items():  # provisioned and system routes are all still there
         assert table.get(pid) == entry
 
