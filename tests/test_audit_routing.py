@@ -92,7 +92,7 @@ async def test_websocket_routing_decisions_are_recorded_exactly(tmp_path: Path) 
         lost = Message(MessageType.REQUEST, raw.pid, nobody, now_ms() + 300,
                        Request(uuid.uuid4().hex, "favorites", [], []).to_body())
         lost_size = await raw.send(lost)
-        await eventually(lambda: cc.router.counters["dropped-expired-in-queue"] == 1, WAIT_S,
+        await eventually(lambda: cc.telemetry.counters["dropped-expired-in-queue"] == 1, WAIT_S,
                          "the expiry in the queue")
         # a spoofed sender: the proxy's participantId, routed to the consumer's connection
         spoofed = note(proxy.participant_id, provider_pid, "spoofed")
@@ -100,10 +100,10 @@ async def test_websocket_routing_decisions_are_recorded_exactly(tmp_path: Path) 
         # an expired message: dropped before it is routed
         stale = note(raw.pid, provider_pid, "stale", expiry_ms=now_ms() - 1_000)
         stale_size = await raw.send(stale)
-        await eventually(lambda: cc.router.counters["dropped-expired"] == 1
+        await eventually(lambda: cc.telemetry.counters["dropped-expired"] == 1
                          and cc.websocket.counters["spoofed-sender"] == 1, WAIT_S, "refusals")
         assert provider.notes == ["n0", "n1", "n2"]
-        router_counters = dict(cc.router.counters)
+        router_counters = dict(cc.telemetry.counters)
         websocket_counters = dict(cc.websocket.counters)
         cc_id = cc.id
     assert audit_dir.is_dir() and not list(audit_dir.glob("*.part"))

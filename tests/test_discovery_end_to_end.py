@@ -287,5 +287,5 @@ async def test_a_touch_of_more_participants_than_the_gcd_takes_in_one_call_is_sp
     link = world.one.gcd_link
     assert link is not None
     await link.touch([f"absent-{i}" for i in range(25_000)] + [pid])
-    assert [g.router.counters["refused-request"] for g in world.gcds.values()] == [0, 0]
+    assert [g.telemetry.counters["refused-request"] for g in world.gcds.values()] == [0, 0]
     assert await world.gcds[G1].store.find_participant(pid, 0) != []

@@ -81,7 +81,7 @@ async def test_add_next_hop_with_the_address_as_a_map(stack: AsyncExitStack,
     reply = await call(raw, DEFAULT_ROUTING_PARTICIPANT_ID, "add_next_hop",
                        ["p-channel", channel, False], EARLIER_ADD_NEXT_HOP)
     assert reply.error is not None and "ChannelAddress" in reply.error["message"]
-    assert cc.router.counters["unroutable-address-type"] == 1
+    assert cc.telemetry.counters["unroutable-address-type"] == 1
     # ... and no address that is none
     for bad in ({"_typeName": "joynr.system.RoutingTypes.Nothing"},
                 {"_typeName": "joynr.system.RoutingTypes.WebSocketClientAddress"}, {}):

@@ -155,7 +155,7 @@ async def test_the_gcds_learned_routes_are_bounded_by_its_setting(tmp_path: Path
         askers = {pid for pid, _ in service.router.routing_entries() if pid.startswith("asker-")}
         assert askers == {f"asker-{i}" for i in range(180, 200)}
         assert service.router.routing_counts().learned == 20  # those, and nothing else
-        assert service.router.counters["evicted-learned-route"] == 180
+        assert service.telemetry.counters["evicted-learned-route"] == 180
 
 
 def test_the_gcds_learned_route_bound_is_checked() -> None:

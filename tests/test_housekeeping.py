@@ -16,6 +16,7 @@ from pyjoynr.runtime.payloads import OneWayRequest
 from pyjoynr.runtime.router import MessageRouter, RouterSettings
 from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
 from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.runtime.telemetry import Telemetry
 
 A = MqttAddress("g", "cc/caller")
 
@@ -60,9 +61,10 @@ async def tasks():
     await supervisor.close()
 
 
-def make_router(**settings: object) -> MessageRouter:
+def make_router(telemetry: Telemetry | None = None, **settings: object) -> MessageRouter:
     return MessageRouter(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER),
-                         RouterSettings(**settings))  # type: ignore[arg-type]
+                         RouterSettings(**settings),  # type: ignore[arg-type]
+                         telemetry=telemetry)
 
 
 async def test_purge_removes_expired_routes_periodically_but_not_sticky_ones(caplog, tasks):
@@ -90,7 +92,9 @@ async def test_purge_removes_expired_routes_periodically_but_not_sticky_ones(cap
 
 
 async def test_sweep_drops_expired_messages_and_retries_refused_sends(tasks):
-    router = make_router(sweep_interval_s=0.01, retry_initial_s=0.02, retry_max_s=0.05)
+    telemetry = Telemetry()
+    router = make_router(telemetry, sweep_interval_s=0.01, retry_initial_s=0.02,
+                         retry_max_s=0.05)
     gate = Gate()
     router.register_transport(WebSocketClientAddress, gate)
     router.add_route("c", WebSocketClientAddress("client"), is_globally_visible=False)
@@ -100,7 +104,7 @@ async def test_sweep_drops_expired_messages_and_retries_refused_sends(tasks):
     housekeeping = RouterHousekeeping(router, tasks)
     housekeeping.start()
     await wait_for(lambda: router.queued("nobody") == 0 and gate.refused >= 3)
-    assert router.counters["dropped-expired-in-queue"] == 1
+    assert telemetry.counters["dropped-expired-in-queue"] == 1
     gate.open = True
     await wait_for(lambda: len(gate.sent) == 1)
     assert router.queued() == 0

@@ -218,7 +218,7 @@ async def test_hostile_json_bodies_to_the_system_providers_are_refused_and_count
     (counted; answered with an error where its requestReplyId can be read), nothing crashes,
     and the connection goes on serving."""
     client = await js(stack, cc)
-    counters = cc.router.counters
+    counters = cc.telemetry.counters
     before = sum(n for k, n in counters.items() if k.startswith("dropped-bad-"))
     for body in HOSTILE_BODIES:
         await client.ws.send(encode_smrf(SmrfFrame(
@@ -252,4 +252,4 @@ async def test_a_request_expiring_without_a_route_is_answered_in_a_type_the_js_r
     assert error["detailMessage"].startswith("JoynrMessageNotSentException: ")
     assert "not sent" in error["detailMessage"]
     assert client.undecodable == []
-    assert cc.router.counters["answered-not-sent"] >= 1
+    assert cc.telemetry.counters["answered-not-sent"] >= 1

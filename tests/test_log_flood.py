@@ -180,7 +180,7 @@ async def test_registrations_next_hops_and_their_end_write_a_bounded_log(
     raw = await registered_raw(stack, cc)
     own = WebSocketClientAddress(raw.client_id).to_dict()
     providers = [f"flood-{n}-{uuid.uuid4().hex[:6]}" for n in range(N)]
-    router, discovery = cc.router.counters.copy(), cc.discovery.counters.copy()
+    router, discovery = cc.telemetry.counters.copy(), cc.discovery.counters.copy()
 
     mark = len(lines.records)
     replies = await pipelined(raw, [add_next_hop(raw, pid, own) for pid in providers])
@@ -202,21 +202,21 @@ async def test_registrations_next_hops_and_their_end_write_a_bounded_log(
 
     # the same again, refused (another client's address; a participant of this CC itself)
     mark = len(lines.records)
-    router = cc.router.counters.copy()
+    router = cc.telemetry.counters.copy()
     other = WebSocketClientAddress("someone-else").to_dict()
     replies = await pipelined(raw, [add_next_hop(raw, pid, other) for pid in providers])
     assert all(r.error is not None for r in replies)
-    refused = cc.router.counters - router
+    refused = cc.telemetry.counters - router
     assert sum(refused.values()) == N, refused
     assert_bounded(lines, mark, "refused next hops (another client's address)")
 
     mark = len(lines.records)
-    router = cc.router.counters.copy()
+    router = cc.telemetry.counters.copy()
     replies = await pipelined(raw, [add_next_hop(raw, DEFAULT_DISCOVERY_PARTICIPANT_ID, own)
                                     for _ in range(N)])
     assert all(r.error is not None for r in replies)
     assert_bounded(lines, mark, "refused next hops (a sticky route)")
-    assert cc.router.counters["route-rejected-sticky"] - router[
+    assert cc.telemetry.counters["route-rejected-sticky"] - router[
         "route-rejected-sticky"] == N
 
     # the connection ends: its routes go, its providers after the grace period
@@ -225,7 +225,7 @@ async def test_registrations_next_hops_and_their_end_write_a_bounded_log(
     await eventually(lambda: cc.discovery.counters["vanished-provider-removed"]
                      - discovery["vanished-provider-removed"] == N, "the providers removed")
     assert_bounded(lines, mark, "providers of a connection that ended")
-    assert cc.router.counters["routes-removed-at-address"] - router[
+    assert cc.telemetry.counters["routes-removed-at-address"] - router[
         "routes-removed-at-address"] == N + 1
     assert cc.discovery.counters["unregistered"] - discovery["unregistered"] == N
 
@@ -325,7 +325,7 @@ async def test_learned_route_evictions_over_mqtt_write_a_bounded_log(
     scene = await start_scene(stack, tmp_path, routing__max_learned_routes=20,
                               router__max_queued_per_recipient=2 * N)
     two = scene.two
-    before = two.router.counters["evicted-learned-route"]
+    before = two.telemetry.counters["evicted-learned-route"]
     # requests of N senders (each teaches its replyTo route) for a participant nobody has
     payloads = [encode_frame(scene.raw.request(
         "nobody-here", "favorites", [], [], sender=f"sender-{n}", ttl_ms=60_000)[0])
@@ -338,8 +338,8 @@ async def test_learned_route_evictions_over_mqtt_write_a_bounded_log(
                                for payload in payloads[start:start + 200]))
     await eventually(lambda: mqtt.received - received == N, f"{N} received")
     # all but the few the table had room for evicted one each
-    assert two.router.counters["evicted-learned-route"] - before >= N - 20, (
-        two.router.counters, mqtt.counters)
+    assert two.telemetry.counters["evicted-learned-route"] - before >= N - 20, (
+        two.telemetry.counters, mqtt.counters)
     assert_bounded(lines, mark, "learned routes evicted")
 
 
@@ -373,13 +373,13 @@ async def test_hostile_gcd_calls_over_mqtt_write_a_bounded_log(
                 + [call(n, "no_such_method", [], []) for n in range(third)]
                 + [call(n, "add", [entry], add.param_datatypes) for n in range(N - 2 * third)])
     mqtt = service.mqtt
-    received, refused = mqtt.received, service.router.counters["refused-request"]
+    received, refused = mqtt.received, service.telemetry.counters["refused-request"]
     mark = len(lines.records)
     for start in range(0, N, 200):
         await asyncio.gather(*(peer.publish(f"{GCD_TOPIC}/low", payload)
                                for payload in payloads[start:start + 200]))
     await eventually(lambda: mqtt.received - received == N, f"{N} received")
-    await eventually(lambda: service.router.counters["refused-request"] - refused == N - third,
+    await eventually(lambda: service.telemetry.counters["refused-request"] - refused == N - third,
                      f"{N - third} requests refused")
     assert sum(mqtt.counters.values()) >= third, mqtt.counters  # the frames that did not decode
     assert await service.store.count() == 0

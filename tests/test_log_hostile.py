@@ -137,7 +137,7 @@ async def test_websocket_strings_cannot_forge_log_lines(
     await raw.send(encode_frame(expired))
     await assert_attacker_still_routed(raw, legit)
     assert cc.websocket.counters["spoofed-sender"] == 1
-    assert cc.router.counters["dropped-expired"] == 1
+    assert cc.telemetry.counters["dropped-expired"] == 1
 
     text = log_text.getvalue()
     assert_no_forged_line(text)

@@ -300,7 +300,8 @@ class Before:
 
 def snapshot(scene: Scene, caplog: pytest.LogCaptureFixture) -> Before:
     one, two = scene.counters()
-    return Before(one, two, scene.one.router.counters.copy(), scene.two.router.counters.copy(),
+    return Before(one, two, scene.one.telemetry.counters.copy(),
+                  scene.two.telemetry.counters.copy(),
                   scene.tables(), scene.stations(), list(scene.pair.provider.notes),
                   len(log_lines(caplog)))
 
@@ -316,8 +317,8 @@ def assert_refused_once(scene: Scene, before: Before, caplog: pytest.LogCaptureF
                                     (before.counters_one, before.counters_two))
     assert refused - refused_before == Counter({reason: 1}), refused
     assert other == other_before
-    assert scene.one.router.counters == before.router_one
-    assert scene.two.router.counters == before.router_two
+    assert scene.one.telemetry.counters == before.router_one
+    assert scene.two.telemetry.counters == before.router_two
     assert len(log_lines(caplog)) == before.warnings + 1, log_lines(caplog)[before.warnings:]
     assert_logged(caplog, "refused", *fragments)
 
@@ -776,7 +777,7 @@ async def test_a_waiting_message_whose_recipient_turns_out_to_be_behind_mqtt_is_
     assert (reply.request_reply_id, reply.error, reply.response) == (rid, None, [True])
 
     assert router.queued() == 0
-    assert router.counters["dropped-refused-relay"] == 1
+    assert scene.two.telemetry.counters["dropped-refused-relay"] == 1
     assert scene.counters() == before
     assert any(waiting.id in r.getMessage() and "not relayed" in r.getMessage()
                for r in caplog.records if r.name == "pyjoynr.runtime.router")

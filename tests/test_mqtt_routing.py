@@ -286,9 +286,9 @@ async def test_broker_restart_mid_traffic_delivers_what_has_not_expired(
         raise AssertionError(
             f"{len(missing)} long-lived note(s) missing: {missing[:20]}; CC one: published "
             f"{mqtt_one.published}, pending {mqtt_one.pending()}, counters "
-            f"{dict(mqtt_one.counters)}, router {dict(pair.one.router.counters)}; CC two: "
+            f"{dict(mqtt_one.counters)}, router {dict(pair.one.telemetry.counters)}; CC two: "
             f"received {mqtt_two.received}, counters {dict(mqtt_two.counters)}, router "
-            f"{dict(pair.two.router.counters)}") from None
+            f"{dict(pair.two.telemetry.counters)}") from None
     await asyncio.sleep(0.5)  # late duplicates or expired ones would arrive now
     notes = pair.provider.notes
     delivered_long = [n for n in notes if n.startswith("long-")]

@@ -106,7 +106,7 @@ async def test_build_proxy_ends_with_its_discovery_timeout_when_the_gcd_is_silen
                 discovery_timeout_ms=1500, discovery_scope=scope))
     assert "the GCD did not answer lookup test/Radio within" in str(raised.value)
     # the CC's answer reached the caller: nothing of it expired on the way
-    counters = cc_without_gcd.router.counters
+    counters = cc_without_gcd.telemetry.counters
     assert [key for key in counters if "expired" in key] == [], counters
 
 

@@ -79,7 +79,7 @@ async def test_one_connection_cannot_take_all_queues_and_waits_are_capped(
         await greedy.send(one_way(f"greedy-{i}", f"nobody-{i}", 100, INT64_MAX))
     await handled(greedy)
     assert router.queued() == 50  # its share: half of all queues
-    assert router.counters["dropped-queue-share-used"] == 30
+    assert cc.telemetry.counters["dropped-queue-share-used"] == 30
     assert router.queued_bytes(greedy_address) > 50 * 100
 
     # another connection still finds room
@@ -87,11 +87,11 @@ async def test_one_connection_cannot_take_all_queues_and_waits_are_capped(
     await handled(polite)
     assert router.queued("nobody-yet") == 1
     assert router.queued_bytes(polite_address) > 0
-    assert router.counters["dropped-queue-share-used"] == 30
+    assert cc.telemetry.counters["dropped-queue-share-used"] == 30
 
     # whatever their expiry, they leave the queues after max_queue_wait_ms
     await eventually(lambda: router.queued() == 0, 10, "queues emptied")
-    assert router.counters["dropped-queue-wait-exceeded"] == 51
+    assert cc.telemetry.counters["dropped-queue-wait-exceeded"] == 51
     assert router.queued_bytes() == 0
     assert router.queued_bytes(greedy_address) == 0
 
@@ -110,14 +110,14 @@ async def test_queues_are_bounded_by_bytes(tmp_path: Path, stack: AsyncExitStack
         await ws.send(one_way("sender", "nobody", 40 * KB, expiry))
     await handled(ws)
     assert router.queued("nobody") == 1
-    assert router.counters["dropped-queue-full"] == 2
+    assert cc.telemetry.counters["dropped-queue-full"] == 2
     # all queues: four messages (~330 KB) fit into 400 KB, no more
     for i in range(8):
         await ws.send(one_way("sender", f"nobody-{i}", 40 * KB, expiry))
     await handled(ws)
     assert router.queued() == 4
     assert router.queued_bytes() <= 400 * KB
-    assert router.counters["dropped-queue-full"] == 2 + 5  # three more fitted
+    assert cc.telemetry.counters["dropped-queue-full"] == 2 + 5  # three more fitted
 
 
 # ====================================================================== 4: the outbox
@@ -141,7 +141,7 @@ async def test_a_connection_outbox_is_bounded_by_bytes(tmp_path: Path,
     for _ in range(200):  # 12.8 MB
         await sender.send(one_way("sender", "sink", 64 * KB, expiry))
     await handled(sender)
-    assert cc.router.counters["dropped-queue-full"] > 0
+    assert cc.telemetry.counters["dropped-queue-full"] > 0
     assert cc.websocket.pending_bytes_to(sink_id) <= 256 * KB
     assert cc.websocket.pending_to(sink_id) < 10
     assert cc.router.queued_bytes() <= 512 * KB
@@ -202,7 +202,7 @@ async def test_learned_routes_are_bounded(tmp_path: Path, stack: AsyncExitStack)
     assert sorted(pid for pid in table if pid.startswith("sender-")) == sorted(
         f"sender-{i}" for i in range(900, 1_000))
     assert cc.router.routing_counts().learned == 100  # those, and nothing else
-    assert cc.router.counters["evicted-learned-route"] == 900
+    assert cc.telemetry.counters["evicted-learned-route"] == 900
     for pid, entry in before.items():  # provisioned and system routes are all still there
         assert table.get(pid) == entry
 

@@ -69,7 +69,7 @@ async def test_messages_for_a_reconnecting_client_wait_in_the_cc(cc, runtimes):
     await eventually(lambda: cc.router.queued() == 6, what="queued in the CC")
     await asyncio.sleep(0.4)  # the fleeting ones expire meanwhile
     await eventually(lambda: cc.router.queued() == 3, what="expired ones dropped")
-    assert cc.router.counters["dropped-expired-in-queue"] == 3
+    assert cc.telemetry.counters["dropped-expired-in-queue"] == 3
 
     await provider_rt.transport.start()
     await eventually(lambda: len(provider.notes) == 3, what="delivery after reconnect")
@@ -93,7 +93,7 @@ async def test_messages_sent_while_the_client_is_disconnected_wait_in_the_client
     await asyncio.sleep(0.4)
     consumer.router.sweep()
     assert consumer.router.queued() == 1
-    assert consumer.router.counters["dropped-expired-in-queue"] == 1
+    assert consumer.telemetry.counters["dropped-expired-in-queue"] == 1
 
     await consumer.transport.start()
     await eventually(lambda: provider.notes == ["kept"], what="delivery after reconnect")

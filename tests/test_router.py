@@ -31,6 +31,7 @@ from pyjoynr.runtime.payloads import (
 from pyjoynr.runtime.router import MessageRouter, RouterSettings
 from pyjoynr.runtime.routing import PutResult, RoutingTable, RuntimeKind
 from pyjoynr.runtime.rules import ReplyRoute
+from pyjoynr.runtime.telemetry import Telemetry
 
 T0 = 1_700_000_000_000  # the clock's start: epoch ms
 
@@ -91,9 +92,12 @@ class Rig:
                  **settings: object) -> None:
         self.clock = Clock()
         kind = RuntimeKind.LIBJOYNR if parent is not None else RuntimeKind.CLUSTER_CONTROLLER
+        #: the router's counters, limit of repeated warnings and audit hook
+        self.telemetry = Telemetry()
         self.router = MessageRouter(RoutingTable(kind),
                                     RouterSettings(**settings),  # type: ignore[arg-type]
-                                    parent=parent, clock_ms=self.clock)
+                                    parent=parent, clock_ms=self.clock,
+                                    telemetry=self.telemetry)
         self.local = Recorder()  # participants in this process
         self.clients = Recorder()  # websocket connections
         self.mqtt = Recorder()
@@ -154,7 +158,7 @@ def test_expired_message_is_dropped_on_arrival_and_counted(caplog):
     message = rig.one_way("a", "t", ttl_ms=-1)
     assert r.route(message) is False
     assert rig.local.to(target) == []
-    assert r.counters["dropped-expired"] == 1
+    assert rig.telemetry.counters["dropped-expired"] == 1
     assert any("dropped" in line and message.id in line and "expired" in line
                for line in caplog.messages)
 
@@ -182,7 +186,7 @@ def test_full_queue_answers_requests_with_message_not_sent():
     assert r.route(rig.one_way("caller", "other"))
     assert r.route(rig.one_way("caller", "third")) is False
     assert r.queued() == 3
-    assert r.counters["dropped-queue-full"] == 2
+    assert rig.telemetry.counters["dropped-queue-full"] == 2
     assert len(rig.local.to(caller)) == 1
 
 
@@ -204,7 +208,7 @@ def test_queued_request_expiring_is_answered_and_subscription_requests_too():
     assert decode_payload(SubscriptionReply, sub_reply.body).subscription_id == "sub-1"
     # the answer outlives the request, so that the caller still sees it
     assert all(m.expiry_date_ms == T0 + 51 + r.settings.error_reply_ttl_ms for m in answers)
-    assert r.counters["dropped-expired-in-queue"] == 3
+    assert rig.telemetry.counters["dropped-expired-in-queue"] == 3
     assert r.queued() == 0
 
 
@@ -216,7 +220,7 @@ def test_sweep_takes_the_time_it_is_given():
     assert r.queued() == 1
     r.sweep(T0 + 101)  # the router's own clock still says T0
     assert r.queued() == 0
-    assert r.counters["dropped-expired-in-queue"] == 1
+    assert rig.telemetry.counters["dropped-expired-in-queue"] == 1
 
 
 def test_refused_sends_are_retried_with_backoff_until_delivered():
@@ -227,7 +231,7 @@ def test_refused_sends_are_retried_with_backoff_until_delivered():
     client = WebSocketClientAddress("client")
     r.add_route("c", client, is_globally_visible=False)
     assert r.route(rig.one_way("x", "c"))
-    assert (gate.refused, r.queued("c"), r.counters["send-refused"]) == (1, 1, 1)
+    assert (gate.refused, r.queued("c"), rig.telemetry.counters["send-refused"]) == (1, 1, 1)
 
     # retries at +0, then after 20, 40, 50, 50 ms (the longest wait) of the router's clock
     retried_at = []
@@ -268,7 +272,7 @@ def test_address_without_transport_is_dropped_with_an_answer():
     r.add_route("remote", MqttAddress("g", "t"), is_globally_visible=True)
     assert r.route(rig.request("caller", "remote")) is False
     assert len(rig.local.to(caller)) == 1
-    assert r.counters["dropped-no-transport"] == 1
+    assert rig.telemetry.counters["dropped-no-transport"] == 1
 
 
 @pytest.mark.parametrize("kind", [MessageType.REPLY, MessageType.PUBLICATION])
@@ -278,7 +282,7 @@ def test_answers_to_undeliverable_non_requests_are_not_invented(kind):
     caller = rig.participant("caller")
     assert r.route(rig.message(kind, "caller", "nobody")) is False
     assert rig.local.to(caller) == []
-    assert r.counters["dropped-queue-full"] == 1
+    assert rig.telemetry.counters["dropped-queue-full"] == 1
 
 
 # ====================================================================== forwarding rules
@@ -293,8 +297,8 @@ def test_a_message_from_mqtt_is_not_relayed_to_mqtt_and_reads_as_dropped(kind, c
     message = rig.message(kind, "remote-caller", "behind-mqtt", origin=caller_cc)
     assert r.route(message) is False
     assert rig.mqtt.sent == []
-    assert r.counters["dropped-refused-relay"] == 1
-    assert r.counters["answered-not-sent"] == 0  # no answer goes out for it either
+    assert rig.telemetry.counters["dropped-refused-relay"] == 1
+    assert rig.telemetry.counters["answered-not-sent"] == 0  # no answer goes out for it either
     assert any(message.id in line and "not relayed" in line for line in caplog.messages)
     # made in this process, the same message goes out
     assert r.route(rig.message(kind, "local", "behind-mqtt"))
@@ -309,7 +313,7 @@ def test_a_queued_message_from_mqtt_is_not_relayed_when_its_route_turns_out_to_b
     r.learn_reply_to(ReplyRoute("later", MqttAddress("g", "cc/b"), T0 + 60_000))
     assert rig.mqtt.sent == []
     assert r.queued() == 0
-    assert r.counters["dropped-refused-relay"] == 1
+    assert rig.telemetry.counters["dropped-refused-relay"] == 1
 
 
 def test_libjoynr_drops_and_answers_a_message_from_its_cc_that_has_no_route_here():
@@ -318,7 +322,7 @@ def test_libjoynr_drops_and_answers_a_message_from_its_cc_that_has_no_route_here
     r = rig.router
     request = rig.request("far-caller", "gone", origin=cc)
     assert r.route(request) is False
-    assert r.counters["dropped-no-route"] == 1
+    assert rig.telemetry.counters["dropped-no-route"] == 1
     # not sent back to the CC as such: the CC gets the error answer for the caller
     [(address, answer)] = rig.clients.sent
     assert address == cc and answer.type is MessageType.REPLY
@@ -351,7 +355,7 @@ def test_multicast_goes_to_each_next_hop_once_and_never_back():
                         origin=WebSocketClientAddress("client-a")))
     assert [a for a, _ in rig.clients.sent] == [WebSocketClientAddress("client-b")]
     assert len(rig.local.to(local)) == 1
-    assert r.counters["multicast"] == 2
+    assert rig.telemetry.counters["multicast"] == 2
 
 
 def test_libjoynr_multicast_goes_to_the_cc_unless_it_came_from_there():
@@ -380,7 +384,7 @@ def test_multicasts_are_published_to_the_backends_by_the_providers_place(
     rig = Rig()
     r = rig.router
     link = Multicasts()
-    r.global_multicast = link
+    r.register_global_multicast(link)
     address = {"local": InProcessAddress(object()), "client": WebSocketClientAddress("c"),
                "mqtt": MqttAddress("g", "cc/other")}.get(provider)
     if address is not None:
@@ -430,7 +434,7 @@ def test_purge_removes_expired_routes_and_their_receivers_but_not_sticky_ones():
     rig = Rig()
     r = rig.router
     link = Multicasts()
-    r.global_multicast = link
+    r.register_global_multicast(link)
     r.add_route("provider", MqttAddress("g", "cc/other"), is_globally_visible=True,
                 expiry_date_ms=T0 + 10_000)
     r.add_route("short", WebSocketClientAddress("c"), is_globally_visible=False,
@@ -453,7 +457,7 @@ def test_a_receiver_of_a_provider_behind_mqtt_subscribes_in_its_backend_once():
     rig = Rig()
     r = rig.router
     link = Multicasts()
-    r.global_multicast = link
+    r.register_global_multicast(link)
     r.add_route("provider", MqttAddress("g2", "cc/other"), is_globally_visible=True)
     r.add_route("local-provider", InProcessAddress(object()), is_globally_visible=True)
     r.add_multicast_receiver("provider/news", "sub", "provider")

@@ -76,8 +76,8 @@ async def test_a_gcd_answer_too_big_for_the_broker_is_an_error_at_once(world: Wo
     size, limit = map(int, re.search(r"(\d+) bytes\D+(\d+)", text).groups())  # type: ignore[union-attr]
     assert size > BROKER_LIMIT >= limit > 0, text
     assert "not sent" in text
-    router, transport = world.service.router, world.service.mqtt
-    assert router.counters["answered-unsent-reply"] == 1
+    telemetry, transport = world.service.telemetry, world.service.mqtt
+    assert telemetry.counters["answered-unsent-reply"] == 1
     assert sum(n for reason, n in transport.counters.items()
                if reason.startswith("dropped-")) == 1
     # and the GCD goes on answering what fits
@@ -87,7 +87,7 @@ async def test_a_gcd_answer_too_big_for_the_broker_is_an_error_at_once(world: Wo
     with pytest.raises(MessageNotSentError, match=rf"bytes\D+{BROKER_LIMIT}"):
         await world.proxy.touch_participants("cc-x", [f"p{i:06d}" for i in range(3000)])
     assert time.monotonic() - started < TTL_MS / 1000 / 3
-    assert world.cc.router.counters["answered-not-sent"] == 1
+    assert world.cc.telemetry.counters["answered-not-sent"] == 1
 
 
 async def test_a_reply_bigger_than_the_providers_frame_limit_is_an_error_at_once(
@@ -111,7 +111,7 @@ async def test_a_reply_bigger_than_the_providers_frame_limit_is_an_error_at_once
             await proxy.favorites()
         assert time.monotonic() - started < TTL_MS / 1000 / 3
         assert "not sent" in str(raised.value)
-        assert provider_rt.router.counters["answered-unsent-reply"] == 1
+        assert provider_rt.telemetry.counters["answered-unsent-reply"] == 1
 
 
 async def test_a_reply_from_mqtt_bigger_than_the_callers_frame_limit_is_an_error_at_once(
@@ -152,5 +152,5 @@ async def test_a_reply_from_mqtt_bigger_than_the_callers_frame_limit_is_an_error
             await proxy.favorites()
         assert time.monotonic() - started < TTL_MS / 1000 / 3
         assert "websocket client" in str(raised.value)
-        assert one.router.counters["answered-unsent-reply"] == 1
+        assert one.telemetry.counters["answered-unsent-reply"] == 1
         assert one.websocket.counters["dropped-too-big"] == 1

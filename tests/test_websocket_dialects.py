@@ -518,11 +518,11 @@ async def test_an_expired_smrf_message_is_dropped_not_delivered(
     joynr = await registered(stack, cc, JOYNR)
     native = await registered(stack, cc, NATIVE)
     frame = smrf_frame(joynr.pid, native.pid, message_id="expired-smrf", expiry_ms=now_ms() - 1000)
-    before = cc.router.counters["dropped-expired"]
+    before = cc.telemetry.counters["dropped-expired"]
 
     await joynr.send_frame(frame)
     await assert_usable(joynr)
-    assert cc.router.counters["dropped-expired"] == before + 1
+    assert cc.telemetry.counters["dropped-expired"] == before + 1
     assert_logged(caplog, "dropped", "expired-smrf", "expired", logger="pyjoynr.runtime.router")
     await nothing_received(native)
 

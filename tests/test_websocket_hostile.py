@@ -381,12 +381,12 @@ async def test_expired_message_is_dropped_not_delivered(
     raw = await registered_raw(stack, cc)
     station = Station("expired-station", Country.AUSTRIA)
     message, _ = raw.radio_request(legit, station, expiry_date_ms=now_ms() - 1000)
-    before = cc.router.counters["dropped-expired"]
+    before = cc.telemetry.counters["dropped-expired"]
 
     await raw.send(encode_frame(message))
     await assert_attacker_still_routed(raw, legit)
 
-    assert cc.router.counters["dropped-expired"] == before + 1
+    assert cc.telemetry.counters["dropped-expired"] == before + 1
     assert_logged(caplog, "dropped", message.id, "expired", logger="pyjoynr.runtime.router")
     assert "expired-station" not in [s.name for s in legit.provider.stations]
     assert "expired-station" not in await raw.favorites(legit)
@@ -655,7 +655,7 @@ async def test_add_next_hop_for_another_clients_address_is_refused_raw(
         assert reply.error is not None
         assert reply.error["type"] == "ProviderRuntimeException"
         assert "refused" in reply.error["message"]
-        assert cc.router.counters["refused-foreign-next-hop"] == n
+        assert cc.telemetry.counters["refused-foreign-next-hop"] == n
     # the first refusal in full; the repeats of one client are counted, not logged one by one
     assert_logged(caplog, "add_next_hop", "evil-new-pid", "refused",
                   logger="pyjoynr.cluster_controller.routing_provider")
@@ -691,11 +691,11 @@ async def test_add_next_hop_for_another_clients_address_is_refused_libjoynr(
         with pytest.raises(ProviderRuntimeError, match="refused"):
             await asyncio.wait_for(
                 add_next_hop(routing, legit.provider_pid, address, False), WAIT_S)
-        assert cc.router.counters["refused-foreign-next-hop"] == n
+        assert cc.telemetry.counters["refused-foreign-next-hop"] == n
     with pytest.raises(ProviderRuntimeError, match="refused"):
         await asyncio.wait_for(add_next_hop(
             routing, "evil-pid", legit.consumer_address, True), WAIT_S)
-    assert cc.router.counters["refused-foreign-next-hop"] == len(foreign) + 1
+    assert cc.telemetry.counters["refused-foreign-next-hop"] == len(foreign) + 1
     # the first refusal in full; the repeats of one client are counted, not logged one by one
     assert_logged(caplog, "add_next_hop", legit.provider_pid, "refused",
                   logger="pyjoynr.cluster_controller.routing_provider")
@@ -896,7 +896,7 @@ async def test_a_client_cannot_take_over_a_live_clients_provider(
         assert reply.error is not None
         assert reply.error["type"] == "ProviderRuntimeException"
         assert "routed to the live connection" in reply.error["message"]
-        assert cc.router.counters["participant-in-use"] == n
+        assert cc.telemetry.counters["participant-in-use"] == n
         # the first refusal of this caller is logged, the next one only counted
         # (rate-limited per reason and caller)
         assert_logged(caplog, "add_next_hop", legit.provider_pid, "refused", "live connection",
@@ -907,7 +907,7 @@ async def test_a_client_cannot_take_over_a_live_clients_provider(
     with pytest.raises(ProviderRuntimeError, match="routed to the live connection"):
         await asyncio.wait_for(attacker.register_provider(
             "hostile.test", RadioProvider(), participant_id=legit.provider_pid), WAIT_S)
-    assert cc.router.counters["participant-in-use"] == 3
+    assert cc.telemetry.counters["participant-in-use"] == 3
 
     # the victim keeps its route, its callers keep working, and it can still unregister
     assert legit.entries() == before_entries
@@ -922,7 +922,7 @@ async def test_a_client_re_adding_its_own_route_is_accepted(
     raw = await registered_raw(stack, cc)
     reply = await raw.add_next_hop(raw.pid, raw.address.to_dict())
     assert reply.error is None
-    assert cc.router.counters["participant-in-use"] == 0
+    assert cc.telemetry.counters["participant-in-use"] == 0
     await assert_attacker_still_routed(raw, legit)
 
 
@@ -945,7 +945,7 @@ async def test_a_participant_of_a_hung_client_is_taken_over(
     assert cc.router.route_of(hung.pid).address == taker.address
     assert hung.client_id not in cc.websocket.clients
     assert cc.websocket.counters["closed-dead"] == 1
-    assert cc.router.counters["claimed-from-dead-connection"] == 1
+    assert cc.telemetry.counters["claimed-from-dead-connection"] == 1
     assert_logged(caplog, hung.client_id, "did not answer a ping")
     assert_logged(caplog, "add_next_hop", hung.pid, "gone",
                   logger="pyjoynr.cluster_controller.routing_provider")

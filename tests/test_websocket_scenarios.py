@@ -64,7 +64,7 @@ async def test_scenario_2_provider_restarts_while_the_old_process_hangs(tmp_path
                 second.client_id)
             assert first.client_id not in cc.websocket.clients  # closed as dead
             assert cc.websocket.counters["closed-dead"] == 1
-            assert cc.router.counters["claimed-from-dead-connection"] == 1
+            assert cc.telemetry.counters["claimed-from-dead-connection"] == 1
             proxy = await consumer.build_proxy(Radio, "d")
             await proxy.add_favorite(Station("new", Country.AUSTRIA))
             assert [s.name for s in restarted.stations] == ["new"]
@@ -79,7 +79,7 @@ async def test_a_live_providers_participant_id_cannot_be_registered_again(cc, ru
     with pytest.raises(ProviderRuntimeError, match="routed to the live connection"):
         await second.register_provider("d", RadioProvider(), participant_id=FIXED)
     assert cc.router.route_of(FIXED).address == WebSocketClientAddress(first.client_id)
-    assert cc.router.counters["participant-in-use"] == 1
+    assert cc.telemetry.counters["participant-in-use"] == 1
     assert second.router.route_of(FIXED) is None  # the refused runtime rolled back
     proxy = await consumer.build_proxy(Radio, "d")
     await proxy.add_favorite(Station("kept", Country.AUSTRIA))
@@ -138,7 +138,7 @@ async def test_crash_without_unregister(cc, runtimes):
     # a request to the vanished provider waits in the CC and is answered as not sent
     with pytest.raises(MessageNotSentError, match="not sent"):
         await proxy.favorites()
-    assert cc.router.counters["dropped-expired-in-queue"] >= 1
+    assert cc.telemetry.counters["dropped-expired-in-queue"] >= 1
 
 
 async def test_consumer_crash_removes_its_routes_and_receivers(cc, runtimes):

@@ -1,6 +1,6 @@
 """Metrics in the Prometheus text format, read from the components' own counters when scraped.
 
-The components count as they work (plain integers and dicts: ``router.counters``,
+The components count as they work (plain integers and dicts: ``telemetry.counters``,
 ``router.routed_by_type``, a transport's ``counters``, a backend's ``published``, the
 :class:`~runtime.metrics.LatencyHistogram` of its publishes); nothing on a message's path
 touches a metrics library. At a scrape, :class:`Exporter` (a prometheus_client collector) calls
@@ -32,6 +32,7 @@ from pyjoynr.admin.http import AdminServer, Reply
 from pyjoynr.runtime.logs import RepeatedWarnings
 from pyjoynr.runtime.metrics import HistogramSnapshot, LatencyHistogram, LatencyHistograms
 from pyjoynr.runtime.router import OUTCOMES, MessageRouter
+from pyjoynr.runtime.telemetry import Telemetry
 from pyjoynr.transports.mqtt.transport import MqttTransport
 
 __all__ = [
@@ -129,9 +130,10 @@ def latency_family(name: str, doc: str, label: str, histograms: LatencyHistogram
 # ---------------------------------------------------------------------------- shared parts
 
 
-def router_metrics(prefix: str, router: MessageRouter) -> list[Metric]:
-    """Messages routed per type and outcome, the router's other events, its queues."""
-    counters = router.counters
+def router_metrics(prefix: str, router: MessageRouter, telemetry: Telemetry) -> list[Metric]:
+    """Messages routed per type and outcome, the router's other events (the process's
+    counters that are not drops), its queues."""
+    counters = telemetry.counters
     return [
         counter(f"{prefix}_messages_routed", "Messages handed to the router, by type (a queued "
                 "message again when it goes out)", ["type"],
@@ -168,21 +170,21 @@ def routing_metrics(prefix: str, router: MessageRouter) -> list[Metric]:
     ]
 
 
-def refusal_metrics(prefix: str, router: MessageRouter,
-                    components: Mapping[str, Mapping[str, int]],
-                    warnings: RepeatedWarnings) -> list[Metric]:
-    """Every drop and refusal, by component (router: its ``dropped-<reason>`` counters; the
-    transports and the admin endpoint: every counter they keep) and reason; and the log lines
-    the rate limit left out (``warnings``: the process's limit of repeated warnings)."""
+def refusal_metrics(prefix: str, telemetry: Telemetry,
+                    components: Mapping[str, Mapping[str, int]]) -> list[Metric]:
+    """Every drop and refusal, by component (router: the ``dropped-<reason>`` counters of the
+    process's ``telemetry``; the transports and the admin endpoint: every counter they keep)
+    and reason; and the log lines the rate limit left out (the telemetry's limit of repeated
+    warnings)."""
     samples: list[tuple[Sequence[str], float]] = [
         (["router", key.removeprefix("dropped-")], n)
-        for key, n in sorted(router.counters.items()) if key.startswith("dropped-")]
+        for key, n in sorted(telemetry.counters.items()) if key.startswith("dropped-")]
     for component, counts in components.items():
         samples += [([component, reason], n) for reason, n in sorted(counts.items())]
     return [
         counter(f"{prefix}_refusals", "Messages, frames, connections and requests refused or "
                 "dropped, by component and reason", ["component", "reason"], samples),
-        warnings_metric(prefix, warnings),
+        warnings_metric(prefix, telemetry.warnings),
     ]
 
 

@@ -13,6 +13,7 @@ from pyjoynr.admin.health import Check, degraded, passes
 from pyjoynr.runtime.logs import RecentLines
 from pyjoynr.runtime.metrics import HistogramSnapshot
 from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.telemetry import Telemetry
 from pyjoynr.transports.mqtt.transport import MqttTransport
 
 __all__ = [
@@ -127,11 +128,11 @@ def routing_section(router: MessageRouter, section_id: str = "routing") -> dict[
     return facts(section_id, "Routing table and router", items)
 
 
-def refusals_section(router: MessageRouter, components: Mapping[str, Mapping[str, int]],
+def refusals_section(telemetry: Telemetry, components: Mapping[str, Mapping[str, int]],
                      *, max_rows: int, section_id: str = "refusals") -> dict[str, Any]:
     rows: list[tuple[Value, ...]] = [
         ("router", key.removeprefix("dropped-"), n)
-        for key, n in router.counters.items() if key.startswith("dropped-")]
+        for key, n in telemetry.counters.items() if key.startswith("dropped-")]
     for component, counts in components.items():
         rows += [(component, reason, n) for reason, n in counts.items()]
     rows.sort(key=lambda row: -int(row[2] or 0))

@@ -44,6 +44,7 @@ from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind
 from pyjoynr.runtime.smrf import FORM as SMRF_FORM
 from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.runtime.telemetry import Telemetry
 from pyjoynr.transports.inprocess import InProcessTransport
 from pyjoynr.transports.mqtt.broker import EmbeddedBroker
 from pyjoynr.transports.mqtt.client import PACKET_OVERHEAD_BYTES
@@ -78,11 +79,14 @@ class ClusterController:
         #: the rate limit of this process's repeated warnings (runtime.logs), shared by its
         #: router, providers, transports and admin endpoint
         self.warnings = RepeatedWarnings()
+        #: what this process counts, logs rate-limited and audits (runtime.telemetry): handed
+        #: to its router, transports, providers and directory
+        self.telemetry = Telemetry(warnings=self.warnings, audit=self.audit)
         # the CC is reached at its own topic in every backend: routes there would loop
         self.router = MessageRouter(
             RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[
                 MqttAddress(gbid, self.own_topic) for gbid in config.mqtt.backends]),
-            config.router, warnings=self.warnings, audit=self.audit,
+            config.router, telemetry=self.telemetry,
             # what one websocket connection (one owner id) may hold ([connection_bounds])
             quotas=Quotas(config.connection_bounds))
         #: routing table snapshots ([routing_snapshots]): on demand and periodically
@@ -94,7 +98,7 @@ class ClusterController:
             self.router, self.tasks, purge_interval_s=config.routing.cleanup_interval_s
         )
         self.websocket = WebSocketServerTransport(self.router, config.websocket,
-                                                  tasks=self.tasks)
+                                                  tasks=self.tasks, telemetry=self.telemetry)
         # the embedded broker takes no packet larger than the CC takes messages (plus room for
         # the topic and properties): a bigger one never reaches the CC's MQTT client
         self.broker = (EmbeddedBroker(config.embedded_broker, max_packet_bytes=(
@@ -115,12 +119,15 @@ class ClusterController:
         self.discovery = LocalDiscovery(
             self.router, answer_margin_ms=config.discovery.answer_margin_ms,
             tasks=self.tasks.child("discovery"),
-            vanished_grace_s=config.discovery.vanished_provider_grace_s)
+            vanished_grace_s=config.discovery.vanished_provider_grace_s,
+            telemetry=self.telemetry)
         self.websocket.on_client_gone = self.discovery.client_gone
-        self.router.register_transport(InProcessAddress, InProcessTransport(self.router))
-        self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery))
+        self.router.register_transport(InProcessAddress, InProcessTransport(self.telemetry))
+        self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery),
+                                    telemetry=self.telemetry)
         self.routing_provider = RoutingProvider(self.router, self.global_address,
-                                                liveness=self.websocket.connection_alive)
+                                                liveness=self.websocket.connection_alive,
+                                                telemetry=self.telemetry)
         self.runtime.reply_to_address = self.global_address
         self.runtime.register_system_provider(config.system.routing_participant_id,
                                               self.routing_provider)
@@ -185,7 +192,8 @@ class ClusterController:
         return MqttTransport(
             self.router, m, brokers=brokers, own_topic=self.own_topic, client_id=self.id,
             tasks=self.tasks, tls_context=tls_context,
-            routing=self.config.routing, backend_of=gcd_call_backend,
+            routing=self.config.routing, telemetry=self.telemetry,
+            backend_of=gcd_call_backend,
         )
 
     def _provision_gcd(self) -> None:
@@ -284,6 +292,9 @@ class ClusterController:
         self._install_provisioned()
         if self.config.mqtt.backends:
             self.mqtt = self._make_mqtt()
+            # local providers' multicasts go out to every backend, receivers of providers
+            # behind MQTT subscribe there
+            self.router.register_global_multicast(self.mqtt)
             await self.mqtt.start()
             if self.config.embedded_gcd.enabled:
                 await self._start_embedded_gcd()
@@ -341,14 +352,14 @@ class ClusterController:
         log.info("cluster controller %s stopped: %d routing entries, %d message(s) still "
                  "queued, %d routed; router counters %s; websocket refusals %s", self.id,
                  self.router.route_count, self.router.queued(), self.router.routed,
-                 dict(self.router.counters) or "none", dict(self.websocket.counters) or "none")
+                 dict(self.telemetry.counters) or "none", dict(self.websocket.counters) or "none")
         if self.mqtt is not None:
             log.info("MQTT: %d published, %d received; refusals and drops %s",
                      self.mqtt.published, self.mqtt.received, dict(self.mqtt.counters) or "none")
 
     async def _stop_audit(self) -> None:
         audit = self.audit
-        self.router.set_audit(None)
+        self.telemetry.set_audit(None)
         if audit is not None:
             await audit.close()
 

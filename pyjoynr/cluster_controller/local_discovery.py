@@ -47,6 +47,7 @@ from pyjoynr.runtime.quotas import GLOBAL_PROVIDERS, PROVIDERS
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.system_interfaces import address_from_json
 from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.runtime.telemetry import Telemetry
 
 T = TypeVar("T")
 
@@ -68,9 +69,11 @@ class LocalDiscovery(DiscoveryProviderBase):
     serves_remote_callers = False
 
     def __init__(self, router: MessageRouter, *, answer_margin_ms: int = 500,
-                 tasks: TaskSupervisor | None = None, vanished_grace_s: float = 60.0) -> None:
+                 tasks: TaskSupervisor | None = None, vanished_grace_s: float = 60.0,
+                 telemetry: Telemetry | None = None) -> None:
         """``router``: the cluster controller's, which routes to the providers found (and whose
-        routing table says who may act for whom)."""
+        routing table says who may act for whom). ``telemetry``: the process's counters and
+        limit of repeated warnings (its own by default)."""
         super().__init__()
         #: the timers of vanished connections' providers (none: they are kept)
         self._tasks = tasks
@@ -84,6 +87,7 @@ class LocalDiscovery(DiscoveryProviderBase):
         #: that the answer reaches the caller in time
         self.answer_margin_ms = answer_margin_ms
         self._router = router
+        self._telemetry = Telemetry() if telemetry is None else telemetry
         self._entries: dict[str, DiscoveryEntry] = {}
         self._provisioned: dict[str, DiscoveryEntryWithMetaInfo] = {}
         self._gcd: GlobalLink | None = None
@@ -105,9 +109,9 @@ class LocalDiscovery(DiscoveryProviderBase):
         if not caller_may_act_for(self._router, participant_id):
             caller = current_origin()
             self.counters[f"refused-{action}"] += 1
-            self._router.warn(log, f"refused-{action}", peer_of(caller),
-                              "discovery %s of %s refused: not a participant of %r",
-                              action, participant_id, caller)
+            self._telemetry.warn(log, f"refused-{action}", peer_of(caller),
+                                 "discovery %s of %s refused: not a participant of %r",
+                                 action, participant_id, caller)
             raise ProviderRuntimeError(
                 f"discovery {action} refused: {participant_id} is not routed to the caller")
 
@@ -229,10 +233,10 @@ class LocalDiscovery(DiscoveryProviderBase):
         in_gcd = sum(1 for pid in vanished if pid in self._global_gbids)
         # once per connection that ends: a connection flood would write one each
         self.counters["vanished-client"] += 1
-        self._router.warn(log, "vanished-client", "websocket clients",
-                          "%r is gone without unregistering %d provider(s) (%d in the GCD): "
-                          "removed in %.1f s unless registered again", client, len(vanished),
-                          in_gcd, self.vanished_grace_s, level=logging.INFO)
+        self._telemetry.warn(log, "vanished-client", "websocket clients",
+                             "%r is gone without unregistering %d provider(s) (%d in the GCD): "
+                             "removed in %.1f s unless registered again", client, len(vanished),
+                             in_gcd, self.vanished_grace_s, level=logging.INFO)
         self._tasks.spawn(self._forget_vanished(client, vanished),
                           name=f"vanished providers of {client!r}")
 
@@ -293,9 +297,9 @@ class LocalDiscovery(DiscoveryProviderBase):
                 address = address_from_json(gde.address)
             except AddressError as exc:
                 self.counters["gcd-bad-address"] += 1
-                self._router.warn(log, "gcd-bad-address", "the GCD",
-                                  "GCD answered %s with a bad address: %s", gde.participant_id,
-                                  exc)
+                self._telemetry.warn(log, "gcd-bad-address", "the GCD",
+                                     "GCD answered %s with a bad address: %s", gde.participant_id,
+                                     exc)
                 continue
             meta = DiscoveryEntryWithMetaInfo(**{k: v for k, v in vars(gde).items()
                                                  if k != "address"}, is_local=False)

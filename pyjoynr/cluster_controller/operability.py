@@ -139,9 +139,9 @@ class ClusterControllerOps(ProgramOps):
                 "each connection within [connection_bounds]; refusals beyond a bound are "
                 f"{PREFIX}_refusals{{component=\"bounds\"}}", ["kind"],
                 [([kind], n) for kind, n in quotas.totals().items()]))
-        metrics += router_metrics(PREFIX, cc.router)
+        metrics += router_metrics(PREFIX, cc.router, cc.telemetry)
         metrics += routing_metrics(PREFIX, cc.router)
-        metrics += refusal_metrics(PREFIX, cc.router, self._refusal_counters(), cc.warnings)
+        metrics += refusal_metrics(PREFIX, cc.telemetry, self._refusal_counters())
         if cc.mqtt is not None:
             metrics += mqtt_metrics(PREFIX, cc.mqtt)
         link = cc.gcd_link
@@ -246,7 +246,7 @@ class ClusterControllerOps(ProgramOps):
         if cc.gcd is not None:
             sections += gcd_sections(cc.gcd, max_rows=rows, title="Embedded GCD")
             rings.append(cc.gcd.warnings.recent)
-        sections.append(refusals_section(cc.router, self._refusal_counters(), max_rows=rows))
+        sections.append(refusals_section(cc.telemetry, self._refusal_counters(), max_rows=rows))
         sections.append(recent_section(rings, max_rows=rows))
         return page_status(title=f"cluster controller {cc.id}", started_s=self.started_s,
                            started_monotonic=self._started_monotonic,

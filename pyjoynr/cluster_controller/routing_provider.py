@@ -48,6 +48,7 @@ from pyjoynr.runtime.system_interfaces import (
     address_of,
     address_to_json,
 )
+from pyjoynr.runtime.telemetry import Telemetry
 
 T = TypeVar("T")
 
@@ -79,9 +80,13 @@ class RoutingProvider(RoutingProviderBase):
     serves_remote_callers = False
 
     def __init__(self, router: MessageRouter, global_address: Address | None = None, *,
-                 liveness: Callable[[Address], Awaitable[bool]] | None = None) -> None:
+                 liveness: Callable[[Address], Awaitable[bool]] | None = None,
+                 telemetry: Telemetry | None = None) -> None:
+        """``telemetry``: the process's counters and limit of repeated warnings (its own by
+        default)."""
         super().__init__()
         self.router = router
+        self.telemetry = Telemetry() if telemetry is None else telemetry
         #: whether the connection behind a WebSocketClientAddress is alive (None: every
         #: owner counts as alive)
         self._liveness = liveness
@@ -164,10 +169,10 @@ class RoutingProvider(RoutingProviderBase):
         if unroutable is None:
             return
         short = kind.removeprefix("joynr.system.RoutingTypes.")
-        self.router.counters["unroutable-address-type"] += 1
-        self.router.warn(log, "unroutable-address-type", peer_of(current_origin()),
-                         "add_next_hop %s -> %s refused: not routable here",
-                         participant_id, short)
+        self.telemetry.counters["unroutable-address-type"] += 1
+        self.telemetry.warn(log, "unroutable-address-type", peer_of(current_origin()),
+                            "add_next_hop %s -> %s refused: not routable here",
+                            participant_id, short)
         raise ProviderRuntimeError(
             f"add_next_hop {participant_id} refused: a {short} names {unroutable}; this "
             "cluster controller has no transport for it")
@@ -178,10 +183,10 @@ class RoutingProvider(RoutingProviderBase):
         caller = current_origin()
         refusal = check_next_hop(decoded, caller)
         if refusal is not None:
-            self.router.counters[refusal.reason] += 1
-            self.router.warn(log, refusal.reason, peer_of(caller),
-                             "add_next_hop %s -> %r refused: %s", participant_id,
-                             decoded, refusal.detail)
+            self.telemetry.counters[refusal.reason] += 1
+            self.telemetry.warn(log, refusal.reason, peer_of(caller),
+                                "add_next_hop %s -> %r refused: %s", participant_id,
+                                decoded, refusal.detail)
             raise ProviderRuntimeError(f"add_next_hop refused: {refusal.detail}")
         if caller is not None:
             decoded = caller  # the same address; the connection's own object compares fastest
@@ -192,9 +197,9 @@ class RoutingProvider(RoutingProviderBase):
                                        is_globally_visible=is_globally_visible)
         if not result.accepted:
             self.router.release(ROUTES, caller, participant_id)
-            self.router.warn(log, "route-refused", peer_of(caller),
-                             "add_next_hop %s -> %r refused: %s", participant_id, decoded,
-                             result.reason)
+            self.telemetry.warn(log, "route-refused", peer_of(caller),
+                                "add_next_hop %s -> %r refused: %s", participant_id, decoded,
+                                result.reason)
             raise ProviderRuntimeError(f"add_next_hop {participant_id} refused: {result.reason}")
 
     async def _claim(self, participant_id: str, caller: Address) -> None:
@@ -208,14 +213,14 @@ class RoutingProvider(RoutingProviderBase):
         if contested_owner(caller, router.route_of(participant_id)) not in (None, owner):
             alive = True  # another connection took it meanwhile: that one is alive
         outcome = check_claim(participant_id, owner, alive)
-        self.router.counters[outcome.reason] += 1
+        self.telemetry.counters[outcome.reason] += 1
         if isinstance(outcome, Refusal):
-            router.warn(log, outcome.reason, peer_of(caller),
-                        "add_next_hop %s from %r refused: %s", participant_id, caller,
-                        outcome.detail)
+            self.telemetry.warn(log, outcome.reason, peer_of(caller),
+                                "add_next_hop %s from %r refused: %s", participant_id, caller,
+                                outcome.detail)
             raise ProviderRuntimeError(f"add_next_hop refused: {outcome.detail}")
-        router.warn(log, outcome.reason, peer_of(caller), "add_next_hop %s from %r: %s",
-                    participant_id, caller, outcome.detail)
+        self.telemetry.warn(log, outcome.reason, peer_of(caller), "add_next_hop %s from %r: %s",
+                            participant_id, caller, outcome.detail)
 
     async def remove_next_hop(self, participant_id: str) -> None:
         router = self.router

@@ -150,7 +150,7 @@ def gcd_metrics(service: GcdService, prefix: str = PREFIX) -> list[Metric]:
     metrics.append(counter(f"{prefix}_store_failures", "Store calls that failed, by operation "
                            "and reason (unreachable, timeout, connection-lost, conflict, "
                            "database, not-open)", ["operation", "reason"], failures))
-    metrics += router_metrics(prefix, service.router)
+    metrics += router_metrics(prefix, service.router, service.telemetry)
     metrics += routing_metrics(prefix, service.router)
     metrics += mqtt_metrics(prefix, service.mqtt)
     return metrics
@@ -283,8 +283,7 @@ class GcdOps(ProgramOps):
                                           service.settings.cluster_name,
                                           service.instance_id], 1.0)])]
         metrics += gcd_metrics(service)
-        metrics += refusal_metrics(PREFIX, service.router, self._refusal_counters(),
-                                   service.warnings)
+        metrics += refusal_metrics(PREFIX, service.telemetry, self._refusal_counters())
         metrics += admin_metrics(PREFIX, self.server)
         return metrics
 
@@ -310,7 +309,7 @@ class GcdOps(ProgramOps):
         ])
         sections = [identity, mqtt_section(service.mqtt, "MQTT backend")]
         sections += gcd_sections(service, max_rows=rows)
-        sections.append(refusals_section(service.router, self._refusal_counters(),
+        sections.append(refusals_section(service.telemetry, self._refusal_counters(),
                                          max_rows=rows))
         sections.append(recent_section([service.warnings.recent], max_rows=rows))
         return page_status(title=f"GCD for {s.gbid}, instance {service.instance_id}",

@@ -44,6 +44,7 @@ from pyjoynr.runtime.logs import LOG_FORMATS, RepeatedWarnings, get_logger
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingSettings, RoutingTable, RuntimeKind
 from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.runtime.telemetry import Telemetry
 from pyjoynr.transports.inprocess import InProcessTransport
 from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
 from pyjoynr.transports.mqtt.transport import MqttTransport
@@ -264,9 +265,11 @@ class GcdService:
         #: the rate limit of this instance's repeated warnings (runtime.logs), shared by its
         #: router, provider, transport and admin endpoint
         self.warnings = RepeatedWarnings()
+        #: what this instance counts, logs rate-limited and audits (runtime.telemetry)
+        self.telemetry = Telemetry(warnings=self.warnings, audit=self.audit)
         self.router = MessageRouter(
             RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[self.address]),
-            warnings=self.warnings, audit=self.audit)
+            telemetry=self.telemetry)
         group = settings.shared_subscription_group
         #: the owner of this instance's background tasks
         self.tasks = (tasks.child(self.name) if tasks is not None
@@ -280,7 +283,9 @@ class GcdService:
             subscription=f"$share/{group}/{GCD_TOPIC}/#" if group else None,
             tasks=self.tasks,
             routing=RoutingSettings(max_learned_routes=settings.max_learned_routes),
+            telemetry=self.telemetry,
         )
+        self.router.register_global_multicast(self.mqtt)
         #: keeps the instance's index in sync with the store (lookups are answered from it)
         self.sync = Synchronizer(cast(VersionedStore, self.store),
                                  notifier=make_notifier(settings, self.instance_id),
@@ -290,8 +295,8 @@ class GcdService:
                                     default_expiry_ms=settings.default_expiry_ms,
                                     sync=self.sync, name=self.name,
                                     warnings=self.warnings)
-        self.router.register_transport(InProcessAddress, InProcessTransport(self.router))
-        self.runtime = JoynrRuntime(self.router)
+        self.router.register_transport(InProcessAddress, InProcessTransport(self.telemetry))
+        self.runtime = JoynrRuntime(self.router, telemetry=self.telemetry)
         self.runtime.register_system_provider(GCD_PARTICIPANT_ID, self.provider)
 
     async def start(self, wait_s: float | None = None) -> None:
@@ -405,7 +410,7 @@ class GcdService:
 
     async def _stop_audit(self) -> None:
         audit = self.audit
-        self.router.set_audit(None)
+        self.telemetry.set_audit(None)
         if audit is not None:
             await audit.close()
 

@@ -54,6 +54,7 @@ from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
 from pyjoynr.runtime.system_interfaces import Discovery, Routing, address_from_json, address_struct
 from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.runtime.telemetry import Telemetry
 from pyjoynr.transports.inprocess import InProcessTransport
 from pyjoynr.transports.websocket.client import WebSocketClientTransport
 
@@ -133,12 +134,14 @@ class LibjoynrRuntime(JoynrRuntime):
         config = config or LibjoynrConfig()
         self.config = config
         table = RoutingTable(RuntimeKind.LIBJOYNR)
-        router = MessageRouter(table, config.router, parent=cc_address)
+        # what this runtime counts and logs rate-limited (runtime.telemetry; no audit)
+        telemetry = Telemetry()
+        router = MessageRouter(table, config.router, parent=cc_address, telemetry=telemetry)
         own = WebSocketClientAddress(client_id)
-        router.register_transport(InProcessAddress, InProcessTransport(router))
+        router.register_transport(InProcessAddress, InProcessTransport(telemetry))
         super().__init__(router, reply_grace_s=config.reply_grace_s,
                          multicast_body=config.multicast_body_format,
-                         joynr_dialect=config.joynr_dialect)
+                         joynr_dialect=config.joynr_dialect, telemetry=telemetry)
         self.client_id = client_id
         self.remote = RemoteSystem(self, own, config)
         self._system_ids = frozenset({config.routing_participant_id,

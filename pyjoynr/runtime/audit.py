@@ -2,13 +2,14 @@
 
 Schema and file names: :mod:`runtime.records` and docs/records.md (audit schema version 1).
 
-:class:`AuditLog` is what a process hands its router (``MessageRouter(..., audit=)``): the
-router calls :meth:`AuditLog.delivered` / :meth:`AuditLog.decided` at each routing decision
-(see docs/records.md for where), which append one tuple of the message's fields to an in-memory
-batch: no dict, no JSON, no I/O on the event loop. Whole batches go to a writer thread (one per
-log, fed through a queue, when a batch is full and every ``flush_interval_s``, a periodic job of
-the process's :class:`~runtime.tasks.TaskSupervisor`), which builds the JSON lines, gzips them
-and appends them to ``<dir>/audit-<process>-<UTC time>-<seq>.jsonl.gz.part``.
+:class:`AuditLog` is the audit hook of a process's telemetry (``Telemetry(audit=)``, handed to
+its router, runtime.telemetry): the router calls :meth:`AuditLog.delivered` /
+:meth:`AuditLog.decided` at each routing decision (see docs/records.md for where), which append
+one tuple of the message's fields to an in-memory batch: no dict, no JSON, no I/O on the event
+loop. Whole batches go to a writer thread (one per log, fed through a queue, when a batch is
+full and every ``flush_interval_s``, a periodic job of the process's
+:class:`~runtime.tasks.TaskSupervisor`), which builds the JSON lines, gzips them and appends
+them to ``<dir>/audit-<process>-<UTC time>-<seq>.jsonl.gz.part``.
 
 Files: each batch is one gzip member (a file is a valid multi-member gzip file at every batch
 boundary, and its size is known exactly); a file is closed (renamed without ``.part``) when the

@@ -53,9 +53,11 @@ from pyjoynr.runtime.errors import ApplicationError, DiscoveryError, JoynrError
 from pyjoynr.runtime.generated import types
 from pyjoynr.runtime.interface import InterfaceDef, interface_def
 from pyjoynr.runtime.logs import get_logger
+from pyjoynr.runtime.messages import Message
 from pyjoynr.runtime.providers import Provider, ProviderSkeleton
 from pyjoynr.runtime.proxies import Proxy, ProxyEndpoint
 from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.telemetry import Telemetry
 
 __all__ = ["Arbitration", "DirectoryCalls", "JoynrRuntime", "SystemServices"]
 
@@ -122,8 +124,13 @@ class JoynrRuntime:
     def __init__(self, router: MessageRouter, system: SystemServices | None = None, *,
                  reply_grace_s: float = 1.0,
                  multicast_body: BodyFormat = BodyFormat.JSON,
-                 joynr_dialect: bool = False) -> None:
+                 joynr_dialect: bool = False, telemetry: Telemetry | None = None) -> None:
+        """``telemetry``: the process's counters, limit of repeated warnings and audit hook
+        (runtime.telemetry), shared with its router; its own by default."""
         self.router = router
+        #: the process's counters and limit of repeated warnings, handed to the skeletons of
+        #: the providers and the endpoints of the proxies made here
+        self.telemetry = Telemetry() if telemetry is None else telemetry
         self._system = system
         #: seconds a proxy waits for a reply beyond its request's expiry date
         self.reply_grace_s = reply_grace_s
@@ -183,7 +190,7 @@ class JoynrRuntime:
         qos = with_body_parameter(qos or local_provider_qos())
         definition = interface_def(provider.interface)
         pid = participant_id or f"{uuid.uuid4()}"
-        skeleton = ProviderSkeleton(self.router, provider, pid,
+        skeleton = ProviderSkeleton(self.router.route, self.telemetry, provider, pid,
                                     multicast_body=self.multicast_body)
         visible = qos.scope is ProviderScope.GLOBAL
         result = self.router.add_route(pid, skeleton.address, is_globally_visible=visible)
@@ -270,7 +277,7 @@ class JoynrRuntime:
         entry = await self._discover(definition, [domain] if isinstance(domain, str) else domain,
                                      qos, arbitration, discovery_retry_s, gbids=gbids)
         pid = f"{uuid.uuid4()}"
-        endpoint = ProxyEndpoint(pid, self.router.warn, self.router.counters)
+        endpoint = ProxyEndpoint(pid, self.telemetry.warn, self.telemetry.counters)
         self.router.add_route(pid, endpoint.address, is_globally_visible=False)
         # joynr's dialect: globally visible when the provider is not local, as joynr's
         # JavaScript runtime registers a proxy
@@ -349,7 +356,8 @@ class JoynrRuntime:
         its answers are read in either). Its provider counts as local (joynr's runtimes
         provision the cluster controller's providers as local entries): in joynr's dialect its
         requests carry no replyTo."""
-        endpoint = ProxyEndpoint(f"{uuid.uuid4()}", self.router.warn, self.router.counters)
+        endpoint = ProxyEndpoint(f"{uuid.uuid4()}", self.telemetry.warn,
+                                 self.telemetry.counters)
         self.router.add_route(endpoint.participant_id, endpoint.address,
                               is_globally_visible=False)
         self._system_endpoints.append(endpoint)
@@ -401,10 +409,14 @@ class JoynrRuntime:
                  len(self.local_participants()), len(self._multicast_receivers),
                  len(self._providers))
 
+    def route(self, message: Message) -> bool:
+        """Send ``message`` on its way through this runtime's router (the proxies' way out)."""
+        return self.router.route(message)
+
     def register_system_provider(self, participant_id: str, provider: Provider) -> None:
         """A provider of the runtime itself: sticky route, not in the directory."""
-        skeleton = ProviderSkeleton(self.router, provider, participant_id,
-                                    multicast_body=self.multicast_body)
+        skeleton = ProviderSkeleton(self.router.route, self.telemetry, provider,
+                                    participant_id, multicast_body=self.multicast_body)
         result = self.router.add_route(participant_id, skeleton.address,
                                        is_globally_visible=False, is_sticky=True)
         if not result.accepted:

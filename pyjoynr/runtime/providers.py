@@ -100,13 +100,13 @@ from pyjoynr.runtime.payloads import (
     Request,
     answer_to,
 )
-from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.rules import Refusal, admit_caller
 from pyjoynr.runtime.subscriptions import (
     BroadcastFilter,
     SubscriptionPublisher,
     answer_subscription,
 )
+from pyjoynr.runtime.telemetry import Telemetry
 
 __all__ = ["Provider", "ProviderSkeleton", "current_deadline_ms", "current_origin",
            "earlier_form", "wire_form_of"]
@@ -338,11 +338,14 @@ class _AppCall:
 class ProviderSkeleton:
     """The participant of one registered provider (see the module docstring)."""
 
-    def __init__(self, router: MessageRouter, provider: Provider, participant_id: str, *,
+    def __init__(self, route: Callable[[Message], bool], telemetry: Telemetry,
+                 provider: Provider, participant_id: str, *,
                  multicast_body: BodyFormat = BodyFormat.JSON) -> None:
-        """``multicast_body``: the body format of this participant's multicasts (see
-        ``JoynrRuntime.multicast_body``)."""
-        self.router = router
+        """``route``: the router's way out (MessageRouter.route); ``telemetry``: the
+        process's counters and limit of repeated warnings. ``multicast_body``: the body format
+        of this participant's multicasts (see ``JoynrRuntime.multicast_body``)."""
+        self._route = route
+        self.telemetry = telemetry
         self.provider = provider
         self.participant_id = participant_id
         self.definition: InterfaceDef = interface_def(provider.interface)
@@ -356,7 +359,7 @@ class ProviderSkeleton:
         self._methods = self._method_table()
         #: the attribute and selective broadcast subscriptions of this participant
         self.publisher = SubscriptionPublisher(
-            router, participant_id, self.definition, provider.attribute_values,
+            route, telemetry, participant_id, self.definition, provider.attribute_values,
             run=self._run_app_call, getters=self._custom_getters(),
             filters=provider.broadcast_filters)
 
@@ -447,14 +450,14 @@ class ProviderSkeleton:
         elif kind is MessageType.SUBSCRIPTION_STOP:
             self.publisher.stop(message)
         else:
-            self.router.warn(log, "ignored", peer_of(message.origin),
-                             "provider %s: ignored %s", self.participant_id,
-                             message.describe())
+            self.telemetry.warn(log, "ignored", peer_of(message.origin),
+                                "provider %s: ignored %s", self.participant_id,
+                                message.describe())
 
     def _refuse_remote(self, message: Message, refusal: Refusal) -> None:
-        self.router.warn(log, refusal.reason, peer_of(message.origin),
-                         "provider %s %s: refused %s from %r", self.participant_id,
-                         refusal.detail, message.describe(), message.origin)
+        self.telemetry.warn(log, refusal.reason, peer_of(message.origin),
+                            "provider %s %s: refused %s from %r", self.participant_id,
+                            refusal.detail, message.describe(), message.origin)
         error = ProviderRuntimeError(
             f"{self.definition.name} of this cluster controller serves its local participants "
             "only")
@@ -463,7 +466,7 @@ class ProviderSkeleton:
                 answer = make_error_answer(message, error, expiry_date_ms=message.expiry_date_ms)
             except PayloadError:
                 return
-            self.router.route(answer)
+            self._route(answer)
 
     def _start(self, message: Message | _AppCall) -> Call | None:
         """The call a request or one-way message makes, when its turn comes (inside a task
@@ -478,10 +481,10 @@ class ProviderSkeleton:
             payload = decode_body(OneWayRequest, message.body, schema=self.schema)
             (_, impl, _), args = self._prepare(payload)
         except (PayloadError, JoynrError) as exc:
-            self.router.counters["dropped-bad-one-way"] += 1
-            self.router.warn(log, "bad-one-way", peer_of(message.origin),
-                             "provider %s: one-way call %s refused: %s",
-                             self.participant_id, message.id, exc)
+            self.telemetry.counters["dropped-bad-one-way"] += 1
+            self.telemetry.warn(log, "bad-one-way", peer_of(message.origin),
+                                "provider %s: one-way call %s refused: %s",
+                                self.participant_id, message.id, exc)
             return None
         context.run(_origin.set, message.origin)
         return impl(*args), context, f"one-way {payload.method_name}"
@@ -492,10 +495,10 @@ class ProviderSkeleton:
         try:
             payload = decode_body(Request, body, schema=self.schema)
         except PayloadError as exc:
-            self.router.counters["dropped-bad-request"] += 1
-            self.router.warn(log, "bad-request", peer_of(message.origin),
-                             "provider %s: bad request %s: %s", self.participant_id,
-                             message.id, exc)
+            self.telemetry.counters["dropped-bad-request"] += 1
+            self.telemetry.warn(log, "bad-request", peer_of(message.origin),
+                                "provider %s: bad request %s: %s", self.participant_id,
+                                message.id, exc)
             if fmt is _JSON:
                 self._answer_bad_json_request(message, exc)
             return
@@ -503,10 +506,10 @@ class ProviderSkeleton:
         try:
             bound, args = self._prepare(payload)
         except JoynrError as exc:  # no such method, or arguments that do not fit it
-            self.router.counters["refused-request"] += 1
-            self.router.warn(log, "refused-request", peer_of(message.origin),
-                             "provider %s: request %s refused: %s", self.participant_id,
-                             message.id, exc)
+            self.telemetry.counters["refused-request"] += 1
+            self.telemetry.warn(log, "refused-request", peer_of(message.origin),
+                                "provider %s: request %s refused: %s", self.participant_id,
+                                message.id, exc)
             reply = Reply(payload.request_reply_id, error=exc.to_wire())
         else:
             method = bound[0]
@@ -517,11 +520,11 @@ class ProviderSkeleton:
             except JoynrError as exc:
                 reply = Reply(payload.request_reply_id, error=exc.to_wire())
         if fmt is _MSGPACK:
-            self.router.route(answer_to(message, reply))
+            self._route(answer_to(message, reply))
             return
         answer = self._json_reply(message, reply, method)
         if answer is not None:
-            self.router.route(answer_to(message, reply, body=answer))
+            self._route(answer_to(message, reply, body=answer))
 
     def _answer_bad_json_request(self, message: Message, exc: PayloadError) -> None:
         """A JSON request whose values do not fit the method it calls is answered with a
@@ -532,7 +535,7 @@ class ProviderSkeleton:
             body = encode_body(reply, _JSON)
         except PayloadError:
             return
-        self.router.route(answer_to(message, reply, body=body))
+        self._route(answer_to(message, reply, body=body))
 
     def _json_reply(self, message: Message, reply: Reply, method: MethodDef | None
                     ) -> bytes | None:
@@ -543,9 +546,9 @@ class ProviderSkeleton:
                                types=None if method is None else reply_types(method),
                                error_enum=None if method is None else method.error_enum)
         except PayloadError as exc:
-            self.router.warn(log, "unencodable-reply", peer_of(message.origin),
-                             "provider %s: reply to %s not written as JSON: %s",
-                             self.participant_id, message.id, exc)
+            self.telemetry.warn(log, "unencodable-reply", peer_of(message.origin),
+                                "provider %s: reply to %s not written as JSON: %s",
+                                self.participant_id, message.id, exc)
             error = ProviderRuntimeError(f"the answer cannot be written as joynr JSON: {exc}")
         try:
             return encode_body(Reply(reply.request_reply_id, error=error.to_wire()), _JSON)
@@ -597,10 +600,10 @@ class ProviderSkeleton:
         except Exception as exc:
             # once per call a caller sends: counted, and logged with its traceback for the
             # first of each method and caller, rate-limited
-            self.router.counters["provider-failed"] += 1
-            self.router.warn(log, f"{method.name}-failed", peer_of(origin),
-                             "provider %s: %s failed", self.participant_id, method.name,
-                             level=logging.ERROR, exc_info=True)
+            self.telemetry.counters["provider-failed"] += 1
+            self.telemetry.warn(log, f"{method.name}-failed", peer_of(origin),
+                                "provider %s: %s failed", self.participant_id, method.name,
+                                level=logging.ERROR, exc_info=True)
             raise ProviderRuntimeError(f"{method.name} failed: {type(exc).__name__}: {exc}"
                                        ) from None
         finally:
@@ -622,11 +625,11 @@ class ProviderSkeleton:
         try:
             request = decode_body(MulticastSubscriptionRequest, message.body, schema=self.schema)
         except PayloadError as exc:
-            self.router.counters["dropped-bad-multicast-subscription"] += 1
-            self.router.warn(log, "bad-multicast-subscription",
-                             peer_of(message.origin),
-                             "provider %s: bad multicast subscription %s: %s",
-                             self.participant_id, message.id, exc)
+            self.telemetry.counters["dropped-bad-multicast-subscription"] += 1
+            self.telemetry.warn(log, "bad-multicast-subscription",
+                                peer_of(message.origin),
+                                "provider %s: bad multicast subscription %s: %s",
+                                self.participant_id, message.id, exc)
             return
         error = None
         name, sid = request.subscribe_to_name, request.subscription_id
@@ -638,7 +641,7 @@ class ProviderSkeleton:
             error = SubscriptionError(f"broadcast {name} of provider {self.participant_id} is "
                                       "selective: subscribe with a BroadcastSubscriptionRequest",
                                       sid)
-        answer_subscription(self.router, message, sid, error)
+        answer_subscription(self._route, self.telemetry, message, sid, error)
 
     def attribute_changed(self, name: str, value: Any) -> None:
         """Publish a new attribute value to its on-change subscribers."""
@@ -670,7 +673,7 @@ class ProviderSkeleton:
                 body = encode_body(publication, fmt, types=types)
             except PayloadError as exc:
                 raise TypeError(f"broadcast {name}: {exc}") from None
-        self.router.route(Message(
+        self._route(Message(
             type=MessageType.MULTICAST, sender=self.participant_id, recipient=multicast_id,
             expiry_date_ms=expiry_date_ms, body=body,
         ))

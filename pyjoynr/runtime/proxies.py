@@ -123,7 +123,6 @@ from pyjoynr.runtime.payloads import (
     SubscriptionStop,
     decode_payload,
 )
-from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.subscribers import Subscription
 from pyjoynr.runtime.subscription_qos import (
     AttributeSubscriptionQos,
@@ -161,7 +160,6 @@ def _expire(future: asyncio.Future[Any]) -> None:
 class ProxyHost(Protocol):
     """What a proxy needs from its runtime."""
 
-    router: MessageRouter
     #: the address replies to this runtime's requests come back to (None: the router's own)
     reply_to_address: Address | None
     #: seconds a caller waits for a reply beyond the request's expiry date
@@ -169,6 +167,10 @@ class ProxyHost(Protocol):
     #: the runtime speaks joynr's dialect: replyTo and broadcast subscriptions as joynr's
     #: runtimes do (see the module docstring)
     joynr_dialect: bool
+
+    def route(self, message: Message) -> bool:
+        """Send ``message`` on its way (the runtime's router: MessageRouter.route)."""
+        ...
 
     async def flow_control(self) -> None: ...
     async def add_multicast_receiver(self, pattern: str, subscriber: str, provider: str
@@ -183,9 +185,9 @@ class ProxyEndpoint:
 
     def __init__(self, participant_id: str, warn: Callable[..., object] | None = None,
                  counters: Counter[str] | None = None) -> None:
-        """``warn``: writes a rate-limited log line (its router's ``warn``: the process's limit
-        of repeated warnings); ``counters``: where refused messages are counted (its router's,
-        ``dropped-<reason>``)."""
+        """``warn``: writes a rate-limited log line (the process's telemetry's ``warn``: its
+        limit of repeated warnings); ``counters``: where refused messages are counted (the
+        telemetry's, ``dropped-<reason>``)."""
         self.participant_id = participant_id
         self.warn = warn if warn is not None else RepeatedWarnings().warning
         self.counters: Counter[str] = counters if counters is not None else Counter()
@@ -648,7 +650,7 @@ class Proxy:
         if method.one_way:
             body = self._body(OneWayRequest(method.name, params, method.param_datatypes))
             message = self._message(_ONE_WAY, body)
-            if not self._host.router.route(message):
+            if not self._host.route(message):
                 raise MessageNotSentError(
                     f"one-way {method.name}() to {self.provider_participant_id} not sent "
                     f"(message {message.id}: queue full or expired; see the log)")
@@ -683,7 +685,7 @@ class Proxy:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         waiting[key] = future
-        self._host.router.route(message)
+        self._host.route(message)
         deadline_s = (message.expiry_date_ms - now_ms()) / 1000 + self._host.reply_grace_s
         # a timer that answers the future with _EXPIRED: the caller wakes as soon as either
         # comes (as with asyncio.timeout, one loop iteration sooner than with wait_for), without
@@ -844,7 +846,7 @@ class Proxy:
             await self._host.remove_multicast_receiver(pattern, self.participant_id,
                                                        self.provider_participant_id)
         except JoynrError as exc:
-            self._host.router.warn(
+            self._endpoint.warn(
                 log, "receiver-not-removed", f"subscription {subscription.name}",
                 "proxy %s: multicast receiver %s not removed: %s", self.participant_id,
                 pattern, exc)
@@ -859,7 +861,7 @@ class Proxy:
                 return  # the provider was never told of it (joynr's proxies send no stop)
         if tell_provider:
             body = self._body(SubscriptionStop(subscription.subscription_id))
-            self._host.router.route(self._message(MessageType.SUBSCRIPTION_STOP, body))
+            self._host.route(self._message(MessageType.SUBSCRIPTION_STOP, body))
 
     @property
     def subscriptions(self) -> list[Subscription]:

@@ -30,27 +30,32 @@ waited, and forget multicast receivers, as a route comes and goes), and others r
 A libjoynr runtime's router has a ``parent``: the cluster controller's WebSocketAddress, the
 next hop of every participant without an entry of its own.
 
-Counters (``router.counters``) count every message dropped and why (``dropped-<reason>``);
+Counting, rate-limited logging and the audit are the process's
+(:class:`runtime.telemetry.Telemetry`, given at construction and shared with the process's other
+components). The telemetry's
+counters count every message dropped and why (``dropped-<reason>``); the router's
 ``routed_by_type`` counts the messages handed to ``route`` per type, and ``outcomes`` what
 became of them per outcome and type: ``forwarded`` (a transport took it; a multicast once per
 next hop), ``queued`` (it waits; when it goes out later it is routed, and counted, again) and
 ``dropped`` (when routed, or later from a queue: expired, waited too long). Refusals on the way
 in are counted in the inlet's counters (the transport's). Each drop and refusal is logged with
 the message id, rate-limited per reason and peer by the process's limit of repeated warnings
-(runtime.logs; given at construction, shared with the process's other components, which log
-through ``warn`` when they hold only the router; ``sweep()`` writes its summaries). The
-routine changes of the table that remote input can cause once per message (a route refused,
-``route-rejected-<why>``; the routes behind a connection that ended,
-``routes-removed-at-address``; learned routes evicted, ``evicted-learned-route``; queued
-messages delivered after a retry, ``delivered-after-retry``) are counted and logged at DEBUG
-only.
+(runtime.logs; ``sweep()`` writes its summaries). The routine changes of the table that remote
+input can cause once per message (a route refused, ``route-rejected-<why>``; the routes behind
+a connection that ended, ``routes-removed-at-address``; learned routes evicted,
+``evicted-learned-route``; queued messages delivered after a retry, ``delivered-after-retry``)
+are counted and logged at DEBUG only.
 
-The audit hook (given at construction or by ``set_audit``; none by default) is told of every
-routing decision: a message handed to a transport that accepted it (with the time it spent
-queued), queued, dropped or refused with its reason, on the way in, here, and by the transports
-for what they drop after accepting it (``dropped_by_transport``) or send on their own
-(``sent_by_transport``) (:class:`RoutingAudit`, implemented by :class:`runtime.audit.AuditLog`;
+The telemetry's audit hook (none by default) is told of every routing decision: a message
+handed to a transport that accepted it (with the time it spent queued), queued, dropped or
+refused with its reason, on the way in, here, and by the transports for what they drop after
+accepting it (``dropped_by_transport``) or send on their own (``sent_by_transport``)
+(:class:`runtime.telemetry.RoutingAudit`, implemented by :class:`runtime.audit.AuditLog`;
 records in docs/records.md). Without it the cost is one attribute test per decision.
+
+A cluster controller's router multicasts across backends through the link it is given
+(``global_multicast`` at construction or :meth:`MessageRouter.register_global_multicast`: the
+MQTT transport, which the process's assembly registers).
 """
 
 
@@ -61,7 +66,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from pyjoynr.runtime import rules
 from pyjoynr.runtime.addresses import Address
@@ -69,7 +74,7 @@ from pyjoynr.runtime.bodies import decode_body, make_error_answer, make_error_re
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import JoynrError, MessageNotSentError, ProviderRuntimeError
 from pyjoynr.runtime.inlets import Inlet, InletKind
-from pyjoynr.runtime.logs import RepeatedWarnings, get_logger, message_fields, peer_of
+from pyjoynr.runtime.logs import get_logger, message_fields, peer_of
 from pyjoynr.runtime.messages import REQUEST_TYPES, Message, MessageType, held_bytes
 from pyjoynr.runtime.multicast import MulticastReceivers, to_mqtt_topic
 from pyjoynr.runtime.payloads import PAYLOAD_TYPES, PayloadError, SubscriptionStop
@@ -84,6 +89,7 @@ from pyjoynr.runtime.routing import (
     RoutingTable,
 )
 from pyjoynr.runtime.rules import check_expiry, check_forward
+from pyjoynr.runtime.telemetry import RoutingAudit, Telemetry
 
 __all__ = ["OUTCOMES", "GlobalMulticast", "MessageRouter", "RouterSettings", "RoutingAudit",
            "RoutingCounts", "Transport"]
@@ -117,21 +123,6 @@ class GlobalMulticast(Protocol):
     def subscribe_multicast(self, gbid: str, topic: str) -> None: ...
 
     def unsubscribe_multicast(self, gbid: str, topic: str) -> None: ...
-
-
-class RoutingAudit(Protocol):
-    """Told of each routing decision (runtime.audit.AuditLog). Must not block or raise: it is
-    called on the routing path."""
-
-    def delivered(self, message: Message, hop: Address, queued_ms: int) -> None:
-        """``message`` was accepted by the transport of ``hop`` after ``queued_ms`` in a queue."""
-        ...
-
-    def decided(self, message: Message, outcome: str, hop: Address | None = None,
-                reason: str | None = None, peer: str | None = None) -> None:
-        """``message`` was queued (``hop``: whose transport refused it; None: no route yet),
-        dropped or refused (``outcome``, runtime.records) for ``reason``."""
-        ...
 
 
 class Transport(Protocol):
@@ -238,14 +229,16 @@ class MessageRouter:
         *,
         parent: Address | None = None,
         clock_ms: Callable[[], int] = now_ms,
-        warnings: RepeatedWarnings | None = None,
-        audit: RoutingAudit | None = None,
+        telemetry: Telemetry | None = None,
         quotas: Quotas | None = None,
+        global_multicast: GlobalMulticast | None = None,
     ) -> None:
         """``table``: the routing table, from now on the router's alone (read it through
-        :meth:`route_of` and the other readers below). ``warnings``: the process's limit of
-        repeated warnings (runtime.logs), shared with its other components; the router's own
-        by default. ``audit``: told of every routing decision (see :meth:`set_audit`).
+        :meth:`route_of` and the other readers below). ``telemetry``: the process's counters,
+        limit of repeated warnings and audit hook (runtime.telemetry), shared with its other
+        components; the router's own by default. ``global_multicast``: the link to multicast
+        across backends (a cluster controller's MQTT transport; see
+        :meth:`register_global_multicast`).
         ``quotas``: what each websocket connection may hold (runtime.quotas; a cluster
         controller's), shared with its Routing and Discovery providers; none: unbounded."""
         self._table = table
@@ -254,21 +247,20 @@ class MessageRouter:
         self.settings = settings or RouterSettings()
         self.parent = parent
         self.multicast_receivers = MulticastReceivers()
-        #: set by the MQTT transport of a cluster controller
-        self.global_multicast: GlobalMulticast | None = None
+        # the link to multicast across backends (a cluster controller's MQTT transport)
+        self._global_multicast = global_multicast
         # receivers of providers behind MQTT: subscriber -> {pattern: GBID}
         self._global_receivers: dict[str, dict[str, str]] = {}
-        self.counters: Counter[str] = Counter()
-        # the rate limit of this process's repeated warnings (runtime.logs); the sweep writes
-        # their summaries
-        self._warnings = RepeatedWarnings() if warnings is None else warnings
+        # the process's counters, limit of repeated warnings (the sweep writes their
+        # summaries) and audit hook (runtime.telemetry)
+        self._telemetry = telemetry = Telemetry() if telemetry is None else telemetry
+        self._counters = telemetry.counters
+        self._warnings = telemetry.warnings
         # per type (every key present: an increment is one dict lookup), for statistics
         self.routed_by_type: dict[MessageType, int] = dict.fromkeys(MessageType, 0)
         self.outcomes: dict[str, dict[MessageType, int]] = {
             outcome: dict.fromkeys(MessageType, 0) for outcome in OUTCOMES}
         self._forwarded = self.outcomes["forwarded"]
-        # told of every routing decision when set (the audit log; see the module docstring)
-        self._audit: RoutingAudit | None = audit
         self._transports: dict[type[Address], Transport] = {}
         # keyed by recipient, or by (next hop, multicast id) for a refused multicast hop
         self._pending: dict[str | tuple[Address, str], _Pending] = {}
@@ -298,6 +290,12 @@ class MessageRouter:
     def register_transport(self, address_type: type[Address], transport: Transport) -> None:
         self._transports[address_type] = transport
 
+    def register_global_multicast(self, link: GlobalMulticast) -> None:
+        """Multicast across backends through ``link`` (a cluster controller's MQTT transport,
+        made after its router): local providers' multicasts published to it, receivers of
+        providers behind MQTT subscribed through it."""
+        self._global_multicast = link
+
     # ------------------------------------------------------------------ routes
 
     def add_route(
@@ -324,7 +322,7 @@ class MessageRouter:
         else:
             # per call (an add_next_hop may be refused for each one a client sends): counted,
             # and logged by whoever asked, rate-limited
-            self.counters[f"route-{result.name.lower().replace('_', '-')}"] += 1
+            self._counters[f"route-{result.name.lower().replace('_', '-')}"] += 1
             log.debug("route %s -> %r refused: %s", participant_id, address, result.reason)
         return result
 
@@ -341,7 +339,7 @@ class MessageRouter:
         self._forget_receivers(removed)
         if removed:
             # (once per connection's end: the websocket server logs that end, rate-limited)
-            self.counters["routes-removed-at-address"] += len(removed)
+            self._counters["routes-removed-at-address"] += len(removed)
             log.debug("removed %d route(s) behind %r", len(removed), address)
         return removed
 
@@ -369,7 +367,7 @@ class MessageRouter:
                                                  max_learned=max_learned)
         if evicted:
             self._forget_receivers(evicted)
-            self.counters["evicted-learned-route"] += len(evicted)
+            self._counters["evicted-learned-route"] += len(evicted)
             # per request past the bound (any MQTT publisher can cause it): counted only
             log.debug("%d learned route(s) evicted (at most %d are kept), the first: %s",
                      len(evicted), max_learned, evicted[0])
@@ -386,7 +384,7 @@ class MessageRouter:
         """A local receiver of ``pattern``; when the provider is behind MQTT, the CC
         subscribes to the pattern's topic in the provider's backend (reference counted)."""
         self.multicast_receivers.add(pattern, subscriber)
-        if self.global_multicast is None:
+        if self._global_multicast is None:
             return
         gbid = rules.multicast_backend(self._table.get(provider))
         if gbid is None:
@@ -394,7 +392,7 @@ class MessageRouter:
         patterns = self._global_receivers.setdefault(subscriber, {})
         if pattern not in patterns:
             patterns[pattern] = gbid
-            self.global_multicast.subscribe_multicast(gbid, to_mqtt_topic(pattern))
+            self._global_multicast.subscribe_multicast(gbid, to_mqtt_topic(pattern))
 
     def remove_multicast_receiver(self, pattern: str, subscriber: str) -> None:
         self.multicast_receivers.remove(pattern, subscriber)
@@ -407,8 +405,8 @@ class MessageRouter:
         gbid = patterns.pop(pattern)
         if not patterns:
             del self._global_receivers[subscriber]
-        if self.global_multicast is not None:
-            self.global_multicast.unsubscribe_multicast(gbid, to_mqtt_topic(pattern))
+        if self._global_multicast is not None:
+            self._global_multicast.unsubscribe_multicast(gbid, to_mqtt_topic(pattern))
 
     def transport_ready(self) -> None:
         """A transport (re)connected: try every queue now instead of at its next retry."""
@@ -478,7 +476,7 @@ class MessageRouter:
         """A request a connection may not make (it holds as much as its bound lets it,
         runtime.quotas; counted there): audited, logged rate-limited, and its sender answered
         with a provider runtime error that names the bound."""
-        audit = self._audit
+        audit = self._telemetry.audit
         if audit is not None:
             audit.decided(message, outcome_of(refusal.reason), None, refusal.reason,
                           inlet.peer)
@@ -495,7 +493,7 @@ class MessageRouter:
         if seen is not None and message.id in seen:
             inlet.counters[rules.DUPLICATE] += 1
             inlet.logger.debug("%s: duplicate %s dropped", inlet.name, message.describe())
-            audit = self._audit
+            audit = self._telemetry.audit
             if audit is not None:
                 audit.decided(message, DROPPED, None, rules.DUPLICATE)
             return False
@@ -542,7 +540,7 @@ class MessageRouter:
 
     def _refused_in(self, inlet: Inlet, message: Message, reason: str, detail: str) -> None:
         inlet.counters[reason] += 1
-        audit = self._audit
+        audit = self._telemetry.audit
         if audit is not None:
             audit.decided(message, outcome_of(reason), None, reason, inlet.peer)
         self._warnings.warning(inlet.logger, reason, inlet.key, "%s: refused (%s): %s: %s",
@@ -563,7 +561,7 @@ class MessageRouter:
     def sent_by_transport(self, message: Message, hop: Address) -> None:
         """A transport took ``message`` for ``hop`` outside :meth:`route` (MQTT: a local
         provider's multicast published to a backend): recorded in the audit log."""
-        audit = self._audit
+        audit = self._telemetry.audit
         if audit is not None:
             audit.delivered(message, hop, 0)
 
@@ -581,7 +579,7 @@ class MessageRouter:
         message-not-sent error, a reply or subscription reply becomes an error answer to
         the same request."""
         counters[f"dropped-{reason}"] += 1
-        audit = self._audit
+        audit = self._telemetry.audit
         if audit is not None:
             audit.decided(message, outcome_of(reason), hop, reason)
         self._warnings.warning(logger, reason, key, "%s: dropped %s: %s", name,
@@ -610,19 +608,6 @@ class MessageRouter:
         """``connection`` no longer holds ``item`` of ``kind`` (runtime.quotas)."""
         if self.quotas is not None:
             self.quotas.release(kind, connection, item)
-
-    # ------------------------------------------------------------------ logging and audit
-
-    def warn(self, logger: logging.Logger, reason: str, peer: str, msg: str, *args: object,
-             **kwargs: Any) -> None:
-        """A log line rate-limited per ``reason`` and ``peer`` by this process's limit of
-        repeated warnings (runtime.logs.RepeatedWarnings.warning), for the providers and
-        transports on this router."""
-        self._warnings.warning(logger, reason, peer, msg, *args, **kwargs)
-
-    def set_audit(self, audit: RoutingAudit | None) -> None:
-        """Record every routing decision in ``audit`` from now on (None: no longer)."""
-        self._audit = audit
 
     # ------------------------------------------------------------------ what others may read
 
@@ -684,14 +669,14 @@ class MessageRouter:
             return False
         if transport.send(address, message):
             self._forwarded[message.type] += 1
-            audit = self._audit
+            audit = self._telemetry.audit
             if audit is not None:
                 requeued = self._requeued
                 audit.delivered(message, address, 0 if requeued is None
                                 or requeued.message is not message
                                 else max(0, self.clock_ms() - requeued.queued_at_ms))
             return True
-        self.counters["send-refused"] += 1
+        self._counters["send-refused"] += 1
         hop = address if message.type is _MULTICAST else None
         return self._enqueue(message, f"transport refused it for {address!r}", hop, address)
 
@@ -706,13 +691,13 @@ class MessageRouter:
             entry = self._table.get(receiver)
             if entry is not None:
                 receivers.append(entry.address)
-        self.counters["multicast"] += 1
+        self._counters["multicast"] += 1
         for address in rules.multicast_hops(receivers, origin, self.parent):
             self._send(address, message)
-        if self.global_multicast is not None and rules.publishes_globally(
+        if self._global_multicast is not None and rules.publishes_globally(
             origin, self._table.get(message.sender)
         ):
-            self.global_multicast.publish_multicast(message)
+            self._global_multicast.publish_multicast(message)
         return True
 
     # ------------------------------------------------------------------ queues
@@ -741,9 +726,9 @@ class MessageRouter:
         if refusal is not None:
             self._refused(message, refusal, hop=refused_by)
             return False
-        self.counters["queued"] += 1
+        self._counters["queued"] += 1
         self.outcomes["queued"][message.type] += 1
-        audit = self._audit
+        audit = self._telemetry.audit
         if audit is not None and (requeued is None or requeued.message is not message):
             # (a message queued again after a retry was recorded when it was first queued)
             audit.decided(message, QUEUED, refused_by)
@@ -823,7 +808,7 @@ class MessageRouter:
                     again = self._pending[key]
                     again.delay_ms, again.retry_at_ms = pending.delay_ms, pending.retry_at_ms
                 else:
-                    self.counters["delivered-after-retry"] += before
+                    self._counters["delivered-after-retry"] += before
                     log.debug("delivered %d queued message(s) for %s", before, key)
 
     # ------------------------------------------------------------------ drops
@@ -837,9 +822,9 @@ class MessageRouter:
               hop: Address | None = None) -> None:
         """Count, log, record and (``answer``) answer a message not routed for ``reason``;
         ``hop``: the next hop it was meant for, if one was chosen."""
-        self.counters[f"dropped-{reason}"] += 1
+        self._counters[f"dropped-{reason}"] += 1
         self.outcomes["dropped"][message.type] += 1
-        audit = self._audit
+        audit = self._telemetry.audit
         if audit is not None:
             audit.decided(message, outcome_of(reason), hop, reason)
         self._warnings.warning(log, reason, peer_of(message.origin), "dropped %s: %s",
@@ -880,7 +865,7 @@ class MessageRouter:
                                    message.describe(), exc, extra=message_fields(message))
             return
         self._remember_answer(answer.id)
-        self.counters["answered-unsent-reply"] += 1
+        self._counters["answered-unsent-reply"] += 1
         self.route(answer)
 
     def _remember_answer(self, message_id: str) -> None:
@@ -902,12 +887,12 @@ class MessageRouter:
                                    self.clock_ms() + self.settings.error_reply_ttl_ms),
             )
         except PayloadError as exc:
-            self.counters["unanswerable-not-sent"] += 1
+            self._counters["unanswerable-not-sent"] += 1
             self._warnings.warning(log, "unanswerable-not-sent", peer_of(request.origin),
                                    "cannot answer undeliverable %s: %s", request.describe(), exc,
                                    extra=message_fields(request))
             return
         if answer.recipient in self._table or self.parent is not None:
             self._remember_answer(answer.id)
-            self.counters[counter] += 1
+            self._counters[counter] += 1
             self.route(answer)

@@ -94,7 +94,6 @@ from pyjoynr.runtime.payloads import (
     SubscriptionStop,
     answer_to,
 )
-from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.subscription_qos import (
     OnChangeSubscriptionQos,
     OnChangeWithKeepAliveSubscriptionQos,
@@ -103,6 +102,7 @@ from pyjoynr.runtime.subscription_qos import (
     UnicastSubscriptionQos,
     qos_from_wire,
 )
+from pyjoynr.runtime.telemetry import Telemetry
 
 __all__ = [
     "MAX_FILTER_RUNS",
@@ -143,11 +143,12 @@ def _readable_subscription_id(cls: type[Payload], body: bytes) -> str | None:
     return sid if type(sid) is str and len(sid) <= _MAX_ID_CHARS else None
 
 
-def answer_subscription(router: MessageRouter, message: Message, subscription_id: str | None,
+def answer_subscription(route: Callable[[Message], object], telemetry: Telemetry,
+                        message: Message, subscription_id: str | None,
                         error: JoynrError | None) -> None:
     """Answer a subscription request (of any kind), in its body format: accepted, or refused
-    with ``error``. ``subscription_id`` None: read it from the request (no answer if it has no
-    readable one)."""
+    with ``error``; ``route``: the router's way out, ``telemetry``: the process's (logs).
+    ``subscription_id`` None: read it from the request (no answer if it has no readable one)."""
     fmt = format_of(message.body)
     if subscription_id is None:
         cls = PAYLOAD_TYPES.get(message.type, SubscriptionRequest)
@@ -159,11 +160,11 @@ def answer_subscription(router: MessageRouter, message: Message, subscription_id
     try:
         body = encode_body(reply, fmt)
     except PayloadError as exc:  # (an id no JSON can hold; it came in JSON, so not expected)
-        router.warn(log, "unencodable-answer", peer_of(message.origin),
-                    "subscription reply to %s not written: %s",
-                    message.describe(), exc)
+        telemetry.warn(log, "unencodable-answer", peer_of(message.origin),
+                       "subscription reply to %s not written: %s",
+                       message.describe(), exc)
         return
-    router.route(answer_to(message, reply, body=body))
+    route(answer_to(message, reply, body=body))
 
 
 class _Live:
@@ -226,11 +227,14 @@ class SubscriptionPublisher:
     the provider's filters of a selective broadcast (asked at each firing); ``run``: runs a
     getter call or a filter run inside a task (the skeleton's call runner)."""
 
-    def __init__(self, router: MessageRouter, participant_id: str, definition: InterfaceDef,
+    def __init__(self, route: Callable[[Message], bool], telemetry: Telemetry,
+                 participant_id: str, definition: InterfaceDef,
                  values: Mapping[str, Any], *, run: RunCall,
                  getters: Mapping[str, Callable[[], Awaitable[Any]]] | None = None,
                  filters: Callable[[str], Sequence[BroadcastFilter]] | None = None) -> None:
-        self.router = router
+        #: the router's way out (MessageRouter.route) and the process's telemetry
+        self._route = route
+        self.telemetry = telemetry
         self.participant_id = participant_id
         self.definition = definition
         self.schema = schema_of(definition)
@@ -276,7 +280,7 @@ class SubscriptionPublisher:
         else:
             refusal = self._refusal(message, sid, qos, f"attribute {name}")
         if refusal is not None:
-            answer_subscription(self.router, message, sid, SubscriptionError(refusal, sid))
+            self._answer(message, sid, SubscriptionError(refusal, sid))
             return
         assert isinstance(qos, UnicastSubscriptionQos)
         live = self._accept(message, sid, name, qos, None)
@@ -312,7 +316,7 @@ class SubscriptionPublisher:
         else:
             refusal = self._refusal(message, sid, qos, f"broadcast {name}")
         if refusal is not None:
-            answer_subscription(self.router, message, sid, SubscriptionError(refusal, sid))
+            self._answer(message, sid, SubscriptionError(refusal, sid))
             return
         assert isinstance(qos, OnChangeSubscriptionQos)
         self._accept(message, sid, name, qos, params)
@@ -322,10 +326,10 @@ class SubscriptionPublisher:
         try:
             stop = decode_body(SubscriptionStop, message.body)
         except PayloadError as exc:
-            self.router.counters["dropped-bad-subscription-stop"] += 1
-            self.router.warn(log, "bad-subscription-stop", peer_of(message.origin),
-                             "provider %s: bad subscription stop %s: %s",
-                             self.participant_id, message.id, exc)
+            self.telemetry.counters["dropped-bad-subscription-stop"] += 1
+            self.telemetry.warn(log, "bad-subscription-stop", peer_of(message.origin),
+                                "provider %s: bad subscription stop %s: %s",
+                                self.participant_id, message.id, exc)
             return
         live = self._subscriptions.get(stop.subscription_id)
         if live is not None and live.subscriber == message.sender:
@@ -347,13 +351,16 @@ class SubscriptionPublisher:
 
     def _bad_request(self, message: Message, sid: str | None, detail: str) -> None:
         """A request that does not decode: counted, logged, refused when its id is known."""
-        self.router.counters["dropped-bad-subscription-request"] += 1
-        self.router.warn(log, "bad-subscription-request", peer_of(message.origin),
-                         "provider %s: bad subscription request %s: %s",
-                         self.participant_id, message.id, detail)
+        self.telemetry.counters["dropped-bad-subscription-request"] += 1
+        self.telemetry.warn(log, "bad-subscription-request", peer_of(message.origin),
+                            "provider %s: bad subscription request %s: %s",
+                            self.participant_id, message.id, detail)
         if sid is not None:
-            answer_subscription(self.router, message, sid, SubscriptionError(
+            self._answer(message, sid, SubscriptionError(
                 f"bad subscription request: {detail}", sid))
+
+    def _answer(self, message: Message, sid: str | None, error: JoynrError | None) -> None:
+        answer_subscription(self._route, self.telemetry, message, sid, error)
 
     def _refusal(self, message: Message, sid: str, qos: SubscriptionQos, what: str
                  ) -> str | None:
@@ -383,7 +390,7 @@ class SubscriptionPublisher:
                                           self._expired, live)
         if live.heartbeat_s:
             live.heartbeat = loop.call_later(live.heartbeat_s, self._heartbeat_due, live)
-        answer_subscription(self.router, message, sid, None)
+        self._answer(message, sid, None)
         return live
 
     # ------------------------------------------------------------------ attributes
@@ -459,11 +466,11 @@ class SubscriptionPublisher:
         if error is None:
             self._send(live, value)
             return
-        self.router.counters["subscription-getter-failed"] += 1
-        self.router.warn(log, "subscription-getter-failed", f"attribute {live.name}",
-                         "provider %s: get_%s for subscription %s failed: %s",
-                         self.participant_id, live.name, live.subscription_id,
-                         error)
+        self.telemetry.counters["subscription-getter-failed"] += 1
+        self.telemetry.warn(log, "subscription-getter-failed", f"attribute {live.name}",
+                            "provider %s: get_%s for subscription %s failed: %s",
+                            self.participant_id, live.name, live.subscription_id,
+                            error)
         self._send_error(live, error)
 
     def _send(self, live: _Live, value: Any) -> None:
@@ -493,14 +500,14 @@ class SubscriptionPublisher:
             if not live.is_broadcast:
                 continue
             if now - live.last_sent < live.min_interval_s:
-                self.router.counters["selective-broadcast-dropped-min-interval"] += 1
+                self.telemetry.counters["selective-broadcast-dropped-min-interval"] += 1
                 continue
             if not filters:
                 self._send_broadcast(live, response)
                 continue
             if live.filtering >= MAX_FILTER_RUNS:
-                self.router.counters["selective-broadcast-dropped-busy"] += 1
-                self.router.warn(
+                self.telemetry.counters["selective-broadcast-dropped-busy"] += 1
+                self.telemetry.warn(
                     log, "selective-broadcast-busy", f"broadcast {name}",
                     "provider %s: broadcast %s not published to subscription %s: %d filter "
                     "runs of it have not ended", self.participant_id, name,
@@ -522,8 +529,8 @@ class SubscriptionPublisher:
                     passed = False
                     break
         except Exception as exc:
-            self.router.counters["selective-broadcast-filter-failed"] += 1
-            self.router.warn(
+            self.telemetry.counters["selective-broadcast-filter-failed"] += 1
+            self.telemetry.warn(
                 log, "selective-broadcast-filter-failed", f"broadcast {live.name}",
                 "provider %s: a filter of broadcast %s failed for subscription %s: %s: %s",
                 self.participant_id, live.name, live.subscription_id, type(exc).__name__, exc)
@@ -552,12 +559,12 @@ class SubscriptionPublisher:
         try:
             body = encode_body(publication, live.body_format, types=types)
         except PayloadError as exc:
-            self.router.warn(
+            self.telemetry.warn(
                 log, "unencodable-publication", f"{live.name}",
                 "provider %s: publication of %s for %s not written: %s",
                 self.participant_id, live.name, live.subscription_id, exc)
             return
-        self.router.route(Message(
+        self._route(Message(
             type=MessageType.PUBLICATION, sender=self.participant_id, recipient=live.subscriber,
             expiry_date_ms=now + live.qos.publication_ttl_ms, body=body,
         ))

@@ -9,7 +9,7 @@ from typing import Protocol, cast
 from pyjoynr.runtime.addresses import Address, InProcessAddress
 from pyjoynr.runtime.logs import get_logger, peer_of
 from pyjoynr.runtime.messages import Message
-from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.telemetry import Telemetry
 
 __all__ = ["InProcessTransport", "MessageReceiver"]
 
@@ -30,13 +30,13 @@ class InProcessTransport:
     so that routing never re-enters the participant that is sending.
 
     A participant that fails on a message is a defect, but a message from the network can
-    trigger it each time: with ``router``, the failure is counted (``inprocess-failed`` in its
-    counters) and logged with its traceback rate-limited per sender's connection (the first
-    in full); without, logged every time.
+    trigger it each time: with ``telemetry`` (the process's, runtime.telemetry), the failure is
+    counted (``inprocess-failed`` in its counters) and logged with its traceback rate-limited
+    per sender's connection (the first in full); without, logged every time.
     """
 
-    def __init__(self, router: MessageRouter | None = None) -> None:
-        self.router = router
+    def __init__(self, telemetry: Telemetry | None = None) -> None:
+        self.telemetry = telemetry
 
     def send(self, address: Address, message: Message) -> bool:
         assert isinstance(address, InProcessAddress)
@@ -51,11 +51,11 @@ class InProcessTransport:
         try:
             skeleton.receive(message)
         except Exception:
-            router = self.router
-            if router is None:
+            telemetry = self.telemetry
+            if telemetry is None:
                 log.exception("in-process participant failed on %s", message.describe())
                 return
-            router.counters["inprocess-failed"] += 1
-            router.warn(log, "inprocess-failed", peer_of(message.origin),
-                        "in-process participant failed on %s", message.describe(),
-                        level=logging.ERROR, exc_info=True)
+            telemetry.counters["inprocess-failed"] += 1
+            telemetry.warn(log, "inprocess-failed", peer_of(message.origin),
+                           "in-process participant failed on %s", message.describe(),
+                           level=logging.ERROR, exc_info=True)

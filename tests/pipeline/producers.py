@@ -205,7 +205,7 @@ async def produce(base: Path) -> Produced:
         produced.nobody = f"nobody-{uuid.uuid4().hex[:8]}"
         await raw.send(request(raw.pid, produced.nobody, ttl_ms=300))
         await eventually(lambda: one.websocket.counters["spoofed-sender"] == 1
-                         and one.router.counters["dropped-expired-in-queue"] == 1, WAIT_S,
+                         and one.telemetry.counters["dropped-expired-in-queue"] == 1, WAIT_S,
                          "the refusal and the expiry in the queue")
         # cc-two refuses a request from MQTT without replyTo
         produced.mqtt_caller = f"raw-caller-{uuid.uuid4().hex[:8]}"
@@ -255,7 +255,7 @@ async def produce(base: Path) -> Produced:
             produced.routes[cc.id] = _route_facts(cc)
 
         for cc in (one, two, three):
-            counters: dict[str, int] = {**cc.router.counters, **cc.websocket.counters}
+            counters: dict[str, int] = {**cc.telemetry.counters, **cc.websocket.counters}
             if cc.mqtt is not None:
                 counters.update({f"mqtt-{k}": v for k, v in cc.mqtt.counters.items()})
             produced.counters[cc.id] = counters

@@ -148,7 +148,7 @@ class RawGcd:
     async def assert_nothing_stored(self, refused: int) -> None:
         """The store is empty and the router counted ``refused`` refused requests."""
         assert await self.service.store.count() == 0
-        assert self.service.router.counters["refused-request"] == refused
+        assert self.service.telemetry.counters["refused-request"] == refused
 
 
 class RawCaller:
@@ -195,7 +195,7 @@ def assert_nothing_registered(cc: ClusterController, refused: int) -> None:
     """The cluster controller's local directory is empty and its router counted ``refused``
     refused requests."""
     assert cc.discovery._entries == {}
-    assert cc.router.counters["refused-request"] == refused
+    assert cc.telemetry.counters["refused-request"] == refused
 
 
 def assert_refused(reply: Reply, says: str, *, starts: str = "wrong parameter: ",

@@ -111,7 +111,7 @@ class Tuning:
 
     @property
     def counters(self) -> Any:
-        return self.runtime.router.counters
+        return self.runtime.telemetry.counters
 
     @property
     def publisher(self) -> Any:

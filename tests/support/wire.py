@@ -21,7 +21,7 @@ class Wire:
     def __init__(self, cc: ClusterController) -> None:
         self.seen: list[Message] = []
         self._next = cc.audit
-        cc.router.set_audit(self)
+        cc.telemetry.set_audit(self)
 
     def delivered(self, message: Message, hop: Address, queued_ms: int) -> None:
         self.seen.append(message)

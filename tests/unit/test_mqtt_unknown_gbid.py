@@ -15,6 +15,7 @@ from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
 from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.runtime.telemetry import Telemetry
 from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
 from pyjoynr.transports.mqtt.transport import MqttTransport
 
@@ -30,11 +31,11 @@ def held(transport: MqttTransport) -> int:
 async def test_made_up_gbids_are_counted_and_leave_no_state(
         caplog: pytest.LogCaptureFixture) -> None:
     warnings = RepeatedWarnings()
-    router = MessageRouter(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER), warnings=warnings)
+    router = MessageRouter(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER))
     tasks = TaskSupervisor("test")
     transport = MqttTransport(router, MqttSettings(), client_id="cc-test", own_topic="joynr/cc/t",
                               brokers={"known": parse_broker_url("mqtt://127.0.0.1:1")},
-                              tasks=tasks)
+                              tasks=tasks, telemetry=Telemetry(warnings=warnings))
     before = held(transport)
     message = Message(MessageType.ONE_WAY, "sender", "recipient", now_ms() + 60_000, b"x")
     with caplog.at_level(logging.WARNING, logger="pyjoynr.transports.mqtt.transport"):

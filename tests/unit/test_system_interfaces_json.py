@@ -316,7 +316,7 @@ async def test_address_types_without_a_transport_here_are_refused_naming_them(
     with pytest.raises(ProviderRuntimeError, match=f"a {kind} names .*no transport"):
         await call_add_next_hop(provider, form, "p", STRUCTS[kind][0], False)
     assert not provider.router.has_route("p")
-    assert provider.router.counters["unroutable-address-type"] == 1
+    assert provider.telemetry.counters["unroutable-address-type"] == 1
 
 
 @FORMS
@@ -331,7 +331,7 @@ async def test_websocket_and_mqtt_addresses_are_refused_by_the_rules(
     with pytest.raises(ProviderRuntimeError, match="refused"):
         await call_add_next_hop(provider, form, "p", address, False)
     assert not provider.router.has_route("p")
-    assert provider.router.counters["unroutable-address-type"] == 0
+    assert provider.telemetry.counters["unroutable-address-type"] == 0
 
 
 @FORMS

@@ -89,6 +89,7 @@ from pyjoynr.runtime.queues import BoundedQueue, QueueBudget
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingSettings
 from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.runtime.telemetry import Telemetry
 from pyjoynr.transports.mqtt.client import (
     PUBACK_ACCEPTED,
     SESSION_TAKEN_OVER,
@@ -403,7 +404,7 @@ class _Backend:
         how = ("the broker said so: DISCONNECT 0x8e, session taken over" if said else
                f"{self._unexplained_in_a_row} closes without a word in a row, each within "
                f"{TAKEOVER_SUSPECT_S:g} s of connecting")
-        self.transport.router.warn(
+        self.transport.telemetry.warn(
             log, "mqtt-session-taken-over", self.peer,
             "MQTT backend %s (%s): another connection took the session of client id %s (%s); "
             "%d time(s) so far; connecting again in %.1f s. Another process uses this client "
@@ -635,9 +636,9 @@ class _Backend:
         """What the MQTT client refused from this backend's broker (a protocol violation:
         the connection ends and is made again; an oversized packet)."""
         self.transport.counters[f"mqtt-{reason}"] += 1
-        self.transport.router.warn(log, f"mqtt-{reason}", self.peer,
-                                   "MQTT backend %s (%s): refused (%s): %s",
-                                   self.gbid, self.url, reason, detail)
+        self.transport.telemetry.warn(log, f"mqtt-{reason}", self.peer,
+                                      "MQTT backend %s (%s): refused (%s): %s",
+                                      self.gbid, self.url, reason, detail)
 
     # ------------------------------------------------------------------ subscriptions
 
@@ -662,9 +663,9 @@ class _Backend:
             except MqttSessionError as exc:
                 # the reconnect subscribes again to whatever is needed then; (un)subscribing
                 # follows what clients ask for: rate-limited
-                self.transport.router.warn(log, "subscription-failed", self.peer,
-                                           "MQTT backend %s: %s failed: %s", self.gbid, what,
-                                           exc, level=logging.INFO)
+                self.transport.telemetry.warn(log, "subscription-failed", self.peer,
+                                              "MQTT backend %s: %s failed: %s", self.gbid, what,
+                                              exc, level=logging.INFO)
             else:
                 log.debug("MQTT backend %s: %s", self.gbid, what)
 
@@ -679,7 +680,8 @@ class MqttTransport:
                  tasks: TaskSupervisor, subscription: str | None = None,
                  tls_context: ssl.SSLContext | None = None,
                  routing: RoutingSettings | None = None,
-                 backend_of: Callable[[Message], str | None] | None = None) -> None:
+                 backend_of: Callable[[Message], str | None] | None = None,
+                 telemetry: Telemetry | None = None) -> None:
         """``brokers``: GBID -> broker URL of every backend, the default backend first (the
         settings may name the embedded broker; these are the resolved URLs). ``own_topic``: the
         topic this process is reached at; it subscribes to ``<own_topic>/#``, or to
@@ -687,10 +689,14 @@ class MqttTransport:
         several service instances). ``client_id``: prefix of the MQTT client id of each backend
         (``<client_id>-<gbid>``). ``routing``: how long learned replyTo routes live.
         ``backend_of``: the GBID a message goes to when not its address's (None: the
-        address's), the program's rule (the module docstring)."""
+        address's), the program's rule (the module docstring).
+        ``telemetry``: the process's counters and limit of repeated warnings (its own by
+        default). The process's assembly registers it as its router's link to global multicast
+        (``MessageRouter.register_global_multicast``)."""
         if not brokers:
             raise ValueError("at least one MQTT backend is needed")
         self.router = router
+        self.telemetry = Telemetry() if telemetry is None else telemetry
         self.settings = settings
         self.own_topic = own_topic
         self.client_id = client_id
@@ -717,7 +723,6 @@ class MqttTransport:
         self._inlets = {backend.gbid: self._inlet(backend, seen)
                         for backend in self._backends.values()}
         router.register_transport(MqttAddress, self)
-        router.global_multicast = self
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -809,7 +814,7 @@ class MqttTransport:
         if backend is None:
             # rate-limited per GBID (bounded in keys: a GBID comes from an address, which a
             # peer may have made up)
-            self.router.warn(
+            self.telemetry.warn(
                 log, "unknown-gbid", f"GBID {gbid[:200]!r}",
                 "no MQTT backend for GBID %r (known: %s): messages to %r wait until they "
                 "expire", gbid[:200], ", ".join(self._backends),
@@ -847,8 +852,8 @@ class MqttTransport:
         backend = self._backends.get(gbid)
         if backend is None:
             self.counters["unknown-gbid"] += 1
-            self.router.warn(log, "unknown-gbid", f"GBID {gbid}",
-                             "multicast topic %s: no MQTT backend for GBID %r", topic, gbid)
+            self.telemetry.warn(log, "unknown-gbid", f"GBID {gbid}",
+                                "multicast topic %s: no MQTT backend for GBID %r", topic, gbid)
             return
         backend.subscribe(topic)
 

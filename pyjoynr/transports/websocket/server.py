@@ -67,6 +67,7 @@ from pyjoynr.runtime.logs import get_logger, message_fields
 from pyjoynr.runtime.messages import FrameError, Message
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.tasks import TaskSupervisor
+from pyjoynr.runtime.telemetry import Telemetry
 from pyjoynr.transports.websocket.common import (
     Outbox,
     decode_any_init,
@@ -162,8 +163,12 @@ class WebSocketServerTransport:
     """
 
     def __init__(self, router: MessageRouter, settings: WebSocketServerSettings, *,
-                 tasks: TaskSupervisor | None = None) -> None:
+                 tasks: TaskSupervisor | None = None, telemetry: Telemetry | None = None
+                 ) -> None:
+        """``telemetry``: the process's counters and limit of repeated warnings (its own by
+        default)."""
         self.router = router
+        self.telemetry = Telemetry() if telemetry is None else telemetry
         self.settings = settings
         self.counters: Counter[str] = Counter()
         #: the starts and ends of connections and what their peers did that is no refusal
@@ -296,8 +301,8 @@ class WebSocketServerTransport:
         extra: dict[str, object] = {} if message is None else message_fields(message)
         if client is not None:
             extra["clientId"] = client
-        self.router.warn(log, reason, key, "websocket %s: refused (%s): %s", peer, reason, detail,
-                         extra=extra)
+        self.telemetry.warn(log, reason, key, "websocket %s: refused (%s): %s", peer, reason,
+                            detail, extra=extra)
 
     def _event(self, event: str, peer: object, msg: str, *args: object,
                level: int = logging.INFO, exc_info: bool = False,
@@ -306,8 +311,8 @@ class WebSocketServerTransport:
         rate-limited per event and peer host, so that a flood of connections writes the
         first line of each in full and then a summary (see runtime.logs)."""
         self.connection_events[event] += 1
-        self.router.warn(log, event, _host_key(peer), msg, *args, level=level,
-                         exc_info=exc_info, extra=extra)
+        self.telemetry.warn(log, event, _host_key(peer), msg, *args, level=level,
+                            exc_info=exc_info, extra=extra)
 
     def _connection_event(self, ws: WebSocketConnection, event: str, level: int,
                           exc_info: bool, msg: str, *args: object) -> None:
@@ -376,9 +381,9 @@ class WebSocketServerTransport:
             await self._refuse_claim(ws, client_id, "belongs to a live connection", peer)
             return False
         self.counters["replaced-dead"] += 1
-        self.router.warn(log, "replaced-dead", f"client {client_id}",
-                         "websocket client %s: previous connection is dead, replacing it",
-                         client_id)
+        self.telemetry.warn(log, "replaced-dead", f"client {client_id}",
+                            "websocket client %s: previous connection is dead, replacing it",
+                            client_id)
         self._disconnected(old)
         # not waited for: a peer that answers no ping would hold the new connection up for
         # the close timeout; it ends by itself within it (aborted at the latest)
@@ -411,9 +416,9 @@ class WebSocketServerTransport:
             return True
         if self._clients.get(address.id) is client:
             self.counters["closed-dead"] += 1
-            self.router.warn(log, "closed-dead", _host_key(client.ws.remote_address),
-                             "websocket client %s did not answer a ping within %.1f s: "
-                             "closing it", address.id, self.settings.ping_timeout_s)
+            self.telemetry.warn(log, "closed-dead", _host_key(client.ws.remote_address),
+                                "websocket client %s did not answer a ping within %.1f s: "
+                                "closing it", address.id, self.settings.ping_timeout_s)
             self._disconnected(client)
             # not waited for (as in a take-over of its client id): it ends by itself
             client.ws.start_close(GOING_AWAY, "did not answer a ping")
