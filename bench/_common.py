@@ -350,11 +350,11 @@ class ProjectSetup:
     def counters(self) -> dict[str, dict[str, int]]:
         """Every non-empty counter of the CC and both runtimes (drops, refusals, queueing)."""
         found = {
-            "cc.router": self.cc.router.counters,
+            "cc.router": self.cc.telemetry.counters,
             "cc.websocket": self.cc.websocket.counters,
-            "a.router": self.a.router.counters,
+            "a.router": self.a.telemetry.counters,
             "a.transport": self.a.transport.counters,
-            "b.router": self.b.router.counters,
+            "b.router": self.b.telemetry.counters,
             "b.transport": self.b.transport.counters,
         }
         return {name: dict(c) for name, c in found.items() if c}
@@ -517,11 +517,11 @@ class MqttProjectSetup(ProjectSetup):
         """Every non-empty counter of both CCs (router, websocket, MQTT) and both runtimes."""
         found: dict[str, Any] = {}
         for name, cc in (("cc1", self.cc1), ("cc2", self.cc2)):
-            found[f"{name}.router"] = cc.router.counters
+            found[f"{name}.router"] = cc.telemetry.counters
             found[f"{name}.websocket"] = cc.websocket.counters
             found[f"{name}.mqtt"] = cc.mqtt.counters if cc.mqtt is not None else {}
         for name, rt in (("a", self.a), ("b", self.b)):
-            found[f"{name}.router"] = rt.router.counters
+            found[f"{name}.router"] = rt.telemetry.counters
             found[f"{name}.transport"] = rt.transport.counters
         return {name: dict(c) for name, c in found.items() if c}
 

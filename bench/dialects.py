@@ -253,7 +253,7 @@ class CcRelay:
 
     def dropped(self) -> int:
         """Messages the CC dropped or refused (every websocket counter counts a refusal)."""
-        return (sum(v for k, v in self.cc.router.counters.items() if k.startswith("dropped-"))
+        return (sum(v for k, v in self.cc.telemetry.counters.items() if k.startswith("dropped-"))
                 + sum(self.cc.websocket.counters.values()))
 
     def check(self, messages: int) -> bool:
@@ -269,7 +269,8 @@ class CcRelay:
         if lost or dropped:
             problems.append(f"lost {lost:,}, dropped {dropped:,} in the last round, still "
                             f"queued {self.cc.router.queued():,}; counters "
-                            f"{dict(self.cc.router.counters)} {dict(self.cc.websocket.counters)}")
+                            f"{dict(self.cc.telemetry.counters)} "
+                            f"{dict(self.cc.websocket.counters)}")
         print(f"  {self.path.name}: websocket {'/'.join(sorted(seen))}, frames forwarded "
               f"unchanged: {'as named' if not problems else 'WRONG: ' + '; '.join(problems)}")
         return not problems

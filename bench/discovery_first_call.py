@@ -394,7 +394,7 @@ async def run(args: argparse.Namespace) -> int:
               + ("" if asked >= lookups else "  WARNING: not every lookup asked the GCD"))
         counters = {f"{name}.{kind}": dict(counter) for name, cc in
                     (("cc1", world.cc1), ("cc2", world.cc2))
-                    for kind, counter in (("router", cc.router.counters),
+                    for kind, counter in (("router", cc.telemetry.counters),
                                           ("mqtt", cc.mqtt.counters if cc.mqtt else {}))
                     if counter}
         print(f"counters: {counters or 'none'}; {warnings.summary()}")

@@ -224,8 +224,13 @@ async def test_mqtt_routing_decisions_are_recorded_on_both_cluster_controllers(
         provider_pid = pair.provider_pid
     one = read_audit(audit_dir, one_id)
     two = read_audit(audit_dir, two_id)
-    assert {p.name.split("-20")[0] for p in audit_files(audit_dir)} == {
-        f"audit-{one_id}", f"audit-{two_id}"}
+    # each file is audit-<cc id>-<date>: every one of a CC here, each CC with its own (a cc id
+    # may itself hold "-20": a random suffix starting 20)
+    names = [p.name for p in audit_files(audit_dir)]
+    owners = {cc_id for cc_id in (one_id, two_id) for n in names
+              if n.startswith(f"audit-{cc_id}-20")}
+    assert owners == {one_id, two_id}, names
+    assert all(any(n.startswith(f"audit-{cc_id}-20") for cc_id in owners) for n in names), names
 
     def summary(found: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
         return Counter((r["type"], r["outcome"], r["hop"], r["gbid"], r["reason"])
