@@ -1,8 +1,5 @@
 package pyjoynr.oracle;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -64,24 +61,9 @@ public final class LegalApp {
                                                                                                .getInstance(JoynrRuntime.class);
         LegalApp app = new LegalApp(runtime);
         Lines.event("ready", Map.of("role", "legal-application"));
-        app.serve();
+        Lines.serve(app.workers, app::answer);
         runtime.shutdown(false);
         System.exit(0);
-    }
-
-    private void serve() throws Exception {
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String text;
-        while ((text = in.readLine()) != null) {
-            if (text.isBlank()) {
-                continue;
-            }
-            JsonNode command = Lines.JSON.readTree(text);
-            if ("quit".equals(command.path("cmd").asText())) {
-                return;
-            }
-            workers.submit(() -> answer(command));
-        }
     }
 
     private void answer(JsonNode command) {

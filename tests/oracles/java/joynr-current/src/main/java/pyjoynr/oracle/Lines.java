@@ -1,5 +1,6 @@
 package pyjoynr.oracle;
 
+import java.io.BufferedReader;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -8,7 +9,10 @@ import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ExecutorService;
+import java.util.function.Consumer;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 /** The harness's protocol: one JSON object a line on stdout, answers and events alike. */
@@ -42,5 +46,24 @@ final class Lines {
         line.put("event", name);
         line.putAll(fields);
         write(line);
+    }
+
+    /**
+     * Reads one JSON command a line from stdin until "quit" or its end, each handed to
+     * {@code answer} on one of {@code workers}: a blocking call must not hold up the others.
+     */
+    static void serve(ExecutorService workers, Consumer<JsonNode> answer) throws IOException {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String text;
+        while ((text = in.readLine()) != null) {
+            if (text.isBlank()) {
+                continue;
+            }
+            JsonNode command = JSON.readTree(text);
+            if ("quit".equals(command.path("cmd").asText())) {
+                return;
+            }
+            workers.submit(() -> answer.accept(command));
+        }
     }
 }

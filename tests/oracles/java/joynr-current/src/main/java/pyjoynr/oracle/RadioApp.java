@@ -1,8 +1,5 @@
 package pyjoynr.oracle;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -59,25 +56,9 @@ public final class RadioApp {
                                                                                                .getInstance(JoynrRuntime.class);
         RadioApp app = new RadioApp(runtime);
         Lines.event("ready", Map.of("role", "application"));
-        app.serve();
+        Lines.serve(app.workers, app::answer);
         runtime.shutdown(false);
         System.exit(0);
-    }
-
-    private void serve() throws Exception {
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String text;
-        while ((text = in.readLine()) != null) {
-            if (text.isBlank()) {
-                continue;
-            }
-            JsonNode command = Lines.JSON.readTree(text);
-            if ("quit".equals(command.path("cmd").asText())) {
-                return;
-            }
-            // every command runs on a worker: a blocking call must not hold up the others
-            workers.submit(() -> answer(command));
-        }
     }
 
     private void answer(JsonNode command) {
