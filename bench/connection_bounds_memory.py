@@ -54,8 +54,7 @@ async def measure(cc: ClusterController, rt: LibjoynrRuntime, count: int) -> dic
     provider = await rt.register_provider("bench", RadioProvider())
     subscriber = str(uuid.uuid4())
     await remote.add_next_hop(subscriber, False)
-    quotas = cc.router.quotas
-    assert quotas is not None
+    quotas = cc.quotas
     client = WebSocketClientAddress(rt.client_id)
 
     async def route(i: int) -> None:

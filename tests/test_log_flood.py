@@ -159,13 +159,12 @@ async def test_next_hops_past_the_connection_bound_write_a_bounded_log(
     raw = await registered_raw(stack, cc)  # holds its one route
     own = WebSocketClientAddress(raw.client_id).to_dict()
     router = cc.router
-    assert router.quotas is not None
     mark = len(lines.records)
     replies = await pipelined(raw, [add_next_hop(raw, f"past-{n}-{uuid.uuid4().hex[:6]}", own)
                                     for n in range(N)])
     assert all(r.error is not None and "max_routes_per_connection" in str(r.error)
                for r in replies)
-    assert router.quotas.counters["bound-routes-per-connection"] == N
+    assert cc.quotas.counters["bound-routes-per-connection"] == N
     assert len(router.participants_at(WebSocketClientAddress(raw.client_id))) == 1
     assert_bounded(lines, mark, "next hops past the connection bound")
 

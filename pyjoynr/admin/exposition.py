@@ -1,12 +1,12 @@
 """Metrics in the Prometheus text format, read from the components' own counters when scraped.
 
 The components count as they work (plain integers and dicts: ``telemetry.counters``,
-``router.routed_by_type``, a transport's ``counters``, a backend's ``published``, the
-:class:`~runtime.metrics.LatencyHistogram` of its publishes); nothing on a message's path
+``telemetry.statistics.routed_by_type``, a transport's ``counters``, a backend's ``published``,
+the :class:`~runtime.metrics.LatencyHistogram` of its publishes); nothing on a message's path
 touches a metrics library. At a scrape, :class:`Exporter` (a prometheus_client collector) calls
 the functions it was given, which turn those figures into metric families; prometheus_client
-writes them (:func:`render`). So a counter is exact (it is the component's own) and the cost
-of the metrics is the scrape's, not the messages'.
+writes them (:func:`render`). So a counter is exact (it is the component's own) and the cost of
+the metrics is the scrape's, not the messages'.
 
 The functions here describe what the cluster controller and the GCD share (a router, its
 routing table, MQTT backends, refusals, the admin endpoint itself), under a prefix
@@ -31,8 +31,8 @@ from prometheus_client.registry import Collector
 from pyjoynr.admin.http import AdminServer, Reply
 from pyjoynr.runtime.logs import RepeatedWarnings
 from pyjoynr.runtime.metrics import HistogramSnapshot, LatencyHistogram, LatencyHistograms
-from pyjoynr.runtime.router import OUTCOMES, MessageRouter
-from pyjoynr.runtime.telemetry import Telemetry
+from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.telemetry import OUTCOMES, Telemetry
 from pyjoynr.transports.mqtt.transport import MqttTransport
 
 __all__ = [
@@ -134,15 +134,16 @@ def router_metrics(prefix: str, router: MessageRouter, telemetry: Telemetry) -> 
     """Messages routed per type and outcome, the router's other events (the process's
     counters that are not drops), its queues."""
     counters = telemetry.counters
+    statistics = telemetry.statistics
     return [
         counter(f"{prefix}_messages_routed", "Messages handed to the router, by type (a queued "
                 "message again when it goes out)", ["type"],
-                (([t.name], n) for t, n in router.routed_by_type.items())),
+                (([t.name], n) for t, n in statistics.routed_by_type.items())),
         counter(f"{prefix}_messages", "What became of routed messages, by type and outcome "
                 "(forwarded: a transport took it, a multicast once per next hop; queued; "
                 "dropped: when routed or later from a queue)", ["type", "outcome"],
                 (([t.name, outcome], n) for outcome in OUTCOMES
-                 for t, n in router.outcomes[outcome].items())),
+                 for t, n in statistics.outcomes[outcome].items())),
         counter(f"{prefix}_router_events", "The router's counters that are not drops "
                 "(queued, send-refused, multicast, answered-not-sent, evicted-learned-route, "
                 "...)", ["event"],

@@ -115,14 +115,15 @@ def mqtt_section(mqtt: MqttTransport | None, title: str = "MQTT backends",
                  note="" if mqtt is not None else "no MQTT backends configured")
 
 
-def routing_section(router: MessageRouter, section_id: str = "routing") -> dict[str, Any]:
+def routing_section(router: MessageRouter, telemetry: Telemetry, section_id: str = "routing"
+                    ) -> dict[str, Any]:
     total, sticky, learned, by_type = router.routing_counts()
     items: list[tuple[str, Value]] = [
         ("entries", total), ("sticky", sticky), ("learned (replyTo)", learned),
         ("other", max(0, total - sticky - learned)),
     ]
     items += [(f"to {name}", n) for name, n in sorted(by_type.items())]
-    items += [("messages routed", router.routed),
+    items += [("messages routed", telemetry.statistics.routed),
               ("queued now (router)", router.queued()),
               ("queued bytes (router)", router.queued_bytes())]
     return facts(section_id, "Routing table and router", items)

@@ -6,6 +6,7 @@ Modules, by job:
 - ``controller``        assembly of router, transports, system providers and tasks; start/stop
 - ``routing_provider``  ``system/Routing``: next hops and multicast receivers for its runtimes
 - ``local_discovery``   ``system/Discovery``: the local capabilities directory
+- ``bounds``            what those two take on a connection's behalf, within its quotas
 - ``gcd_link``          the local directory's calls to the Global Capabilities Directory
 - ``local_system``      the same system services for the CC's own in-process runtime
 - ``provisioning``      provisioned global providers (file format and loading)

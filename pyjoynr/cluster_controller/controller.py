@@ -7,6 +7,7 @@ import ssl
 from pathlib import Path
 from types import TracebackType
 
+from pyjoynr.cluster_controller.bounds import ConnectionHolds
 from pyjoynr.cluster_controller.config import ClusterControllerConfig, cluster_controller_id
 from pyjoynr.cluster_controller.gcd_link import GlobalLink, gcd_call_backend
 from pyjoynr.cluster_controller.local_discovery import LocalDiscovery
@@ -82,13 +83,16 @@ class ClusterController:
         #: what this process counts, logs rate-limited and audits (runtime.telemetry): handed
         #: to its router, transports, providers and directory
         self.telemetry = Telemetry(warnings=self.warnings, audit=self.audit)
+        #: what one websocket connection (one owner id) may hold ([connection_bounds]): told
+        #: of connections by the websocket server, asked by the router's way in
+        #: (subscriptions) and by the Routing and Discovery providers (through ``holds``)
+        self.quotas = Quotas(config.connection_bounds)
+        self.holds = ConnectionHolds(self.quotas, self.telemetry)
         # the CC is reached at its own topic in every backend: routes there would loop
         self.router = MessageRouter(
             RoutingTable(RuntimeKind.CLUSTER_CONTROLLER, own_addresses=[
                 MqttAddress(gbid, self.own_topic) for gbid in config.mqtt.backends]),
-            config.router, telemetry=self.telemetry,
-            # what one websocket connection (one owner id) may hold ([connection_bounds])
-            quotas=Quotas(config.connection_bounds))
+            config.router, telemetry=self.telemetry, quotas=self.quotas)
         #: routing table snapshots ([routing_snapshots]): on demand and periodically
         self.snapshots = RoutingSnapshots(
             self.router, config.routing_snapshots.directory(data_dir), self.id,
@@ -98,7 +102,8 @@ class ClusterController:
             self.router, self.tasks, purge_interval_s=config.routing.cleanup_interval_s
         )
         self.websocket = WebSocketServerTransport(self.router, config.websocket,
-                                                  tasks=self.tasks, telemetry=self.telemetry)
+                                                  tasks=self.tasks, telemetry=self.telemetry,
+                                                  quotas=self.quotas)
         # the embedded broker takes no packet larger than the CC takes messages (plus room for
         # the topic and properties): a bigger one never reaches the CC's MQTT client
         self.broker = (EmbeddedBroker(config.embedded_broker, max_packet_bytes=(
@@ -120,14 +125,14 @@ class ClusterController:
             self.router, answer_margin_ms=config.discovery.answer_margin_ms,
             tasks=self.tasks.child("discovery"),
             vanished_grace_s=config.discovery.vanished_provider_grace_s,
-            telemetry=self.telemetry)
+            telemetry=self.telemetry, holds=self.holds)
         self.websocket.on_client_gone = self.discovery.client_gone
         self.router.register_transport(InProcessAddress, InProcessTransport(self.telemetry))
         self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery),
                                     telemetry=self.telemetry)
         self.routing_provider = RoutingProvider(self.router, self.global_address,
                                                 liveness=self.websocket.connection_alive,
-                                                telemetry=self.telemetry)
+                                                telemetry=self.telemetry, holds=self.holds)
         self.runtime.reply_to_address = self.global_address
         self.runtime.register_system_provider(config.system.routing_participant_id,
                                               self.routing_provider)
@@ -351,7 +356,7 @@ class ClusterController:
                               step.__qualname__)
         log.info("cluster controller %s stopped: %d routing entries, %d message(s) still "
                  "queued, %d routed; router counters %s; websocket refusals %s", self.id,
-                 self.router.route_count, self.router.queued(), self.router.routed,
+                 self.router.route_count, self.router.queued(), self.telemetry.statistics.routed,
                  dict(self.telemetry.counters) or "none", dict(self.websocket.counters) or "none")
         if self.mqtt is not None:
             log.info("MQTT: %d published, %d received; refusals and drops %s",

@@ -7,7 +7,8 @@ forms with an empty GBID list (all of this CC's GBIDs), their modelled errors tu
 provider runtime errors naming the error; ``lookup(participantId)`` looks locally, then in the
 cache (any age), then in the GCD. An empty GBID list stands for all GBIDs, in every form.
 
-What one connection (and one owner id) may register is bounded (runtime.quotas, the router's):
+What one connection (and one owner id) may register is bounded (runtime.quotas, through the
+:class:`cluster_controller.bounds.ConnectionHolds` the cluster controller hands in):
 its providers, and of those the ones registered with the GCD. An ``add`` beyond a bound is
 refused with a provider runtime error that names the bound and its value (in every form: the
 interface's modelled errors name no bound), counted and logged rate-limited, before anything
@@ -22,6 +23,7 @@ import logging
 from collections import Counter
 from typing import TypeVar
 
+from pyjoynr.cluster_controller.bounds import ConnectionHolds
 from pyjoynr.cluster_controller.gcd_link import GlobalLink
 from pyjoynr.cluster_controller.routing_provider import caller_may_act_for
 from pyjoynr.runtime import rules
@@ -70,10 +72,12 @@ class LocalDiscovery(DiscoveryProviderBase):
 
     def __init__(self, router: MessageRouter, *, answer_margin_ms: int = 500,
                  tasks: TaskSupervisor | None = None, vanished_grace_s: float = 60.0,
-                 telemetry: Telemetry | None = None) -> None:
+                 telemetry: Telemetry | None = None, holds: ConnectionHolds | None = None
+                 ) -> None:
         """``router``: the cluster controller's, which routes to the providers found (and whose
         routing table says who may act for whom). ``telemetry``: the process's counters and
-        limit of repeated warnings (its own by default)."""
+        limit of repeated warnings (its own by default). ``holds``: what each connection may
+        register (cluster_controller.bounds; none: unbounded)."""
         super().__init__()
         #: the timers of vanished connections' providers (none: they are kept)
         self._tasks = tasks
@@ -88,6 +92,7 @@ class LocalDiscovery(DiscoveryProviderBase):
         self.answer_margin_ms = answer_margin_ms
         self._router = router
         self._telemetry = Telemetry() if telemetry is None else telemetry
+        self._holds = ConnectionHolds(None, self._telemetry) if holds is None else holds
         self._entries: dict[str, DiscoveryEntry] = {}
         self._provisioned: dict[str, DiscoveryEntryWithMetaInfo] = {}
         self._gcd: GlobalLink | None = None
@@ -183,23 +188,23 @@ class LocalDiscovery(DiscoveryProviderBase):
         """The caller's connection holds ``entry`` (and, ``in_gcd``, its registration with the
         GCD), or the call is refused (ProviderRuntimeError) beyond a bound (runtime.quotas):
         nothing is changed then."""
-        router, caller, pid = self._router, current_origin(), entry.participant_id
+        holds, caller, pid = self._holds, current_origin(), entry.participant_id
         what = f"discovery add of {pid}"
-        router.hold(PROVIDERS, caller, pid, what, log)
+        holds.hold(PROVIDERS, caller, pid, what, log)
         if in_gcd:
             # (one registered with the GCD before and now in a narrower scope keeps its
             # count: its row stays there until it is removed)
             try:
-                router.hold(GLOBAL_PROVIDERS, caller, pid, what, log)
+                holds.hold(GLOBAL_PROVIDERS, caller, pid, what, log)
             except ProviderRuntimeError:
                 if pid not in self._entries:
-                    router.release(PROVIDERS, caller, pid)
+                    holds.release(PROVIDERS, caller, pid)
                 raise
 
     def _give_back(self, participant_id: str) -> None:
         caller = current_origin()
-        self._router.release(PROVIDERS, caller, participant_id)
-        self._router.release(GLOBAL_PROVIDERS, caller, participant_id)
+        self._holds.release(PROVIDERS, caller, participant_id)
+        self._holds.release(GLOBAL_PROVIDERS, caller, participant_id)
 
     async def remove(self, participant_id: str) -> None:
         if participant_id in self._entries:

@@ -58,8 +58,8 @@ from pyjoynr.cluster_controller.gcd_link import CALL_OUTCOMES
 from pyjoynr.gcd.operability import gcd_metrics, gcd_ready_checks, gcd_sections, store_probe
 from pyjoynr.runtime.messages import MessageType
 from pyjoynr.runtime.quotas import GLOBAL_PROVIDERS, MULTICAST_RECEIVERS, PROVIDERS, SUBSCRIPTIONS
-from pyjoynr.runtime.router import OUTCOMES
 from pyjoynr.runtime.smrf import FORM as SMRF_FORM
+from pyjoynr.runtime.telemetry import OUTCOMES
 
 if TYPE_CHECKING:
     from pyjoynr.cluster_controller.controller import ClusterController
@@ -96,9 +96,8 @@ class ClusterControllerOps(ProgramOps):
 
     def _component_counters(self) -> dict[str, Any]:
         cc = self.cc
-        counters: dict[str, Any] = {"websocket": cc.websocket.counters}
-        if cc.router.quotas is not None:
-            counters["bounds"] = cc.router.quotas.counters
+        counters: dict[str, Any] = {"websocket": cc.websocket.counters,
+                                    "bounds": cc.quotas.counters}
         if cc.mqtt is not None:
             counters["mqtt"] = cc.mqtt.counters
         return counters
@@ -131,14 +130,12 @@ class ClusterControllerOps(ProgramOps):
             gauge(f"{PREFIX}_discovery_entries", "Providers in the local directory", [],
                   [((), len(cc.discovery.entries()))]),
         ]
-        quotas = cc.router.quotas
-        if quotas is not None:
-            metrics.append(gauge(
-                f"{PREFIX}_connection_holdings", "What the websocket connections hold, by kind "
-                "(routes, providers, global_providers, multicast_receivers, subscriptions), "
-                "each connection within [connection_bounds]; refusals beyond a bound are "
-                f"{PREFIX}_refusals{{component=\"bounds\"}}", ["kind"],
-                [([kind], n) for kind, n in quotas.totals().items()]))
+        metrics.append(gauge(
+            f"{PREFIX}_connection_holdings", "What the websocket connections hold, by kind "
+            "(routes, providers, global_providers, multicast_receivers, subscriptions), "
+            "each connection within [connection_bounds]; refusals beyond a bound are "
+            f"{PREFIX}_refusals{{component=\"bounds\"}}", ["kind"],
+            [([kind], n) for kind, n in cc.quotas.totals().items()]))
         metrics += router_metrics(PREFIX, cc.router, cc.telemetry)
         metrics += routing_metrics(PREFIX, cc.router)
         metrics += refusal_metrics(PREFIX, cc.telemetry, self._refusal_counters())
@@ -238,7 +235,7 @@ class ClusterControllerOps(ProgramOps):
         cc = self.cc
         rows = self.settings.status_max_rows
         sections = [self._identity(), mqtt_section(cc.mqtt), self._runtimes(rows),
-                    routing_section(cc.router), self._queues(),
+                    routing_section(cc.router, cc.telemetry), self._queues(),
                     self._messages()]
         sections += self._gcd_link(rows)
         sections.append(self._directory())
@@ -269,10 +266,10 @@ class ClusterControllerOps(ProgramOps):
     def _runtimes(self, max_rows: int) -> dict[str, Any]:
         cc = self.cc
         clients = sorted(cc.websocket.client_summaries(), key=lambda c: c.address.id)
-        quotas = cc.router.quotas
+        quotas = cc.quotas
 
         def held(kind: str, client: ClientSummary) -> int | None:
-            return None if quotas is None else quotas.held(kind, client.address)
+            return quotas.held(kind, client.address)
 
         # (what each holds of its [connection_bounds]: providers, global ones, receivers,
         # subscriptions; its routes are its participants)
@@ -303,11 +300,12 @@ class ClusterControllerOps(ProgramOps):
         return facts("queues", "Queues", items)
 
     def _messages(self) -> dict[str, Any]:
-        router = self.cc.router
+        statistics = self.cc.telemetry.statistics
+        routed, outcomes = statistics.routed_by_type, statistics.outcomes
         rows: list[list[str | int]] = [
-            [t.name, router.routed_by_type[t], *(router.outcomes[o][t] for o in OUTCOMES)]
+            [t.name, routed[t], *(outcomes[o][t] for o in OUTCOMES)]
             for t in MessageType
-            if router.routed_by_type[t] or any(router.outcomes[o][t] for o in OUTCOMES)]
+            if routed[t] or any(outcomes[o][t] for o in OUTCOMES)]
         return table("messages", "Messages routed (since the start)",
                      ("type", "routed", *OUTCOMES), rows, max_rows=len(MessageType))
 

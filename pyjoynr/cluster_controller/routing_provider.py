@@ -15,7 +15,8 @@ controller does not have (Channel, Browser, Uds, UdsClient, Binder) are refused 
 runtime error naming the struct and why; a WebSocketAddress or MqttAddress is refused by the
 rules as any address that is not the caller's own.
 
-What one connection (and one owner id) may hold is bounded (runtime.quotas, the router's):
+What one connection (and one owner id) may hold is bounded (runtime.quotas, through the
+:class:`cluster_controller.bounds.ConnectionHolds` the cluster controller hands in):
 its routes and its multicast receivers. A call beyond a bound is refused with a provider
 runtime error that names the bound and its value, counted (the bounds' counters) and logged
 rate-limited; what the connection holds already stays. ``remove_next_hop`` and
@@ -26,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from pyjoynr.cluster_controller.bounds import ConnectionHolds
 from pyjoynr.runtime.addresses import Address, AddressError, address_from_dict
 from pyjoynr.runtime.errors import ProviderRuntimeError
 from pyjoynr.runtime.generated import system
@@ -81,12 +83,15 @@ class RoutingProvider(RoutingProviderBase):
 
     def __init__(self, router: MessageRouter, global_address: Address | None = None, *,
                  liveness: Callable[[Address], Awaitable[bool]] | None = None,
-                 telemetry: Telemetry | None = None) -> None:
+                 telemetry: Telemetry | None = None, holds: ConnectionHolds | None = None
+                 ) -> None:
         """``telemetry``: the process's counters and limit of repeated warnings (its own by
-        default)."""
+        default). ``holds``: what each connection may hold (cluster_controller.bounds; none:
+        unbounded)."""
         super().__init__()
         self.router = router
         self.telemetry = Telemetry() if telemetry is None else telemetry
+        self._holds = ConnectionHolds(None, self.telemetry) if holds is None else holds
         #: whether the connection behind a WebSocketClientAddress is alive (None: every
         #: owner counts as alive)
         self._liveness = liveness
@@ -191,12 +196,12 @@ class RoutingProvider(RoutingProviderBase):
         if caller is not None:
             decoded = caller  # the same address; the connection's own object compares fastest
             await self._claim(participant_id, caller)
-            self.router.hold(ROUTES, caller, participant_id, f"add_next_hop {participant_id}",
+            self._holds.hold(ROUTES, caller, participant_id, f"add_next_hop {participant_id}",
                              log)
         result = self.router.add_route(participant_id, decoded,
                                        is_globally_visible=is_globally_visible)
         if not result.accepted:
-            self.router.release(ROUTES, caller, participant_id)
+            self._holds.release(ROUTES, caller, participant_id)
             self.telemetry.warn(log, "route-refused", peer_of(caller),
                                 "add_next_hop %s -> %r refused: %s", participant_id, decoded,
                                 result.reason)
@@ -229,7 +234,7 @@ class RoutingProvider(RoutingProviderBase):
                 f"remove_next_hop {participant_id} refused: it is not routed to the caller"
             )
         self.router.remove_route(participant_id)
-        self.router.release(ROUTES, current_origin(), participant_id)
+        self._holds.release(ROUTES, current_origin(), participant_id)
 
     async def resolve_next_hop(self, participant_id: str) -> bool:
         return self.router.has_route(participant_id)
@@ -237,7 +242,7 @@ class RoutingProvider(RoutingProviderBase):
     async def add_multicast_receiver(self, multicast_id: str, subscriber_participant_id: str,
                                      provider_participant_id: str) -> None:
         self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
-        self.router.hold(MULTICAST_RECEIVERS, current_origin(),
+        self._holds.hold(MULTICAST_RECEIVERS, current_origin(),
                          (multicast_id, subscriber_participant_id),
                          f"add_multicast_receiver {multicast_id} for {subscriber_participant_id}",
                          log)
@@ -248,7 +253,7 @@ class RoutingProvider(RoutingProviderBase):
                                         provider_participant_id: str) -> None:
         self._check_multicast(multicast_id, subscriber_participant_id, provider_participant_id)
         self.router.remove_multicast_receiver(multicast_id, subscriber_participant_id)
-        self.router.release(MULTICAST_RECEIVERS, current_origin(),
+        self._holds.release(MULTICAST_RECEIVERS, current_origin(),
                             (multicast_id, subscriber_participant_id))
 
     def _check_multicast(self, multicast_id: str, subscriber: str, provider: str) -> None:

@@ -32,30 +32,46 @@ next hop of every participant without an entry of its own.
 
 Counting, rate-limited logging and the audit are the process's
 (:class:`runtime.telemetry.Telemetry`, given at construction and shared with the process's other
-components). The telemetry's
-counters count every message dropped and why (``dropped-<reason>``); the router's
-``routed_by_type`` counts the messages handed to ``route`` per type, and ``outcomes`` what
-became of them per outcome and type: ``forwarded`` (a transport took it; a multicast once per
-next hop), ``queued`` (it waits; when it goes out later it is routed, and counted, again) and
-``dropped`` (when routed, or later from a queue: expired, waited too long). Refusals on the way
-in are counted in the inlet's counters (the transport's). Each drop and refusal is logged with
-the message id, rate-limited per reason and peer by the process's limit of repeated warnings
-(runtime.logs; ``sweep()`` writes its summaries). The routine changes of the table that remote
-input can cause once per message (a route refused, ``route-rejected-<why>``; the routes behind
-a connection that ended, ``routes-removed-at-address``; learned routes evicted,
-``evicted-learned-route``; queued messages delivered after a retry, ``delivered-after-retry``)
-are counted and logged at DEBUG only.
+components). The telemetry's counters count every message dropped and why
+(``dropped-<reason>``); its routing statistics (``telemetry.statistics``,
+:class:`runtime.telemetry.RoutingStatistics`: the router increments them, everyone else reads
+them there) count the messages handed to ``route`` per type (``routed_by_type``), and what
+became of them per outcome and type (``outcomes``): ``forwarded`` (a transport took it; a
+multicast once per next hop), ``queued`` (it waits; when it goes out later it is routed, and
+counted, again) and ``dropped`` (when routed, or later from a queue: expired, waited too long).
+Refusals on the way in are counted in the inlet's counters (the transport's). Each drop and
+refusal is logged with the message id, rate-limited per reason and peer by the process's limit
+of repeated warnings (runtime.logs; ``sweep()`` writes its summaries). The routine changes of
+the table that remote input can cause once per message (a route refused,
+``route-rejected-<why>``; the routes behind a connection that ended,
+``routes-removed-at-address``; learned routes evicted, ``evicted-learned-route``; queued
+messages delivered after a retry, ``delivered-after-retry``) are counted and logged at DEBUG
+only.
 
 The telemetry's audit hook (none by default) is told of every routing decision: a message
 handed to a transport that accepted it (with the time it spent queued), queued, dropped or
-refused with its reason, on the way in, here, and by the transports for what they drop after
-accepting it (``dropped_by_transport``) or send on their own (``sent_by_transport``)
-(:class:`runtime.telemetry.RoutingAudit`, implemented by :class:`runtime.audit.AuditLog`;
-records in docs/records.md). Without it the cost is one attribute test per decision.
+refused with its reason, on the way in, here, and for what a transport drops after accepting
+it (``dropped_by_transport``, which also answers the requester of a message that can never be
+sent) (:class:`runtime.telemetry.RoutingAudit`, implemented by :class:`runtime.audit.AuditLog`;
+records in docs/records.md). Without it the cost is one attribute test per decision. What a
+transport sends on its own, outside ``route`` (the MQTT transport's multicasts to its
+backends), it records itself through the same telemetry.
+
+What one websocket connection may hold (runtime.quotas) is the cluster controller's, handed to
+the router at construction: the way in counts the subscriptions a client requests (refused
+beyond the bound); the Routing and Discovery providers and the websocket server are handed the
+same quotas by the assembly, not through the router.
 
 A cluster controller's router multicasts across backends through the link it is given
 (``global_multicast`` at construction or :meth:`MessageRouter.register_global_multicast`: the
 MQTT transport, which the process's assembly registers).
+
+The router's public members are receiving (``receive``, ``refuse_frame``,
+``dropped_by_transport``), routing (``route``, ``register_transport``,
+``register_global_multicast``, ``parent``), the routes (the table and the multicast receivers:
+the writers and readers named above, ``multicast_receivers``, ``add_multicast_receiver``,
+``remove_multicast_receiver``) and the queues (``queued``, ``queued_bytes``, ``sweep``,
+``transport_ready``, ``settings``); tests/unit/test_router_shape.py keeps that list.
 """
 
 
@@ -63,7 +79,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import NamedTuple, Protocol
@@ -91,7 +107,7 @@ from pyjoynr.runtime.routing import (
 from pyjoynr.runtime.rules import check_expiry, check_forward
 from pyjoynr.runtime.telemetry import RoutingAudit, Telemetry
 
-__all__ = ["OUTCOMES", "GlobalMulticast", "MessageRouter", "RouterSettings", "RoutingAudit",
+__all__ = ["GlobalMulticast", "MessageRouter", "RouterSettings", "RoutingAudit",
            "RoutingCounts", "Transport"]
 
 log = get_logger(__name__)
@@ -111,8 +127,6 @@ MAX_MADE_ANSWERS = 1_024
 _SUBSCRIPTION_REQUESTS = REQUEST_TYPES - {MessageType.REQUEST}
 _SUBSCRIPTION_STOP = MessageType.SUBSCRIPTION_STOP
 
-#: what becomes of a routed message (``MessageRouter.outcomes``)
-OUTCOMES = ("forwarded", "queued", "dropped")
 
 
 class GlobalMulticast(Protocol):
@@ -240,10 +254,12 @@ class MessageRouter:
         across backends (a cluster controller's MQTT transport; see
         :meth:`register_global_multicast`).
         ``quotas``: what each websocket connection may hold (runtime.quotas; a cluster
-        controller's), shared with its Routing and Discovery providers; none: unbounded."""
+        controller's, shared with its websocket server and its Routing and Discovery
+        providers), of which the way in counts subscription requests; none: unbounded."""
         self._table = table
-        #: what each connection holds, and may hold (None: no bounds)
-        self.quotas = quotas
+        # what each connection holds, and may hold (None: no bounds): the way in counts the
+        # subscriptions a websocket client requests
+        self._quotas = quotas
         self.settings = settings or RouterSettings()
         self.parent = parent
         self.multicast_receivers = MulticastReceivers()
@@ -256,11 +272,13 @@ class MessageRouter:
         self._telemetry = telemetry = Telemetry() if telemetry is None else telemetry
         self._counters = telemetry.counters
         self._warnings = telemetry.warnings
-        # per type (every key present: an increment is one dict lookup), for statistics
-        self.routed_by_type: dict[MessageType, int] = dict.fromkeys(MessageType, 0)
-        self.outcomes: dict[str, dict[MessageType, int]] = {
-            outcome: dict.fromkeys(MessageType, 0) for outcome in OUTCOMES}
-        self._forwarded = self.outcomes["forwarded"]
+        # the routing statistics are the telemetry's (read there): per type, every key
+        # present, so that an increment is one dict lookup through these references
+        statistics = telemetry.statistics
+        self._routed_by_type = statistics.routed_by_type
+        self._forwarded = statistics.outcomes["forwarded"]
+        self._queued_by_type = statistics.outcomes["queued"]
+        self._dropped_by_type = statistics.outcomes["dropped"]
         self._transports: dict[type[Address], Transport] = {}
         # keyed by recipient, or by (next hop, multicast id) for a refused multicast hop
         self._pending: dict[str | tuple[Address, str], _Pending] = {}
@@ -273,17 +291,12 @@ class MessageRouter:
                                        s.max_queued_share_per_connection))
         # a message being queued again by _flush keeps the time it was first queued
         self._requeued: _Waiting | None = None
-        #: the router's clock: epoch milliseconds
-        self.clock_ms = clock_ms
+        # the router's clock: epoch milliseconds
+        self._clock_ms = clock_ms
         self._retry_initial_ms = round(self.settings.retry_initial_s * 1000)
         self._retry_max_ms = round(self.settings.retry_max_s * 1000)
         # the ids of the error answers made here lately, oldest first (_answer_unsent)
         self._made_answers: dict[str, None] = {}
-
-    @property
-    def routed(self) -> int:
-        """Messages handed to route() so far (a queued one again when it goes out)."""
-        return sum(self.routed_by_type.values())
 
     # ------------------------------------------------------------------ set-up
 
@@ -346,7 +359,7 @@ class MessageRouter:
     def purge(self, now_ms: int | None = None) -> list[str]:
         """Remove the routes that expired before ``now_ms`` (default: the router's clock) and
         the multicast receivers of those participants; return their participantIds."""
-        removed = self._table.purge(self.clock_ms() if now_ms is None else now_ms)
+        removed = self._table.purge(self._clock_ms() if now_ms is None else now_ms)
         self._forget_receivers(removed)
         return removed
 
@@ -438,9 +451,10 @@ class MessageRouter:
             if refusal is not None:
                 self._refused_in(inlet, message, refusal.reason, refusal.detail)
                 return False
-            if self.quotas is not None and (message.type in _SUBSCRIPTION_REQUESTS
-                                            or message.type is _SUBSCRIPTION_STOP):
-                refusal = self._count_subscription(message, inlet.address, self.quotas)
+            quotas = self._quotas
+            if quotas is not None and (message.type in _SUBSCRIPTION_REQUESTS
+                                       or message.type is _SUBSCRIPTION_STOP):
+                refusal = self._count_subscription(message, inlet.address, quotas)
                 if refusal is not None:
                     self._refused_by_bound(inlet, message, refusal)
                     return False
@@ -469,7 +483,7 @@ class MessageRouter:
         ends = qos.get("expiry_date_ms", 0) if isinstance(qos, dict) else 0
         return quotas.admit(SUBSCRIPTIONS, connection, sid,
                             ends_ms=ends if type(ends) is int and ends > 0 else 0,
-                            now_ms=self.clock_ms())
+                            now_ms=self._clock_ms())
 
     def _refused_by_bound(self, inlet: Inlet, message: Message, refusal: rules.Refusal
                           ) -> None:
@@ -497,7 +511,7 @@ class MessageRouter:
             if audit is not None:
                 audit.decided(message, DROPPED, None, rules.DUPLICATE)
             return False
-        now = self.clock_ms()
+        now = self._clock_ms()
         table = self._table
         refusal = rules.admit_from_backend(message, table.get(message.recipient), now)
         if refusal is None and message.type is _MULTICAST:
@@ -558,13 +572,6 @@ class MessageRouter:
 
     # ------------------------------------------------------------------ what transports report
 
-    def sent_by_transport(self, message: Message, hop: Address) -> None:
-        """A transport took ``message`` for ``hop`` outside :meth:`route` (MQTT: a local
-        provider's multicast published to a backend): recorded in the audit log."""
-        audit = self._telemetry.audit
-        if audit is not None:
-            audit.delivered(message, hop, 0)
-
     def dropped_by_transport(self, message: Message, reason: str, detail: str, *, hop: Address,
                              counters: Counter[str], key: str, name: str,
                              logger: logging.Logger, unsendable: bool = False) -> None:
@@ -586,28 +593,6 @@ class MessageRouter:
                                message.describe(), detail, extra=message_fields(message))
         if unsendable:
             self._answer_unsent(message, f"{name}: {detail}")
-
-    # ------------------------------------------------------------------ connection bounds
-
-    def hold(self, kind: str, connection: Address | None, item: Hashable, what: str,
-             logger: logging.Logger) -> None:
-        """``connection`` holds ``item`` of ``kind`` from now on (runtime.quotas), or the call
-        that asks (``what``) is refused: ProviderRuntimeError naming the bound, logged
-        rate-limited on ``logger`` (counted by the quotas). Nothing is bounded without quotas
-        or for this process's own calls (``connection`` None)."""
-        quotas = self.quotas
-        if quotas is None or connection is None:
-            return
-        refusal = quotas.admit(kind, connection, item, now_ms=self.clock_ms())
-        if refusal is not None:
-            self._warnings.warning(logger, refusal.reason, peer_of(connection),
-                                   "%s from %r refused: %s", what, connection, refusal.detail)
-            raise ProviderRuntimeError(f"{what} refused: {refusal.detail}")
-
-    def release(self, kind: str, connection: Address | None, item: Hashable) -> None:
-        """``connection`` no longer holds ``item`` of ``kind`` (runtime.quotas)."""
-        if self.quotas is not None:
-            self.quotas.release(kind, connection, item)
 
     # ------------------------------------------------------------------ what others may read
 
@@ -644,8 +629,8 @@ class MessageRouter:
         True when it went out or waits in a queue; False when it was dropped (logged, counted,
         and where the rules say so answered: a request with a message-not-sent error, a reply
         or subscription reply replaced by one, :meth:`_answer_unsent`)."""
-        self.routed_by_type[message.type] += 1
-        refusal = check_expiry(message.expiry_date_ms, self.clock_ms())
+        self._routed_by_type[message.type] += 1
+        refusal = check_expiry(message.expiry_date_ms, self._clock_ms())
         if refusal is not None:
             self._refused(message, refusal, "before it could be routed")
             return False
@@ -674,7 +659,7 @@ class MessageRouter:
                 requeued = self._requeued
                 audit.delivered(message, address, 0 if requeued is None
                                 or requeued.message is not message
-                                else max(0, self.clock_ms() - requeued.queued_at_ms))
+                                else max(0, self._clock_ms() - requeued.queued_at_ms))
             return True
         self._counters["send-refused"] += 1
         hop = address if message.type is _MULTICAST else None
@@ -712,7 +697,7 @@ class MessageRouter:
         if requeued is not None and requeued.message is message:
             waiting = requeued
         else:
-            waiting = _Waiting(message, self.clock_ms(), held_bytes(message))
+            waiting = _Waiting(message, self._clock_ms(), held_bytes(message))
         pending = self._pending.get(key)
         if pending is None:
             s = self.settings
@@ -727,7 +712,7 @@ class MessageRouter:
             self._refused(message, refusal, hop=refused_by)
             return False
         self._counters["queued"] += 1
-        self.outcomes["queued"][message.type] += 1
+        self._queued_by_type[message.type] += 1
         audit = self._telemetry.audit
         if audit is not None and (requeued is None or requeued.message is not message):
             # (a message queued again after a retry was recorded when it was first queued)
@@ -774,7 +759,7 @@ class MessageRouter:
         self._warnings.flush()
         if not self._pending:
             return
-        now = self.clock_ms() if now_ms is None else now_ms
+        now = self._clock_ms() if now_ms is None else now_ms
         max_wait_ms = self.settings.max_queue_wait_ms
         dropped: list[tuple[_Waiting, rules.Refusal]] = []
 
@@ -823,7 +808,7 @@ class MessageRouter:
         """Count, log, record and (``answer``) answer a message not routed for ``reason``;
         ``hop``: the next hop it was meant for, if one was chosen."""
         self._counters[f"dropped-{reason}"] += 1
-        self.outcomes["dropped"][message.type] += 1
+        self._dropped_by_type[message.type] += 1
         audit = self._telemetry.audit
         if audit is not None:
             audit.decided(message, outcome_of(reason), hop, reason)
@@ -849,7 +834,7 @@ class MessageRouter:
                 f"message {message.id} to {message.recipient} not sent: {detail}"))
             return
         if (kind not in _ANSWER_TYPES or message.id in self._made_answers
-                or message.expiry_date_ms <= self.clock_ms()):
+                or message.expiry_date_ms <= self._clock_ms()):
             return  # (an expired answer's requester waits no longer)
         what = "reply" if kind is _REPLY else "subscription reply"
         try:
@@ -858,7 +843,7 @@ class MessageRouter:
                 MessageNotSentError(f"{what} {message.id} from {message.sender} not sent: "
                                     f"{detail}"),
                 expiry_date_ms=max(message.expiry_date_ms,
-                                   self.clock_ms() + self.settings.error_reply_ttl_ms))
+                                   self._clock_ms() + self.settings.error_reply_ttl_ms))
         except PayloadError as exc:
             self._warnings.warning(log, "unanswerable", peer_of(message.origin),
                                    "cannot answer in place of unsent %s: %s",
@@ -884,7 +869,7 @@ class MessageRouter:
                 request,
                 error,
                 expiry_date_ms=max(request.expiry_date_ms,
-                                   self.clock_ms() + self.settings.error_reply_ttl_ms),
+                                   self._clock_ms() + self.settings.error_reply_ttl_ms),
             )
         except PayloadError as exc:
             self._counters["unanswerable-not-sent"] += 1

@@ -15,6 +15,11 @@ its proxies. None of them reaches through another for it.
 - ``audit``: told of every routing decision (:class:`RoutingAudit`, implemented by
   :class:`runtime.audit.AuditLog`; none by default); set at construction or by
   :meth:`Telemetry.set_audit`.
+- ``statistics``: what the process's router routed (:class:`RoutingStatistics`): the messages
+  handed to its ``route`` per type (``routed_by_type``, ``routed``) and what became of them per
+  outcome and type (``outcomes``: ``forwarded``, ``queued``, ``dropped``). The router
+  increments them through references it keeps (one dict increment per message); the admin
+  pages, the metrics and the statistics line read them here.
 
 Pure bookkeeping: no I/O of its own (the audit log and the loggers do theirs).
 """
@@ -26,12 +31,15 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pyjoynr.runtime.logs import RepeatedWarnings
+from pyjoynr.runtime.messages import Message, MessageType
 
 if TYPE_CHECKING:
     from pyjoynr.runtime.addresses import Address
-    from pyjoynr.runtime.messages import Message
 
-__all__ = ["RoutingAudit", "Telemetry"]
+__all__ = ["OUTCOMES", "RoutingAudit", "RoutingStatistics", "Telemetry"]
+
+#: what becomes of a routed message (:attr:`RoutingStatistics.outcomes`)
+OUTCOMES = ("forwarded", "queued", "dropped")
 
 
 class RoutingAudit(Protocol):
@@ -49,10 +57,33 @@ class RoutingAudit(Protocol):
         ...
 
 
-class Telemetry:
-    """The counters, the limit of repeated warnings and the audit hook of one process."""
+class RoutingStatistics:
+    """What a router routed, per message type: handed to ``route`` (``routed_by_type``) and
+    what became of it (``outcomes``, per outcome of :data:`OUTCOMES`). Every key is present
+    from the start, so that an increment is one dict lookup."""
 
-    __slots__ = ("audit", "counters", "warnings")
+    __slots__ = ("outcomes", "routed_by_type")
+
+    def __init__(self) -> None:
+        #: messages handed to the router's route(), per type (a queued one again when it goes
+        #: out)
+        self.routed_by_type: dict[MessageType, int] = dict.fromkeys(MessageType, 0)
+        #: what became of them, per outcome and type: forwarded (a transport took it; a
+        #: multicast once per next hop), queued, dropped (when routed or later from a queue)
+        self.outcomes: dict[str, dict[MessageType, int]] = {
+            outcome: dict.fromkeys(MessageType, 0) for outcome in OUTCOMES}
+
+    @property
+    def routed(self) -> int:
+        """Messages handed to route() so far (a queued one again when it goes out)."""
+        return sum(self.routed_by_type.values())
+
+
+class Telemetry:
+    """The counters, the limit of repeated warnings, the audit hook and the routing statistics
+    of one process."""
+
+    __slots__ = ("audit", "counters", "statistics", "warnings")
 
     def __init__(self, *, warnings: RepeatedWarnings | None = None,
                  audit: RoutingAudit | None = None) -> None:
@@ -62,6 +93,8 @@ class Telemetry:
         self.warnings = RepeatedWarnings() if warnings is None else warnings
         #: told of every routing decision when set
         self.audit: RoutingAudit | None = audit
+        #: what the process's router routed, per type and outcome
+        self.statistics = RoutingStatistics()
 
     def warn(self, logger: logging.Logger, reason: str, peer: str, msg: str, *args: object,
              **kwargs: Any) -> None:

@@ -31,6 +31,7 @@ from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.metrics import LatencyHistogram, LatencyHistograms
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
+from pyjoynr.runtime.telemetry import Telemetry
 from tests.test_router import T0, Clock, Recorder
 
 # ---------------------------------------------------------------------- histograms
@@ -169,7 +170,10 @@ def test_the_sticky_count_is_the_number_of_sticky_entries(ops: list[tuple[str, i
 
 def test_the_router_counts_each_routed_message_by_type_and_outcome() -> None:
     clock = Clock()
-    router = MessageRouter(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER), clock_ms=clock)
+    telemetry = Telemetry()
+    router = MessageRouter(RoutingTable(RuntimeKind.CLUSTER_CONTROLLER), clock_ms=clock,
+                           telemetry=telemetry)
+    statistics = telemetry.statistics  # (counted there, read there)
     local = Recorder()
     router.register_transport(InProcessAddress, local)
 
@@ -181,11 +185,11 @@ def test_the_router_counts_each_routed_message_by_type_and_outcome() -> None:
     router.route(one_way("gone", expiry=T0 - 1))  # expired: dropped
     router.add_route("later", InProcessAddress(object()), is_globally_visible=False)
     # (the queued message went out: routed again, forwarded)
-    assert router.routed_by_type[MessageType.ONE_WAY] == 3
-    assert router.routed == 3
-    assert {o: router.outcomes[o][MessageType.ONE_WAY] for o in router.outcomes} == {
+    assert statistics.routed_by_type[MessageType.ONE_WAY] == 3
+    assert statistics.routed == 3
+    assert {o: statistics.outcomes[o][MessageType.ONE_WAY] for o in statistics.outcomes} == {
         "forwarded": 1, "queued": 1, "dropped": 1}
-    assert router.outcomes["forwarded"][MessageType.REQUEST] == 0
+    assert statistics.outcomes["forwarded"][MessageType.REQUEST] == 0
 
 
 # ---------------------------------------------------------------------- probes, health

@@ -845,8 +845,9 @@ class MqttTransport:
             if not backend.put(self._outgoing(message, message.recipient, backend.dialect)):
                 self.dropped_outgoing(backend, message, "queue-full",
                                        "the backend's queue is full")
-            else:
-                self.router.sent_by_transport(message, backend.origin)  # (its kind and GBID)
+            elif (audit := self.telemetry.audit) is not None:
+                # taken outside the router's route(): recorded here (its kind and GBID)
+                audit.delivered(message, backend.origin, 0)
 
     def subscribe_multicast(self, gbid: str, topic: str) -> None:
         backend = self._backends.get(gbid)

@@ -26,8 +26,9 @@ same for both dialects):
   own address (see cluster_controller.routing_provider);
 - when a connection ends, every route and multicast receiver behind it is removed, and what was
   queued for it but not written is routed again (it waits for the client's next connection);
-- what a connection (and all connections of one owner id) may hold is bounded by the router's
-  quotas (runtime.quotas), told here when a connection begins, with its owner id, and ends;
+- what a connection (and all connections of one owner id) may hold is bounded by the quotas
+  handed in (runtime.quotas; a cluster controller's, shared with its router and providers),
+  told here when a connection begins, with its owner id, and ends;
 - owner ids (wss with ``tls_client_ca_file``): the CN of a client's verified certificate is the
   owner id of its connection (a certificate without exactly one non-empty CN is refused, 1008,
   ``bad-certificate``); on a joynr-dialect connection with an owner id, every message must be
@@ -65,6 +66,7 @@ from pyjoynr.runtime.addresses import Address, WebSocketAddress, WebSocketClient
 from pyjoynr.runtime.inlets import Inlet, InletKind
 from pyjoynr.runtime.logs import get_logger, message_fields
 from pyjoynr.runtime.messages import FrameError, Message
+from pyjoynr.runtime.quotas import Quotas
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.runtime.telemetry import Telemetry
@@ -163,11 +165,13 @@ class WebSocketServerTransport:
     """
 
     def __init__(self, router: MessageRouter, settings: WebSocketServerSettings, *,
-                 tasks: TaskSupervisor | None = None, telemetry: Telemetry | None = None
-                 ) -> None:
+                 tasks: TaskSupervisor | None = None, telemetry: Telemetry | None = None,
+                 quotas: Quotas | None = None) -> None:
         """``telemetry``: the process's counters and limit of repeated warnings (its own by
-        default)."""
+        default). ``quotas``: what each connection may hold, told of each connection's begin
+        and end (none: nothing bounded)."""
         self.router = router
+        self._quotas = quotas
         self.telemetry = Telemetry() if telemetry is None else telemetry
         self.settings = settings
         self.counters: Counter[str] = Counter()
@@ -356,8 +360,8 @@ class WebSocketServerTransport:
                         max_frame_bytes=self.settings.max_frame_bytes)
         client = _Client(ws, address, outbox, dialect, owner_id)
         self._clients[client_id] = client
-        if self.router.quotas is not None:
-            self.router.quotas.connected(address, owner_id)
+        if self._quotas is not None:
+            self._quotas.connected(address, owner_id)
         self._event("connected", peer, "websocket client %s connected from %s (%s frames%s)",
                     client_id, peer, dialect, "" if owner_id is None else f", owner id {owner_id}",
                     extra={"clientId": client_id})
@@ -481,8 +485,8 @@ class WebSocketServerTransport:
         del self._clients[client.address.id]
         # routes first, at once: whoever sees the client gone sees its routes gone too
         removed = self.router.remove_routes_at(client.address)
-        if self.router.quotas is not None:
-            self.router.quotas.disconnected(client.address)
+        if self._quotas is not None:
+            self._quotas.disconnected(client.address)
         leftover = client.outbox.close()
         self._event("disconnected", client.ws.remote_address,
                     "websocket client %s disconnected: %d route(s) removed, %d unsent "
