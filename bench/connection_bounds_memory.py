@@ -29,9 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pyjoynr.libjoynr import LibjoynrRuntime, ProviderQos, connect
+from pyjoynr.programming.discovery_types import DiscoveryEntry, Version
 from pyjoynr.runtime.addresses import WebSocketClientAddress
 from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import DiscoveryEntry, Version
 from pyjoynr.runtime.multicast import make_multicast_id
 from pyjoynr.runtime.quotas import KINDS, SUBSCRIPTIONS, ConnectionBounds
 from pyjoynr.testing.cluster import ClusterController, cc_config

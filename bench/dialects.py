@@ -93,6 +93,11 @@ from websockets.exceptions import ConnectionClosed
 
 from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.libjoynr import LibjoynrConfig
+from pyjoynr.programming.system_interfaces import (
+    DEFAULT_ROUTING_PARTICIPANT_ID,
+    Routing,
+    address_struct,
+)
 from pyjoynr.runtime import smrf
 from pyjoynr.runtime.addresses import WebSocketClientAddress
 from pyjoynr.runtime.bodies import BodyFormat
@@ -100,11 +105,6 @@ from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.interface import interface_def, to_wire
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
-from pyjoynr.runtime.system_interfaces import (
-    DEFAULT_ROUTING_PARTICIPANT_ID,
-    Routing,
-    address_struct,
-)
 from pyjoynr.transports.websocket.common import encode_init, encode_joynr_init
 
 #: joynr's dialect / the native one

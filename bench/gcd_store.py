@@ -66,16 +66,16 @@ from pyjoynr.gcd.postgres_store import PostgresStore
 from pyjoynr.gcd.provider import GcdProvider
 from pyjoynr.gcd.sqlite_store import SqliteStore
 from pyjoynr.gcd.store import COLUMNS, GcdStore, StoredEntry
-from pyjoynr.runtime.addresses import MqttAddress
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     DEFAULT_PROVIDER_EXPIRY_MS,
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
-from pyjoynr.runtime.system_interfaces import address_to_json
+from pyjoynr.programming.system_interfaces import address_to_json
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
 from pyjoynr.testing.postgres import PostgresServer
 
 GBID = "joynrdefaultgbid"

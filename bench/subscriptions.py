@@ -84,7 +84,7 @@ from _common import (
 
 from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.libjoynr import Provider, Proxy, attribute, broadcast, connect, interface
-from pyjoynr.runtime.subscription_qos import OnChangeSubscriptionQos
+from pyjoynr.programming.subscription_qos import OnChangeSubscriptionQos
 
 #: generous bounds: a fan-out or a setup that takes longer has lost something
 CHANGE_TIMEOUT_S = 60.0

@@ -35,12 +35,12 @@ from websockets.protocol import CONNECTING
 from websockets.uri import parse_uri
 
 from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.programming.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from pyjoynr.runtime.addresses import WebSocketClientAddress
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.interface import interface_def
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import Request
-from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from pyjoynr.testing.cluster import cc_config
 from pyjoynr.transports.websocket.common import encode_init
 from pyjoynr.transports.websocket.connection import open_client_connection

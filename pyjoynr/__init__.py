@@ -15,8 +15,10 @@ The programs and the parts they are made of are subpackages:
   ``pipeline`` extra installs PySpark);
 - :mod:`pyjoynr.franca`: the Franca IDL generator (``pyjoynr-franca``, ``python -m
   pyjoynr.franca``);
-- :mod:`pyjoynr.runtime`: the transport-agnostic core; :mod:`pyjoynr.transports`: websocket,
-  MQTT, in-process; :mod:`pyjoynr.admin`: the programs' admin endpoint;
+- :mod:`pyjoynr.runtime`: the routing core (messages, codecs, routing table, rules, router,
+  queues); :mod:`pyjoynr.programming`: the programming model on it (providers, proxies,
+  subscriptions, discovery types); :mod:`pyjoynr.transports`: websocket, MQTT, in-process;
+  :mod:`pyjoynr.admin`: the programs' admin endpoint;
 - ``config/``: the programs' default configuration files, which document every setting.
 """
 

@@ -28,12 +28,12 @@ from pyjoynr.libjoynr import (
     broadcast,
     interface,
 )
+from pyjoynr.programming.discovery_types import CustomParameter
+from pyjoynr.programming.proxies import Proxy
 from pyjoynr.runtime.bodies import BODY_PARAMETER, BodyFormat, format_of
 from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import CustomParameter
 from pyjoynr.runtime.interface import joynr_name
 from pyjoynr.runtime.messages import Message, MessageType
-from pyjoynr.runtime.proxies import Proxy
 from pyjoynr.testing.cluster import eventually
 from tests.support.radio import Country, FavoriteError, Radio, RadioProvider, Station
 from tests.support.wire import Wire

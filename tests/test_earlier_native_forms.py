@@ -15,24 +15,24 @@ from typing import Any
 import pytest
 
 from pyjoynr.cluster_controller.controller import ClusterController
-from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     DiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
-from pyjoynr.runtime.interface import interface_def, to_wire
-from pyjoynr.runtime.messages import Message, MessageType
-from pyjoynr.runtime.payloads import Reply, Request, decode_payload
-from pyjoynr.runtime.system_interfaces import (
+from pyjoynr.programming.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
     Discovery,
     Routing,
     address_struct,
 )
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.interface import interface_def, to_wire
+from pyjoynr.runtime.messages import Message, MessageType
+from pyjoynr.runtime.payloads import Reply, Request, decode_payload
 from tests.support.raw_websocket import RawClient
 
 EARLIER_ADD_NEXT_HOP = ["String", "Map", "Boolean"]

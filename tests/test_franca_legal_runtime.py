@@ -21,10 +21,10 @@ import pytest
 from pyjoynr.franca.generate import generate
 from pyjoynr.franca.parser import parse_files
 from pyjoynr.libjoynr import LibjoynrConfig
+from pyjoynr.programming.providers import Provider
 from pyjoynr.runtime.bodies import BodyFormat
 from pyjoynr.runtime.interface import Int8, interface, interface_def, joynr_datatypes
 from pyjoynr.runtime.messages import MessageType
-from pyjoynr.runtime.providers import Provider
 from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.generated import imported
 from tests.support.wire import Wire

@@ -16,17 +16,17 @@ import pytest
 
 from pyjoynr.gcd.provider import GcdProvider
 from pyjoynr.gcd.store import GcdStore, StoreError
-from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     CustomParameter,
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
+from pyjoynr.programming.system_interfaces import address_from_json, address_to_json
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
 from pyjoynr.runtime.errors import ApplicationError, ProviderRuntimeError
 from pyjoynr.runtime.interface import from_wire
-from pyjoynr.runtime.system_interfaces import address_from_json, address_to_json
 from pyjoynr.runtime.tasks import TaskSupervisor
 from tests.support.gcd_stores import STORE_KINDS
 

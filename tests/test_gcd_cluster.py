@@ -33,12 +33,12 @@ from pyjoynr.gcd.store import StoredEntry
 from pyjoynr.gcd.sync import Synchronizer, SyncSettings
 from pyjoynr.libjoynr import DiscoveryQos, DiscoveryScope, ProviderQos, ProviderScope
 from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.programming.discovery_types import GlobalDiscoveryEntry, Version
+from pyjoynr.programming.discovery_types import ProviderQos as GcdQos
+from pyjoynr.programming.system_interfaces import address_to_json
 from pyjoynr.runtime.addresses import MqttAddress
 from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import GlobalDiscoveryEntry, Version
-from pyjoynr.runtime.discovery_types import ProviderQos as GcdQos
 from pyjoynr.runtime.errors import ApplicationError
-from pyjoynr.runtime.system_interfaces import address_to_json
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.postgres import PostgresServer
 from tests.support import mqtt_clients

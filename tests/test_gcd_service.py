@@ -19,18 +19,18 @@ from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.gcd.interface import GCD_DOMAIN, GCD_INTERFACE, GCD_PARTICIPANT_ID, GCD_TOPIC
 from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory as Gcd
 from pyjoynr.gcd.service import GcdService, GcdSettings
-from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
+from pyjoynr.programming.system_interfaces import address_from_json, address_to_json
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import ApplicationError, ProviderRuntimeError
 from pyjoynr.runtime.messages import Message, MessageType, encode_frame
 from pyjoynr.runtime.payloads import Request
-from pyjoynr.runtime.system_interfaces import address_from_json, address_to_json
 from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.testing.brokers import Mosquitto
 from tests.support import mqtt_clients

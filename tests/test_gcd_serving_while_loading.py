@@ -28,16 +28,16 @@ from pyjoynr.gcd.service import GcdService, GcdSettings
 from pyjoynr.gcd.sqlite_store import SqliteStore
 from pyjoynr.gcd.store import StoredEntry, StoreError
 from pyjoynr.gcd.sync import Synchronizer, SyncSettings
-from pyjoynr.runtime.addresses import MqttAddress
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
+from pyjoynr.programming.system_interfaces import address_to_json
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import ApplicationError, ProviderRuntimeError
-from pyjoynr.runtime.system_interfaces import address_to_json
 from pyjoynr.testing.brokers import Mosquitto
 from tests.support import mqtt_clients
 from tests.support.gcd_stores import fresh_postgres_dsn

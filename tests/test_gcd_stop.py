@@ -33,18 +33,18 @@ import pytest
 from pyjoynr.gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC, GlobalCapabilitiesDirectory
 from pyjoynr.gcd.postgres_store import PostgresStore
 from pyjoynr.gcd.service import GcdService, GcdSettings
-from pyjoynr.runtime.addresses import MqttAddress
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
+from pyjoynr.programming.system_interfaces import address_to_json
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.interface import interface_def, to_wire
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
-from pyjoynr.runtime.system_interfaces import address_to_json
 from pyjoynr.testing.brokers import Mosquitto
 from tests.support import mqtt_clients
 from tests.support.gcd_stores import fresh_postgres_dsn

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pyjoynr.libjoynr import ProviderQos, ProviderRuntimeError, connect
+from pyjoynr.programming.discovery_types import DiscoveryEntry, Version
 from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import DiscoveryEntry, Version
 from pyjoynr.testing.cluster import ClusterController, cc_config, eventually
 from tests.support.radio import Radio, RadioProvider
 

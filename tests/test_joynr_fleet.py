@@ -495,7 +495,7 @@ async def test_the_fleet_publishes_only_smrf_at_joynrs_topics(fleet: Fleet) -> N
 
 
 @pytest.mark.xfail(not hasattr(Proxy, "with_headers"), strict=True,
-                   reason="runtime.proxies.Proxy has no per-call custom headers yet: the "
+                   reason="programming.proxies.Proxy has no per-call custom headers yet: the "
                           "CC's GCD calls carry no gb header (cluster_controller/gcd_link.py "
                           "GlobalLink._proxy)")
 async def test_the_fleets_gcd_calls_carry_the_gb_user_property(fleet: Fleet) -> None:

@@ -51,7 +51,7 @@ from pyjoynr.libjoynr import (
     ProviderScope,
     connect,
 )
-from pyjoynr.runtime.discovery_types import DiscoveryScope
+from pyjoynr.programming.discovery_types import DiscoveryScope
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import cc_config
 from tests.support.java_oracles import (

@@ -42,7 +42,7 @@ from pyjoynr.libjoynr import (
     ProviderScope,
     connect,
 )
-from pyjoynr.runtime.subscription_qos import OnChangeSubscriptionQos
+from pyjoynr.programming.subscription_qos import OnChangeSubscriptionQos
 from pyjoynr.testing.brokers import Mosquitto
 from tests.support.gcd_stores import fresh_postgres_dsn
 from tests.support.java_oracles import (

@@ -41,10 +41,10 @@ from pyjoynr.libjoynr import (
     ProviderScope,
 )
 from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.programming.discovery_types import GlobalDiscoveryEntry, Version
+from pyjoynr.programming.system_interfaces import address_from_json, address_to_json
 from pyjoynr.runtime.addresses import MqttAddress
 from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import GlobalDiscoveryEntry, Version
-from pyjoynr.runtime.system_interfaces import address_from_json, address_to_json
 from pyjoynr.testing.brokers import Mosquitto
 from tests.support.java_oracles import (
     OLD_RELEASES,

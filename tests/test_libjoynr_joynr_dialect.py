@@ -39,14 +39,14 @@ from pyjoynr.libjoynr import (
     WebSocketClientSettings,
     connect,
 )
+from pyjoynr.programming.system_interfaces import (
+    DEFAULT_DISCOVERY_PARTICIPANT_ID,
+    DEFAULT_ROUTING_PARTICIPANT_ID,
+)
 from pyjoynr.runtime.addresses import MqttAddress
 from pyjoynr.runtime.bodies import BodyFormat, format_of
 from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.payloads import Request, decode_payload
-from pyjoynr.runtime.system_interfaces import (
-    DEFAULT_DISCOVERY_PARTICIPANT_ID,
-    DEFAULT_ROUTING_PARTICIPANT_ID,
-)
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.websocket.settings import JOYNR, NATIVE

@@ -25,25 +25,25 @@ import pytest
 from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC, GlobalCapabilitiesDirectory
 from pyjoynr.gcd.service import GcdService, GcdSettings
-from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     DiscoveryEntry,
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
-from pyjoynr.runtime.interface import interface_def, to_wire
-from pyjoynr.runtime.messages import Message, MessageType, encode_frame
-from pyjoynr.runtime.payloads import Reply, Request, decode_payload
-from pyjoynr.runtime.system_interfaces import (
+from pyjoynr.programming.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
     Discovery,
     Routing,
     address_to_json,
 )
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.interface import interface_def, to_wire
+from pyjoynr.runtime.messages import Message, MessageType, encode_frame
+from pyjoynr.runtime.payloads import Reply, Request, decode_payload
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.transports.websocket.common import encode_init
 from pyjoynr.transports.websocket.settings import JOYNR, NATIVE

@@ -26,20 +26,20 @@ from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC
 from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory as Gcd
 from pyjoynr.gcd.service import GcdService, GcdSettings
-from pyjoynr.runtime import smrf
-from pyjoynr.runtime.addresses import MqttAddress
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
+from pyjoynr.programming.system_interfaces import address_to_json
+from pyjoynr.runtime import smrf
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import ApplicationError
 from pyjoynr.runtime.interface import from_wire, interface_def, to_wire
 from pyjoynr.runtime.messages import Effort, Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import OneWayRequest, Reply, Request, decode_payload
-from pyjoynr.runtime.system_interfaces import address_to_json
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.mqtt.transport import MqttTransport

@@ -38,9 +38,15 @@ import msgpack
 import pytest
 
 from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.programming.discovery_types import DiscoveryEntry, ProviderQos, ProviderScope, Version
+from pyjoynr.programming.system_interfaces import (
+    DEFAULT_DISCOVERY_PARTICIPANT_ID,
+    DEFAULT_ROUTING_PARTICIPANT_ID,
+    Discovery,
+    Routing,
+)
 from pyjoynr.runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
 from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import DiscoveryEntry, ProviderQos, ProviderScope, Version
 from pyjoynr.runtime.interface import interface_def, to_wire
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import (
@@ -52,12 +58,6 @@ from pyjoynr.runtime.payloads import (
     decode_payload,
 )
 from pyjoynr.runtime.routing import RoutingEntry
-from pyjoynr.runtime.system_interfaces import (
-    DEFAULT_DISCOVERY_PARTICIPANT_ID,
-    DEFAULT_ROUTING_PARTICIPANT_ID,
-    Discovery,
-    Routing,
-)
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.mqtt.transport import MqttTransport
@@ -924,7 +924,7 @@ async def test_system_providers_do_not_serve_mqtt_peers(
         assert reply.error is not None and reply.error["type"] == "ProviderRuntimeException"
         assert "serves its local participants only" in reply.error["message"]
     refusals = [r.getMessage() for r in caplog.records
-                if r.name == "pyjoynr.runtime.providers" and r.levelno == logging.WARNING]
+                if r.name == "pyjoynr.programming.providers" and r.levelno == logging.WARNING]
     # all from one backend: the first in full, the repeats counted, not logged one by one
     assert len(refusals) == 1, refusals
     assert "serves local participants only" in refusals[0]

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pyjoynr.runtime.calls import Call, CallRunner
+from pyjoynr.programming.calls import Call, CallRunner
 from pyjoynr.testing.brokers import Mosquitto
 from tests.support.mqtt_cluster import GBID, WAIT_S, MqttPair, start_pair
 from tests.support.radio import Radio, RadioProvider
@@ -213,7 +213,8 @@ async def test_a_failing_call_is_logged_and_the_others_run(caplog) -> None:
     for _ in range(3):
         await asyncio.sleep(0)
     assert done == ["works"]
-    failures = sorted(r.getMessage() for r in caplog.records if r.name == "pyjoynr.runtime.calls")
+    failures = sorted(r.getMessage() for r in caplog.records
+                      if r.name == "pyjoynr.programming.calls")
     assert failures == ["test runner: fails failed", "test runner: fails later failed"]
     await runner.close()
 

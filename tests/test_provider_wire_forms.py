@@ -1,4 +1,4 @@
-"""A provider method's wire-form twin (runtime.providers.wire_form_of): calls that arrive as
+"""A provider method's wire-form twin (programming.providers.wire_form_of): calls that arrive as
 messages run the twin and send its result as it is; direct calls run the method; the class is
 checked when it is made."""
 

@@ -36,12 +36,12 @@ from pyjoynr.libjoynr import (
     broadcast,
     interface,
 )
+from pyjoynr.programming.subscription_qos import qos_from_wire
 from pyjoynr.runtime.bodies import BodyFormat, decode_body, format_of, schema_of
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.interface import interface_def
 from pyjoynr.runtime.messages import MessageType
 from pyjoynr.runtime.payloads import BroadcastSubscriptionRequest, SubscriptionRequest
-from pyjoynr.runtime.subscription_qos import qos_from_wire
 from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.wire import Wire

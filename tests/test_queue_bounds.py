@@ -20,11 +20,11 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
 from pyjoynr.cluster_controller.controller import ClusterController
+from pyjoynr.programming.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID
 from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.messages import INT64_MAX, Message, MessageType, encode_frame
 from pyjoynr.runtime.payloads import Request
-from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID
 from pyjoynr.testing.brokers import MAX_PACKET_BYTES, Mosquitto
 from pyjoynr.testing.cluster import cc_config, eventually
 from pyjoynr.transports.mqtt.client import PACKET_OVERHEAD_BYTES

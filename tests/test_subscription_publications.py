@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pyjoynr.runtime.subscription_qos import OnChangeWithKeepAliveSubscriptionQos
+from pyjoynr.programming.subscription_qos import OnChangeWithKeepAliveSubscriptionQos
 from pyjoynr.testing.cluster import eventually
 from tests.support.joynr_js import Received
 from tests.support.tuner import (

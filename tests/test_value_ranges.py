@@ -25,6 +25,7 @@ import pytest
 from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory as Gcd
 from pyjoynr.libjoynr import LibjoynrRuntime, Provider
+from pyjoynr.programming.system_interfaces import DEFAULT_DISCOVERY_PARTICIPANT_ID, Discovery
 from pyjoynr.runtime.bodies import BodyFormat
 from pyjoynr.runtime.interface import (
     Float,
@@ -35,7 +36,6 @@ from pyjoynr.runtime.interface import (
     joynr_datatypes,
 )
 from pyjoynr.runtime.payloads import Reply
-from pyjoynr.runtime.system_interfaces import DEFAULT_DISCOVERY_PARTICIPANT_ID, Discovery
 from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.raw_calls import (
     RawCaller,

@@ -20,11 +20,11 @@ import pytest
 
 from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory as Gcd
+from pyjoynr.programming.discovery_types import DiscoveryQos, DiscoveryScope
+from pyjoynr.programming.system_interfaces import DEFAULT_DISCOVERY_PARTICIPANT_ID, Discovery
 from pyjoynr.runtime.bodies import BodyFormat
-from pyjoynr.runtime.discovery_types import DiscoveryQos, DiscoveryScope
 from pyjoynr.runtime.interface import InterfaceDef, interface_def, to_wire
 from pyjoynr.runtime.payloads import Reply
-from pyjoynr.runtime.system_interfaces import DEFAULT_DISCOVERY_PARTICIPANT_ID, Discovery
 from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.raw_calls import (
     GBID,

@@ -33,6 +33,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.libjoynr import LibjoynrConfig, connect
+from pyjoynr.programming.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from pyjoynr.runtime import smrf
 from pyjoynr.runtime.addresses import WebSocketClientAddress
 from pyjoynr.runtime.clock import now_ms
@@ -47,7 +48,6 @@ from pyjoynr.runtime.messages import (
 )
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
 from pyjoynr.runtime.smrf import SmrfFrame, encode_smrf
-from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from pyjoynr.testing.cluster import cc_config, eventually
 from pyjoynr.transports.websocket.common import (
     JOYNR_INIT_PREFIX,

@@ -33,9 +33,14 @@ from pyjoynr.cluster_controller.config import ClusterControllerConfig
 from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.libjoynr import LibjoynrRuntime, ProviderRuntimeError
 from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.programming.generated import system
+from pyjoynr.programming.system_interfaces import (
+    DEFAULT_ROUTING_PARTICIPANT_ID,
+    Routing,
+    address_struct,
+)
 from pyjoynr.runtime.addresses import MqttAddress, WebSocketAddress, WebSocketClientAddress
 from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.generated import system
 from pyjoynr.runtime.interface import interface_def, to_wire
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import (
@@ -48,11 +53,6 @@ from pyjoynr.runtime.payloads import (
     decode_payload,
 )
 from pyjoynr.runtime.routing import RoutingEntry
-from pyjoynr.runtime.system_interfaces import (
-    DEFAULT_ROUTING_PARTICIPANT_ID,
-    Routing,
-    address_struct,
-)
 from pyjoynr.transports.websocket.common import encode_init
 from tests.support.radio import Country, Radio, RadioProvider, Station
 

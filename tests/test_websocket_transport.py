@@ -21,12 +21,12 @@ from websockets.uri import parse_uri
 
 from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.libjoynr import LibjoynrConfig, connect
+from pyjoynr.programming.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from pyjoynr.runtime.addresses import WebSocketClientAddress
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.interface import interface_def
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
-from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from pyjoynr.testing.cluster import cc_config, eventually
 from pyjoynr.transports.websocket.client import WebSocketClientSettings
 from pyjoynr.transports.websocket.common import Outbox, encode_init

@@ -10,16 +10,16 @@ from pathlib import Path
 
 from pyjoynr.admin.settings import AdminSettings
 from pyjoynr.cluster_controller.snapshots import RoutingSnapshotSettings
+from pyjoynr.programming.system_interfaces import (
+    DEFAULT_DISCOVERY_PARTICIPANT_ID,
+    DEFAULT_ROUTING_PARTICIPANT_ID,
+)
 from pyjoynr.runtime.audit import AuditSettings
 from pyjoynr.runtime.config import load_config
 from pyjoynr.runtime.logs import LOG_FORMATS, get_logger
 from pyjoynr.runtime.quotas import ConnectionBounds
 from pyjoynr.runtime.router import RouterSettings
 from pyjoynr.runtime.routing import RoutingSettings
-from pyjoynr.runtime.system_interfaces import (
-    DEFAULT_DISCOVERY_PARTICIPANT_ID,
-    DEFAULT_ROUTING_PARTICIPANT_ID,
-)
 from pyjoynr.transports.mqtt.broker import EmbeddedBrokerSettings
 from pyjoynr.transports.mqtt.settings import MqttSettings
 from pyjoynr.transports.websocket.settings import WebSocketServerSettings

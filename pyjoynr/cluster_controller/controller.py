@@ -25,20 +25,20 @@ from pyjoynr.gcd.interface import (
     GlobalCapabilitiesDirectory,
 )
 from pyjoynr.gcd.service import GcdService, GcdSettings
-from pyjoynr.runtime.addresses import InProcessAddress, MqttAddress, WebSocketAddress
-from pyjoynr.runtime.audit import AuditLog
-from pyjoynr.runtime.bodies import BodyFormat
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.config import ConfigError
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     DiscoveryEntryWithMetaInfo,
     ProviderQos,
     ProviderScope,
     Version,
 )
+from pyjoynr.programming.joynr_runtime import JoynrRuntime
+from pyjoynr.runtime.addresses import InProcessAddress, MqttAddress, WebSocketAddress
+from pyjoynr.runtime.audit import AuditLog
+from pyjoynr.runtime.bodies import BodyFormat
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.config import ConfigError
 from pyjoynr.runtime.errors import JoynrError
 from pyjoynr.runtime.housekeeping import RouterHousekeeping
-from pyjoynr.runtime.joynr_runtime import JoynrRuntime
 from pyjoynr.runtime.logs import RepeatedWarnings, get_logger
 from pyjoynr.runtime.quotas import Quotas
 from pyjoynr.runtime.router import MessageRouter

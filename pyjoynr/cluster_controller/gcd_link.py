@@ -31,20 +31,20 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pyjoynr.gcd.interface import GBID_HEADER, GCD_PARTICIPANT_ID
-from pyjoynr.runtime.addresses import (
-    MqttAddress,
-)
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     MAX_PARTICIPANT_IDS,
     DiscoveryEntry,
     DiscoveryErrorCode,
     GlobalDiscoveryEntry,
 )
+from pyjoynr.programming.system_interfaces import address_to_json
+from pyjoynr.runtime.addresses import (
+    MqttAddress,
+)
 from pyjoynr.runtime.errors import ApplicationError, JoynrError, JoynrTimeoutError
 from pyjoynr.runtime.logs import RepeatedWarnings, get_logger
 from pyjoynr.runtime.messages import Message
 from pyjoynr.runtime.metrics import LatencyHistograms
-from pyjoynr.runtime.system_interfaces import address_to_json
 from pyjoynr.runtime.tasks import TaskSupervisor
 
 T = TypeVar("T")

@@ -26,10 +26,7 @@ from typing import TypeVar
 from pyjoynr.cluster_controller.bounds import ConnectionHolds
 from pyjoynr.cluster_controller.gcd_link import GlobalLink
 from pyjoynr.cluster_controller.routing_provider import caller_may_act_for
-from pyjoynr.runtime import rules
-from pyjoynr.runtime.addresses import Address, AddressError
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     DEFAULT_DISCOVERY_TIMEOUT_MS,
     DiscoveryEntry,
     DiscoveryEntryWithMetaInfo,
@@ -40,14 +37,17 @@ from pyjoynr.runtime.discovery_types import (
     ProviderScope,
     check_gbids,
 )
+from pyjoynr.programming.generated import types
+from pyjoynr.programming.generated.system import DiscoveryProviderBase
+from pyjoynr.programming.providers import current_deadline_ms, current_origin
+from pyjoynr.programming.system_interfaces import address_from_json
+from pyjoynr.runtime import rules
+from pyjoynr.runtime.addresses import Address, AddressError
+from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import ApplicationError, ProviderRuntimeError
-from pyjoynr.runtime.generated import types
-from pyjoynr.runtime.generated.system import DiscoveryProviderBase
 from pyjoynr.runtime.logs import get_logger, peer_of
-from pyjoynr.runtime.providers import current_deadline_ms, current_origin
 from pyjoynr.runtime.quotas import GLOBAL_PROVIDERS, PROVIDERS
 from pyjoynr.runtime.router import MessageRouter
-from pyjoynr.runtime.system_interfaces import address_from_json
 from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.runtime.telemetry import Telemetry
 

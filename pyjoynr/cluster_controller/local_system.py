@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pyjoynr.cluster_controller.local_discovery import LocalDiscovery
-from pyjoynr.runtime.joynr_runtime import DirectoryCalls
+from pyjoynr.programming.joynr_runtime import DirectoryCalls
 from pyjoynr.runtime.logs import get_logger
 from pyjoynr.runtime.router import MessageRouter
 

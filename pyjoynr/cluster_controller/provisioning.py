@@ -22,15 +22,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pyjoynr.runtime.addresses import AddressError, MqttAddress
-from pyjoynr.runtime.bodies import BodyFormat, with_body_parameter
-from pyjoynr.runtime.config import ConfigError, read_toml
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.body_format import with_body_parameter
+from pyjoynr.programming.discovery_types import (
     DiscoveryEntryWithMetaInfo,
     ProviderQos,
     ProviderScope,
     Version,
 )
+from pyjoynr.runtime.addresses import AddressError, MqttAddress
+from pyjoynr.runtime.bodies import BodyFormat
+from pyjoynr.runtime.config import ConfigError, read_toml
 from pyjoynr.runtime.routing import NO_EXPIRY_MS
 
 __all__ = ["ProvisionedProvider", "load_provisioning"]

@@ -28,13 +28,18 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from pyjoynr.cluster_controller.bounds import ConnectionHolds
+from pyjoynr.programming.generated import system
+from pyjoynr.programming.generated.system import RoutingProviderBase
+from pyjoynr.programming.providers import current_origin, earlier_form
+from pyjoynr.programming.system_interfaces import (
+    ADDRESS_TYPE_NAMES,
+    address_of,
+    address_to_json,
+)
 from pyjoynr.runtime.addresses import Address, AddressError, address_from_dict
 from pyjoynr.runtime.errors import ProviderRuntimeError
-from pyjoynr.runtime.generated import system
-from pyjoynr.runtime.generated.system import RoutingProviderBase
 from pyjoynr.runtime.interface import joynr_type_name
 from pyjoynr.runtime.logs import get_logger, peer_of
-from pyjoynr.runtime.providers import current_origin, earlier_form
 from pyjoynr.runtime.quotas import MULTICAST_RECEIVERS, ROUTES
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.rules import (
@@ -44,11 +49,6 @@ from pyjoynr.runtime.rules import (
     check_next_hop,
     check_owner,
     contested_owner,
-)
-from pyjoynr.runtime.system_interfaces import (
-    ADDRESS_TYPE_NAMES,
-    address_of,
-    address_to_json,
 )
 from pyjoynr.runtime.telemetry import Telemetry
 

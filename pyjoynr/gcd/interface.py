@@ -6,7 +6,7 @@ provision the GCD's entry and build its proxy), never the GCD's provider, stores
 two talk only through joynr messages of this interface, over MQTT.
 
 The interface is generated from ``fidl/infrastructure/GlobalCapabilitiesDirectory.fidl`` into
-:mod:`runtime.generated.infrastructure`. Its methods (joynr overloads share a wire name; the
+:mod:`programming.generated.infrastructure`. Its methods (joynr overloads share a wire name; the
 Python names tell them apart):
 
 - ``add`` (one entry) and ``add_entries`` (a list), in the GCD's own backend;
@@ -18,16 +18,16 @@ Python names tell them apart):
 - ``touch`` a cluster controller's entries (all), ``touch_participants`` (some);
   ``remove_stale``: its entries last seen before a time.
 
-The forms with GBIDs have modelled errors (:class:`~runtime.discovery_types.DiscoveryErrorCode`);
-the older forms have none and fail with a provider runtime error. :mod:`gcd.provider` states
-the rules each method follows.
+The forms with GBIDs have modelled errors
+(:class:`~programming.discovery_types.DiscoveryErrorCode`); the older forms have none and fail
+with a provider runtime error. :mod:`gcd.provider` states the rules each method follows.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from pyjoynr.runtime.generated.infrastructure import GlobalCapabilitiesDirectory
+from pyjoynr.programming.generated.infrastructure import GlobalCapabilitiesDirectory
 
 __all__ = [
     "GBID_HEADER",

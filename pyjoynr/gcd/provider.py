@@ -63,9 +63,7 @@ from pyjoynr.gcd.changes import Change, VersionedStore
 from pyjoynr.gcd.params import SharedParams
 from pyjoynr.gcd.store import GcdStore, RemoveOutcome, StoredEntry, StoreError
 from pyjoynr.gcd.sync import NotReady, Synchronizer
-from pyjoynr.runtime.addresses import AddressError, MqttAddress
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     DEFAULT_PROVIDER_EXPIRY_MS,
     CustomParameter,
     DiscoveryErrorCode,
@@ -75,12 +73,14 @@ from pyjoynr.runtime.discovery_types import (
     Version,
     check_gbids,
 )
+from pyjoynr.programming.generated.infrastructure import GlobalCapabilitiesDirectoryProviderBase
+from pyjoynr.programming.providers import wire_form_of
+from pyjoynr.programming.system_interfaces import address_from_json
+from pyjoynr.runtime.addresses import AddressError, MqttAddress
+from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import ApplicationError, ProviderRuntimeError
-from pyjoynr.runtime.generated.infrastructure import GlobalCapabilitiesDirectoryProviderBase
 from pyjoynr.runtime.logs import RepeatedWarnings, get_logger
 from pyjoynr.runtime.metrics import LatencyHistograms
-from pyjoynr.runtime.providers import wire_form_of
-from pyjoynr.runtime.system_interfaces import address_from_json
 from pyjoynr.runtime.tasks import TaskSupervisor
 
 __all__ = ["GcdProvider", "cluster_controller_id_of"]

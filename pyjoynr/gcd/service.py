@@ -34,12 +34,12 @@ from pyjoynr.gcd.provider import GcdProvider
 from pyjoynr.gcd.sqlite_store import SqliteStore
 from pyjoynr.gcd.store import GcdStore
 from pyjoynr.gcd.sync import Synchronizer, SyncSettings
+from pyjoynr.programming.discovery_types import DEFAULT_PROVIDER_EXPIRY_MS
+from pyjoynr.programming.joynr_runtime import JoynrRuntime
 from pyjoynr.runtime.addresses import InProcessAddress, MqttAddress
 from pyjoynr.runtime.audit import AuditLog, AuditSettings
 from pyjoynr.runtime.config import load_config
-from pyjoynr.runtime.discovery_types import DEFAULT_PROVIDER_EXPIRY_MS
 from pyjoynr.runtime.housekeeping import RouterHousekeeping
-from pyjoynr.runtime.joynr_runtime import JoynrRuntime
 from pyjoynr.runtime.logs import LOG_FORMATS, RepeatedWarnings, get_logger
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingSettings, RoutingTable, RuntimeKind

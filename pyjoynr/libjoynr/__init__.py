@@ -54,13 +54,25 @@ building and converting the typed result.
 
 from pyjoynr.libjoynr.config import LibjoynrConfig
 from pyjoynr.libjoynr.runtime import LibjoynrRuntime, connect
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     CustomParameter,
     DiscoveryQos,
     DiscoveryScope,
     ProviderQos,
     ProviderScope,
 )
+from pyjoynr.programming.joynr_runtime import Arbitration
+from pyjoynr.programming.providers import Provider, current_origin, wire_form_of
+from pyjoynr.programming.proxies import Proxy
+from pyjoynr.programming.subscribers import Subscription
+from pyjoynr.programming.subscription_qos import (
+    AttributeSubscriptionQos,
+    MulticastSubscriptionQos,
+    OnChangeSubscriptionQos,
+    OnChangeWithKeepAliveSubscriptionQos,
+    PeriodicSubscriptionQos,
+)
+from pyjoynr.programming.updates import Updates
 from pyjoynr.runtime.errors import (
     ApplicationError,
     DiscoveryError,
@@ -73,19 +85,7 @@ from pyjoynr.runtime.errors import (
     SubscriptionError,
 )
 from pyjoynr.runtime.interface import attribute, broadcast, errors, interface, one_way, wire_name
-from pyjoynr.runtime.joynr_runtime import Arbitration
-from pyjoynr.runtime.providers import Provider, current_origin, wire_form_of
-from pyjoynr.runtime.proxies import Proxy
 from pyjoynr.runtime.router import RouterSettings
-from pyjoynr.runtime.subscribers import Subscription
-from pyjoynr.runtime.subscription_qos import (
-    AttributeSubscriptionQos,
-    MulticastSubscriptionQos,
-    OnChangeSubscriptionQos,
-    OnChangeWithKeepAliveSubscriptionQos,
-    PeriodicSubscriptionQos,
-)
-from pyjoynr.runtime.updates import Updates
 from pyjoynr.transports.websocket.settings import WebSocketClientSettings
 
 __all__ = [

@@ -40,13 +40,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Final
 
-from pyjoynr.runtime.bodies import BodyFormat
-from pyjoynr.runtime.messages import DIALECTS, JOYNR, NATIVE
-from pyjoynr.runtime.router import RouterSettings
-from pyjoynr.runtime.system_interfaces import (
+from pyjoynr.programming.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
 )
+from pyjoynr.runtime.bodies import BodyFormat
+from pyjoynr.runtime.messages import DIALECTS, JOYNR, NATIVE
+from pyjoynr.runtime.router import RouterSettings
 from pyjoynr.transports.websocket.settings import WebSocketClientSettings
 
 __all__ = ["DIALECTS", "JOYNR", "MULTICAST_BODIES", "NATIVE", "LibjoynrConfig"]

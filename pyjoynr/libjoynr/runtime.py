@@ -37,6 +37,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pyjoynr.libjoynr.config import LibjoynrConfig
+from pyjoynr.programming.joynr_runtime import DirectoryCalls, JoynrRuntime
+from pyjoynr.programming.proxies import Proxy
+from pyjoynr.programming.system_interfaces import (
+    Discovery,
+    Routing,
+    address_from_json,
+    address_struct,
+)
 from pyjoynr.runtime.addresses import (
     AddressError,
     InProcessAddress,
@@ -46,13 +54,10 @@ from pyjoynr.runtime.addresses import (
 from pyjoynr.runtime.bodies import BodyFormat
 from pyjoynr.runtime.errors import JoynrError
 from pyjoynr.runtime.housekeeping import RouterHousekeeping
-from pyjoynr.runtime.joynr_runtime import DirectoryCalls, JoynrRuntime
 from pyjoynr.runtime.logs import get_logger
 from pyjoynr.runtime.messages import Message
-from pyjoynr.runtime.proxies import Proxy
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
-from pyjoynr.runtime.system_interfaces import Discovery, Routing, address_from_json, address_struct
 from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.runtime.telemetry import Telemetry
 from pyjoynr.transports.inprocess import InProcessTransport

@@ -14,8 +14,8 @@ of its request).
 
 What a proxy writes: msgpack to a provider whose discovery entry carries the custom
 parameter :data:`BODY_PARAMETER` = :data:`BODY_PARAMETER_VALUE` (this project's runtimes add it
-to every provider they register, :func:`with_body_parameter`; joynr's runtimes never do),
-JSON otherwise (:func:`proxy_body_format`).
+to every provider they register; joynr's runtimes never do), JSON otherwise (the choice is the
+programming model's: :mod:`programming.body_format`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from typing import Any, Final, TypeVar, cast
 
 from pyjoynr.runtime import joynr_json
-from pyjoynr.runtime.discovery_types import CustomParameter, DiscoveryEntry, ProviderQos
 from pyjoynr.runtime.errors import JoynrError
 from pyjoynr.runtime.interface import InterfaceDef
 from pyjoynr.runtime.joynr_json import JoynrSchema
@@ -51,9 +50,7 @@ __all__ = [
     "format_of",
     "make_error_answer",
     "make_error_reply",
-    "proxy_body_format",
     "schema_of",
-    "with_body_parameter",
 ]
 
 P = TypeVar("P", bound=Payload)
@@ -130,24 +127,6 @@ def schema_of(definition: InterfaceDef) -> JoynrSchema:
         del _SCHEMAS[next(iter(_SCHEMAS))]
     _SCHEMAS[id(definition)] = (definition, schema)
     return schema
-
-
-def proxy_body_format(entry: DiscoveryEntry) -> BodyFormat:
-    """The format a proxy writes to the provider of ``entry``: msgpack when the entry carries
-    the custom parameter ``pyjoynr-body`` = ``msgpack``, JSON otherwise."""
-    for parameter in entry.qos.custom_parameters:
-        if parameter.name == BODY_PARAMETER and parameter.value == BODY_PARAMETER_VALUE:
-            return _MSGPACK
-    return _JSON
-
-
-def with_body_parameter(qos: ProviderQos) -> ProviderQos:
-    """``qos`` with the custom parameter ``pyjoynr-body`` = ``msgpack`` (a copy; ``qos`` as it
-    is when it names the parameter already, whatever its value)."""
-    if any(p.name == BODY_PARAMETER for p in qos.custom_parameters):
-        return qos
-    return dataclasses.replace(qos, custom_parameters=[
-        *qos.custom_parameters, CustomParameter(BODY_PARAMETER, BODY_PARAMETER_VALUE)])
 
 
 def make_error_answer(request: Message, error: JoynrError, *, expiry_date_ms: int) -> Message:

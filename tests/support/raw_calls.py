@@ -20,27 +20,27 @@ import pytest
 from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.gcd.interface import GCD_PARTICIPANT_ID, GCD_TOPIC
 from pyjoynr.gcd.service import GcdService, GcdSettings
-from pyjoynr.runtime import smrf
-from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
-from pyjoynr.runtime.bodies import BodyFormat, decode_body, encode_body, schema_of
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     DiscoveryEntry,
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
-from pyjoynr.runtime.errors import MethodInvocationError, error_from_wire
-from pyjoynr.runtime.interface import InterfaceDef, interface_def, to_wire
-from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
-from pyjoynr.runtime.payloads import Reply, Request
-from pyjoynr.runtime.system_interfaces import (
+from pyjoynr.programming.system_interfaces import (
     DEFAULT_ROUTING_PARTICIPANT_ID,
     Routing,
     address_struct,
     address_to_json,
 )
+from pyjoynr.runtime import smrf
+from pyjoynr.runtime.addresses import MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.bodies import BodyFormat, decode_body, encode_body, schema_of
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.errors import MethodInvocationError, error_from_wire
+from pyjoynr.runtime.interface import InterfaceDef, interface_def, to_wire
+from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
+from pyjoynr.runtime.payloads import Reply, Request
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.transports.websocket.settings import NATIVE
 from tests.support import mqtt_clients
@@ -221,7 +221,7 @@ def assert_refusal_logged_once(caplog: pytest.LogCaptureFixture, check: Callable
                                ) -> None:
     """The refusals of one peer: the first one logged in full at WARNING, the others counted
     (the router's rate limit of repeated warnings); ``check`` holds for the line logged."""
-    lines = [r.getMessage() for r in caplog.records if r.name == "pyjoynr.runtime.providers"
+    lines = [r.getMessage() for r in caplog.records if r.name == "pyjoynr.programming.providers"
              and " refused: " in r.getMessage()]
     assert len(lines) == 1, [line[:300] for line in lines]
     assert check(lines[0]), lines[0][:300]

@@ -16,6 +16,7 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed
 
 from pyjoynr.libjoynr import LibjoynrRuntime, Provider, attribute, broadcast, interface
+from pyjoynr.programming.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from pyjoynr.runtime.addresses import WebSocketClientAddress
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.interface import interface_def
@@ -30,7 +31,6 @@ from pyjoynr.runtime.payloads import (
     SubscriptionStop,
     decode_payload,
 )
-from pyjoynr.runtime.system_interfaces import DEFAULT_ROUTING_PARTICIPANT_ID, Routing
 from tests.support.joynr_js import JoynrJsClient, JsProxy
 from tests.support.raw_websocket import RawClient
 

@@ -14,6 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyjoynr.programming.body_format import proxy_body_format, with_body_parameter
+from pyjoynr.programming.discovery_types import (
+    CustomParameter,
+    DiscoveryEntry,
+    ProviderQos,
+    ProviderScope,
+    Version,
+)
 from pyjoynr.runtime.bodies import (
     BODY_PARAMETER,
     BODY_PARAMETER_VALUE,
@@ -23,16 +31,7 @@ from pyjoynr.runtime.bodies import (
     format_of,
     make_error_answer,
     make_error_reply,
-    proxy_body_format,
     schema_of,
-    with_body_parameter,
-)
-from pyjoynr.runtime.discovery_types import (
-    CustomParameter,
-    DiscoveryEntry,
-    ProviderQos,
-    ProviderScope,
-    Version,
 )
 from pyjoynr.runtime.errors import ApplicationError, MessageNotSentError, ProviderRuntimeError
 from pyjoynr.runtime.interface import (

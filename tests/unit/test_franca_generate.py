@@ -50,8 +50,8 @@ from pyjoynr.franca.model import (
     TypeRef,
     UnionType,
 )
-from pyjoynr.runtime.providers import Provider
-from pyjoynr.runtime.proxies import Proxy
+from pyjoynr.programming.providers import Provider
+from pyjoynr.programming.proxies import Proxy
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "franca" / "golden"

@@ -32,9 +32,9 @@ from pyjoynr.franca.model import (
 )
 from pyjoynr.franca.parser import FrancaError, Problem, parse_files
 from pyjoynr.gcd.interface import GCD_INTERFACE
-from pyjoynr.runtime import discovery_types
+from pyjoynr.programming import discovery_types
+from pyjoynr.programming.system_interfaces import Discovery, Routing
 from pyjoynr.runtime.interface import interface_def, joynr_type_name
-from pyjoynr.runtime.system_interfaces import Discovery, Routing
 
 HERE = Path(__file__).resolve().parent.parent / "franca" / "parser"
 RADIO = HERE / "radio" / "radio.fidl"

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from pyjoynr.gcd.params import SharedParams
 from pyjoynr.gcd.provider import _address_json, _from_row, _wire_of_row
 from pyjoynr.gcd.store import StoredEntry
+from pyjoynr.programming.system_interfaces import address_to_json
 from pyjoynr.runtime.addresses import MqttAddress
 from pyjoynr.runtime.interface import to_wire
 from pyjoynr.runtime.joynr_json import compact_json
-from pyjoynr.runtime.system_interfaces import address_to_json
 
 texts = st.text(max_size=12)
 ints = st.integers(-(2**63), 2**63 - 1)

@@ -14,8 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyjoynr.runtime import interface
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     CustomParameter,
     DiscoveryQos,
     DiscoveryScope,
@@ -24,6 +23,7 @@ from pyjoynr.runtime.discovery_types import (
     ProviderScope,
     Version,
 )
+from pyjoynr.runtime import interface
 from pyjoynr.runtime.interface import (
     PLAIN_TYPES,
     Float,

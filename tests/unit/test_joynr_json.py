@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pyjoynr.programming.system_interfaces import Routing
 from pyjoynr.runtime import joynr_json as joynr_json_module
 from pyjoynr.runtime.errors import (
     ApplicationError,
@@ -64,7 +65,6 @@ from pyjoynr.runtime.payloads import (
     SubscriptionRequest,
     SubscriptionStop,
 )
-from pyjoynr.runtime.system_interfaces import Routing
 
 # ---------------------------------------------------------------------- a declared interface
 

@@ -25,23 +25,27 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "runtime": frozenset(),
     # thin I/O over the core
     "transports": frozenset({"runtime"}),
+    # the programming model (providers, proxies, subscriptions, discovery types) on the core;
+    # it does no I/O of its own: the router carries its messages
+    "programming": frozenset({"runtime"}),
     # the programs' admin endpoint: reads the figures of the core and the transports; the
     # programs import it, it imports none of them
     "admin": frozenset({"runtime", "transports"}),
     # the programs
-    "libjoynr": frozenset({"runtime", "transports"}),
-    "gcd": frozenset({"runtime", "transports", "admin"}),
+    "libjoynr": frozenset({"runtime", "programming", "transports"}),
+    "gcd": frozenset({"runtime", "programming", "transports", "admin"}),
     # (the GCD's interface for its link, and the GCD embedded in the CC's process)
-    "cluster_controller": frozenset({"runtime", "transports", "admin", "gcd"}),
+    "cluster_controller": frozenset({"runtime", "programming", "transports", "admin",
+                                     "gcd"}),
     # beside: the generator uses the core's naming rules (its output: runtime.interface)
-    "franca": frozenset({"runtime"}),
+    "franca": frozenset({"runtime", "programming"}),
     # beside: an application of the GCD (libjoynr, the GCD's interface)
     "pipeline": frozenset({"runtime", "libjoynr", "gcd"}),
     # beside: the pytest plugin and fixtures start whole programs; nothing imports it
-    "testing": frozenset({"runtime", "transports", "admin", "libjoynr", "gcd",
-                          "cluster_controller"}),
+    "testing": frozenset({"runtime", "programming", "transports", "admin", "libjoynr",
+                          "gcd", "cluster_controller"}),
     # the application API at the root: libjoynr's names, loaded when first used
-    TOP: frozenset({"libjoynr", "runtime"}),
+    TOP: frozenset({"libjoynr", "programming", "runtime"}),
 }
 
 

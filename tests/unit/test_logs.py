@@ -23,7 +23,7 @@ from pyjoynr.runtime.logs import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("cluster_controller", "gcd", "libjoynr", "runtime", "transports")
+PACKAGES = ("cluster_controller", "gcd", "libjoynr", "programming", "runtime", "transports")
 SOURCE = ROOT / "pyjoynr"
 
 # ====================================================================== escaping

@@ -8,10 +8,8 @@ import pytest
 
 from pyjoynr.cluster_controller.local_discovery import LocalDiscovery
 from pyjoynr.cluster_controller.provisioning import load_provisioning
-from pyjoynr.runtime.addresses import MqttAddress
-from pyjoynr.runtime.bodies import BodyFormat, proxy_body_format
-from pyjoynr.runtime.config import ConfigError
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.body_format import proxy_body_format
+from pyjoynr.programming.discovery_types import (
     DiscoveryEntry,
     DiscoveryQos,
     DiscoveryScope,
@@ -19,6 +17,9 @@ from pyjoynr.runtime.discovery_types import (
     ProviderScope,
     Version,
 )
+from pyjoynr.runtime.addresses import MqttAddress
+from pyjoynr.runtime.bodies import BodyFormat
+from pyjoynr.runtime.config import ConfigError
 from pyjoynr.runtime.errors import ApplicationError
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingTable, RuntimeKind

@@ -1,4 +1,4 @@
-"""runtime/subscription_qos.py: joynr's QoS family, its defaults and bounds, how received
+"""programming/subscription_qos.py: joynr's QoS family, its defaults and bounds, how received
 values are brought into bounds, and its wire forms (msgpack maps and joynr's JSON)."""
 
 from __future__ import annotations
@@ -10,13 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyjoynr.runtime import joynr_json
-from pyjoynr.runtime.payloads import (
-    BroadcastSubscriptionRequest,
-    MulticastSubscriptionRequest,
-    SubscriptionRequest,
-)
-from pyjoynr.runtime.subscription_qos import (
+from pyjoynr.programming.subscription_qos import (
     MAX_MS,
     AttributeSubscriptionQos,
     MulticastSubscriptionQos,
@@ -26,6 +20,12 @@ from pyjoynr.runtime.subscription_qos import (
     SubscriptionQos,
     UnicastSubscriptionQos,
     qos_from_wire,
+)
+from pyjoynr.runtime import joynr_json
+from pyjoynr.runtime.payloads import (
+    BroadcastSubscriptionRequest,
+    MulticastSubscriptionRequest,
+    SubscriptionRequest,
 )
 
 DAY_MS = 86_400_000

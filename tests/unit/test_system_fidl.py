@@ -1,12 +1,12 @@
 """The project's system interfaces (Routing, Discovery, the GCD) are generated from fidl/ and
 are joynr's on the wire.
 
-- pyjoynr/runtime/generated is what ``python -m pyjoynr.franca`` makes of fidl/, byte for byte
+- pyjoynr/programming/generated is what ``python -m pyjoynr.franca`` makes of fidl/, byte for byte
   (the .fidl files and the code in use never drift apart);
-- the declarations there (used through runtime.system_interfaces, runtime.discovery_types and
-  gcd.interface) are joynr's: every overload by joynr name and ``paramDatatypes``, its out
-  types and errors, the attributes, every struct and enumeration with its joynr name and
-  members, values written as joynr's JSON byte for byte;
+- the declarations there (used through programming.system_interfaces,
+  programming.discovery_types and gcd.interface) are joynr's: every overload by joynr name
+  and ``paramDatatypes``, its out types and errors, the attributes, every struct and
+  enumeration with its joynr name and members, values written as joynr's JSON byte for byte;
 - the names on this project's msgpack wire are listed one by one (a change of them is a
   visible diff), and a provider answers a call by the earlier msgpack names too;
 - joynr's address structs convert to this project's addresses and back.
@@ -23,17 +23,26 @@ from typing import Any
 
 import pytest
 
-import pyjoynr.runtime.discovery_types as types_
+import pyjoynr.programming.discovery_types as types_
 from pyjoynr.franca.generate import GENERATED_MARK
 from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory
+from pyjoynr.programming.generated import infrastructure, system
+from pyjoynr.programming.generated import types as generated_types
+from pyjoynr.programming.system_interfaces import (
+    ADDRESS_STRUCTS,
+    ADDRESS_TYPE_NAMES,
+    Discovery,
+    Routing,
+    address_of,
+    address_struct,
+    address_to_json,
+)
 from pyjoynr.runtime.addresses import (
     AddressError,
     MqttAddress,
     WebSocketAddress,
     WebSocketClientAddress,
 )
-from pyjoynr.runtime.generated import infrastructure, system
-from pyjoynr.runtime.generated import types as generated_types
 from pyjoynr.runtime.interface import (
     MethodDef,
     from_wire,
@@ -47,25 +56,16 @@ from pyjoynr.runtime.interface import (
 )
 from pyjoynr.runtime.joynr_json import JoynrSchema, decode, encode, reply_types
 from pyjoynr.runtime.payloads import Reply, Request
-from pyjoynr.runtime.system_interfaces import (
-    ADDRESS_STRUCTS,
-    ADDRESS_TYPE_NAMES,
-    Discovery,
-    Routing,
-    address_of,
-    address_struct,
-    address_to_json,
-)
 from tests.support.generated import assert_generated_from
 
 ROOT = Path(__file__).resolve().parents[2]
 FIDL = ROOT / "fidl"
-CHECKED_IN = ROOT / "pyjoynr" / "runtime" / "generated"
+CHECKED_IN = ROOT / "pyjoynr" / "programming" / "generated"
 ROUTING_TYPES = "joynr.system.RoutingTypes."
 INTERFACES = (Routing, Discovery, GlobalCapabilitiesDirectory)
 
 
-def test_runtime_generated_is_what_fidl_generates(tmp_path: Path) -> None:
+def test_programming_generated_is_what_fidl_generates(tmp_path: Path) -> None:
     assert_generated_from(FIDL, CHECKED_IN, GENERATED_MARK, tmp_path)
 
 

@@ -20,9 +20,7 @@ from pyjoynr.cluster_controller.routing_provider import RoutingProvider
 from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory
 from pyjoynr.gcd.provider import GcdProvider
 from pyjoynr.gcd.sqlite_store import SqliteStore
-from pyjoynr.runtime.addresses import InProcessAddress, MqttAddress, WebSocketClientAddress
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     CustomParameter,
     DiscoveryEntry,
     DiscoveryEntryWithMetaInfo,
@@ -34,15 +32,9 @@ from pyjoynr.runtime.discovery_types import (
     ProviderScope,
     Version,
 )
-from pyjoynr.runtime.errors import ApplicationError, ProviderRuntimeError
-from pyjoynr.runtime.generated import system
-from pyjoynr.runtime.generated.types import DiscoveryQos as JoynrDiscoveryQos
-from pyjoynr.runtime.interface import MethodDef, from_wire, interface_def, to_wire
-from pyjoynr.runtime.joynr_json import JoynrJsonError, JoynrSchema, decode, encode, reply_types
-from pyjoynr.runtime.payloads import Reply, Request, decode_payload
-from pyjoynr.runtime.router import MessageRouter
-from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
-from pyjoynr.runtime.system_interfaces import (
+from pyjoynr.programming.generated import system
+from pyjoynr.programming.generated.types import DiscoveryQos as JoynrDiscoveryQos
+from pyjoynr.programming.system_interfaces import (
     ADDRESS_TYPE_NAMES,
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
     DEFAULT_ROUTING_PARTICIPANT_ID,
@@ -53,6 +45,14 @@ from pyjoynr.runtime.system_interfaces import (
     address_struct,
     address_to_json,
 )
+from pyjoynr.runtime.addresses import InProcessAddress, MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.clock import now_ms
+from pyjoynr.runtime.errors import ApplicationError, ProviderRuntimeError
+from pyjoynr.runtime.interface import MethodDef, from_wire, interface_def, to_wire
+from pyjoynr.runtime.joynr_json import JoynrJsonError, JoynrSchema, decode, encode, reply_types
+from pyjoynr.runtime.payloads import Reply, Request, decode_payload
+from pyjoynr.runtime.router import MessageRouter
+from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
 from pyjoynr.runtime.tasks import TaskSupervisor
 
 ROUTING = JoynrSchema(interface_def(Routing))

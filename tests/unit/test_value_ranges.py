@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,

@@ -25,14 +25,14 @@ from pyjoynr.franca.model import (
     TypeCollection,
     TypedefType,
 )
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.discovery_types import (
     GlobalDiscoveryEntry,
     ProviderQos,
     ProviderScope,
     Version,
 )
-from pyjoynr.runtime.generated.infrastructure import GlobalCapabilitiesDirectory
-from pyjoynr.runtime.generated.types import AddressText, Identifier
+from pyjoynr.programming.generated.infrastructure import GlobalCapabilitiesDirectory
+from pyjoynr.programming.generated.types import AddressText, Identifier
 from pyjoynr.runtime.interface import MaxLength, ValueTypeError, from_wire, to_wire
 from pyjoynr.runtime.interface import _from_wire_checked as checked
 

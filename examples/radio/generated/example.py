@@ -13,6 +13,8 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from pyjoynr.programming.providers import Provider
+from pyjoynr.programming.proxies import AttributeHandle, BroadcastHandle
 from pyjoynr.runtime.errors import MethodInvocationError
 from pyjoynr.runtime.interface import (
     Int32,
@@ -24,11 +26,9 @@ from pyjoynr.runtime.interface import (
     joynr_name,
     one_way,
 )
-from pyjoynr.runtime.providers import Provider
-from pyjoynr.runtime.proxies import AttributeHandle, BroadcastHandle
 
 if TYPE_CHECKING:
-    from pyjoynr.runtime.joynr_runtime import JoynrRuntime
+    from pyjoynr.programming.joynr_runtime import JoynrRuntime
 
 __all__ = [
     "Country",
@@ -148,7 +148,7 @@ class RadioProviderBase(Provider, interface=Radio):
 
 class RadioProxy(Protocol):
     """A proxy of Radio, typed: what build_radio_proxy returns (methods take their arguments by
-    position; see runtime.proxies for attributes and broadcasts).
+    position; see programming.proxies for attributes and broadcasts).
     """
 
     participant_id: str

@@ -1,10 +1,10 @@
 """Subscriptions, the provider side: :class:`SubscriptionPublisher` keeps the subscriptions of
 one provider participant and writes their publications. (The proxy side,
-:class:`~runtime.subscribers.Subscription`, is in runtime/subscribers.py; the QoS family in
-runtime/subscription_qos.py.)
+:class:`~programming.subscribers.Subscription`, is in programming/subscribers.py; the QoS family in
+programming/subscription_qos.py.)
 
 Attribute subscriptions (``SubscriptionRequest``) come in joynr's three unicast kinds, told by
-the request's QoS (read with :func:`~runtime.subscription_qos.qos_from_wire`, which brings
+the request's QoS (read with :func:`~programming.subscription_qos.qos_from_wire`, which brings
 every value into joynr's bounds):
 
 - **on change** (``OnChangeSubscriptionQos``): every change (``Provider.set_attribute``), at
@@ -76,6 +76,14 @@ from typing import Any, Final
 
 import msgpack
 
+from pyjoynr.programming.subscription_qos import (
+    OnChangeSubscriptionQos,
+    OnChangeWithKeepAliveSubscriptionQos,
+    PeriodicSubscriptionQos,
+    SubscriptionQos,
+    UnicastSubscriptionQos,
+    qos_from_wire,
+)
 from pyjoynr.runtime import joynr_json
 from pyjoynr.runtime.bodies import BodyFormat, decode_body, encode_body, format_of, schema_of
 from pyjoynr.runtime.clock import now_ms
@@ -93,14 +101,6 @@ from pyjoynr.runtime.payloads import (
     SubscriptionRequest,
     SubscriptionStop,
     answer_to,
-)
-from pyjoynr.runtime.subscription_qos import (
-    OnChangeSubscriptionQos,
-    OnChangeWithKeepAliveSubscriptionQos,
-    PeriodicSubscriptionQos,
-    SubscriptionQos,
-    UnicastSubscriptionQos,
-    qos_from_wire,
 )
 from pyjoynr.runtime.telemetry import Telemetry
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Protocol, cast
 
+from pyjoynr.programming.providers import Provider
 from pyjoynr.runtime.errors import MethodInvocationError
 from pyjoynr.runtime.interface import MaxLength, errors, interface, joynr_datatypes, wire_name
-from pyjoynr.runtime.providers import Provider
 
 from . import types as _types
 
 if TYPE_CHECKING:
-    from pyjoynr.runtime.joynr_runtime import JoynrRuntime
+    from pyjoynr.programming.joynr_runtime import JoynrRuntime
 
 __all__ = [
     "GlobalCapabilitiesDirectory",
@@ -237,7 +237,7 @@ class GlobalCapabilitiesDirectoryProviderBase(Provider, interface=GlobalCapabili
 
 class GlobalCapabilitiesDirectoryProxy(Protocol):
     """A proxy of GlobalCapabilitiesDirectory, typed: what build_global_capabilities_directory_proxy
-    returns (methods take their arguments by position; see runtime.proxies for attributes and
+    returns (methods take their arguments by position; see programming.proxies for attributes and
     broadcasts).
     """
 

@@ -7,13 +7,13 @@ broadcasts into publications and multicasts:
 
 - a request or a one-way call runs the provider's method (an attribute's get and set are
   methods too) inside a task, as asyncio code expects (``asyncio.timeout``,
-  ``asyncio.current_task()``); calls share tasks through a :class:`~runtime.calls.CallRunner`
+  ``asyncio.current_task()``); calls share tasks through a :class:`~programming.calls.CallRunner`
   and never wait behind one another. A request is answered with the result or the error (a
   method with several out arguments, ``@outputs``, returns their tuple: the reply carries
   them in order); one-way calls are not answered;
 - inside a provider method, :func:`current_origin` tells where the call arrived from;
 - attribute subscriptions (on change, on change with keep-alive, periodic) and selective
-  broadcast subscriptions are kept by a :class:`~runtime.subscriptions.SubscriptionPublisher`
+  broadcast subscriptions are kept by a :class:`~programming.subscriptions.SubscriptionPublisher`
   (:attr:`ProviderSkeleton.publisher`; its module docstring has the rules); the provider's
   ``get_<name>`` calls of periodic and keep-alive publications and its broadcast filters run
   inside the call runner, as its methods do. When the skeleton closes (the provider is
@@ -45,7 +45,7 @@ Input from the network is hostile: a request with a body that does not decode, a
 method or parameters of the wrong types is answered with a MethodInvocation error; a provider
 method that raises something other than a JoynrError is answered with a ProviderRuntime error
 (an ApplicationError only if the method declares that error); a subscription request that
-does not decode is refused as runtime/subscriptions.py says; nothing raises out of
+does not decode is refused as programming/subscriptions.py says; nothing raises out of
 :meth:`ProviderSkeleton.receive`.
 """
 
@@ -58,6 +58,12 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
+from pyjoynr.programming.calls import Call, CallRunner
+from pyjoynr.programming.subscriptions import (
+    BroadcastFilter,
+    SubscriptionPublisher,
+    answer_subscription,
+)
 from pyjoynr.runtime.addresses import Address, InProcessAddress
 from pyjoynr.runtime.bodies import (
     BodyFormat,
@@ -67,7 +73,6 @@ from pyjoynr.runtime.bodies import (
     make_error_answer,
     schema_of,
 )
-from pyjoynr.runtime.calls import Call, CallRunner
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import (
     ApplicationError,
@@ -101,11 +106,6 @@ from pyjoynr.runtime.payloads import (
     answer_to,
 )
 from pyjoynr.runtime.rules import Refusal, admit_caller
-from pyjoynr.runtime.subscriptions import (
-    BroadcastFilter,
-    SubscriptionPublisher,
-    answer_subscription,
-)
 from pyjoynr.runtime.telemetry import Telemetry
 
 __all__ = ["Provider", "ProviderSkeleton", "current_deadline_ms", "current_origin",

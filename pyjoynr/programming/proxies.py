@@ -14,10 +14,10 @@ participant of one proxy (what runs behind its InProcessAddress).
   qos=None, filter_parameters=None, max_buffered=100)``;
 - the endpoint matches replies to calls and delivers publications and multicasts to the live
   subscriptions. Synchronous callbacks run at once; async ones run inside tasks of the
-  endpoint's :class:`~runtime.calls.CallRunner`, ended when the proxy is closed.
+  endpoint's :class:`~programming.calls.CallRunner`, ended when the proxy is closed.
 
-Subscriptions (:class:`~runtime.subscribers.Subscription`; QoS classes in
-runtime/subscription_qos.py):
+Subscriptions (:class:`~programming.subscribers.Subscription`; QoS classes in
+programming/subscription_qos.py):
 
 - an attribute's ``qos`` is an OnChangeSubscriptionQos (or its subclass
   OnChangeWithKeepAliveSubscriptionQos) or a PeriodicSubscriptionQos; None means
@@ -45,9 +45,9 @@ runtime/subscription_qos.py):
   already past when subscribing: SubscriptionError (from the provider, or from this proxy for a
   multicast);
 - ``await subscription.update(qos, filter_parameters=...)`` changes the terms under the same id
-  (see :meth:`~runtime.subscribers.Subscription.update`);
-- ``updates(...)`` returns an :class:`~runtime.updates.Updates`: the subscription as an async
-  iterator (see runtime/updates.py).
+  (see :meth:`~programming.subscribers.Subscription.update`);
+- ``updates(...)`` returns an :class:`~programming.updates.Updates`: the subscription as an async
+  iterator (see programming/updates.py).
 
 Bodies (runtime/bodies.py): a proxy writes its requests, subscription requests and stops in
 its :attr:`Proxy.body_format` (msgpack for a provider of this project, JSON for one of joynr's
@@ -81,10 +81,19 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Protocol, cast
 
+from pyjoynr.programming.calls import Call, CallRunner
+from pyjoynr.programming.subscribers import Subscription
+from pyjoynr.programming.subscription_qos import (
+    AttributeSubscriptionQos,
+    MulticastSubscriptionQos,
+    OnChangeSubscriptionQos,
+    PeriodicSubscriptionQos,
+    SubscriptionQos,
+)
+from pyjoynr.programming.updates import Updates
 from pyjoynr.runtime import joynr_json
 from pyjoynr.runtime.addresses import Address, InProcessAddress
 from pyjoynr.runtime.bodies import BodyFormat, decode_body, encode_body, format_of, schema_of
-from pyjoynr.runtime.calls import Call, CallRunner
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import (
     JoynrError,
@@ -123,16 +132,7 @@ from pyjoynr.runtime.payloads import (
     SubscriptionStop,
     decode_payload,
 )
-from pyjoynr.runtime.subscribers import Subscription
-from pyjoynr.runtime.subscription_qos import (
-    AttributeSubscriptionQos,
-    MulticastSubscriptionQos,
-    OnChangeSubscriptionQos,
-    PeriodicSubscriptionQos,
-    SubscriptionQos,
-)
 from pyjoynr.runtime.tasks import TaskSupervisor
-from pyjoynr.runtime.updates import Updates
 
 __all__ = ["AttributeHandle", "BroadcastHandle", "Proxy", "ProxyEndpoint", "ProxyHost"]
 
@@ -374,7 +374,7 @@ class AttributeHandle:
     def updates(self, qos: SubscriptionQos | None = None, *,
                 max_buffered: int = 100) -> Updates:
         """The attribute's publications as an async iterator of its values (subscribes when
-        first iterated or entered; see runtime/updates.py). TypeError for a ``qos`` that
+        first iterated or entered; see programming/updates.py). TypeError for a ``qos`` that
         :meth:`subscribe` refuses, at once."""
         checked = _attribute_qos(qos)
         proxy, name = self._proxy, self._name
@@ -409,7 +409,7 @@ class BroadcastHandle:
                 filter_parameters: Mapping[str, str] | None = None,
                 max_buffered: int = 100) -> Updates:
         """The broadcast's publications as an async iterator (subscribes when first iterated
-        or entered; see runtime/updates.py): the value itself for a broadcast with one output,
+        or entered; see programming/updates.py): the value itself for a broadcast with one output,
         the tuple of its values otherwise. What :meth:`subscribe` refuses is refused here, at
         once (TypeError, ValueError)."""
         proxy, name = self._proxy, self._name
@@ -514,7 +514,7 @@ def _broadcast_terms(broadcast: BroadcastDef, partitions: Sequence[str],
 
 
 class _Owner:
-    """What the subscriptions of a proxy call it for (runtime.subscribers.SubscriptionOwner):
+    """What the subscriptions of a proxy call it for (programming.subscribers.SubscriptionOwner):
     kept apart from the proxy, whose public names are the interface's."""
 
     __slots__ = ("_proxy",)

@@ -1,12 +1,12 @@
 """The discovery data types, as joynr declares them: generated from ``fidl/types.fidl`` into
-:mod:`runtime.generated.types` and re-exported here with what goes with them.
+:mod:`programming.generated.types` and re-exported here with what goes with them.
 
 Their joynr names are joynr's (``joynr.types.DiscoveryEntry``, ...), and so are their members'
 in joynr's JSON (``cacheMaxAge``, ``isLocal``, ...). Like joynr's generated types, every member
 has a default (0, ``""``, ``False``, an empty list, an enumeration's first enumerator), so a
 value missing a member (joynr's JavaScript runtime leaves ``publicKeyId`` out) is read with the
 default. ``GlobalDiscoveryEntry.address`` is a String holding the serialized address JSON, as
-joynr declares it (:func:`runtime.system_interfaces.address_to_json`).
+joynr declares it (:func:`programming.system_interfaces.address_to_json`).
 
 :class:`DiscoveryQos` is what applications give a proxy builder: joynr's DiscoveryQos with this
 project's defaults and its times also named with their unit.
@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Final
 
-from pyjoynr.runtime.errors import ApplicationError
-from pyjoynr.runtime.generated import types
-from pyjoynr.runtime.generated.types import (
+from pyjoynr.programming.generated import types
+from pyjoynr.programming.generated.types import (
     CustomParameter,
     DiscoveryEntry,
     DiscoveryEntryWithMetaInfo,
@@ -29,7 +28,8 @@ from pyjoynr.runtime.generated.types import (
     ProviderScope,
     Version,
 )
-from pyjoynr.runtime.generated.types import DiscoveryError as DiscoveryErrorCode
+from pyjoynr.programming.generated.types import DiscoveryError as DiscoveryErrorCode
+from pyjoynr.runtime.errors import ApplicationError
 from pyjoynr.runtime.interface import joynr_name
 
 __all__ = [

@@ -20,7 +20,7 @@ joynr's JSON to any other. Providers read both and answer in the format of the r
 
 joynr's dialect (``joynr_dialect``, a libjoynr runtime's setting for a cluster controller of
 joynr's): proxies put the reply-to address only on their requests to providers that are not
-local and make broadcast subscriptions with the multicast receiver alone (runtime/proxies.py),
+local and make broadcast subscriptions with the multicast receiver alone (programming/proxies.py),
 and a proxy's next hop is globally visible when its provider is not local, as joynr's
 JavaScript runtime registers it.
 """
@@ -34,12 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pyjoynr.runtime.addresses import (
-    Address,
-)
-from pyjoynr.runtime.bodies import BodyFormat, proxy_body_format, with_body_parameter
-from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.discovery_types import (
+from pyjoynr.programming.body_format import proxy_body_format, with_body_parameter
+from pyjoynr.programming.discovery_types import (
     DEFAULT_PROVIDER_EXPIRY_MS,
     DiscoveryEntry,
     DiscoveryEntryWithMetaInfo,
@@ -49,13 +45,18 @@ from pyjoynr.runtime.discovery_types import (
     Version,
     local_provider_qos,
 )
+from pyjoynr.programming.generated import types
+from pyjoynr.programming.providers import Provider, ProviderSkeleton
+from pyjoynr.programming.proxies import Proxy, ProxyEndpoint
+from pyjoynr.runtime.addresses import (
+    Address,
+)
+from pyjoynr.runtime.bodies import BodyFormat
+from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import ApplicationError, DiscoveryError, JoynrError
-from pyjoynr.runtime.generated import types
 from pyjoynr.runtime.interface import InterfaceDef, interface_def
 from pyjoynr.runtime.logs import get_logger
 from pyjoynr.runtime.messages import Message
-from pyjoynr.runtime.providers import Provider, ProviderSkeleton
-from pyjoynr.runtime.proxies import Proxy, ProxyEndpoint
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.telemetry import Telemetry
 
@@ -180,7 +181,7 @@ class JoynrRuntime:
         """Register ``provider`` in ``domain``; returns its participantId.
 
         Without ``qos`` it is registered at its cluster controller only, offering on-change
-        subscriptions (:func:`~runtime.discovery_types.local_provider_qos`). A ProviderQos
+        subscriptions (:func:`~programming.discovery_types.local_provider_qos`). A ProviderQos
         made without arguments has joynr's defaults (GLOBAL, no on-change subscriptions).
         With ``qos.scope`` GLOBAL the cluster controller also registers it with the GCD, in
         ``gbids`` (default: all its backends); ``await_global_registration`` waits for that

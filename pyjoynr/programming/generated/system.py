@@ -14,6 +14,8 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Protocol, cast
 
+from pyjoynr.programming.providers import Provider
+from pyjoynr.programming.proxies import AttributeHandle
 from pyjoynr.runtime.errors import MethodInvocationError
 from pyjoynr.runtime.interface import (
     Int32,
@@ -25,13 +27,11 @@ from pyjoynr.runtime.interface import (
     joynr_name,
     wire_name,
 )
-from pyjoynr.runtime.providers import Provider
-from pyjoynr.runtime.proxies import AttributeHandle
 
 from . import types as _types
 
 if TYPE_CHECKING:
-    from pyjoynr.runtime.joynr_runtime import JoynrRuntime
+    from pyjoynr.programming.joynr_runtime import JoynrRuntime
 
 __all__ = [
     "Address",
@@ -306,7 +306,7 @@ class DiscoveryProviderBase(Provider, interface=Discovery):
 
 class DiscoveryProxy(Protocol):
     """A proxy of Discovery, typed: what build_discovery_proxy returns (methods take their arguments
-    by position; see runtime.proxies for attributes and broadcasts).
+    by position; see programming.proxies for attributes and broadcasts).
     """
 
     participant_id: str
@@ -608,7 +608,7 @@ class RoutingProviderBase(Provider, interface=Routing):
 
 class RoutingProxy(Protocol):
     """A proxy of Routing, typed: what build_routing_proxy returns (methods take their arguments by
-    position; see runtime.proxies for attributes and broadcasts).
+    position; see programming.proxies for attributes and broadcasts).
     """
 
     participant_id: str

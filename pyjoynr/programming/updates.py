@@ -1,7 +1,7 @@
 """A subscription as an async iterator: :class:`Updates`.
 
 ``proxy.attr.updates(qos)`` and ``proxy.bc.updates(partitions, qos=..., filter_parameters=...)``
-(runtime/proxies.py) return one::
+(programming/proxies.py) return one::
 
     async for station in proxy.current_station.updates(OnChangeSubscriptionQos()):
         ...                                   # each published value, in order
@@ -53,9 +53,9 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from types import AsyncGeneratorType, TracebackType
 from typing import Any, Final, cast
 
+from pyjoynr.programming.subscribers import Subscription
 from pyjoynr.runtime.errors import JoynrError
 from pyjoynr.runtime.logs import get_logger
-from pyjoynr.runtime.subscribers import Subscription
 
 __all__ = ["Updates"]
 

@@ -3,7 +3,7 @@ participantIds, and the conversions between joynr's address structs and this pro
 addresses.
 
 The interfaces are generated from ``fidl/system/Routing.fidl`` and ``fidl/system/Discovery.fidl``
-into :mod:`runtime.generated.system` and re-exported here:
+into :mod:`programming.generated.system` and re-exported here:
 
 - ``system/Routing`` version 0.1: the readonly String attributes ``globalAddress`` and
   ``replyToAddress`` (the serialized address JSON, ``_typeName`` first; ``""`` while the
@@ -31,9 +31,9 @@ import functools
 import json
 from typing import Any, Final
 
+from pyjoynr.programming.generated import system
+from pyjoynr.programming.generated.system import Discovery, Routing
 from pyjoynr.runtime.addresses import Address, AddressError, address_from_dict
-from pyjoynr.runtime.generated import system
-from pyjoynr.runtime.generated.system import Discovery, Routing
 from pyjoynr.runtime.interface import joynr_member_names, joynr_type_name
 from pyjoynr.runtime.joynr_json import compact_json
 

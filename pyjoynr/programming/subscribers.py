@@ -2,8 +2,8 @@
 
 :class:`Subscription` is one live subscription of a proxy: to an attribute, to a selective
 broadcast (unicast publications the provider's filters let through) or to a non-selective
-broadcast (a multicast). The proxy (runtime/proxies.py) makes it, confirms it and delivers its
-publications; the provider side is runtime/subscriptions.py.
+broadcast (a multicast). The proxy (programming/proxies.py) makes it, confirms it and delivers its
+publications; the provider side is programming/subscriptions.py.
 
 Besides delivering, a subscription keeps two loop timers (``call_later``; no task):
 
@@ -29,9 +29,9 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from pyjoynr.programming.subscription_qos import MulticastSubscriptionQos, SubscriptionQos
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import JoynrError, SubscriptionError
-from pyjoynr.runtime.subscription_qos import MulticastSubscriptionQos, SubscriptionQos
 
 __all__ = ["Subscription", "SubscriptionOwner"]
 
