@@ -7,8 +7,9 @@ the wrong type are errors that name the culprit (a typo must not be silently ign
 variable, a list is one TOML value (``'["a", "b"]'``), never a comma-separated text. Every
 number is checked against its range here (``__post_init__``), wherever it came from.
 
-Relative paths in the settings (``[inputs]``) are relative to the repository (where the other
-programs resolve theirs); the command line resolves its own against the caller's directory.
+Relative paths in the settings (``[inputs]``) are relative to the working directory
+(``bin/pipeline`` runs in the checkout); the command line resolves its own against the
+caller's directory.
 """
 
 from __future__ import annotations
