@@ -28,7 +28,7 @@ from pyjoynr.runtime.providers import Provider
 from pyjoynr.runtime.proxies import AttributeHandle, BroadcastHandle
 
 if TYPE_CHECKING:
-    from pyjoynr.runtime.joynr_runtime import JoynrRuntime
+    from pyjoynr.runtime.proxies import ProxyBuilder
 
 __all__ = [
     "Country",
@@ -174,7 +174,7 @@ class RadioProxy(Protocol):
 
 
 async def build_radio_proxy(
-    runtime: JoynrRuntime,
+    runtime: ProxyBuilder,
     domain: str | list[str],
     **options: Any,
 ) -> RadioProxy:

@@ -14,7 +14,7 @@ from pyjoynr.runtime.providers import Provider
 from . import types as _types
 
 if TYPE_CHECKING:
-    from pyjoynr.runtime.joynr_runtime import JoynrRuntime
+    from pyjoynr.runtime.proxies import ProxyBuilder
 
 __all__ = [
     "GlobalCapabilitiesDirectory",
@@ -325,7 +325,7 @@ class GlobalCapabilitiesDirectoryProxy(Protocol):
 
 
 async def build_global_capabilities_directory_proxy(
-    runtime: JoynrRuntime,
+    runtime: ProxyBuilder,
     domain: str | list[str],
     **options: Any,
 ) -> GlobalCapabilitiesDirectoryProxy:

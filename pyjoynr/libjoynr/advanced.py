@@ -1,0 +1,73 @@
+"""The advanced part of the libjoynr API: what an application rarely needs.
+
+:mod:`pyjoynr.libjoynr` (``from pyjoynr import ...``) has what an application uses to declare,
+provide, connect, call, subscribe and catch errors. This module has the rest, for tuning, for
+tools and tests, and for joynr's less common features (docs/api.md documents every name):
+
+- the errors that :class:`~pyjoynr.JoynrError` covers, for an application that tells them
+  apart: :class:`ProviderRuntimeError`, :class:`MethodInvocationError`,
+  :class:`MessageNotSentError`, :class:`PublicationMissedError`, :class:`SubscriptionError`;
+- the subscription QoS variants (a subscription without one is on change) and the handles a
+  subscription gives: :class:`Subscription`, :class:`Updates`;
+- discovery beyond the default: :class:`Arbitration`, a provider's :class:`CustomParameter`;
+- settings inside :class:`~pyjoynr.LibjoynrConfig`: :class:`RouterSettings` (queue limits,
+  retries), :class:`WebSocketClientSettings` (frames, keep-alive, reconnect, TLS trust);
+- wire hooks: :func:`wire_name` (a member's name on the wire), :func:`wire_form_of` (a
+  provider method's twin that answers in the wire form), :func:`current_origin` (who sent the
+  call a provider method runs for);
+- the runtime's machinery: :class:`LibjoynrCore`, which a
+  :class:`~pyjoynr.LibjoynrRuntime` holds as ``runtime.core`` (router, transport, system
+  proxies, provider calls still running), a :class:`JoynrRuntime` as the cluster controller's
+  and the GCD's own runtimes are.
+
+Times are milliseconds in the application API; the two settings classes still take their
+intervals in seconds (``*_s`` fields), as the programs' configuration files do.
+"""
+
+from pyjoynr.libjoynr.runtime import LibjoynrCore
+from pyjoynr.runtime.discovery_types import CustomParameter
+from pyjoynr.runtime.errors import (
+    MessageNotSentError,
+    MethodInvocationError,
+    ProviderRuntimeError,
+    PublicationMissedError,
+    SubscriptionError,
+)
+from pyjoynr.runtime.interface import wire_name
+from pyjoynr.runtime.joynr_runtime import Arbitration, JoynrRuntime
+from pyjoynr.runtime.providers import current_origin, wire_form_of
+from pyjoynr.runtime.router import RouterSettings
+from pyjoynr.runtime.subscribers import Subscription
+from pyjoynr.runtime.subscription_qos import (
+    AttributeSubscriptionQos,
+    MulticastSubscriptionQos,
+    OnChangeSubscriptionQos,
+    OnChangeWithKeepAliveSubscriptionQos,
+    PeriodicSubscriptionQos,
+)
+from pyjoynr.runtime.updates import Updates
+from pyjoynr.transports.websocket.settings import WebSocketClientSettings
+
+__all__ = [
+    "Arbitration",
+    "AttributeSubscriptionQos",
+    "CustomParameter",
+    "JoynrRuntime",
+    "LibjoynrCore",
+    "MessageNotSentError",
+    "MethodInvocationError",
+    "MulticastSubscriptionQos",
+    "OnChangeSubscriptionQos",
+    "OnChangeWithKeepAliveSubscriptionQos",
+    "PeriodicSubscriptionQos",
+    "ProviderRuntimeError",
+    "PublicationMissedError",
+    "RouterSettings",
+    "Subscription",
+    "SubscriptionError",
+    "Updates",
+    "WebSocketClientSettings",
+    "current_origin",
+    "wire_form_of",
+    "wire_name",
+]
