@@ -7,6 +7,7 @@ keywords in seconds still work, with a DeprecationWarning naming the one in mill
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import warnings
@@ -124,3 +125,28 @@ def test_mypy_sees_the_api_through_the_root(tmp_path: Path) -> None:
          str(tmp_path / "cache"), str(app)],
         capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _documented(section: str) -> list[str]:
+    """The names docs/api.md lists (``- `name`: ...``) under the heading that starts with
+    ``section``, up to the next one."""
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    parts = re.split(r"^## ", text, flags=re.MULTILINE)
+    (body,) = [p for p in parts if p.startswith(section)]
+    return re.findall(r"^- `(\w+)`:", body, flags=re.MULTILINE)
+
+
+def _python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.DOTALL)
+
+
+def test_the_api_page_documents_exactly_the_exported_names() -> None:
+    top = _documented("The application API")
+    rest = _documented("What an application rarely needs")
+    assert sorted(top) == sorted(pyjoynr.libjoynr.__all__) and len(top) == len(set(top))
+    assert sorted(rest) == sorted(advanced.__all__) and len(rest) == len(set(rest))
+
+
+def test_the_api_page_has_the_readme_example() -> None:
+    (example,) = _python_blocks(ROOT / "README.md")[:1]
+    assert example in _python_blocks(ROOT / "docs" / "api.md")
