@@ -18,6 +18,7 @@ import pytest
 import pyjoynr
 import pyjoynr.libjoynr
 from pyjoynr.libjoynr import LibjoynrConfig, LibjoynrRuntime, advanced, connect
+from tests.support.docs import python_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -136,10 +137,6 @@ def _documented(section: str) -> list[str]:
     return re.findall(r"^- `(\w+)`:", body, flags=re.MULTILINE)
 
 
-def _python_blocks(path: Path) -> list[str]:
-    return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.DOTALL)
-
-
 def test_the_api_page_documents_exactly_the_exported_names() -> None:
     top = _documented("The application API")
     rest = _documented("What an application rarely needs")
@@ -148,5 +145,5 @@ def test_the_api_page_documents_exactly_the_exported_names() -> None:
 
 
 def test_the_api_page_has_the_readme_example() -> None:
-    (example,) = _python_blocks(ROOT / "README.md")[:1]
-    assert example in _python_blocks(ROOT / "docs" / "api.md")
+    (example,) = python_blocks(ROOT / "README.md")[:1]
+    assert example in python_blocks(ROOT / "docs" / "api.md")
