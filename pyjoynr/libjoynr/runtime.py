@@ -13,6 +13,11 @@ websocket connection, the router's timers).
     ...
     await runtime.close()
 
+A :class:`LibjoynrRuntime` offers what an application calls (register and unregister
+providers, build proxies, close); it runs on :class:`LibjoynrCore`, its ``core``: the
+JoynrRuntime with the websocket transport, the router's timers and the system proxies, for
+tools, tests and measurements (``runtime.core.stop()`` disconnects without unregistering).
+
 On every connection (the first and each reconnect) the runtime first makes its system proxies
 routable at the cluster controller and reads the cluster controller's reply-to address, then
 (after a reconnect) registers its participants, multicast receivers and providers again: a
