@@ -70,8 +70,8 @@ async def test_wss_when_a_certificate_is_configured(tmp_path, certificate):
 async def test_a_dead_connection_is_detected_and_its_id_can_be_taken_over(tmp_path):
     config = cc_config(tmp_path, websocket__ping_interval_s=0.1, websocket__ping_timeout_s=0.2)
     async with ClusterController(config) as cc:
-        fast = WebSocketClientSettings(ping_interval_s=0.1, ping_timeout_s=0.2,
-                                       reconnect_initial_s=10, reconnect_max_s=10)
+        fast = WebSocketClientSettings(ping_interval_ms=100, ping_timeout_ms=200,
+                                       reconnect_initial_ms=10_000, reconnect_max_ms=10_000)
         victim = await connect(cc.websocket_address, config=LibjoynrConfig(websocket=fast))
         try:
             pid = await victim.register_provider("d", RadioProvider())
@@ -97,8 +97,8 @@ async def test_a_dead_connection_is_detected_and_its_id_can_be_taken_over(tmp_pa
 async def test_two_claimants_of_a_dead_id_one_wins(tmp_path):
     config = cc_config(tmp_path, websocket__ping_interval_s=5, websocket__ping_timeout_s=0.3)
     async with ClusterController(config) as cc:
-        quiet = WebSocketClientSettings(ping_interval_s=5, ping_timeout_s=5,
-                                        reconnect_initial_s=10, reconnect_max_s=10)
+        quiet = WebSocketClientSettings(ping_interval_ms=5_000, ping_timeout_ms=5_000,
+                                        reconnect_initial_ms=10_000, reconnect_max_ms=10_000)
         victim = await connect(cc.websocket_address, config=LibjoynrConfig(websocket=quiet))
         outbox = victim.core.transport._outbox
         assert outbox is not None

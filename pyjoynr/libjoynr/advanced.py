@@ -20,8 +20,9 @@ tools and tests, and for joynr's less common features (docs/api.md documents eve
   proxies, provider calls still running), a :class:`JoynrRuntime` as the cluster controller's
   and the GCD's own runtimes are.
 
-Times are milliseconds in the application API; the two settings classes still take their
-intervals in seconds (``*_s`` fields), as the programs' configuration files do.
+Times are milliseconds, as in the application API, with one exception: RouterSettings, which
+the cluster controller reads from its configuration file too, keeps three intervals in seconds
+(``sweep_interval_s``, ``retry_initial_s``, ``retry_max_s``) as that file names them.
 """
 
 from pyjoynr.libjoynr.runtime import LibjoynrCore

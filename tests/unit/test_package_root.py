@@ -52,7 +52,7 @@ def test_a_moved_name_resolves_with_a_warning_naming_its_new_place(module: objec
 
 def test_from_import_of_a_moved_name_warns_too() -> None:
     with pytest.warns(DeprecationWarning, match="pyjoynr.RouterSettings has moved"):
-        from pyjoynr import RouterSettings  # type: ignore[attr-defined]  # noqa: PLC0415
+        from pyjoynr import RouterSettings  # noqa: PLC0415
     assert RouterSettings is advanced.RouterSettings
 
 
@@ -77,7 +77,7 @@ def test_importing_the_root_imports_nothing_else() -> None:
 def test_star_import_gives_the_api() -> None:
     names: dict[str, object] = {}
     exec("from pyjoynr import *", names)
-    assert sorted(n for n in names if n != "__builtins__") == sorted(pyjoynr.__all__)
+    assert sorted(n for n in names if n != "__builtins__") == sorted(pyjoynr.libjoynr.__all__)
 
 
 def test_the_runtime_offers_the_applications_methods_and_its_machinery_as_core() -> None:
@@ -115,7 +115,7 @@ def test_mypy_sees_the_api_through_the_root(tmp_path: Path) -> None:
     and the machinery's types behind ``core``."""
     app = tmp_path / "app.py"
     app.write_text(
-        "from pyjoynr import " + ", ".join(pyjoynr.__all__) + "\n"
+        "from pyjoynr import " + ", ".join(pyjoynr.libjoynr.__all__) + "\n"
         "from pyjoynr.libjoynr.advanced import RouterSettings\n\n\n"
         "async def main() -> None:\n"
         "    runtime: LibjoynrRuntime = await connect('ws://127.0.0.1:4242/', timeout_ms=5)\n"
@@ -147,3 +147,14 @@ def test_the_api_page_documents_exactly_the_exported_names() -> None:
 def test_the_api_page_has_the_readme_example() -> None:
     (example,) = python_blocks(ROOT / "README.md")[:1]
     assert example in python_blocks(ROOT / "docs" / "api.md")
+
+
+def test_the_websocket_client_settings_are_in_milliseconds() -> None:
+    settings = advanced.WebSocketClientSettings()
+    assert (settings.ping_interval_ms, settings.ping_timeout_ms, settings.open_timeout_ms,
+            settings.reconnect_initial_ms, settings.reconnect_max_ms) == (
+        20_000, 20_000, 10_000, 50, 5_000)
+    with pytest.raises(ValueError, match="ping_timeout_ms must be > 0"):
+        advanced.WebSocketClientSettings(ping_timeout_ms=0)
+    with pytest.raises(ValueError, match="need 0 < reconnect_initial_ms <= reconnect_max_ms"):
+        advanced.WebSocketClientSettings(reconnect_initial_ms=6_000)
