@@ -352,10 +352,10 @@ class ProjectSetup:
         found = {
             "cc.router": self.cc.telemetry.counters,
             "cc.websocket": self.cc.websocket.counters,
-            "a.router": self.a.telemetry.counters,
-            "a.transport": self.a.transport.counters,
-            "b.router": self.b.telemetry.counters,
-            "b.transport": self.b.transport.counters,
+            "a.router": self.a.core.telemetry.counters,
+            "a.transport": self.a.core.transport.counters,
+            "b.router": self.b.core.telemetry.counters,
+            "b.transport": self.b.core.transport.counters,
         }
         return {name: dict(c) for name, c in found.items() if c}
 
@@ -369,7 +369,7 @@ class ProjectSetup:
         return total
 
     def queued(self) -> int:
-        return self.cc.router.queued() + self.a.router.queued() + self.b.router.queued()
+        return self.cc.router.queued() + self.a.core.router.queued() + self.b.core.router.queued()
 
     def audit_stats(self) -> dict[str, int]:
         """The audit log counters of the CC(s) (summed), empty when the audit log is off."""
@@ -389,7 +389,7 @@ class ProjectSetup:
             type=message_type, sender=proxy.participant_id,
             recipient=proxy.provider_participant_id, expiry_date_ms=now_ms() + self.ttl_ms,
             body=body,
-            reply_to=None if message_type is MessageType.ONE_WAY else self.a.reply_to_address,
+            reply_to=None if message_type is MessageType.ONE_WAY else self.a.core.reply_to_address,
         ))
 
     def one_way_frame(self, data: str) -> bytes:
@@ -521,13 +521,13 @@ class MqttProjectSetup(ProjectSetup):
             found[f"{name}.websocket"] = cc.websocket.counters
             found[f"{name}.mqtt"] = cc.mqtt.counters if cc.mqtt is not None else {}
         for name, rt in (("a", self.a), ("b", self.b)):
-            found[f"{name}.router"] = rt.telemetry.counters
-            found[f"{name}.transport"] = rt.transport.counters
+            found[f"{name}.router"] = rt.core.telemetry.counters
+            found[f"{name}.transport"] = rt.core.transport.counters
         return {name: dict(c) for name, c in found.items() if c}
 
     def queued(self) -> int:
         """Messages waiting in a router or for an MQTT backend (queued or unacknowledged)."""
-        total = sum(x.router.queued() for x in (self.cc1, self.cc2, self.a, self.b))
+        total = sum(x.router.queued() for x in (self.cc1, self.cc2, self.a.core, self.b.core))
         return total + sum(cc.mqtt.pending() for cc in (self.cc1, self.cc2)
                            if cc.mqtt is not None)
 

@@ -50,7 +50,7 @@ async def held(count: int, make: Callable[[int], Awaitable[object]]) -> float:
 
 async def measure(cc: ClusterController, rt: LibjoynrRuntime, count: int) -> dict[str, float]:
     """Bytes each kind of registration stays allocated for (see the module docstring)."""
-    remote = rt.remote
+    remote = rt.core.remote
     provider = await rt.register_provider("bench", RadioProvider())
     subscriber = str(uuid.uuid4())
     await remote.add_next_hop(subscriber, False)

@@ -164,7 +164,7 @@ async def look_up_every_second(rt: LibjoynrRuntime, cc: ClusterController, found
         started = time.perf_counter()
         try:
             async with asyncio.timeout(LOOKUP_TIMEOUT_S + 1):
-                await rt.system.discovery_lookup([DOMAIN], name, qos, (),
+                await rt.core.system.discovery_lookup([DOMAIN], name, qos, (),
                                                  int(LOOKUP_TIMEOUT_S * 1000))
             if cc.discovery.gcd_calls["lookup"] == gcd_calls:
                 raise RuntimeError("answered without asking the GCD")

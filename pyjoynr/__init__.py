@@ -1,13 +1,16 @@
 """pyjoynr: a Python implementation of joynr.
 
 An application needs one import: the libjoynr API is here (re-exported from
-:mod:`pyjoynr.libjoynr`, imported when first used)::
+:mod:`pyjoynr.libjoynr`, imported when first used; docs/api.md documents it)::
 
     from pyjoynr import Provider, attribute, connect, interface
 
+What an application rarely needs is in :mod:`pyjoynr.libjoynr.advanced`.
+
 The programs and the parts they are made of are subpackages:
 
-- :mod:`pyjoynr.libjoynr`: an application's runtime, connected to its cluster controller;
+- :mod:`pyjoynr.libjoynr`: an application's runtime, connected to its cluster controller
+  (:mod:`pyjoynr.libjoynr.advanced`: the rest of its API);
 - :mod:`pyjoynr.cluster_controller`: the cluster controller program
   (``pyjoynr-cluster-controller``);
 - :mod:`pyjoynr.gcd`: the Global Capabilities Directory program (``pyjoynr-gcd``);
@@ -26,88 +29,16 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyjoynr.libjoynr import (
-        ApplicationError,
-        Arbitration,
-        AttributeSubscriptionQos,
-        CustomParameter,
-        DiscoveryError,
-        DiscoveryQos,
-        DiscoveryScope,
-        JoynrError,
-        JoynrTimeoutError,
-        LibjoynrConfig,
-        LibjoynrRuntime,
-        MessageNotSentError,
-        MethodInvocationError,
-        MulticastSubscriptionQos,
-        OnChangeSubscriptionQos,
-        OnChangeWithKeepAliveSubscriptionQos,
-        PeriodicSubscriptionQos,
-        Provider,
-        ProviderQos,
-        ProviderRuntimeError,
-        ProviderScope,
-        Proxy,
-        PublicationMissedError,
-        RouterSettings,
-        Subscription,
-        SubscriptionError,
-        Updates,
-        WebSocketClientSettings,
-        attribute,
-        broadcast,
-        connect,
-        current_origin,
-        errors,
-        interface,
-        one_way,
-        wire_form_of,
-        wire_name,
-    )
-
-__all__ = [
-    "ApplicationError",
-    "Arbitration",
-    "AttributeSubscriptionQos",
-    "CustomParameter",
-    "DiscoveryError",
-    "DiscoveryQos",
-    "DiscoveryScope",
-    "JoynrError",
-    "JoynrTimeoutError",
-    "LibjoynrConfig",
-    "LibjoynrRuntime",
-    "MessageNotSentError",
-    "MethodInvocationError",
-    "MulticastSubscriptionQos",
-    "OnChangeSubscriptionQos",
-    "OnChangeWithKeepAliveSubscriptionQos",
-    "PeriodicSubscriptionQos",
-    "Provider",
-    "ProviderQos",
-    "ProviderRuntimeError",
-    "ProviderScope",
-    "Proxy",
-    "PublicationMissedError",
-    "RouterSettings",
-    "Subscription",
-    "SubscriptionError",
-    "Updates",
-    "WebSocketClientSettings",
-    "attribute",
-    "broadcast",
-    "connect",
-    "current_origin",
-    "errors",
-    "interface",
-    "one_way",
-    "wire_form_of",
-    "wire_name",
-]
+    # mypy reads the names from libjoynr's __all__, the one list of them
+    from pyjoynr.libjoynr import *  # noqa: F403
 
 
 def __getattr__(name: str) -> object:
-    if name not in __all__:
+    """libjoynr's names (and ``__all__``, its list of them), imported when first used; a name
+    that moved to pyjoynr.libjoynr.advanced resolves with a DeprecationWarning."""
+    if name.startswith("__") and name != "__all__":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module("pyjoynr.libjoynr"), name)
+    api = importlib.import_module("pyjoynr.libjoynr")
+    if name == "__all__" or name in api.__all__:
+        return getattr(api, name)
+    return api.moved(__name__, name, stacklevel=2)

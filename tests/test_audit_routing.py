@@ -63,9 +63,9 @@ async def test_websocket_routing_decisions_are_recorded_exactly(tmp_path: Path) 
         cc = await stack.enter_async_context(ClusterController(cc_config(
             tmp_path, audit__enabled="true", audit__dir=str(audit_dir))))
         url = cc.websocket_address.url
-        provider_rt = await joynr_connect(url, timeout_s=WAIT_S)
+        provider_rt = await joynr_connect(url, timeout_ms=int(WAIT_S * 1000))
         stack.push_async_callback(provider_rt.close)
-        consumer_rt = await joynr_connect(url, timeout_s=WAIT_S)
+        consumer_rt = await joynr_connect(url, timeout_ms=int(WAIT_S * 1000))
         stack.push_async_callback(consumer_rt.close)
         provider = RadioProvider()
         provider_pid = await provider_rt.register_provider("audit.test", provider)
@@ -82,7 +82,7 @@ async def test_websocket_routing_decisions_are_recorded_exactly(tmp_path: Path) 
         late_size = await raw.send(late)
         await eventually(lambda: cc.router.queued(late_pid) == 1, WAIT_S, "queued")
         await asyncio.sleep(0.3)
-        late_rt = await joynr_connect(url, timeout_s=WAIT_S)
+        late_rt = await joynr_connect(url, timeout_ms=int(WAIT_S * 1000))
         stack.push_async_callback(late_rt.close)
         late_provider = RadioProvider()
         await late_rt.register_provider("audit.test.late", late_provider,
@@ -272,7 +272,7 @@ async def test_mqtt_routing_decisions_are_recorded_on_both_cluster_controllers(
 async def test_the_audit_log_is_off_by_default(tmp_path: Path) -> None:
     async with ClusterController(cc_config(tmp_path)) as cc:
         assert cc.audit is None
-        rt = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
+        rt = await joynr_connect(cc.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
         provider = RadioProvider()
         await rt.register_provider("off.test", provider)
         proxy = await rt.build_proxy(Radio, "off.test")
@@ -292,7 +292,7 @@ async def test_an_embedded_gcd_writes_its_own_audit_log(stack: AsyncExitStack,
             tmp_path, cluster_controller__id="cc-gcd-audit",
             mqtt__backends=f'{{{GBID} = "{broker.url}"}}', embedded_gcd__enabled="true",
             audit__enabled="true", audit__dir=str(audit_dir))) as cc:
-        rt = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
+        rt = await joynr_connect(cc.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
         await rt.register_provider("pyjoynr.gcd.audit", RadioProvider(),
                                    qos=ProviderQos(scope=ProviderScope.GLOBAL),
                                    await_global_registration=True)

@@ -19,14 +19,16 @@ from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.libjoynr import (
     ApplicationError,
     LibjoynrRuntime,
-    MessageNotSentError,
-    MethodInvocationError,
     Provider,
     ProviderQos,
-    ProviderRuntimeError,
     attribute,
     broadcast,
     interface,
+)
+from pyjoynr.libjoynr.advanced import (
+    MessageNotSentError,
+    MethodInvocationError,
+    ProviderRuntimeError,
 )
 from pyjoynr.programming.discovery_types import CustomParameter
 from pyjoynr.programming.proxies import Proxy
@@ -172,7 +174,7 @@ async def test_broadcasts_reach_json_and_msgpack_proxies(pair: Pair, runtimes) -
 async def test_msgpack_multicasts_when_the_runtime_says_so(cc, runtimes) -> None:
     wire = Wire(cc)
     provider_rt, consumer_rt = await runtimes(), await runtimes()
-    provider_rt.multicast_body = MSGPACK
+    provider_rt.core.multicast_body = MSGPACK
     provider = RadioProvider()
     pid = await provider_rt.register_provider("fleet", provider)
     proxy = await consumer_rt.build_proxy(Radio, "fleet")

@@ -16,14 +16,8 @@ from typing import Any
 import pytest
 
 from pyjoynr.cluster_controller.controller import ClusterController
-from pyjoynr.libjoynr import (
-    LibjoynrConfig,
-    LibjoynrRuntime,
-    ProviderQos,
-    ProviderRuntimeError,
-    ProviderScope,
-    connect,
-)
+from pyjoynr.libjoynr import LibjoynrConfig, LibjoynrRuntime, ProviderQos, ProviderScope, connect
+from pyjoynr.libjoynr.advanced import ProviderRuntimeError
 from pyjoynr.runtime.bodies import BodyFormat, decode_body, encode_body
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.messages import Message, MessageType
@@ -63,7 +57,7 @@ async def start_rt(stack: AsyncExitStack, cc: ClusterController, dialect: str,
     connect again as it)."""
     config = (LibjoynrConfig(dialect=dialect) if settings is None
               else LibjoynrConfig(websocket=settings))
-    rt = await connect(cc.websocket_address, config=config, timeout_s=WAIT_S,
+    rt = await connect(cc.websocket_address, config=config, timeout_ms=int(WAIT_S * 1000),
                        client_id=client_id)
     stack.push_async_callback(rt.close)
     return rt
@@ -97,26 +91,26 @@ async def test_routes_past_the_bound_are_refused_and_counted(
     rt = await start_rt(stack, cc, dialect)
     mine = [f"{rt.client_id}-p{i}" for i in range(10 - START_ROUTES)]
     for pid in mine:
-        await rt.remote.add_next_hop(pid, False)
+        await rt.core.remote.add_next_hop(pid, False)
     with pytest.raises(ProviderRuntimeError, match=r"holds 10 routes .*"
                        r"max_routes_per_connection\) is 10"):
-        await rt.remote.add_next_hop(f"{rt.client_id}-one-too-many", False)
+        await rt.core.remote.add_next_hop(f"{rt.client_id}-one-too-many", False)
     assert not cc.router.has_route(f"{rt.client_id}-one-too-many")
     assert all(cc.router.has_route(pid) for pid in mine)  # what it holds stays
-    await rt.remote.add_next_hop(mine[0], False)  # holding one again is no new one
+    await rt.core.remote.add_next_hop(mine[0], False)  # holding one again is no new one
     assert await refusals(cc, "bound-routes-per-connection") == 1
     # removing one makes room
-    await rt.remote.remove_next_hop(mine[0])
-    await rt.remote.add_next_hop(f"{rt.client_id}-instead", False)
+    await rt.core.remote.remove_next_hop(mine[0])
+    await rt.core.remote.add_next_hop(f"{rt.client_id}-instead", False)
     # another connection is not affected
     other = await start_rt(stack, cc, dialect)
     for i in range(10 - START_ROUTES):
-        await other.remote.add_next_hop(f"{other.client_id}-p{i}", False)
+        await other.core.remote.add_next_hop(f"{other.client_id}-p{i}", False)
     # after the connection ends, a new one registers again
     await gone(cc, rt)
     again = await start_rt(stack, cc, dialect, client_id=rt.client_id)
     for i in range(10 - START_ROUTES):
-        await again.remote.add_next_hop(f"{again.client_id}-p{i}", False)
+        await again.core.remote.add_next_hop(f"{again.client_id}-p{i}", False)
     assert await refusals(cc, "bound-routes-per-connection") == 1
 
 
@@ -138,7 +132,7 @@ async def test_providers_past_the_bound_are_refused_and_counted(
     assert await proxy.current_station.get() == "FM4"
     # registering one of its own again is no new provider; removing one makes room
     (first,) = [e for e in cc.discovery.entries() if e.participant_id == registered[0]]
-    await rt.remote.discovery.add(first)
+    await rt.core.remote.discovery.add(first)
     await rt.unregister_provider(registered[0])
     await rt.register_provider("d3", RadioProvider())
     # another connection is not affected
@@ -205,28 +199,28 @@ async def test_multicast_receivers_past_the_bound_are_refused_and_counted(
 
     rt = await start_rt(stack, cc, dialect)
     subscriber = f"{rt.client_id}-subscriber"
-    await rt.remote.add_next_hop(subscriber, False)
+    await rt.core.remote.add_next_hop(subscriber, False)
     for i in range(3):
-        await rt.remote.add_multicast_receiver(pattern(i), subscriber, provider)
+        await rt.core.remote.add_multicast_receiver(pattern(i), subscriber, provider)
     with pytest.raises(ProviderRuntimeError, match=r"holds 3 multicast receivers, .*"
                        r"max_multicast_receivers_per_connection\) is 3"):
-        await rt.remote.add_multicast_receiver(pattern(3), subscriber, provider)
+        await rt.core.remote.add_multicast_receiver(pattern(3), subscriber, provider)
     receivers = cc.router.multicast_receivers.patterns()
     assert pattern(3) not in receivers
     assert all(receivers[pattern(i)] == {subscriber} for i in range(3))
     assert await refusals(cc, "bound-multicast-receivers-per-connection") == 1
-    await rt.remote.remove_multicast_receiver(pattern(0), subscriber, provider)
-    await rt.remote.add_multicast_receiver(pattern(3), subscriber, provider)
+    await rt.core.remote.remove_multicast_receiver(pattern(0), subscriber, provider)
+    await rt.core.remote.add_multicast_receiver(pattern(3), subscriber, provider)
     other = await start_rt(stack, cc, dialect)
-    await other.remote.add_next_hop(f"{other.client_id}-subscriber", False)
+    await other.core.remote.add_next_hop(f"{other.client_id}-subscriber", False)
     for i in range(3):
-        await other.remote.add_multicast_receiver(pattern(i), f"{other.client_id}-subscriber",
+        await other.core.remote.add_multicast_receiver(pattern(i), f"{other.client_id}-subscriber",
                                                   provider)
     await gone(cc, rt)
     again = await start_rt(stack, cc, dialect, client_id=rt.client_id)
-    await again.remote.add_next_hop(f"{again.client_id}-subscriber", False)
+    await again.core.remote.add_next_hop(f"{again.client_id}-subscriber", False)
     for i in range(3):
-        await again.remote.add_multicast_receiver(pattern(i), f"{again.client_id}-subscriber",
+        await again.core.remote.add_multicast_receiver(pattern(i), f"{again.client_id}-subscriber",
                                                   provider)
 
 
@@ -275,22 +269,22 @@ async def test_the_connections_of_one_owner_id_share_its_bound(
     first = await start_rt(stack, cc, JOYNR, settings)
     second = await start_rt(stack, cc, JOYNR, settings)  # 4 routes of the owner now
     for i in range(8):
-        await first.remote.add_next_hop(f"{first.client_id}-p{i}", False)  # 12
+        await first.core.remote.add_next_hop(f"{first.client_id}-p{i}", False)  # 12
     for i in range(3):
-        await second.remote.add_next_hop(f"{second.client_id}-p{i}", False)  # 15
+        await second.core.remote.add_next_hop(f"{second.client_id}-p{i}", False)  # 15
     with pytest.raises(ProviderRuntimeError, match=rf"connections of owner id '{Tls.OWNER}' "
                        r"hold 15 routes .*max_routes_per_owner\) is 15"):
-        await second.remote.add_next_hop(f"{second.client_id}-p3", False)
+        await second.core.remote.add_next_hop(f"{second.client_id}-p3", False)
     assert await refusals(cc, "bound-routes-per-owner") == 1
     # a connection without the certificate is another holder
     anonymous = await start_rt(stack, cc, JOYNR, WebSocketClientSettings(
         dialect=JOYNR, tls_ca_file=str(tls.server_cert)))
     for i in range(8):
-        await anonymous.remote.add_next_hop(f"{anonymous.client_id}-p{i}", False)
+        await anonymous.core.remote.add_next_hop(f"{anonymous.client_id}-p{i}", False)
     # the end of one of the owner's connections gives its share back
     await gone(cc, first)
     for i in range(3, 10 - START_ROUTES):
-        await second.remote.add_next_hop(f"{second.client_id}-p{i}", False)
+        await second.core.remote.add_next_hop(f"{second.client_id}-p{i}", False)
 
 
 async def subscription_replies(raw: RawClient, count: int) -> dict[str, SubscriptionReply]:

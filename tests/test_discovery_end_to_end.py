@@ -65,7 +65,7 @@ class World:
         return cc
 
     async def runtime(self, cc: ClusterController) -> LibjoynrRuntime:
-        rt = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
+        rt = await joynr_connect(cc.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
         self.stack.push_async_callback(rt.close)
         return rt
 
@@ -259,7 +259,7 @@ async def test_instances_of_one_backend_share_its_requests(tmp_path: Path) -> No
             tmp_path / "cc", "cc-shared", {G1: broker.url})))
         assert cc.mqtt is not None
         await cc.mqtt.wait_connected(WAIT_S)
-        rt = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
+        rt = await joynr_connect(cc.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
         stack.push_async_callback(rt.close)
         pid = await rt.register_provider("shared", RadioProvider(), qos=GLOBAL,
                                          await_global_registration=True)

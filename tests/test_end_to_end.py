@@ -13,13 +13,15 @@ import pytest
 
 from pyjoynr.libjoynr import (
     ApplicationError,
-    AttributeSubscriptionQos,
     DiscoveryError,
     DiscoveryQos,
     JoynrTimeoutError,
+    interface,
+)
+from pyjoynr.libjoynr.advanced import (
+    AttributeSubscriptionQos,
     MethodInvocationError,
     ProviderRuntimeError,
-    interface,
 )
 from pyjoynr.runtime.addresses import InProcessAddress, WebSocketClientAddress
 from pyjoynr.testing.cluster import eventually
@@ -169,17 +171,36 @@ async def test_a_cancelled_call_leaves_nothing_waiting_and_a_late_reply_is_ignor
     assert await proxy.add_favorite(fm4) is True  # the proxy goes on
 
 
+async def test_build_proxy_retries_in_ms_and_takes_the_old_keyword_with_a_warning(
+        cc, runtimes):
+    """build_proxy's discovery retry is in milliseconds like every time of the API; the old
+    keyword in seconds still works and warns, naming the new one."""
+    provider_rt, consumer = await runtimes(), await runtimes()
+    with pytest.raises(DiscoveryError):
+        await consumer.build_proxy(Radio, "later", discovery_retry_ms=50,
+                                   discovery_qos=DiscoveryQos(discovery_timeout_ms=200))
+    await provider_rt.register_provider("later", RadioProvider())
+    proxy = await consumer.build_proxy(Radio, "later", discovery_retry_ms=50)
+    assert await proxy.add_favorite(Station("FM4", Country.AUSTRIA, 103.8)) is True
+    with pytest.warns(DeprecationWarning, match=r"build_proxy\(discovery_retry_s=...\) is "
+                                                r"deprecated: pass discovery_retry_ms="):
+        again = await consumer.build_proxy(Radio, "later", discovery_retry_s=0.05)
+    assert await again.add_favorite(Station("Oe1", Country.AUSTRIA, 92.0)) is True
+    with pytest.raises(ValueError, match="discovery_retry_ms must be > 0"):
+        await consumer.build_proxy(Radio, "later", discovery_retry_ms=0)
+
+
 async def test_discovery_fails_clearly_without_provider(cc, runtimes):
     consumer = await runtimes()
     at_cc = set(cc.router.participants_at(WebSocketClientAddress(consumer.client_id)))
-    in_runtime = consumer.router.route_count
+    in_runtime = consumer.core.router.route_count
     with pytest.raises(DiscoveryError, match="no provider for test/Radio"):
         await consumer.build_proxy(Radio, "nowhere",
                                    discovery_qos=DiscoveryQos(discovery_timeout_ms=300))
     # the route to the proxy, registered at the CC while discovery ran, is gone again
     assert cc.router.participants_at(
         WebSocketClientAddress(consumer.client_id)) == at_cc
-    assert consumer.router.route_count == in_runtime
+    assert consumer.core.router.route_count == in_runtime
 
 
 async def test_routing_entries_follow_registration_and_cleanup(cc, pair):
@@ -188,7 +209,7 @@ async def test_routing_entries_follow_registration_and_cleanup(cc, pair):
     assert router.route_of(pid).address == WebSocketClientAddress(provider_rt.client_id)
     assert router.route_of(proxy.participant_id).address == WebSocketClientAddress(
         consumer_rt.client_id)
-    assert isinstance(provider_rt.router.route_of(pid).address, InProcessAddress)
+    assert isinstance(provider_rt.core.router.route_of(pid).address, InProcessAddress)
 
     subscription = await proxy.new_station.subscribe(lambda s: None, partitions=["a"])
     assert cc.router.multicast_receivers.receivers_for(f"{pid}/newStation/a") == {
@@ -198,10 +219,10 @@ async def test_routing_entries_follow_registration_and_cleanup(cc, pair):
 
     await proxy.close()
     assert not router.has_route(proxy.participant_id)
-    assert not consumer_rt.router.has_route(proxy.participant_id)
+    assert not consumer_rt.core.router.has_route(proxy.participant_id)
     await provider_rt.unregister_provider(provider)
     assert not router.has_route(pid)
-    assert not provider_rt.router.has_route(pid)
+    assert not provider_rt.core.router.has_route(pid)
     assert not cc.discovery.entries()
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyjoynr.libjoynr import LibjoynrConfig, MessageNotSentError, RouterSettings
+from pyjoynr.libjoynr import LibjoynrConfig
+from pyjoynr.libjoynr.advanced import MessageNotSentError, RouterSettings
 from pyjoynr.testing.cluster import eventually
 from tests.support.radio import Radio, RadioProvider
 
@@ -21,7 +22,7 @@ async def test_a_burst_of_one_way_calls_arrives_complete(cc, runtimes):
     await eventually(lambda: len(provider.notes) == n, timeout_s=60, what="all notes")
     assert provider.notes[:3] == ["0", "1", "2"]
     assert provider.notes[-1] == str(n - 1)
-    assert not consumer.telemetry.counters["dropped-queue-full"]
+    assert not consumer.core.telemetry.counters["dropped-queue-full"]
     assert not cc.telemetry.counters["dropped-queue-full"]
 
 
@@ -31,9 +32,9 @@ async def test_a_one_way_call_that_cannot_be_kept_raises(cc, runtimes):
     consumer = await runtimes(
         config=LibjoynrConfig(router=RouterSettings(max_queued_per_recipient=3)))
     proxy = await consumer.build_proxy(Radio, "d", ttl_ms=60_000)
-    await consumer.transport.stop()  # disconnected: calls wait in the router's queue
+    await consumer.core.transport.stop()  # disconnected: calls wait in the router's queue
     for i in range(3):
         await proxy.note(f"kept-{i}")
     with pytest.raises(MessageNotSentError, match="queue full"):
         await proxy.note("one too many")
-    assert consumer.telemetry.counters["dropped-queue-full"] == 1
+    assert consumer.core.telemetry.counters["dropped-queue-full"] == 1

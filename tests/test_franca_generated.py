@@ -30,12 +30,8 @@ import pytest
 
 from pyjoynr.franca.generate import generate
 from pyjoynr.franca.parser import parse_files
-from pyjoynr.libjoynr import (
-    ApplicationError,
-    LibjoynrConfig,
-    MethodInvocationError,
-    SubscriptionError,
-)
+from pyjoynr.libjoynr import ApplicationError, LibjoynrConfig
+from pyjoynr.libjoynr.advanced import MethodInvocationError, SubscriptionError
 from pyjoynr.runtime.bodies import BodyFormat
 from pyjoynr.runtime.interface import from_wire, interface_def, joynr_type_name, to_wire
 from pyjoynr.runtime.joynr_json import decode, encode

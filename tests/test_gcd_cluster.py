@@ -163,9 +163,9 @@ async def test_a_write_on_any_instance_is_visible_in_the_lookups_of_all_through_
         for cc in (one, two):
             assert cc.mqtt is not None
             await cc.mqtt.wait_connected(WAIT_S)
-        rt_one = await joynr_connect(one.websocket_address.url, timeout_s=WAIT_S)
+        rt_one = await joynr_connect(one.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
         stack.push_async_callback(rt_one.close)
-        rt_two = await joynr_connect(two.websocket_address.url, timeout_s=WAIT_S)
+        rt_two = await joynr_connect(two.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
         stack.push_async_callback(rt_two.close)
         domain = f"cluster.{uuid.uuid4().hex[:8]}"
         qos = DiscoveryQos(discovery_scope=DiscoveryScope.GLOBAL_ONLY)

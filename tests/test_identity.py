@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyjoynr.libjoynr import ProviderQos, ProviderRuntimeError, connect
+from pyjoynr.libjoynr import ProviderQos, connect
+from pyjoynr.libjoynr.advanced import ProviderRuntimeError
 from pyjoynr.programming.discovery_types import DiscoveryEntry, Version
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.testing.cluster import ClusterController, cc_config, eventually
@@ -21,14 +22,14 @@ async def test_a_runtime_cannot_register_or_remove_another_runtimes_provider(cc,
     owner, intruder = await runtimes(), await runtimes()
     pid = await owner.register_provider("d", RadioProvider())
     with pytest.raises(ProviderRuntimeError, match="not routed to the caller"):
-        await intruder.remote.discovery.add(entry_for(pid))
+        await intruder.core.remote.discovery.add(entry_for(pid))
     with pytest.raises(ProviderRuntimeError, match="not routed to the caller"):
-        await intruder.remote.discovery.remove(pid)
+        await intruder.core.remote.discovery.remove(pid)
     with pytest.raises(ProviderRuntimeError, match="not routed to the caller"):
-        await intruder.remote.discovery.add(entry_for("never-registered"))
+        await intruder.core.remote.discovery.add(entry_for("never-registered"))
     assert [e.participant_id for e in cc.discovery.entries()] == [pid]
     # the owner itself may
-    await owner.remote.discovery.remove(pid)
+    await owner.core.remote.discovery.remove(pid)
     assert cc.discovery.entries() == []
 
 
@@ -47,4 +48,4 @@ async def test_shutdown_writes_what_is_queued_for_clients_before_closing(tmp_pat
         await eventually(lambda: len(provider.notes) == 2_000, what="all notes written")
         assert provider.notes == [f"n{i}" for i in range(2_000)]
     finally:
-        await provider_rt.stop()
+        await provider_rt.core.stop()

@@ -85,7 +85,7 @@ class Fleet:
 
     async def runtime(self, cc: ClusterController) -> LibjoynrRuntime:
         """A runtime of this project (native dialect) connected to ``cc``."""
-        runtime = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
+        runtime = await joynr_connect(cc.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
         self.stack.push_async_callback(runtime.close)
         return runtime
 

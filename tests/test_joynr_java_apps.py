@@ -423,8 +423,8 @@ async def theirs(java_oracles: JavaOracles, tmp_path_factory: pytest.TempPathFac
 
 async def runtime_on(stack: AsyncExitStack, url: str, config: LibjoynrConfig | None = None
                      ) -> LibjoynrRuntime:
-    runtime = await connect(url, config=config or LibjoynrConfig(), timeout_s=WAIT_S)
-    stack.push_async_callback(runtime.stop)
+    runtime = await connect(url, config=config or LibjoynrConfig(), timeout_ms=int(WAIT_S * 1000))
+    stack.push_async_callback(runtime.core.stop)
     return runtime
 
 

@@ -95,7 +95,7 @@ async def start_python_cc(stack: AsyncExitStack, tmp: Path, backends: dict[str, 
         {gbid: joynr(url) for gbid, url in backends.items()})))
     assert cc.mqtt is not None
     await cc.mqtt.wait_connected(WAIT_S)
-    runtime = await connect(cc.websocket_address.url, timeout_s=WAIT_S)
+    runtime = await connect(cc.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
     stack.push_async_callback(runtime.close)
     return cc, runtime
 

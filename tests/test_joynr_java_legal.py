@@ -104,8 +104,8 @@ async def setup(java_oracles: JavaOracles, generated: ModuleType,
 
 async def runtime_on(stack: AsyncExitStack, setup: Setup, dialect: str) -> LibjoynrRuntime:
     runtime = await connect(setup.cc.websocket_address.url, config=config(dialect),
-                            timeout_s=WAIT_S)
-    stack.push_async_callback(runtime.stop)
+                            timeout_ms=int(WAIT_S * 1000))
+    stack.push_async_callback(runtime.core.stop)
     return runtime
 
 

@@ -172,7 +172,7 @@ async def world(tmp_path_factory: pytest.TempPathFactory, java_oracles: JavaOrac
             base / "py-cc", "py-cc", {GBID: f"{broker.url}?dialect=joynr"})))
         assert ours.mqtt is not None
         await ours.mqtt.wait_connected(WAIT_S)
-        runtime = await joynr_connect(ours.websocket_address.url, timeout_s=WAIT_S)
+        runtime = await joynr_connect(ours.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
         stack.push_async_callback(runtime.close)
         sides[PY] = Side(PY, ours, PyRadio(runtime))
         yield World(broker, gcd, store, sides)

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from pyjoynr.libjoynr import (
-    LibjoynrConfig,
+from pyjoynr.libjoynr import LibjoynrConfig
+from pyjoynr.libjoynr.advanced import (
     OnChangeSubscriptionQos,
     OnChangeWithKeepAliveSubscriptionQos,
     PeriodicSubscriptionQos,

@@ -32,12 +32,14 @@ from pyjoynr.libjoynr import (
     JoynrTimeoutError,
     LibjoynrConfig,
     LibjoynrRuntime,
-    MessageNotSentError,
     ProviderQos,
-    ProviderRuntimeError,
     ProviderScope,
-    WebSocketClientSettings,
     connect,
+)
+from pyjoynr.libjoynr.advanced import (
+    MessageNotSentError,
+    ProviderRuntimeError,
+    WebSocketClientSettings,
 )
 from pyjoynr.programming.system_interfaces import (
     DEFAULT_DISCOVERY_PARTICIPANT_ID,
@@ -114,10 +116,11 @@ def test_the_dialect_setting_is_checked_and_sets_the_websocket_dialect() -> None
 async def test_the_runtime_takes_the_dialect_and_the_multicast_body(cc, runtimes) -> None:
     joynr = await runtimes(config=LibjoynrConfig(dialect=JOYNR, multicast_body="msgpack"))
     native = await runtimes()
-    assert (joynr.joynr_dialect, joynr.multicast_body) == (True, MSGPACK)
-    assert (native.joynr_dialect, native.multicast_body) == (False, JSON)
-    assert (joynr.remote.routing.body_format, joynr.remote.discovery.body_format) == (JSON, JSON)
-    assert native.remote.routing.body_format is MSGPACK
+    assert (joynr.core.joynr_dialect, joynr.core.multicast_body) == (True, MSGPACK)
+    assert (native.core.joynr_dialect, native.core.multicast_body) == (False, JSON)
+    remote = joynr.core.remote
+    assert (remote.routing.body_format, remote.discovery.body_format) == (JSON, JSON)
+    assert native.core.remote.routing.body_format is MSGPACK
     dialects = {s.address.id: s.dialect for s in cc.websocket.client_summaries()}
     assert dialects == {joynr.client_id: JOYNR, native.client_id: NATIVE}
 
@@ -131,7 +134,7 @@ async def test_the_start_sequence_is_joynrs(cc, runtimes) -> None:
     discovery proxy's hop: JSON bodies in SMRF frames."""
     wire = Wire(cc)
     runtime = await runtimes(config=JOYNR_CONFIG)
-    routing, discovery = runtime.remote.routing, runtime.remote.discovery
+    routing, discovery = runtime.core.remote.routing, runtime.core.remote.discovery
     own = {"_typeName": WS_CLIENT_TYPE, "id": runtime.client_id}
     sent = wire.sent_by(runtime.client_id)
     assert_smrf(sent)
@@ -149,7 +152,7 @@ async def test_the_start_sequence_is_joynrs(cc, runtimes) -> None:
     replies = wire.kinds(MessageType.REPLY, recipient=routing.participant_id)
     assert len(replies) == 3 and all(format_of(r.body) is JSON for r in replies)
     assert json.loads(replies[1].body)["response"] == [""]  # this CC has no global address
-    assert runtime.reply_to_address is None
+    assert runtime.core.reply_to_address is None
 
 
 async def test_the_native_start_sequence(cc, runtimes) -> None:
@@ -161,7 +164,7 @@ async def test_the_native_start_sequence(cc, runtimes) -> None:
     sent = wire.sent_by(runtime.client_id)
     assert sent and all(m.raw is not None and format_of(m.body) is MSGPACK for m in sent)
     calls = [(m.recipient, decode_payload(Request, m.body)) for m in sent]
-    routing, discovery = runtime.remote.routing, runtime.remote.discovery
+    routing, discovery = runtime.core.remote.routing, runtime.core.remote.discovery
     own = {"id": runtime.client_id}
     assert [(r, c.method_name, c.params) for r, c in calls] == [
         (DEFAULT_ROUTING_PARTICIPANT_ID, "add_next_hop", [routing.participant_id, own, False]),
@@ -178,10 +181,10 @@ async def test_a_reply_to_address_read_at_start_is_parsed(tmp_path) -> None:
         cc = await stack.enter_async_context(ClusterController(mqtt_cc_config(
             tmp_path / "cc", "cc-reply-to", {GBID: broker.url})))
         runtime = await connect(cc.websocket_address.url, config=JOYNR_CONFIG,
-                                timeout_s=WAIT_S)
-        stack.push_async_callback(runtime.stop)
-        assert runtime.reply_to_address == MqttAddress(GBID, cc.own_topic)
-        assert runtime.reply_to_address == cc.global_address
+                                timeout_ms=int(WAIT_S * 1000))
+        stack.push_async_callback(runtime.core.stop)
+        assert runtime.core.reply_to_address == MqttAddress(GBID, cc.own_topic)
+        assert runtime.core.reply_to_address == cc.global_address
 
 
 # ====================================================================== between runtimes
@@ -385,8 +388,8 @@ async def test_requests_to_providers_that_are_not_local_carry_the_reply_to(tmp_p
         wire = Wire(one)
 
         async def runtime(cc: ClusterController, config: LibjoynrConfig) -> LibjoynrRuntime:
-            started = await connect(cc.websocket_address.url, config=config, timeout_s=10)
-            stack.push_async_callback(started.stop)
+            started = await connect(cc.websocket_address.url, config=config, timeout_ms=10_000)
+            stack.push_async_callback(started.core.stop)
             return started
 
         provider_rt = await runtime(two, JOYNR_CONFIG)
@@ -396,8 +399,8 @@ async def test_requests_to_providers_that_are_not_local_carry_the_reply_to(tmp_p
         remote_rt = await runtime(one, JOYNR_CONFIG)
         local_rt = await runtime(two, JOYNR_CONFIG)
         native_rt = await runtime(one, LibjoynrConfig())
-        assert remote_rt.reply_to_address == one.global_address
-        assert local_rt.reply_to_address == two.global_address
+        assert remote_rt.core.reply_to_address == one.global_address
+        assert local_rt.core.reply_to_address == two.global_address
 
         async def exercise(rt: LibjoynrRuntime, wire: Wire, *, local: bool) -> str:
             proxy = await rt.build_proxy(Radio, domain, ttl_ms=5_000)
@@ -461,12 +464,12 @@ async def test_after_a_reconnect_the_start_sequence_and_registrations_again(cc, 
 
     async def reconnect(runtime: LibjoynrRuntime, own: str) -> None:
         wire = Wire(cc)
-        await runtime.transport.stop()
+        await runtime.core.transport.stop()
         # the CC forgets the routes of the closed connection
         await eventually(lambda: runtime.client_id not in cc.websocket.clients
                          and not cc.router.has_route(own), what="the connection gone")
-        await runtime.transport.start()
-        await eventually(lambda: runtime.transport.connections == 2
+        await runtime.core.transport.start()
+        await eventually(lambda: runtime.core.transport.connections == 2
                          and runtime.client_id in cc.websocket.clients, what="reconnected")
         dialects = {s.address.id: s.dialect for s in cc.websocket.client_summaries()}
         assert dialects[runtime.client_id] == JOYNR
@@ -478,7 +481,7 @@ async def test_after_a_reconnect_the_start_sequence_and_registrations_again(cc, 
                          what="registered again")
         sent = wire.sent_by(runtime.client_id)
         assert_smrf(sent)
-        routing, discovery = runtime.remote.routing, runtime.remote.discovery
+        routing, discovery = runtime.core.remote.routing, runtime.core.remote.discovery
         address = {"_typeName": WS_CLIENT_TYPE, "id": runtime.client_id}
         assert [call_of(m)[1:] for m in sent[:3]] == [
             ("addNextHop", [routing.participant_id, address, False]),
@@ -502,18 +505,18 @@ async def test_a_broadcast_subscription_whose_receiver_fails_is_forgotten(
     provider_rt = await runtimes()
     provider = RadioProvider()
     pid = await provider_rt.register_provider("joynr.dialect", provider)
-    config = LibjoynrConfig(dialect=dialect, system_ttl_ms=200, reply_grace_s=0.05)
+    config = LibjoynrConfig(dialect=dialect, system_ttl_ms=200, reply_grace_ms=50)
     consumer_rt = await runtimes(config=config)
     proxy = await consumer_rt.build_proxy(Radio, "joynr.dialect", ttl_ms=3_000)
-    await consumer_rt.transport.stop()
+    await consumer_rt.core.transport.stop()
     # unanswered: the proxy's own deadline (the system ttl plus the reply grace) or the
     # runtime's queue expiring the call first (a MessageNotSent answer), whichever comes first
     with pytest.raises((JoynrTimeoutError, MessageNotSentError)):
         await proxy.new_station.subscribe(lambda station: None, partitions=["eu"])
     assert proxy.subscriptions == []
-    assert not consumer_rt.router.multicast_receivers.receivers_for(f"{pid}/newStation/eu")
-    await consumer_rt.transport.start()
-    await eventually(lambda: consumer_rt.transport.connections == 2
+    assert not consumer_rt.core.router.multicast_receivers.receivers_for(f"{pid}/newStation/eu")
+    await consumer_rt.core.transport.start()
+    await eventually(lambda: consumer_rt.core.transport.connections == 2
                      and cc.router.has_route(proxy.participant_id), what="registered again")
     assert await proxy.current_station.get() == "FM4"
     assert not cc.router.multicast_receivers.receivers_for(f"{pid}/newStation/eu")

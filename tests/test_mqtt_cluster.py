@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from pyjoynr.cluster_controller.controller import ClusterController
-from pyjoynr.libjoynr import ApplicationError, ProviderQos, ProviderRuntimeError, ProviderScope
+from pyjoynr.libjoynr import ApplicationError, ProviderQos, ProviderScope
+from pyjoynr.libjoynr.advanced import ProviderRuntimeError
 from pyjoynr.runtime.addresses import MqttAddress
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.testing.brokers import Mosquitto

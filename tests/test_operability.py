@@ -48,6 +48,8 @@ from tests.support.browser import headless_chromium
 from tests.support.mqtt_cluster import GBID, WAIT_S, mqtt_cc_config
 from tests.support.radio import Radio, RadioProvider
 
+#: how long a runtime waits for its first connection
+WAIT_MS = int(WAIT_S * 1000)
 GLOBAL = ProviderQos(scope=ProviderScope.GLOBAL)
 
 
@@ -100,7 +102,7 @@ async def test_build_proxy_ends_with_its_discovery_timeout_when_the_gcd_is_silen
     """The discovery timeout is the caller's: the CC answers within it that the GCD did not
     answer, and build_proxy raises a DiscoveryError saying so (not a bare timeout after the
     runtime's system time to live of 10 s)."""
-    async with connect(cc_without_gcd.websocket_address.url, timeout_s=WAIT_S) as runtime:
+    async with connect(cc_without_gcd.websocket_address.url, timeout_ms=WAIT_MS) as runtime:
         with pytest.raises(DiscoveryError) as raised:
             await runtime.build_proxy(Radio, "nowhere", discovery_qos=DiscoveryQos(
                 discovery_timeout_ms=1500, discovery_scope=scope))
@@ -112,9 +114,9 @@ async def test_build_proxy_ends_with_its_discovery_timeout_when_the_gcd_is_silen
 
 async def test_a_fixed_participant_lookup_ends_with_its_discovery_timeout_too(
         cc_without_gcd: ClusterController) -> None:
-    from pyjoynr.libjoynr import Arbitration  # noqa: PLC0415
+    from pyjoynr.libjoynr.advanced import Arbitration  # noqa: PLC0415
 
-    async with connect(cc_without_gcd.websocket_address.url, timeout_s=WAIT_S) as runtime:
+    async with connect(cc_without_gcd.websocket_address.url, timeout_ms=WAIT_MS) as runtime:
         with pytest.raises(DiscoveryError, match="the GCD did not answer lookup somebody"):
             await runtime.build_proxy(Radio, "nowhere", arbitration=Arbitration.fixed(
                 "somebody"), discovery_qos=DiscoveryQos(discovery_timeout_ms=1500))
@@ -126,7 +128,7 @@ async def test_an_awaited_global_registration_is_answered_within_the_callers_tim
     gets the CC's INTERNAL_ERROR within the runtime's system time to live."""
     config = LibjoynrConfig(system_ttl_ms=2_000)
     async with connect(cc_without_gcd.websocket_address.url, config=config,
-                       timeout_s=WAIT_S) as runtime:
+                       timeout_ms=WAIT_MS) as runtime:
         try:
             await runtime.register_provider("silent", RadioProvider(), qos=GLOBAL,
                                             await_global_registration=True)
@@ -150,12 +152,12 @@ async def test_the_providers_of_a_vanished_runtime_leave_the_gcd_after_the_grace
     async with ClusterController(embedded_stack_config(
             tmp_path, discovery__vanished_provider_grace_s="0.2")) as cc:
         assert cc.gcd is not None
-        runtime = await connect(cc.websocket_address.url, timeout_s=WAIT_S)
+        runtime = await connect(cc.websocket_address.url, timeout_ms=WAIT_MS)
         global_pid = await runtime.register_provider("vanishing", RadioProvider(), qos=GLOBAL,
                                                      await_global_registration=True)
         local_pid = await runtime.register_provider("vanishing", RadioProvider())
         assert await cc.gcd.store.find_participant(global_pid, now_ms()) != []
-        await runtime.stop()  # gone, nothing unregistered
+        await runtime.core.stop()  # gone, nothing unregistered
 
         async def in_gcd() -> bool:
             assert cc.gcd is not None
@@ -178,11 +180,11 @@ async def test_a_restarted_runtime_keeps_its_providers_registered(tmp_path: Path
     async with ClusterController(embedded_stack_config(
             tmp_path, discovery__vanished_provider_grace_s="3.0")) as cc:
         assert cc.gcd is not None
-        crashed = await connect(cc.websocket_address.url, timeout_s=WAIT_S)
+        crashed = await connect(cc.websocket_address.url, timeout_ms=WAIT_MS)
         pid = await crashed.register_provider("restarting", RadioProvider(), qos=GLOBAL,
                                               await_global_registration=True)
-        await crashed.stop()
-        async with connect(cc.websocket_address.url, timeout_s=WAIT_S) as restarted:
+        await crashed.core.stop()
+        async with connect(cc.websocket_address.url, timeout_ms=WAIT_MS) as restarted:
             await restarted.register_provider("restarting", RadioProvider(), qos=GLOBAL,
                                               participant_id=pid,
                                               await_global_registration=True)
@@ -297,7 +299,7 @@ async def test_readiness_of_cc_and_gcd_processes_follows_broker_and_gcd_and_metr
                 "removeStale answered")
 
             before_cc, before_gcd = await scrape(cc_admin), await scrape(gcd_admin)
-            async with connect(ws_url, timeout_s=WAIT_S) as runtime:
+            async with connect(ws_url, timeout_ms=WAIT_MS) as runtime:
                 await runtime.register_provider("ops", RadioProvider(), qos=GLOBAL,
                                                 await_global_registration=True)
                 after_cc, after_gcd = await scrape(cc_admin), await scrape(gcd_admin)
@@ -400,8 +402,8 @@ async def test_metrics_of_a_cc_process_count_exactly_what_the_test_did(tmp_path:
                                        "ten refusals counted")
         assert after[refused] - before[refused] == 10
 
-        async with connect(ws_url, timeout_s=WAIT_S) as provider_rt, \
-                connect(ws_url, timeout_s=WAIT_S) as consumer_rt:
+        async with connect(ws_url, timeout_ms=WAIT_MS) as provider_rt, \
+                connect(ws_url, timeout_ms=WAIT_MS) as consumer_rt:
             provider = RadioProvider()
             await provider_rt.register_provider("count", provider)
             proxy = await consumer_rt.build_proxy(Radio, "count", ttl_ms=10_000)
@@ -451,8 +453,8 @@ async def test_the_status_page_in_chromium_shows_the_live_cluster_controller(
             type=MessageType.ONE_WAY, sender=HOSTILE_ID, recipient=f"to {HOSTILE_ID}",
             expiry_date_ms=now_ms() - 60_000, body=b"\x80"))
         await _send_frames(ws_url, "refused-sender", [hostile_frame])
-        async with connect(ws_url, client_id="radio-rt", timeout_s=WAIT_S) as radios, \
-                connect(ws_url, client_id=HOSTILE_ID, timeout_s=WAIT_S) as hostile:
+        async with connect(ws_url, client_id="radio-rt", timeout_ms=WAIT_MS) as radios, \
+                connect(ws_url, client_id=HOSTILE_ID, timeout_ms=WAIT_MS) as hostile:
             # a runtime's own participants (its proxies of the CC's system providers), then
             # the providers it registers
             base = _participants((await http_get(f"{admin}/status.json")).json())
@@ -468,7 +470,7 @@ async def test_the_status_page_in_chromium_shows_the_live_cluster_controller(
             assert HOSTILE_ID.encode() not in page.body  # embedded as JSON with <, >, & escaped
 
             async def late_runtime() -> None:
-                async with connect(ws_url, client_id="late-rt", timeout_s=WAIT_S) as late:
+                async with connect(ws_url, client_id="late-rt", timeout_ms=WAIT_MS) as late:
                     await late.register_provider("late", RadioProvider())
                     await asyncio.to_thread(_wait_for_row, driver, "late-rt")
 
@@ -656,7 +658,7 @@ async def test_json_log_lines_of_a_cc_process_carry_the_ids(tmp_path: Path) -> N
     cc = cc_process(tmp_path, JOYNR_CC__LOGGING__FORMAT="json", JOYNR_CC__LOGGING__LEVEL="DEBUG")
     try:
         ws_url = await _ws_url(cc)
-        async with connect(ws_url, client_id="json-rt", timeout_s=WAIT_S) as runtime:
+        async with connect(ws_url, client_id="json-rt", timeout_ms=WAIT_MS) as runtime:
             pid = await runtime.register_provider("json", RadioProvider(), qos=GLOBAL,
                                                   await_global_registration=True)
         await cc.wait_for(r'"clientId": "json-rt"')

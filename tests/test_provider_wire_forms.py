@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyjoynr.libjoynr import ApplicationError, wire_form_of
+from pyjoynr.libjoynr import ApplicationError
+from pyjoynr.libjoynr.advanced import wire_form_of
 from pyjoynr.runtime.interface import to_wire
 from tests.support.radio import Country, FavoriteError, Radio, RadioProvider, Station
 

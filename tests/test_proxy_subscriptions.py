@@ -20,21 +20,23 @@ from typing import Any
 import pytest
 
 from pyjoynr.libjoynr import (
-    AttributeSubscriptionQos,
     LibjoynrConfig,
     LibjoynrRuntime,
+    Provider,
+    Proxy,
+    attribute,
+    broadcast,
+    interface,
+)
+from pyjoynr.libjoynr.advanced import (
+    AttributeSubscriptionQos,
     MulticastSubscriptionQos,
     OnChangeSubscriptionQos,
     OnChangeWithKeepAliveSubscriptionQos,
     PeriodicSubscriptionQos,
-    Provider,
     ProviderRuntimeError,
-    Proxy,
     PublicationMissedError,
     SubscriptionError,
-    attribute,
-    broadcast,
-    interface,
 )
 from pyjoynr.programming.subscription_qos import qos_from_wire
 from pyjoynr.runtime.bodies import BodyFormat, decode_body, format_of, schema_of
@@ -557,7 +559,7 @@ async def test_stopping_the_runtime_ends_its_subscriptions(tuner: Setup) -> None
     updates = proxy.station.updates()
     assert await anext(updates) == "FM4"
     waiting = asyncio.create_task(anext(updates))
-    await tuner.consumer_rt.stop()
+    await tuner.consumer_rt.core.stop()
     with pytest.raises(StopAsyncIteration):
         await asyncio.wait_for(waiting, WAIT_S)
     assert not level.active and proxy.subscriptions == []

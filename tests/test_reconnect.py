@@ -30,12 +30,12 @@ async def test_cc_restart_clients_reconnect_and_calls_work_again(tmp_path):
         assert await proxy.current_station.get() == "FM4"
 
         await cc.stop()
-        await eventually(lambda: not provider_rt.transport.connected
-                         and not consumer.transport.connected, what="clients notice")
+        await eventually(lambda: not provider_rt.core.transport.connected
+                         and not consumer.core.transport.connected, what="clients notice")
         cc = ClusterController(config)  # a new process would start empty, like this
         await cc.start()
-        await eventually(lambda: provider_rt.transport.connections == 2
-                         and consumer.transport.connections == 2, timeout_s=15,
+        await eventually(lambda: provider_rt.core.transport.connections == 2
+                         and consumer.core.transport.connections == 2, timeout_s=15,
                          what="reconnect")
         # re-registration: routes, discovery entry and multicast receiver are back
         await eventually(lambda: cc.router.has_route(pid)
@@ -49,8 +49,8 @@ async def test_cc_restart_clients_reconnect_and_calls_work_again(tmp_path):
         again = await consumer.build_proxy(Radio, "d")
         assert again.provider_participant_id == pid
     finally:
-        await provider_rt.stop()
-        await consumer.stop()
+        await provider_rt.core.stop()
+        await consumer.core.stop()
         await cc.stop()
 
 
@@ -61,7 +61,7 @@ async def test_messages_for_a_reconnecting_client_wait_in_the_cc(cc, runtimes):
     lasting = await consumer.build_proxy(Radio, "d", ttl_ms=10_000)
     fleeting = await consumer.build_proxy(Radio, "d", ttl_ms=200)
 
-    await provider_rt.transport.stop()  # the provider's runtime loses its connection
+    await provider_rt.core.transport.stop()  # the provider's runtime loses its connection
     await eventually(lambda: provider_rt.client_id not in cc.websocket.clients, what="gone")
     for i in range(3):
         await lasting.note(f"kept-{i}")
@@ -71,7 +71,7 @@ async def test_messages_for_a_reconnecting_client_wait_in_the_cc(cc, runtimes):
     await eventually(lambda: cc.router.queued() == 3, what="expired ones dropped")
     assert cc.telemetry.counters["dropped-expired-in-queue"] == 3
 
-    await provider_rt.transport.start()
+    await provider_rt.core.transport.start()
     await eventually(lambda: len(provider.notes) == 3, what="delivery after reconnect")
     assert provider.notes == ["kept-0", "kept-1", "kept-2"]
     await asyncio.sleep(0.2)
@@ -86,16 +86,16 @@ async def test_messages_sent_while_the_client_is_disconnected_wait_in_the_client
     lasting = await consumer.build_proxy(Radio, "d", ttl_ms=10_000)
     fleeting = await consumer.build_proxy(Radio, "d", ttl_ms=200)
 
-    await consumer.transport.stop()
+    await consumer.core.transport.stop()
     await lasting.note("kept")
     await fleeting.note("expired")
-    assert consumer.router.queued() == 2
+    assert consumer.core.router.queued() == 2
     await asyncio.sleep(0.4)
-    consumer.router.sweep()
-    assert consumer.router.queued() == 1
-    assert consumer.telemetry.counters["dropped-expired-in-queue"] == 1
+    consumer.core.router.sweep()
+    assert consumer.core.router.queued() == 1
+    assert consumer.core.telemetry.counters["dropped-expired-in-queue"] == 1
 
-    await consumer.transport.start()
+    await consumer.core.transport.start()
     await eventually(lambda: provider.notes == ["kept"], what="delivery after reconnect")
     # and requests work again
     assert await lasting.current_station.get() == "FM4"
@@ -112,16 +112,16 @@ async def test_a_providers_messages_wait_until_it_has_registered_again(cc, runti
     seen: list[str] = []
     await proxy.new_station.subscribe(lambda s: seen.append(s.name))
 
-    await provider_rt.transport.stop()
+    await provider_rt.core.transport.stop()
     await eventually(lambda: not cc.router.has_route(pid), what="routes removed")
-    registering = provider_rt.transport.on_connected
+    registering = provider_rt.core.transport.on_connected
     assert registering is not None
 
     async def fire_first() -> None:  # the provider fires while its runtime re-registers
         provider.fire("new_station", Station("early", Country.AUSTRIA))
         await registering()
 
-    provider_rt.transport.on_connected = fire_first
-    await provider_rt.transport.start()
+    provider_rt.core.transport.on_connected = fire_first
+    await provider_rt.core.transport.start()
     await eventually(lambda: seen == ["early"], what="the early multicast delivered")
     assert cc.websocket.counters["unrouted-sender"] == 0

@@ -59,7 +59,7 @@ async def test_periodic_snapshots_hold_exactly_the_live_routing_table(tmp_path: 
             tmp_path, routing_snapshots__interval_s="0.1",
             routing_snapshots__dir=str(snapshot_dir),
             discovery__provisioning_file=str(provisioning(tmp_path)))) as cc:
-        rt = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
+        rt = await joynr_connect(cc.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
         provider_pid = await rt.register_provider("snap.test", RadioProvider(),
                                                   qos=ProviderQos(scope=ProviderScope.LOCAL))
 
@@ -152,7 +152,7 @@ async def test_the_snapshot_command_against_a_running_cluster_controller(tmp_pat
         cc_id = (tmp_path / "cc" / "cluster-controller-id").read_text().strip()
         pid_file = tmp_path / "cc" / "cluster-controller.pid"
         assert int(pid_file.read_text()) == proc.pid
-        rt = await joynr_connect(url.group(1), timeout_s=WAIT_S)
+        rt = await joynr_connect(url.group(1), timeout_ms=int(WAIT_S * 1000))
         provider_pid = await rt.register_provider("snap.process", RadioProvider())
 
         done = await asyncio.to_thread(snapshot_command, env)
@@ -163,7 +163,7 @@ async def test_the_snapshot_command_against_a_running_cluster_controller(tmp_pat
         rows = {row["participant_id"]: row for row in read_jsonl_gz(path)}
         # exactly: the CC's two system providers, the provisioned radio, and every
         # participant the runtime registered with it (its in-process ones), at its connection
-        own = {pid for pid, entry in rt.router.routing_entries()
+        own = {pid for pid, entry in rt.core.router.routing_entries()
                if entry.address.type_name == "InProcessAddress"}
         assert set(rows) == {"CC.RoutingProvider.ParticipantId",
                              "CC.DiscoveryProvider.ParticipantId",

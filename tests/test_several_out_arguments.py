@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from pyjoynr.libjoynr import Provider, ProviderRuntimeError, interface
+from pyjoynr.libjoynr import Provider, interface
+from pyjoynr.libjoynr.advanced import ProviderRuntimeError
 from pyjoynr.runtime.bodies import BodyFormat, format_of
 from pyjoynr.runtime.interface import interface_def, joynr_name, outputs
 from pyjoynr.runtime.joynr_json import decode, encode, reply_types

@@ -18,8 +18,9 @@ from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.gcd.interface import GCD_DOMAIN
 from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory as Gcd
 from pyjoynr.gcd.service import GcdService, GcdSettings
-from pyjoynr.libjoynr import LibjoynrConfig, MessageNotSentError, ProviderQos, ProviderScope
+from pyjoynr.libjoynr import LibjoynrConfig, ProviderQos, ProviderScope
 from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.libjoynr.advanced import MessageNotSentError
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.transports.websocket.settings import WebSocketClientSettings
 from tests.support import mqtt_clients
@@ -95,10 +96,10 @@ async def test_a_reply_bigger_than_the_providers_frame_limit_is_an_error_at_once
     """The provider's runtime cannot write its reply on its websocket connection (bigger than
     the connection's frame limit): its router answers the caller with an error instead."""
     async with AsyncExitStack() as stack:
-        provider_rt = await joynr_connect(cc.websocket_address.url, timeout_s=10, config=(
+        provider_rt = await joynr_connect(cc.websocket_address.url, timeout_ms=10_000, config=(
             LibjoynrConfig(websocket=WebSocketClientSettings(max_frame_bytes=4096))))
         stack.push_async_callback(provider_rt.close)
-        consumer_rt = await joynr_connect(cc.websocket_address.url, timeout_s=10)
+        consumer_rt = await joynr_connect(cc.websocket_address.url, timeout_ms=10_000)
         stack.push_async_callback(consumer_rt.close)
         provider = RadioProvider()
         await provider_rt.register_provider("big", provider)
@@ -111,7 +112,7 @@ async def test_a_reply_bigger_than_the_providers_frame_limit_is_an_error_at_once
             await proxy.favorites()
         assert time.monotonic() - started < TTL_MS / 1000 / 3
         assert "not sent" in str(raised.value)
-        assert provider_rt.telemetry.counters["answered-unsent-reply"] == 1
+        assert provider_rt.core.telemetry.counters["answered-unsent-reply"] == 1
 
 
 async def test_a_reply_from_mqtt_bigger_than_the_callers_frame_limit_is_an_error_at_once(
@@ -135,9 +136,9 @@ async def test_a_reply_from_mqtt_bigger_than_the_callers_frame_limit_is_an_error
         for cc in (one, two):
             assert cc.mqtt is not None
             await cc.mqtt.wait_connected(10)
-        rt_two = await joynr_connect(two.websocket_address.url, timeout_s=10)
+        rt_two = await joynr_connect(two.websocket_address.url, timeout_ms=10_000)
         stack.push_async_callback(rt_two.close)
-        rt_one = await joynr_connect(one.websocket_address.url, timeout_s=10, config=(
+        rt_one = await joynr_connect(one.websocket_address.url, timeout_ms=10_000, config=(
             LibjoynrConfig(websocket=WebSocketClientSettings(max_frame_bytes=limit))))
         stack.push_async_callback(rt_one.close)
         provider = RadioProvider()

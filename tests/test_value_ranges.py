@@ -252,7 +252,7 @@ async def test_a_call_with_a_byte_float_double_or_enum_out_of_range_never_reache
         assert_refused(await caller.call(provider_pid, body, rid), says, starts="", what=value)
     assert provider.shown == []
     refused = sum(1 for *_, in_json in BAD_SHOW if in_json or fmt is BodyFormat.MSGPACK)
-    assert runtime.telemetry.counters["refused-request"] == refused
+    assert runtime.core.telemetry.counters["refused-request"] == refused
     assert_refusals_logged_once(caplog)
     body, rid = show_body(GOOD_SHOW, fmt)
     reply = await caller.call(provider_pid, body, rid)

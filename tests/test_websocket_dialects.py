@@ -377,7 +377,7 @@ async def test_a_request_crosses_from_native_to_joynr_and_its_reply_back(
 
 async def test_a_joynr_client_calls_the_provider_of_a_native_runtime(
         stack: AsyncExitStack, cc: ClusterController) -> None:
-    provider_rt = await connect(cc.websocket_address.url, timeout_s=WAIT_S)
+    provider_rt = await connect(cc.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
     stack.push_async_callback(provider_rt.close)
     provider = RadioProvider()
     provider_pid = await asyncio.wait_for(provider_rt.register_provider("dialects", provider),
@@ -775,7 +775,7 @@ async def test_libjoynr_runtimes_of_both_dialects_call_each_other(
     runtimes = {}
     for dialect in (NATIVE, JOYNR):
         config = LibjoynrConfig(websocket=WebSocketClientSettings(dialect=dialect))
-        runtime = await connect(url, config=config, timeout_s=WAIT_S)
+        runtime = await connect(url, config=config, timeout_ms=int(WAIT_S * 1000))
         stack.push_async_callback(runtime.close)
         runtimes[dialect] = runtime
     dialects = {s.address.id: s.dialect for s in cc.websocket.client_summaries()}
@@ -793,7 +793,7 @@ async def test_libjoynr_runtimes_of_both_dialects_call_each_other(
             proxy.add_favorite(Station(name, Country.AUSTRIA, 99.9)), WAIT_S) is True
         assert name in [s.name for s in provider.stations]
         assert await asyncio.wait_for(proxy.current_station.get(), WAIT_S) == "FM4"
-    assert runtimes[JOYNR].transport.counters == {}
+    assert runtimes[JOYNR].core.transport.counters == {}
     assert_no_errors(caplog)
 
 
@@ -806,10 +806,10 @@ async def test_a_libjoynr_runtime_signs_its_smrf_frames_with_its_owner_id(
     settings = WebSocketClientSettings(
         dialect=JOYNR, owner_id=Tls.OWNER, tls_ca_file=str(tls.server_cert),
         tls_certificate=str(tls.client_cert), tls_private_key=str(tls.client_key))
-    provider_rt = await connect(cc.websocket_address, timeout_s=WAIT_S,
+    provider_rt = await connect(cc.websocket_address, timeout_ms=int(WAIT_S * 1000),
                                 config=LibjoynrConfig(websocket=settings))
     stack.push_async_callback(provider_rt.close)
-    consumer_rt = await connect(cc.websocket_address, timeout_s=WAIT_S,
+    consumer_rt = await connect(cc.websocket_address, timeout_ms=int(WAIT_S * 1000),
                                 config=LibjoynrConfig(websocket=settings))
     stack.push_async_callback(consumer_rt.close)
     provider = RadioProvider()

@@ -31,8 +31,9 @@ from websockets.exceptions import ConnectionClosed, ConnectionClosedError, Inval
 
 from pyjoynr.cluster_controller.config import ClusterControllerConfig
 from pyjoynr.cluster_controller.controller import ClusterController
-from pyjoynr.libjoynr import LibjoynrRuntime, ProviderRuntimeError
+from pyjoynr.libjoynr import LibjoynrRuntime
 from pyjoynr.libjoynr import connect as joynr_connect
+from pyjoynr.libjoynr.advanced import ProviderRuntimeError
 from pyjoynr.programming.generated import system
 from pyjoynr.programming.system_interfaces import (
     DEFAULT_ROUTING_PARTICIPANT_ID,
@@ -138,9 +139,9 @@ class Legit:
 
 async def build_legit(stack: AsyncExitStack, cc: ClusterController) -> Legit:
     url = cc.websocket_address.url
-    provider_rt = await joynr_connect(url, timeout_s=WAIT_S)
+    provider_rt = await joynr_connect(url, timeout_ms=int(WAIT_S * 1000))
     stack.push_async_callback(provider_rt.close)
-    consumer_rt = await joynr_connect(url, timeout_s=WAIT_S)
+    consumer_rt = await joynr_connect(url, timeout_ms=int(WAIT_S * 1000))
     stack.push_async_callback(consumer_rt.close)
     provider = RadioProvider()
     provider_pid = await asyncio.wait_for(provider_rt.register_provider("hostile.test", provider),
@@ -586,8 +587,8 @@ async def test_claiming_the_id_of_a_live_runtime_is_refused(
         assert (code, reason) == (1008, "client id in use")
         assert cc.websocket.counters["id-in-use"] == before + 1
         assert_logged(caplog, "refused", victim.client_id, "live connection")
-        assert victim.transport.connected
-        assert victim.transport.connections == 1  # never disconnected
+        assert victim.core.transport.connected
+        assert victim.core.transport.connections == 1  # never disconnected
         await legit.still_works()
         assert legit.entries() == before_entries
 
@@ -610,7 +611,7 @@ async def test_what_a_refused_claimant_sent_after_its_init_is_dropped_and_counte
     assert_logged(caplog, "refused", victim.client_id, "live connection",
                   "3 message(s) sent after the init frame dropped")
     assert not [s for s in legit.provider.stations if s.name.startswith("claimed-")]
-    assert victim.transport.connections == 1
+    assert victim.core.transport.connections == 1
     await legit.still_works()
     assert legit.entries() == before_entries
 
@@ -681,9 +682,9 @@ async def test_add_next_hop_for_another_clients_address_is_refused_libjoynr(
         stack: AsyncExitStack, cc: ClusterController, legit: Legit,
         caplog: pytest.LogCaptureFixture) -> None:
     before_entries = legit.entries()
-    attacker = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
+    attacker = await joynr_connect(cc.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
     stack.push_async_callback(attacker.close)
-    routing = attacker.remote.routing
+    routing = attacker.core.remote.routing
     foreign = [legit.provider_address, legit.consumer_address,
                MqttAddress("joynrdefaultgbid", "some/topic"),
                WebSocketAddress("ws", "127.0.0.1", 4242, "/")]
@@ -902,7 +903,7 @@ async def test_a_client_cannot_take_over_a_live_clients_provider(
         assert_logged(caplog, "add_next_hop", legit.provider_pid, "refused", "live connection",
                       logger="pyjoynr.cluster_controller.routing_provider")
     # with the route refused, the directory refuses the participant too
-    attacker = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
+    attacker = await joynr_connect(cc.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
     stack.push_async_callback(attacker.close)
     with pytest.raises(ProviderRuntimeError, match="routed to the live connection"):
         await asyncio.wait_for(attacker.register_provider(

@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from pyjoynr.cluster_controller.controller import ClusterController
-from pyjoynr.libjoynr import LibjoynrRuntime, MessageNotSentError, ProviderRuntimeError, connect
+from pyjoynr.libjoynr import LibjoynrRuntime, connect
+from pyjoynr.libjoynr.advanced import MessageNotSentError, ProviderRuntimeError
 from pyjoynr.runtime.addresses import InProcessAddress, WebSocketAddress, WebSocketClientAddress
 from pyjoynr.runtime.routing import NO_EXPIRY_MS, RoutingEntry
 from pyjoynr.testing.cluster import cc_config, eventually
@@ -29,7 +30,7 @@ async def test_scenario_2_provider_restarts_with_the_same_participant_id(cc, run
 
     # the provider crashes (its connection closes without unregistering) and comes back in
     # a new runtime with its participantId: the route is its again
-    await first.stop()
+    await first.core.stop()
     await eventually(lambda: first.client_id not in cc.websocket.clients, what="old gone")
     second = await runtimes()
     restarted = RadioProvider()
@@ -45,7 +46,7 @@ async def test_scenario_2_provider_restarts_with_the_same_participant_id(cc, run
 def hang(runtime: LibjoynrRuntime) -> None:
     """The runtime's process hangs: it stops reading its connection (which stays open), so it
     answers no ping any more."""
-    outbox = runtime.transport._outbox
+    outbox = runtime.core.transport._outbox
     assert outbox is not None
     outbox.ws.transport.pause_reading()
 
@@ -68,7 +69,7 @@ async def test_scenario_2_provider_restarts_while_the_old_process_hangs(tmp_path
             proxy = await consumer.build_proxy(Radio, "d")
             await proxy.add_favorite(Station("new", Country.AUSTRIA))
             assert [s.name for s in restarted.stations] == ["new"]
-            await first.stop()
+            await first.core.stop()
 
 
 async def test_a_live_providers_participant_id_cannot_be_registered_again(cc, runtimes):
@@ -80,7 +81,7 @@ async def test_a_live_providers_participant_id_cannot_be_registered_again(cc, ru
         await second.register_provider("d", RadioProvider(), participant_id=FIXED)
     assert cc.router.route_of(FIXED).address == WebSocketClientAddress(first.client_id)
     assert cc.telemetry.counters["participant-in-use"] == 1
-    assert second.router.route_of(FIXED) is None  # the refused runtime rolled back
+    assert second.core.router.route_of(FIXED) is None  # the refused runtime rolled back
     proxy = await consumer.build_proxy(Radio, "d")
     await proxy.add_favorite(Station("kept", Country.AUSTRIA))
     assert [s.name for s in original.stations] == ["kept"]
@@ -89,19 +90,19 @@ async def test_a_live_providers_participant_id_cannot_be_registered_again(cc, ru
 async def test_scenario_3_proxy_built_before_its_provider_reregisters(cc, runtimes):
     old = await runtimes()
     await old.register_provider("d", RadioProvider(), participant_id=FIXED)
-    await old.stop()  # crash: no unregister, the CC keeps the discovery entry
+    await old.core.stop()  # crash: no unregister, the CC keeps the discovery entry
     await eventually(lambda: not cc.router.has_route(FIXED), what="routes of the crashed client")
 
     restarted = await runtimes()
     # the consumer in the restarted runtime is built first and discovers the old entry
     proxy = await restarted.build_proxy(Radio, "d")
     assert proxy.provider_participant_id == FIXED
-    assert restarted.router.route_of(FIXED).address == cc.websocket_address
-    assert isinstance(restarted.router.route_of(FIXED).address, WebSocketAddress)
+    assert restarted.core.router.route_of(FIXED).address == cc.websocket_address
+    assert isinstance(restarted.core.router.route_of(FIXED).address, WebSocketAddress)
 
     provider = RadioProvider()
     await restarted.register_provider("d", provider, participant_id=FIXED)
-    entry = restarted.router.route_of(FIXED)
+    entry = restarted.core.router.route_of(FIXED)
     assert isinstance(entry.address, InProcessAddress)
     assert entry.address.skeleton.provider is provider
     assert cc.router.route_of(FIXED).address == WebSocketClientAddress(restarted.client_id)
@@ -117,7 +118,7 @@ async def test_scenario_5_a_proxy_is_built(cc, runtimes):
     provider_rt, consumer = await runtimes(), await runtimes()
     await provider_rt.register_provider("d", RadioProvider())
     proxy = await consumer.build_proxy(Radio, "d")
-    assert isinstance(consumer.router.route_of(proxy.participant_id).address, InProcessAddress)
+    assert isinstance(consumer.core.router.route_of(proxy.participant_id).address, InProcessAddress)
     assert cc.router.route_of(proxy.participant_id) == RoutingEntry(
         WebSocketClientAddress(consumer.client_id), False, NO_EXPIRY_MS, False)
 
@@ -130,7 +131,7 @@ async def test_crash_without_unregister(cc, runtimes):
     await proxy.new_station.subscribe(subscription_seen.append)
     assert cc.router.multicast_receivers.receivers_for(f"{pid}/newStation")
 
-    await provider_rt.stop()
+    await provider_rt.core.stop()
     await eventually(lambda: not cc.router.has_route(pid), what="routes removed")
     assert cc.router.participants_at(WebSocketClientAddress(provider_rt.client_id)) == set()
     assert [e.participant_id for e in cc.discovery.entries()] == [pid]  # discovery keeps it
@@ -147,7 +148,7 @@ async def test_consumer_crash_removes_its_routes_and_receivers(cc, runtimes):
     proxy = await consumer.build_proxy(Radio, "d")
     await proxy.new_station.subscribe(lambda s: None, partitions=["x"])
     assert len(cc.router.multicast_receivers) == 1
-    await consumer.stop()
+    await consumer.core.stop()
     await eventually(lambda: not cc.router.has_route(proxy.participant_id), what="cleanup")
     assert len(cc.router.multicast_receivers) == 0
     assert cc.router.has_route(pid)

@@ -58,26 +58,26 @@ async def test_wss_when_a_certificate_is_configured(tmp_path, certificate):
             proxy = await consumer.build_proxy(Radio, "d")
             assert await proxy.current_station.get() == "FM4"
         finally:
-            await provider_rt.stop()
-            await consumer.stop()
+            await provider_rt.core.stop()
+            await consumer.core.stop()
 
         # a client that does not trust the certificate does not get in
         with pytest.raises(ConnectionError):
-            await connect(cc.websocket_address, timeout_s=1.0,
+            await connect(cc.websocket_address, timeout_ms=1000,
                           config=LibjoynrConfig(websocket=WebSocketClientSettings()))
 
 
 async def test_a_dead_connection_is_detected_and_its_id_can_be_taken_over(tmp_path):
     config = cc_config(tmp_path, websocket__ping_interval_s=0.1, websocket__ping_timeout_s=0.2)
     async with ClusterController(config) as cc:
-        fast = WebSocketClientSettings(ping_interval_s=0.1, ping_timeout_s=0.2,
-                                       reconnect_initial_s=10, reconnect_max_s=10)
+        fast = WebSocketClientSettings(ping_interval_ms=100, ping_timeout_ms=200,
+                                       reconnect_initial_ms=10_000, reconnect_max_ms=10_000)
         victim = await connect(cc.websocket_address, config=LibjoynrConfig(websocket=fast))
         try:
             pid = await victim.register_provider("d", RadioProvider())
             assert cc.router.has_route(pid)
             # the victim's process hangs: it stops reading its socket, so it answers no ping
-            outbox = victim.transport._outbox
+            outbox = victim.core.transport._outbox
             assert outbox is not None
             outbox.ws.transport.pause_reading()
             await eventually(lambda: victim.client_id not in cc.websocket.clients,
@@ -88,23 +88,23 @@ async def test_a_dead_connection_is_detected_and_its_id_can_be_taken_over(tmp_pa
             try:
                 assert victim.client_id in cc.websocket.clients
             finally:
-                await again.stop()
+                await again.core.stop()
         finally:
-            await victim.stop()
+            await victim.core.stop()
             await asyncio.sleep(0)
 
 
 async def test_two_claimants_of_a_dead_id_one_wins(tmp_path):
     config = cc_config(tmp_path, websocket__ping_interval_s=5, websocket__ping_timeout_s=0.3)
     async with ClusterController(config) as cc:
-        quiet = WebSocketClientSettings(ping_interval_s=5, ping_timeout_s=5,
-                                        reconnect_initial_s=10, reconnect_max_s=10)
+        quiet = WebSocketClientSettings(ping_interval_ms=5_000, ping_timeout_ms=5_000,
+                                        reconnect_initial_ms=10_000, reconnect_max_ms=10_000)
         victim = await connect(cc.websocket_address, config=LibjoynrConfig(websocket=quiet))
-        outbox = victim.transport._outbox
+        outbox = victim.core.transport._outbox
         assert outbox is not None
         outbox.ws.transport.pause_reading()  # hung: it will not answer the CC's ping
         claims = [
-            connect(cc.websocket_address, client_id=victim.client_id, timeout_s=2.0,
+            connect(cc.websocket_address, client_id=victim.client_id, timeout_ms=2000,
                     config=LibjoynrConfig(websocket=quiet))
             for _ in range(2)
         ]
@@ -118,8 +118,8 @@ async def test_two_claimants_of_a_dead_id_one_wins(tmp_path):
             assert cc.websocket.counters["replaced-dead"] == 1
         finally:
             for runtime in winners:
-                await runtime.stop()
-            await victim.stop()
+                await runtime.core.stop()
+            await victim.core.stop()
 
 
 async def test_a_new_connection_is_served_while_it_takes_over_a_silent_ones_id(tmp_path):

@@ -211,7 +211,7 @@ _MODULE_RESERVED = frozenset({
     "annotations", "enum", "dataclass", "field", "Any", "TYPE_CHECKING", "importlib",
     "Protocol", "TypeAlias", "cast",
     "MethodInvocationError", "attribute", "broadcast", "errors", "interface", "joynr_datatypes",
-    "joynr_name", "one_way", "outputs", "wire_name", "JoynrRuntime", "Provider",
+    "joynr_name", "one_way", "outputs", "wire_name", "JoynrRuntime", "ProxyBuilder", "Provider",
     "AttributeHandle", "BroadcastHandle", "_given",
     "Int8", "UInt8", "Int16", "UInt16", "Int32", "UInt32", "UInt64", "Float",
     "int", "float", "str", "bool", "bytes", "list", "dict", "tuple", "object", "super", "type",
@@ -1470,9 +1470,9 @@ class _Generator:
 
     def build_block(self, plan: _InterfacePlan, module: _Module) -> list[str]:
         module.imports.update({"typing.Any", "typing.cast", "typing.TYPE_CHECKING"})
-        module.type_only.add("pyjoynr.programming.joynr_runtime.JoynrRuntime")
+        module.type_only.add("pyjoynr.programming.proxies.ProxyBuilder")
         lines = _lay(_Br(f"async def {plan.build}", (
-            "runtime: JoynrRuntime", "domain: str | list[str]", "**options: Any"),
+            "runtime: ProxyBuilder", "domain: str | list[str]", "**options: Any"),
             f") -> {plan.proxy}:"), "")
         lines += _own_docstring(f"A proxy of {plan.python} (``runtime.build_proxy``, typed).",
                                 _INDENT)

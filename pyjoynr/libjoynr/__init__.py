@@ -1,5 +1,5 @@
-"""libjoynr: everything an application needs, in one import (``from pyjoynr import ...``:
-the package root re-exports it).
+"""libjoynr: what an application uses, in one import (``from pyjoynr import ...``: the
+package root re-exports it); docs/api.md documents every name.
 
 Declare an interface, implement a provider, connect to a cluster controller, register the
 provider and call it through a proxy (from this or any other process of the cluster):
@@ -36,63 +36,42 @@ provider and call it through a proxy (from this or any other process of the clus
             await subscription.unsubscribe()
 
 ``connect`` also works as ``runtime = await connect(url)`` ... ``await runtime.close()``; its
-``config=`` takes a :class:`LibjoynrConfig` (with :class:`RouterSettings` and
-:class:`WebSocketClientSettings` inside). ``LibjoynrConfig(dialect="joynr")`` connects to a
-cluster controller of joynr's (Java or C++) as joynr's own runtimes do: joynr's frames, JSON
-bodies and start sequence (see :mod:`libjoynr.config`).
+``config=`` takes a :class:`LibjoynrConfig`. Times are milliseconds throughout (``ttl_ms``,
+``timeout_ms``, ``discovery_retry_ms``, the QoS classes), as joynr's.
+``LibjoynrConfig(dialect="joynr")`` connects to a cluster controller of joynr's (Java or C++)
+as joynr's own runtimes do: joynr's frames, JSON bodies and start sequence (see
+:mod:`libjoynr.config`).
 
-Errors a call can raise: :class:`ApplicationError` (one of the method's modelled ``errors``),
-:class:`ProviderRuntimeError` (the provider failed), :class:`MethodInvocationError` (no such
-method or wrong parameters), :class:`DiscoveryError` (no provider found),
-:class:`MessageNotSentError` (the message could not be sent or delivered before its expiry),
-:class:`JoynrTimeoutError` (no reply in time); all are :class:`JoynrError`.
+Errors a call can raise are all :class:`JoynrError`; the ones an application usually tells
+apart: :class:`ApplicationError` (one of the method's modelled ``errors``),
+:class:`DiscoveryError` (no provider found), :class:`JoynrTimeoutError` (no reply in time).
 
-A provider that can answer a method in its wire form directly (say, from stored rows) may give
-it a twin with :func:`wire_form_of`: calls that arrive as messages run the twin and skip
-building and converting the typed result.
+What an application rarely needs (the other errors, the subscription QoS variants,
+arbitration, the router's and websocket's settings, the wire hooks, the runtime's machinery)
+is in :mod:`pyjoynr.libjoynr.advanced`. The names that were here before keep resolving, with a
+DeprecationWarning that names their new place.
 """
+
+import importlib
+import warnings
 
 from pyjoynr.libjoynr.config import LibjoynrConfig
 from pyjoynr.libjoynr.runtime import LibjoynrRuntime, connect
 from pyjoynr.programming.discovery_types import (
-    CustomParameter,
     DiscoveryQos,
     DiscoveryScope,
     ProviderQos,
     ProviderScope,
 )
-from pyjoynr.programming.joynr_runtime import Arbitration
-from pyjoynr.programming.providers import Provider, current_origin, wire_form_of
+from pyjoynr.programming.providers import Provider
 from pyjoynr.programming.proxies import Proxy
-from pyjoynr.programming.subscribers import Subscription
-from pyjoynr.programming.subscription_qos import (
-    AttributeSubscriptionQos,
-    MulticastSubscriptionQos,
-    OnChangeSubscriptionQos,
-    OnChangeWithKeepAliveSubscriptionQos,
-    PeriodicSubscriptionQos,
-)
-from pyjoynr.programming.updates import Updates
-from pyjoynr.runtime.errors import (
-    ApplicationError,
-    DiscoveryError,
-    JoynrError,
-    JoynrTimeoutError,
-    MessageNotSentError,
-    MethodInvocationError,
-    ProviderRuntimeError,
-    PublicationMissedError,
-    SubscriptionError,
-)
-from pyjoynr.runtime.interface import attribute, broadcast, errors, interface, one_way, wire_name
-from pyjoynr.runtime.router import RouterSettings
-from pyjoynr.transports.websocket.settings import WebSocketClientSettings
+from pyjoynr.runtime.errors import ApplicationError, DiscoveryError, JoynrError, JoynrTimeoutError
+from pyjoynr.runtime.interface import attribute, broadcast, errors, interface, one_way
 
+#: the application API: the one list of its names (the package root derives its own from it;
+#: docs/api.md documents each, a unit test keeps them the same)
 __all__ = [
     "ApplicationError",
-    "Arbitration",
-    "AttributeSubscriptionQos",
-    "CustomParameter",
     "DiscoveryError",
     "DiscoveryQos",
     "DiscoveryScope",
@@ -100,30 +79,37 @@ __all__ = [
     "JoynrTimeoutError",
     "LibjoynrConfig",
     "LibjoynrRuntime",
-    "MessageNotSentError",
-    "MethodInvocationError",
-    "MulticastSubscriptionQos",
-    "OnChangeSubscriptionQos",
-    "OnChangeWithKeepAliveSubscriptionQos",
-    "PeriodicSubscriptionQos",
     "Provider",
     "ProviderQos",
-    "ProviderRuntimeError",
     "ProviderScope",
     "Proxy",
-    "PublicationMissedError",
-    "RouterSettings",
-    "Subscription",
-    "SubscriptionError",
-    "Updates",
-    "WebSocketClientSettings",
     "attribute",
     "broadcast",
     "connect",
-    "current_origin",
     "errors",
     "interface",
     "one_way",
-    "wire_form_of",
-    "wire_name",
 ]
+
+#: the names that were exported here before and are now in pyjoynr.libjoynr.advanced
+MOVED_TO_ADVANCED = frozenset({
+    "Arbitration", "AttributeSubscriptionQos", "CustomParameter", "MessageNotSentError",
+    "MethodInvocationError", "MulticastSubscriptionQos", "OnChangeSubscriptionQos",
+    "OnChangeWithKeepAliveSubscriptionQos", "PeriodicSubscriptionQos", "ProviderRuntimeError",
+    "PublicationMissedError", "RouterSettings", "Subscription", "SubscriptionError", "Updates",
+    "WebSocketClientSettings", "current_origin", "wire_form_of", "wire_name",
+})
+
+
+def moved(module: str, name: str, stacklevel: int) -> object:
+    """A name that moved to the advanced module, looked up at ``module``: warns (naming the
+    new place) and returns it; AttributeError for any other name."""
+    if name not in MOVED_TO_ADVANCED:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warnings.warn(f"{module}.{name} has moved: import it from pyjoynr.libjoynr.advanced",
+                  DeprecationWarning, stacklevel=stacklevel + 1)
+    return getattr(importlib.import_module("pyjoynr.libjoynr.advanced"), name)
+
+
+def __getattr__(name: str) -> object:
+    return moved(__name__, name, stacklevel=2)

@@ -25,7 +25,7 @@ The settings (all have defaults):
   broadcasts (multicasts) of the providers registered in the runtime: JSON since their
   receivers may be joynr's runtimes; msgpack only for fleets of this project's runtimes.
 - ``system_ttl_ms``, ``routing_participant_id``, ``discovery_participant_id``,
-  ``reply_grace_s``: the runtime's calls to the cluster controller's system providers and its
+  ``reply_grace_ms``: the runtime's calls to the cluster controller's system providers and its
   proxies' wait for replies;
 - ``router`` (:class:`~runtime.router.RouterSettings`) and ``websocket``
   (:class:`~transports.websocket.settings.WebSocketClientSettings`).
@@ -37,7 +37,8 @@ The settings (all have defaults):
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import Final
 
 from pyjoynr.programming.system_interfaces import (
@@ -79,16 +80,26 @@ class LibjoynrConfig:
     routing_participant_id: str = DEFAULT_ROUTING_PARTICIPANT_ID
     #: participantId of the cluster controller's Discovery provider (as provisioned there)
     discovery_participant_id: str = DEFAULT_DISCOVERY_PARTICIPANT_ID
-    #: seconds a proxy waits for a reply beyond its request's expiry date (an error reply for
-    #: an expired request can still be on its way)
-    reply_grace_s: float = 1.0
+    #: milliseconds a proxy waits for a reply beyond its request's expiry date (an error
+    #: reply for an expired request can still be on its way)
+    reply_grace_ms: int = 1_000
     #: the runtime's router: queue limits, retries
     router: RouterSettings = field(default_factory=RouterSettings)
     #: the websocket connection to the cluster controller: frame limit, keep-alive, reconnect
     #: backoff, outgoing queue, TLS trust (its dialect is "joynr" whenever ``dialect`` is)
     websocket: WebSocketClientSettings = field(default_factory=WebSocketClientSettings)
+    _: KW_ONLY
+    #: the former name of ``reply_grace_ms``, in seconds (deprecated; warns, and sets
+    #: ``reply_grace_ms``; a keyword of the constructor only, read ``reply_grace_ms``)
+    reply_grace_s: InitVar[float | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, reply_grace_s: float | None) -> None:
+        if reply_grace_s is not None:
+            warnings.warn("LibjoynrConfig(reply_grace_s=...) is deprecated: pass "
+                          "reply_grace_ms= (milliseconds)", DeprecationWarning, stacklevel=3)
+            if not isinstance(reply_grace_s, (int, float)):
+                raise ValueError(f"reply_grace_s must be a number, got {reply_grace_s!r}")
+            object.__setattr__(self, "reply_grace_ms", round(reply_grace_s * 1000))
         if self.dialect not in DIALECTS:
             raise ValueError(f"dialect must be one of {', '.join(map(repr, DIALECTS))}, got "
                              f"{self.dialect!r}")
@@ -105,8 +116,8 @@ class LibjoynrConfig:
         if self.routing_participant_id == self.discovery_participant_id:
             raise ValueError("routing_participant_id and discovery_participant_id must differ, "
                              f"both are {self.routing_participant_id!r}")
-        if not isinstance(self.reply_grace_s, (int, float)) or not self.reply_grace_s >= 0:
-            raise ValueError(f"reply_grace_s must be >= 0, got {self.reply_grace_s!r}")
+        if type(self.reply_grace_ms) is not int or self.reply_grace_ms < 0:
+            raise ValueError(f"reply_grace_ms must be an int >= 0, got {self.reply_grace_ms!r}")
         if not isinstance(self.router, RouterSettings):
             raise TypeError(f"router must be RouterSettings, got {type(self.router).__name__}")
         if not isinstance(self.websocket, WebSocketClientSettings):

@@ -13,6 +13,11 @@ websocket connection, the router's timers).
     ...
     await runtime.close()
 
+A :class:`LibjoynrRuntime` offers what an application calls (register and unregister
+providers, build proxies, close); it runs on :class:`LibjoynrCore`, its ``core``: the
+JoynrRuntime with the websocket transport, the router's timers and the system proxies, for
+tools, tests and measurements (``runtime.core.stop()`` disconnects without unregistering).
+
 On every connection (the first and each reconnect) the runtime first makes its system proxies
 routable at the cluster controller and reads the cluster controller's reply-to address, then
 (after a reconnect) registers its participants, multicast receivers and providers again: a
@@ -31,13 +36,26 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Coroutine, Generator
+import warnings
+from collections.abc import Coroutine, Generator, Sequence
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
 from pyjoynr.libjoynr.config import LibjoynrConfig
-from pyjoynr.programming.joynr_runtime import DirectoryCalls, JoynrRuntime
+from pyjoynr.programming.discovery_types import (
+    DEFAULT_PROVIDER_EXPIRY_MS,
+    DiscoveryQos,
+    ProviderQos,
+)
+from pyjoynr.programming.joynr_runtime import (
+    DEFAULT_DISCOVERY_RETRY_MS,
+    DEFAULT_TTL_MS,
+    Arbitration,
+    DirectoryCalls,
+    JoynrRuntime,
+)
+from pyjoynr.programming.providers import Provider
 from pyjoynr.programming.proxies import Proxy
 from pyjoynr.programming.system_interfaces import (
     Discovery,
@@ -63,7 +81,11 @@ from pyjoynr.runtime.telemetry import Telemetry
 from pyjoynr.transports.inprocess import InProcessTransport
 from pyjoynr.transports.websocket.client import WebSocketClientTransport
 
-__all__ = ["Connect", "LibjoynrRuntime", "RemoteSystem", "connect"]
+__all__ = ["DEFAULT_CONNECT_TIMEOUT_MS", "Connect", "LibjoynrCore", "LibjoynrRuntime",
+           "RemoteSystem", "connect"]
+
+#: how long :func:`connect` waits for the first connection by default
+DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 
 log = get_logger(__name__)
 
@@ -130,9 +152,10 @@ class RemoteSystem(DirectoryCalls):
         await self.routing.remove_multicast_receiver(pattern, subscriber, provider)
 
 
-class LibjoynrRuntime(JoynrRuntime):
-    """A JoynrRuntime connected to its cluster controller over websocket (made and started
-    by :func:`connect`)."""
+class LibjoynrCore(JoynrRuntime):
+    """The machinery of a :class:`LibjoynrRuntime`: a JoynrRuntime connected to its cluster
+    controller over websocket (the transport, the router and its timers, the system proxies,
+    re-registration after a reconnect). An application reaches it as ``runtime.core``."""
 
     def __init__(self, cc_address: WebSocketAddress, client_id: str,
                  config: LibjoynrConfig | None = None) -> None:
@@ -144,7 +167,7 @@ class LibjoynrRuntime(JoynrRuntime):
         router = MessageRouter(table, config.router, parent=cc_address, telemetry=telemetry)
         own = WebSocketClientAddress(client_id)
         router.register_transport(InProcessAddress, InProcessTransport(telemetry))
-        super().__init__(router, reply_grace_s=config.reply_grace_s,
+        super().__init__(router, reply_grace_s=config.reply_grace_ms / 1000,
                          multicast_body=config.multicast_body_format,
                          joynr_dialect=config.joynr_dialect, telemetry=telemetry)
         self.client_id = client_id
@@ -178,16 +201,18 @@ class LibjoynrRuntime(JoynrRuntime):
         # (the transport's coroutine itself: one coroutine fewer per one-way call)
         return self.transport.wait_writable()
 
-    async def start(self, timeout_s: float = 10.0) -> None:
+    async def start(self, timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS) -> None:
+        """Connect; ConnectionError when the first connection is not made within
+        ``timeout_ms``."""
         self._first_connect = asyncio.get_running_loop().create_future()
         self.housekeeping.start()
         await self.transport.start(wait_s=None)
         try:
-            await asyncio.wait_for(asyncio.shield(self._first_connect), timeout_s)
+            await asyncio.wait_for(asyncio.shield(self._first_connect), timeout_ms / 1000)
         except TimeoutError:
             await self.stop()
             raise ConnectionError(f"could not connect to the cluster controller at "
-                                  f"{self.transport.cc_address.url} within {timeout_s} s"
+                                  f"{self.transport.cc_address.url} within {timeout_ms} ms"
                                   ) from None
 
     async def stop(self) -> None:
@@ -206,12 +231,105 @@ class LibjoynrRuntime(JoynrRuntime):
                 log.warning("unregistering took too long; disconnecting anyway")
         await self.stop()
 
+
+
+class LibjoynrRuntime:
+    """An application's runtime, connected to its cluster controller (made and started by
+    :func:`connect`): register and unregister providers, build proxies, close.
+
+    Everything else (the router, the transport, the system proxies, re-registration, the
+    provider calls still running) is the machinery underneath, :attr:`core`
+    (:class:`LibjoynrCore`, a :class:`~programming.joynr_runtime.JoynrRuntime`): for tools,
+    tests and measurements, not for applications."""
+
+    def __init__(self, cc_address: WebSocketAddress, client_id: str,
+                 config: LibjoynrConfig | None = None) -> None:
+        #: the machinery: a JoynrRuntime connected over websocket (see the class docstring)
+        self.core = LibjoynrCore(cc_address, client_id, config)
+
+    @property
+    def config(self) -> LibjoynrConfig:
+        """The configuration the runtime was made with."""
+        return self.core.config
+
+    @property
+    def client_id(self) -> str:
+        """The name of this runtime at its cluster controller."""
+        return self.core.client_id
+
+    async def register_provider(
+        self,
+        domain: str,
+        provider: Provider,
+        *,
+        qos: ProviderQos | None = None,
+        participant_id: str | None = None,
+        expiry_ms: int = DEFAULT_PROVIDER_EXPIRY_MS,
+        gbids: Sequence[str] = (),
+        await_global_registration: bool = False,
+    ) -> str:
+        """Register ``provider`` in ``domain``; returns its participantId.
+
+        Without ``qos`` it is registered at its cluster controller only; with
+        ``ProviderQos(scope=ProviderScope.GLOBAL)`` also with the GCD, in ``gbids`` (default:
+        all backends of the cluster controller), in the background or, with
+        ``await_global_registration``, before this returns. ``participant_id`` fixes its
+        participantId (a restarted provider takes its registration over); ``expiry_ms``: how
+        long its entry lives without being refreshed."""
+        return await self.core.register_provider(
+            domain, provider, qos=qos, participant_id=participant_id, expiry_ms=expiry_ms,
+            gbids=gbids, await_global_registration=await_global_registration)
+
+    async def unregister_provider(self, provider_or_id: Provider | str) -> None:
+        """Unregister a provider (the object, or its participantId)."""
+        await self.core.unregister_provider(provider_or_id)
+
+    async def build_proxy(
+        self,
+        interface: type,
+        domain: str | list[str],
+        *,
+        discovery_qos: DiscoveryQos | None = None,
+        arbitration: Arbitration | None = None,
+        ttl_ms: int = DEFAULT_TTL_MS,
+        discovery_retry_ms: int = DEFAULT_DISCOVERY_RETRY_MS,
+        gbids: Sequence[str] = (),
+        body_format: BodyFormat | None = None,
+        discovery_retry_s: float | None = None,
+    ) -> Proxy:
+        """Discover a provider of ``interface`` in ``domain`` and build a proxy for it
+        (:meth:`JoynrRuntime.build_proxy <programming.joynr_runtime.JoynrRuntime.build_proxy>`):
+        ``ttl_ms`` is the time to live of its calls, ``discovery_qos`` bounds the discovery
+        (DiscoveryError when no provider is found in time), which looks up again every
+        ``discovery_retry_ms``. ``discovery_retry_s`` is the former name of
+        ``discovery_retry_ms`` (in seconds; deprecated)."""
+        if discovery_retry_s is not None:
+            discovery_retry_ms = _from_seconds("build_proxy", "discovery_retry_s",
+                                               "discovery_retry_ms", discovery_retry_s)
+        return await self.core.build_proxy(
+            interface, domain, discovery_qos=discovery_qos, arbitration=arbitration,
+            ttl_ms=ttl_ms, discovery_retry_ms=discovery_retry_ms, gbids=gbids,
+            body_format=body_format)
+
+    async def close(self) -> None:
+        """Close every proxy and unregister every provider (while connected), then
+        disconnect."""
+        await self.core.close()
+
     async def __aenter__(self) -> LibjoynrRuntime:
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.close()
+
+
+def _from_seconds(call: str, old: str, new: str, seconds: float) -> int:
+    """A deprecated keyword in seconds, warned about (naming the new one) and turned into
+    milliseconds."""
+    warnings.warn(f"{call}({old}=...) is deprecated: pass {new}= (milliseconds)",
+                  DeprecationWarning, stacklevel=3)
+    return round(seconds * 1000)
 
 
 def _websocket_address(url: str | WebSocketAddress) -> WebSocketAddress:
@@ -230,16 +348,16 @@ class Connect:
     context manager (the runtime is closed on the way out)."""
 
     def __init__(self, url: str | WebSocketAddress, config: LibjoynrConfig | None,
-                 client_id: str | None, timeout_s: float) -> None:
+                 client_id: str | None, timeout_ms: int) -> None:
         self.address = _websocket_address(url)
         self.config = config or LibjoynrConfig()
         self.client_id = client_id or f"libjoynr-{uuid.uuid4()}"
-        self.timeout_s = timeout_s
+        self.timeout_ms = timeout_ms
         self._runtime: LibjoynrRuntime | None = None
 
     async def _start(self) -> LibjoynrRuntime:
         runtime = LibjoynrRuntime(self.address, self.client_id, self.config)
-        await runtime.start(self.timeout_s)
+        await runtime.core.start(self.timeout_ms)
         return runtime
 
     def __await__(self) -> Generator[Any, None, LibjoynrRuntime]:
@@ -257,12 +375,18 @@ class Connect:
 
 
 def connect(url: str | WebSocketAddress, *, config: LibjoynrConfig | None = None,
-            client_id: str | None = None, timeout_s: float = 10.0) -> Connect:
+            client_id: str | None = None, timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS,
+            timeout_s: float | None = None) -> Connect:
     """A libjoynr runtime connected to the cluster controller at ``url`` (``ws://`` or
     ``wss://``, or its WebSocketAddress): ``async with connect(url) as runtime:``, or
     ``runtime = await connect(url)`` and ``await runtime.close()`` at the end.
 
     ``client_id`` names this runtime at the cluster controller (default: a new unique one);
-    ``timeout_s`` bounds the wait for the first connection (then ConnectionError). A url
-    that is not a websocket url is a ValueError at once."""
-    return Connect(url, config, client_id, timeout_s)
+    ``timeout_ms`` bounds the wait for the first connection (then ConnectionError);
+    ``timeout_s`` is its former name, in seconds (deprecated). A url that is not a websocket
+    url is a ValueError at once."""
+    if timeout_s is not None:
+        timeout_ms = _from_seconds("connect", "timeout_s", "timeout_ms", timeout_s)
+    if not timeout_ms > 0:
+        raise ValueError(f"timeout_ms must be > 0, got {timeout_ms!r}")
+    return Connect(url, config, client_id, timeout_ms)

@@ -43,14 +43,8 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from pyjoynr.gcd.interface import GCD_DOMAIN, GCD_PARTICIPANT_ID, GlobalCapabilitiesDirectory
-from pyjoynr.libjoynr import (
-    Arbitration,
-    DiscoveryQos,
-    LibjoynrRuntime,
-    ProviderRuntimeError,
-    Proxy,
-    connect,
-)
+from pyjoynr.libjoynr import DiscoveryQos, LibjoynrRuntime, Proxy, connect
+from pyjoynr.libjoynr.advanced import Arbitration, ProviderRuntimeError
 from pyjoynr.pipeline.config import ApplySettings, ConfigError
 from pyjoynr.pipeline.readers import InputError
 
@@ -226,7 +220,7 @@ class _Gcds:
 
     async def _connect(self, url: str) -> Proxy:
         timeout_ms = int(self.settings.call_timeout_s * 1000)
-        runtime: LibjoynrRuntime = await connect(url, timeout_s=self.settings.call_timeout_s)
+        runtime: LibjoynrRuntime = await connect(url, timeout_ms=timeout_ms)
         self.stack.push_async_callback(runtime.close)
         proxy = await runtime.build_proxy(
             GlobalCapabilitiesDirectory, GCD_DOMAIN,

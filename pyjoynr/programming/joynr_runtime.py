@@ -2,9 +2,9 @@
 
 Two kinds of runtime share it:
 
-- a **libjoynr runtime** (:func:`connect`) in an application process, connected to its
-  cluster controller over websocket; it reaches the CC's Routing and Discovery providers through
-  proxies and re-registers everything after a reconnect;
+- a **libjoynr runtime** (:func:`connect`; this is its ``core``) in an application process,
+  connected to its cluster controller over websocket; it reaches the CC's Routing and
+  Discovery providers through proxies and re-registers everything after a reconnect;
 - the **in-process runtime** of the cluster controller itself (``ClusterController.runtime``),
   which uses the CC's router and directory directly.
 
@@ -63,6 +63,11 @@ from pyjoynr.runtime.telemetry import Telemetry
 __all__ = ["Arbitration", "DirectoryCalls", "JoynrRuntime", "SystemServices"]
 
 log = get_logger(__name__)
+
+#: the time to live of a proxy's calls unless build_proxy is told otherwise
+DEFAULT_TTL_MS = 60_000
+#: how often build_proxy looks up again while no compatible provider is found
+DEFAULT_DISCOVERY_RETRY_MS = 250
 
 
 @dataclass(frozen=True)
@@ -250,8 +255,8 @@ class JoynrRuntime:
         *,
         discovery_qos: types.DiscoveryQos | None = None,
         arbitration: Arbitration | None = None,
-        ttl_ms: int = 60_000,
-        discovery_retry_s: float = 0.25,
+        ttl_ms: int = DEFAULT_TTL_MS,
+        discovery_retry_ms: int = DEFAULT_DISCOVERY_RETRY_MS,
         gbids: Sequence[str] = (),
         body_format: BodyFormat | None = None,
     ) -> Proxy:
@@ -263,12 +268,12 @@ class JoynrRuntime:
         ``body_format`` (not None) chooses instead.
 
         Discovery takes at most ``discovery_qos.discovery_timeout_ms`` (default 10 s), also
-        when the GCD does not answer: the lookups are retried every ``discovery_retry_s``
-        seconds until a compatible provider is found, then DiscoveryError says why not (no
+        when the GCD does not answer: the lookups are retried every ``discovery_retry_ms``
+        until a compatible provider is found, then DiscoveryError says why not (no
         provider, or the last error, e.g. that the GCD did not answer). ``ttl_ms`` is the time
         to live of the proxy's calls."""
-        if not discovery_retry_s > 0:
-            raise ValueError(f"discovery_retry_s must be > 0, got {discovery_retry_s!r}")
+        if not discovery_retry_ms > 0:
+            raise ValueError(f"discovery_retry_ms must be > 0, got {discovery_retry_ms!r}")
         definition = interface_def(interface)
         qos = discovery_qos or DiscoveryQos()
         if qos.discovery_timeout <= 0:
@@ -276,7 +281,7 @@ class JoynrRuntime:
                              f"{qos.discovery_timeout!r}")
         arbitration = arbitration or Arbitration()
         entry = await self._discover(definition, [domain] if isinstance(domain, str) else domain,
-                                     qos, arbitration, discovery_retry_s, gbids=gbids)
+                                     qos, arbitration, discovery_retry_ms / 1000, gbids=gbids)
         pid = f"{uuid.uuid4()}"
         endpoint = ProxyEndpoint(pid, self.telemetry.warn, self.telemetry.counters)
         self.router.add_route(pid, endpoint.address, is_globally_visible=False)

@@ -134,7 +134,8 @@ from pyjoynr.runtime.payloads import (
 )
 from pyjoynr.runtime.tasks import TaskSupervisor
 
-__all__ = ["AttributeHandle", "BroadcastHandle", "Proxy", "ProxyEndpoint", "ProxyHost"]
+__all__ = ["AttributeHandle", "BroadcastHandle", "Proxy", "ProxyBuilder", "ProxyEndpoint",
+           "ProxyHost"]
 
 log = get_logger(__name__)
 
@@ -178,6 +179,14 @@ class ProxyHost(Protocol):
     async def remove_multicast_receiver(self, pattern: str, subscriber: str, provider: str
                                         ) -> None: ...
     async def forget_proxy(self, proxy: Proxy) -> None: ...
+
+
+class ProxyBuilder(Protocol):
+    """What builds a proxy: an application's LibjoynrRuntime, or a JoynrRuntime (the
+    ``build_*_proxy`` functions of generated code take either)."""
+
+    async def build_proxy(self, interface: type, domain: str | list[str], *args: Any,
+                          **options: Any) -> Proxy: ...
 
 
 class ProxyEndpoint:

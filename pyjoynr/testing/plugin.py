@@ -106,7 +106,7 @@ async def joynr_runtimes(joynr_cc: ClusterController
 
     yield start
     for runtime in reversed(started):
-        await runtime.stop()
+        await runtime.core.stop()
 
 
 @pytest.fixture

@@ -140,10 +140,10 @@ async def produce(base: Path) -> Produced:
         assert gcd is not None
 
         async def runtime(cc: ClusterController) -> LibjoynrRuntime:
-            rt = await joynr_connect(cc.websocket_address.url, timeout_s=WAIT_S)
+            rt = await joynr_connect(cc.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
             # stopped, not closed: closing would unregister its providers from the GCD,
             # which the figures must not depend on
-            stack.push_async_callback(rt.stop)
+            stack.push_async_callback(rt.core.stop)
             return rt
 
         rt_one, rt_two, rt_three = await runtime(one), await runtime(two), await runtime(three)
@@ -234,7 +234,7 @@ async def produce(base: Path) -> Produced:
 
         # cc-three stops for good (its runtime first, without unregistering): its entries
         # stay in the directory and are never touched again
-        await rt_three.stop()
+        await rt_three.core.stop()
         await three_stack.aclose()
         produced.stopped_ms = now_ms()
         # cc-two touches its entries after that (every 0.2 s)

@@ -20,7 +20,8 @@ from pyjoynr.gcd.interface import GCD_DOMAIN, GCD_PARTICIPANT_ID, GlobalCapabili
 from pyjoynr.gcd.service import GcdService, GcdSettings
 from pyjoynr.gcd.sqlite_store import SqliteStore
 from pyjoynr.gcd.store import StoredEntry
-from pyjoynr.libjoynr import Arbitration, ProviderQos, ProviderScope, connect
+from pyjoynr.libjoynr import ProviderQos, ProviderScope, connect
+from pyjoynr.libjoynr.advanced import Arbitration
 from pyjoynr.pipeline import commands
 from pyjoynr.pipeline.readers import directory_source
 from pyjoynr.testing.brokers import Mosquitto
@@ -96,7 +97,7 @@ async def test_apply_removes_exactly_the_planned_entries(make_run: Any, tmp_path
             tmp_path / "cc", "cc-live", {OWN: broker.url})))
         assert cc.mqtt is not None
         await cc.mqtt.wait_connected(WAIT_S)
-        runtime = await connect(cc.websocket_address.url, timeout_s=WAIT_S)
+        runtime = await connect(cc.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
         stack.push_async_callback(runtime.close)
         provider_pid = await runtime.register_provider(
             "d.house", RadioProvider(), qos=ProviderQos(scope=ProviderScope.GLOBAL),

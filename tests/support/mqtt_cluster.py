@@ -82,9 +82,9 @@ async def start_pair(stack: AsyncExitStack, tmp_path: Path, backends_one: dict[s
     for cc in (one, two):
         assert cc.mqtt is not None
         await cc.mqtt.wait_connected(WAIT_S)
-    rt_two = await joynr_connect(two.websocket_address.url, timeout_s=WAIT_S)
+    rt_two = await joynr_connect(two.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
     stack.push_async_callback(rt_two.close)
-    rt_one = await joynr_connect(one.websocket_address.url, timeout_s=WAIT_S)
+    rt_one = await joynr_connect(one.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
     stack.push_async_callback(rt_one.close)
     provider = RadioProvider()
     await rt_two.register_provider(domain, provider, participant_id=provider_pid,

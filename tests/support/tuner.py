@@ -111,7 +111,7 @@ class Tuning:
 
     @property
     def counters(self) -> Any:
-        return self.runtime.telemetry.counters
+        return self.runtime.core.telemetry.counters
 
     @property
     def publisher(self) -> Any:

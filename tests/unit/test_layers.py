@@ -45,7 +45,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "testing": frozenset({"runtime", "programming", "transports", "admin", "libjoynr",
                           "gcd", "cluster_controller"}),
     # the application API at the root: libjoynr's names, loaded when first used
-    TOP: frozenset({"libjoynr", "programming", "runtime"}),
+    TOP: frozenset({"libjoynr", "runtime"}),
 }
 
 

@@ -28,7 +28,7 @@ from pyjoynr.runtime.interface import (
 )
 
 if TYPE_CHECKING:
-    from pyjoynr.programming.joynr_runtime import JoynrRuntime
+    from pyjoynr.programming.proxies import ProxyBuilder
 
 __all__ = [
     "Country",
@@ -174,7 +174,7 @@ class RadioProxy(Protocol):
 
 
 async def build_radio_proxy(
-    runtime: JoynrRuntime,
+    runtime: ProxyBuilder,
     domain: str | list[str],
     **options: Any,
 ) -> RadioProxy:

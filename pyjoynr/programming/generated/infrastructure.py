@@ -14,7 +14,7 @@ from pyjoynr.runtime.interface import MaxLength, errors, interface, joynr_dataty
 from . import types as _types
 
 if TYPE_CHECKING:
-    from pyjoynr.programming.joynr_runtime import JoynrRuntime
+    from pyjoynr.programming.proxies import ProxyBuilder
 
 __all__ = [
     "GlobalCapabilitiesDirectory",
@@ -325,7 +325,7 @@ class GlobalCapabilitiesDirectoryProxy(Protocol):
 
 
 async def build_global_capabilities_directory_proxy(
-    runtime: JoynrRuntime,
+    runtime: ProxyBuilder,
     domain: str | list[str],
     **options: Any,
 ) -> GlobalCapabilitiesDirectoryProxy:

@@ -31,7 +31,7 @@ from pyjoynr.runtime.interface import (
 from . import types as _types
 
 if TYPE_CHECKING:
-    from pyjoynr.programming.joynr_runtime import JoynrRuntime
+    from pyjoynr.programming.proxies import ProxyBuilder
 
 __all__ = [
     "Address",
@@ -376,7 +376,7 @@ class DiscoveryProxy(Protocol):
 
 
 async def build_discovery_proxy(
-    runtime: JoynrRuntime,
+    runtime: ProxyBuilder,
     domain: str | list[str],
     **options: Any,
 ) -> DiscoveryProxy:
@@ -707,7 +707,7 @@ class RoutingProxy(Protocol):
 
 
 async def build_routing_proxy(
-    runtime: JoynrRuntime,
+    runtime: ProxyBuilder,
     domain: str | list[str],
     **options: Any,
 ) -> RoutingProxy:

@@ -145,23 +145,23 @@ class WebSocketClientTransport:
 
     async def _run(self) -> None:
         s = self.settings
-        delay = s.reconnect_initial_s
+        delay = s.reconnect_initial_ms / 1000
         url = self.cc_address.url
         while True:
             try:
                 ws = await open_client_connection(
                     url,
                     max_size=2 * s.max_frame_bytes,
-                    ping_interval_s=s.ping_interval_s,
-                    ping_timeout_s=s.ping_timeout_s,
+                    ping_interval_s=s.ping_interval_ms / 1000,
+                    ping_timeout_s=s.ping_timeout_ms / 1000,
                     # a dead peer is not waited for longer than the ping timeout
-                    close_timeout_s=s.ping_timeout_s,
-                    open_timeout_s=s.open_timeout_s,
+                    close_timeout_s=s.ping_timeout_ms / 1000,
+                    open_timeout_s=s.open_timeout_ms / 1000,
                     ssl_context=self._ssl_context,
                     max_fragments=s.max_fragments_per_message,
                 )
                 try:
-                    delay = s.reconnect_initial_s
+                    delay = s.reconnect_initial_ms / 1000
                     await self._serve(ws)
                 finally:
                     try:
@@ -177,7 +177,7 @@ class WebSocketClientTransport:
             except Exception:
                 log.exception("websocket connection to %s failed; retrying in %.2f s", url, delay)
             await asyncio.sleep(delay * (0.8 + 0.4 * random.random()))
-            delay = min(delay * 2, s.reconnect_max_s)
+            delay = min(delay * 2, s.reconnect_max_ms / 1000)
 
     async def _serve(self, ws: ClientSideConnection) -> None:
         s = self.settings

@@ -59,7 +59,11 @@ def _check_common(settings: WebSocketServerSettings | WebSocketClientSettings) -
     if settings.max_fragments_per_message < 1:
         raise ValueError("max_fragments_per_message must be >= 1, got "
                          f"{settings.max_fragments_per_message}")
-    for name in ("ping_interval_s", "ping_timeout_s"):
+    # the server's settings come from the CC's configuration file (seconds), the client's
+    # are part of the application API (milliseconds, as every time there)
+    for name in (("ping_interval_s", "ping_timeout_s")
+                 if isinstance(settings, WebSocketServerSettings)
+                 else ("ping_interval_ms", "ping_timeout_ms")):
         if not getattr(settings, name) > 0:
             raise ValueError(f"{name} must be > 0, got {getattr(settings, name)}")
 
@@ -138,20 +142,21 @@ class WebSocketServerSettings:
 
 @dataclass(frozen=True)
 class WebSocketClientSettings:
-    """A libjoynr runtime's connection to its cluster controller."""
+    """A libjoynr runtime's connection to its cluster controller (its times in milliseconds,
+    as every time of the application API)."""
 
     #: messages larger than this are refused one by one; larger than twice this, the
     #: connection is closed with 1009
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
-    #: keep-alive: a ping every interval; no pong within the timeout = dead connection
+    #: keep-alive (ms): a ping every interval; no pong within the timeout = dead connection
     #: (the timeout also bounds the wait for the peer's part of the close handshake)
-    ping_interval_s: float = 20.0
-    ping_timeout_s: float = 20.0
-    #: seconds to open a connection (TCP, TLS and websocket handshakes)
-    open_timeout_s: float = 10.0
-    #: reconnect backoff: first wait and longest wait (s), each with +-20 % jitter
-    reconnect_initial_s: float = 0.05
-    reconnect_max_s: float = 5.0
+    ping_interval_ms: int = 20_000
+    ping_timeout_ms: int = 20_000
+    #: milliseconds to open a connection (TCP, TLS and websocket handshakes)
+    open_timeout_ms: int = 10_000
+    #: reconnect backoff: first wait and longest wait (ms), each with +-20 % jitter
+    reconnect_initial_ms: int = 50
+    reconnect_max_ms: int = 5_000
     #: messages waiting to be written before sends are refused (the router queues them)
     max_queued: int = 10_000
     #: ... and the bytes they may hold (an empty queue takes one message of any size)
@@ -191,11 +196,11 @@ class WebSocketClientSettings:
                                  f"{size}")
         if bool(self.tls_certificate) != bool(self.tls_private_key):
             raise ValueError("tls_certificate and tls_private_key go together")
-        if not self.open_timeout_s > 0:
-            raise ValueError(f"open_timeout_s must be > 0, got {self.open_timeout_s}")
-        if not 0 < self.reconnect_initial_s <= self.reconnect_max_s:
-            raise ValueError("need 0 < reconnect_initial_s <= reconnect_max_s, got "
-                             f"{self.reconnect_initial_s} and {self.reconnect_max_s}")
+        if not self.open_timeout_ms > 0:
+            raise ValueError(f"open_timeout_ms must be > 0, got {self.open_timeout_ms}")
+        if not 0 < self.reconnect_initial_ms <= self.reconnect_max_ms:
+            raise ValueError("need 0 < reconnect_initial_ms <= reconnect_max_ms, got "
+                             f"{self.reconnect_initial_ms} and {self.reconnect_max_ms}")
         if self.max_queued < 1:
             raise ValueError(f"max_queued must be >= 1, got {self.max_queued}")
         if self.max_queued_bytes < 1:
