@@ -58,7 +58,10 @@ def test_file_values_and_environment_overrides(tmp_path):
         ("[websocket]\nport = 70000\n", {}, "port must be in 0..65535"),
         ("[websocket]\ntls_certificate = 'c.pem'\n", {}, "go together"),
         ("[websocket]\nmax_queued_per_connection = 0\n", {}, "max_queued_per_connection"),
-        ("[router]\nsweep_interval_s = 0\n", {}, "sweep_interval_s must be > 0"),
+        ("[router]\nsweep_interval_ms = 0\n", {}, "sweep_interval_ms must be > 0"),
+        ("[router]\nsweep_interval_s = 0.1\nsweep_interval_ms = 100\n", {},
+         "sweep_interval_s (seconds) is sweep_interval_ms (milliseconds) now; give only that"),
+        ("[router]\nretry_max_s = 'soon'\n", {}, "router.retry_max_s"),
         ("[mqtt]\nbackends = { a = 'http://x' }\n", {}, "the scheme must be one of"),
         ("[mqtt]\nbackends = { a = 'mqtt://' }\n", {}, "no host"),
         ("[mqtt]\nbackends = { a = 'mqtt://h:99999' }\n", {}, "bad broker URL"),
@@ -77,6 +80,32 @@ def test_bad_configuration_is_refused_with_a_clear_reason(tmp_path, text, env, m
         ClusterControllerConfig.load(write(tmp_path, text), env=env)
     assert message in str(info.value)
     assert "cc.toml" in str(info.value)
+
+
+def test_router_times_named_in_seconds_earlier_are_read_as_milliseconds(tmp_path, caplog):
+    """[router]'s intervals were seconds (sweep_interval_s, retry_initial_s, retry_max_s) and
+    are milliseconds now (*_ms): a file or variable that still names one is read, times 1,000,
+    with a warning that names the new setting."""
+    path = write(tmp_path, "[router]\nsweep_interval_s = 0.25\nretry_initial_s = 0.05\n")
+    with caplog.at_level("WARNING", logger="pyjoynr.runtime.config"):
+        config = ClusterControllerConfig.load(path, env={"JOYNR_CC__ROUTER__RETRY_MAX_S": "2"})
+    assert (config.router.sweep_interval_ms, config.router.retry_initial_ms,
+            config.router.retry_max_ms) == (250, 50, 2000)
+    warned = sorted(r.getMessage() for r in caplog.records)
+    assert warned == [
+        "JOYNR_CC__ROUTER__RETRY_MAX_S: retry_max_s (seconds) is retry_max_ms (milliseconds) "
+        "now: read as retry_max_ms = 2000; rename it",
+        "router.retry_initial_s: retry_initial_s (seconds) is retry_initial_ms (milliseconds) "
+        "now: read as retry_initial_ms = 50; rename it",
+        "router.sweep_interval_s: sweep_interval_s (seconds) is sweep_interval_ms "
+        "(milliseconds) now: read as sweep_interval_ms = 250; rename it",
+    ]
+    # the new names as they are, and the old one's value checked as the new one's
+    path = write(tmp_path, "[router]\nsweep_interval_ms = 20\n")
+    assert ClusterControllerConfig.load(path, env={}).router.sweep_interval_ms == 20
+    with pytest.raises(ConfigError, match="sweep_interval_ms must be > 0"):
+        ClusterControllerConfig.load(write(tmp_path, "[router]\nsweep_interval_s = 0\n"),
+                                     env={})
 
 
 def test_missing_file(tmp_path):

@@ -93,8 +93,8 @@ async def test_purge_removes_expired_routes_periodically_but_not_sticky_ones(cap
 
 async def test_sweep_drops_expired_messages_and_retries_refused_sends(tasks):
     telemetry = Telemetry()
-    router = make_router(telemetry, sweep_interval_s=0.01, retry_initial_s=0.02,
-                         retry_max_s=0.05)
+    router = make_router(telemetry, sweep_interval_ms=10, retry_initial_ms=20,
+                         retry_max_ms=50)
     gate = Gate()
     router.register_transport(WebSocketClientAddress, gate)
     router.add_route("c", WebSocketClientAddress("client"), is_globally_visible=False)
@@ -112,7 +112,7 @@ async def test_sweep_drops_expired_messages_and_retries_refused_sends(tasks):
 
 
 async def test_a_failing_round_is_logged_and_the_next_one_runs(caplog, tasks):
-    router = make_router(sweep_interval_s=0.01)
+    router = make_router(sweep_interval_ms=10)
     gate = Gate()
     router.register_transport(WebSocketClientAddress, gate)
     router.add_route("c", WebSocketClientAddress("client"), is_globally_visible=False)
@@ -146,4 +146,4 @@ def test_intervals_must_be_positive(interval):
     with pytest.raises(ValueError, match="purge interval"):
         RouterHousekeeping(make_router(), TaskSupervisor("t"), purge_interval_s=interval)
     with pytest.raises(ValueError, match="sweep interval"):
-        RouterHousekeeping(make_router(sweep_interval_s=interval), TaskSupervisor("t"))
+        RouterHousekeeping(make_router(sweep_interval_ms=interval), TaskSupervisor("t"))

@@ -224,7 +224,7 @@ def test_sweep_takes_the_time_it_is_given():
 
 
 def test_refused_sends_are_retried_with_backoff_until_delivered():
-    rig = Rig(retry_initial_s=0.02, retry_max_s=0.05)
+    rig = Rig(retry_initial_ms=20, retry_max_ms=50)
     r = rig.router
     gate = Recorder(open=False)
     r.register_transport(WebSocketClientAddress, gate)
@@ -395,7 +395,7 @@ def test_multicasts_are_published_to_the_backends_by_the_providers_place(
 
 
 def test_a_refused_multicast_hop_is_retried_alone_without_duplicates():
-    rig = Rig(retry_initial_s=0.02, retry_max_s=0.05)
+    rig = Rig(retry_initial_ms=20, retry_max_ms=50)
     r = rig.router
     down = Recorder(open=False)  # client-b's connection is down for now
     r.register_transport(WebSocketClientAddress, down)

@@ -20,9 +20,9 @@ tools and tests, and for joynr's less common features (docs/api.md documents eve
   proxies, provider calls still running), a :class:`JoynrRuntime` as the cluster controller's
   and the GCD's own runtimes are.
 
-Times are milliseconds, as in the application API, with one exception: RouterSettings, which
-the cluster controller reads from its configuration file too, keeps three intervals in seconds
-(``sweep_interval_s``, ``retry_initial_s``, ``retry_max_s``) as that file names them.
+Times are milliseconds, as in the application API (RouterSettings' ``sweep_interval_ms``,
+``retry_initial_ms`` and ``retry_max_ms`` too: a cluster controller's configuration file that
+still names them in seconds, as earlier versions did, is read with a warning).
 """
 
 from pyjoynr.libjoynr.runtime import LibjoynrCore

@@ -167,7 +167,7 @@ class LibjoynrCore(JoynrRuntime):
         router = MessageRouter(table, config.router, parent=cc_address, telemetry=telemetry)
         own = WebSocketClientAddress(client_id)
         router.register_transport(InProcessAddress, InProcessTransport(telemetry))
-        super().__init__(router, reply_grace_s=config.reply_grace_ms / 1000,
+        super().__init__(router, reply_grace_ms=config.reply_grace_ms,
                          multicast_body=config.multicast_body_format,
                          joynr_dialect=config.joynr_dialect, telemetry=telemetry)
         self.client_id = client_id

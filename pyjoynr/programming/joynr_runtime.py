@@ -128,7 +128,7 @@ class JoynrRuntime:
     serves system providers only."""
 
     def __init__(self, router: MessageRouter, system: SystemServices | None = None, *,
-                 reply_grace_s: float = 1.0,
+                 reply_grace_ms: int = 1_000,
                  multicast_body: BodyFormat = BodyFormat.JSON,
                  joynr_dialect: bool = False, telemetry: Telemetry | None = None) -> None:
         """``telemetry``: the process's counters, limit of repeated warnings and audit hook
@@ -138,8 +138,8 @@ class JoynrRuntime:
         #: the providers and the endpoints of the proxies made here
         self.telemetry = Telemetry() if telemetry is None else telemetry
         self._system = system
-        #: seconds a proxy waits for a reply beyond its request's expiry date
-        self.reply_grace_s = reply_grace_s
+        #: milliseconds a proxy waits for a reply beyond its request's expiry date
+        self.reply_grace_ms = reply_grace_ms
         #: the runtime behaves as joynr's runtimes do towards their cluster controller (see
         #: the module docstring); False: this project's native behaviour
         self.joynr_dialect = joynr_dialect

@@ -163,8 +163,8 @@ class ProxyHost(Protocol):
 
     #: the address replies to this runtime's requests come back to (None: the router's own)
     reply_to_address: Address | None
-    #: seconds a caller waits for a reply beyond the request's expiry date
-    reply_grace_s: float
+    #: milliseconds a caller waits for a reply beyond the request's expiry date
+    reply_grace_ms: int
     #: the runtime speaks joynr's dialect: replyTo and broadcast subscriptions as joynr's
     #: runtimes do (see the module docstring)
     joynr_dialect: bool
@@ -695,7 +695,7 @@ class Proxy:
         future: asyncio.Future[Any] = loop.create_future()
         waiting[key] = future
         self._host.route(message)
-        deadline_s = (message.expiry_date_ms - now_ms()) / 1000 + self._host.reply_grace_s
+        deadline_s = (message.expiry_date_ms - now_ms() + self._host.reply_grace_ms) / 1000
         # a timer that answers the future with _EXPIRED: the caller wakes as soon as either
         # comes (as with asyncio.timeout, one loop iteration sooner than with wait_for), without
         # asyncio.timeout's task cancellation and its three getpid system calls per call

@@ -12,11 +12,16 @@ exactly as on the right of ``=`` in the file: ``["a", "b"]``, ``[]``, ``{ a = "m
 ``[{ a = 1 }, { b = 2 }]``. Nothing else is accepted (no comma-separated form), and the text
 must be that one value (no further keys or tables). An error about a value from the
 environment names the variable, one about a value from the file names the file and key.
+
+A section may list settings that an earlier version named in seconds and names in
+milliseconds now (``RENAMED_SECONDS``: old name -> new name); the old name is still read, times
+1,000, with a warning that says to rename it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import tomllib
@@ -26,7 +31,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pyjoynr.runtime.logs import get_logger
+
 __all__ = ["ConfigError", "load_config", "read_toml"]
+
+log = get_logger(__name__)
 
 T = TypeVar("T")
 
@@ -198,11 +207,13 @@ def _build(cls: type[T], data: Mapping[str, Any], env: Mapping[str, str], prefix
     added to ``known``."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(data) - set(fields))
+    renamed: Mapping[str, str] = getattr(cls, "RENAMED_SECONDS", {})
+    unknown = sorted(set(data) - set(fields) - set(renamed))
     if unknown:
         raise ConfigError(f"{where}: unknown setting(s) {', '.join(unknown)}")
     values: dict[str, Any] = {}
     variables: dict[str, str] = {}  # setting -> the environment variable it came from
+    earlier = _in_seconds(renamed, data, env, prefix, where, known=known)
     for name in fields:
         annotation = hints[name]
         key = f"{prefix}__{name.upper()}"
@@ -223,11 +234,48 @@ def _build(cls: type[T], data: Mapping[str, Any], env: Mapping[str, str], prefix
             variables[name] = key
         elif name in data:
             values[name] = _convert(data[name], annotation, sub_where)
+        elif name in earlier:
+            values[name], origin = earlier[name]
+            if origin.startswith(prefix):
+                variables[name] = origin
     try:
         config = cls(**values)
     except (TypeError, ValueError) as exc:
         raise _refused(str(exc), where or "configuration", fields, variables) from None
     return config
+
+
+def _in_seconds(renamed: Mapping[str, str], data: Mapping[str, Any], env: Mapping[str, str],
+                prefix: str, where: str, *, known: set[str]) -> dict[str, tuple[int, str]]:
+    """The settings of a section that an earlier version named in seconds (``renamed``: that
+    name -> the name now, in milliseconds) and that the file or the environment still gives:
+    new name -> (the value in milliseconds, where it came from), each read with a warning. A
+    setting given under both names is an error naming both."""
+    found: dict[str, tuple[int, str]] = {}
+    for old, new in renamed.items():
+        variable = f"{prefix}__{old.upper()}"
+        known.add(variable)
+        if variable in env:
+            try:
+                seconds = _from_environment(env[variable], float, variable)
+            except ConfigError as exc:
+                raise _VariableError(str(exc)) from None
+            origin = variable
+        elif old in data:
+            seconds = _convert(data[old], float, f"{where}.{old}" if where else old)
+            origin = f"{where}.{old}" if where else old
+        else:
+            continue
+        if new in data or f"{prefix}__{new.upper()}" in env:
+            raise ConfigError(f"{origin}: {old} (seconds) is {new} (milliseconds) now; give "
+                              "only that")
+        if not math.isfinite(seconds):
+            raise ConfigError(f"{origin}: {old} must be a finite number of seconds, got "
+                              f"{_shown(seconds)}")
+        found[new] = (round(seconds * 1000), origin)
+        log.warning("%s: %s (seconds) is %s (milliseconds) now: read as %s = %d; rename it",
+                    origin, old, new, new, found[new][0])
+    return found
 
 
 def _refused(reason: str, where: str, fields: Iterable[str],

@@ -4,7 +4,7 @@ The router (:mod:`runtime.router`) decides from the messages and the time it is 
 no timers. Each process that has a router gives it one driver, which runs two periodic jobs
 through the process's :class:`~runtime.tasks.TaskSupervisor`:
 
-- the sweep, every ``router.settings.sweep_interval_s``: queued messages that expired are
+- the sweep, every ``router.settings.sweep_interval_ms``: queued messages that expired are
   dropped, refused sends whose backoff has passed are retried (``router.sweep``);
 - the purge, every ``purge_interval_s``: expired routes (learned replyTo routes, routes of
   directory answers) leave the routing table, and the router forgets the multicast receivers
@@ -39,9 +39,9 @@ class RouterHousekeeping:
                  purge_interval_s: float = DEFAULT_PURGE_INTERVAL_S) -> None:
         if not purge_interval_s > 0:
             raise ValueError(f"purge interval must be > 0 seconds, got {purge_interval_s!r}")
-        sweep_interval_s = router.settings.sweep_interval_s
-        if not sweep_interval_s > 0:
-            raise ValueError(f"sweep interval must be > 0 seconds, got {sweep_interval_s!r}")
+        sweep_interval_ms = router.settings.sweep_interval_ms
+        if not sweep_interval_ms > 0:
+            raise ValueError(f"sweep interval must be > 0 ms, got {sweep_interval_ms!r}")
         self.router = router
         self.purge_interval_s = purge_interval_s
         self._supervisor = tasks
@@ -58,11 +58,11 @@ class RouterHousekeeping:
         if self.running:
             return
         tasks = self._supervisor
-        self._sweeper = tasks.every(self.router.settings.sweep_interval_s, self.router.sweep,
-                                    name="router-sweep")
+        self._sweeper = tasks.every(self.router.settings.sweep_interval_ms / 1000,
+                                    self.router.sweep, name="router-sweep")
         self._purger = tasks.every(self.purge_interval_s, self.purge, name="routing-table-purge")
-        log.debug("router sweep every %.3f s, routing table purge every %.1f s",
-                  self.router.settings.sweep_interval_s, self.purge_interval_s)
+        log.debug("router sweep every %d ms, routing table purge every %.1f s",
+                  self.router.settings.sweep_interval_ms, self.purge_interval_s)
 
     async def stop(self) -> None:
         sweeper, purger = self._sweeper, self._purger

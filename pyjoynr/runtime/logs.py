@@ -32,7 +32,7 @@ so they stay exact.
 Summaries are written when the window has ended, by :meth:`RepeatedWarnings.flush`, which runs
 on every later line of the same limiter and on every sweep of the router (the router's
 housekeeping, a periodic job of the process's :class:`~runtime.tasks.TaskSupervisor`, every
-``sweep_interval_s``); no timer or task of its own. The memory is bounded: at most ``max_keys``
+``sweep_interval_ms``); no timer or task of its own. The memory is bounded: at most ``max_keys``
 keys (256), each key's strings cut to :data:`MAX_KEY_CHARS` characters (a few hundred bytes
 per key, well under 1 MB in all); once they are taken, the lines of every further key are
 folded into one overflow key (reason ``*``, peer "other peers"). The bookkeeping is pure

@@ -79,10 +79,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import NamedTuple, Protocol
+from typing import ClassVar, NamedTuple, Protocol
 
 from pyjoynr.runtime import rules
 from pyjoynr.runtime.addresses import Address
@@ -163,14 +163,22 @@ class RouterSettings:
     max_queued_share_per_connection: float = 0.5
     #: the longest a message waits in a queue (ms), whatever the expiry its sender chose
     max_queue_wait_ms: int = 300_000
-    #: seconds between two sweeps of the queues (expiry, retries), run by the process's driver
-    sweep_interval_s: float = 0.1
-    #: first and longest wait between two retries of a refused send
-    retry_initial_s: float = 0.1
-    retry_max_s: float = 5.0
+    #: milliseconds between two sweeps of the queues (expiry, retries), run by the process's
+    #: driver
+    sweep_interval_ms: int = 100
+    #: first and longest wait (ms) between two retries of a refused send
+    retry_initial_ms: int = 100
+    retry_max_ms: int = 5_000
     #: a message-not-sent error reply to an expired request lives this long (ms) so that it
     #: can still reach the caller, whose own deadline is a little after the request's expiry
     error_reply_ttl_ms: int = 5_000
+
+    #: settings of earlier versions, in seconds -> their name now, in milliseconds: a
+    #: configuration file or variable that still names one is read (times 1,000) with a
+    #: warning (runtime.config)
+    RENAMED_SECONDS: ClassVar[Mapping[str, str]] = {
+        "sweep_interval_s": "sweep_interval_ms", "retry_initial_s": "retry_initial_ms",
+        "retry_max_s": "retry_max_ms"}
 
     def __post_init__(self) -> None:
         if self.max_queued_per_recipient < 0 or self.max_queued_total < 0:
@@ -182,13 +190,13 @@ class RouterSettings:
                              f"{self.max_queued_share_per_connection}")
         if self.max_queue_wait_ms < 1:
             raise ValueError(f"max_queue_wait_ms must be >= 1, got {self.max_queue_wait_ms}")
-        for name, what in (("sweep_interval_s", "sweep interval"),
-                           ("retry_initial_s", "first retry wait")):
+        for name, what in (("sweep_interval_ms", "sweep interval"),
+                           ("retry_initial_ms", "first retry wait")):
             if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0 (the {what} in seconds), "
+                raise ValueError(f"{name} must be > 0 (the {what} in milliseconds), "
                                  f"got {getattr(self, name)}")
-        if self.retry_max_s < self.retry_initial_s:
-            raise ValueError("retry_max_s must be >= retry_initial_s")
+        if self.retry_max_ms < self.retry_initial_ms:
+            raise ValueError("retry_max_ms must be >= retry_initial_ms")
         if self.error_reply_ttl_ms < 0:
             raise ValueError("error_reply_ttl_ms must be >= 0")
 
@@ -293,8 +301,8 @@ class MessageRouter:
         self._requeued: _Waiting | None = None
         # the router's clock: epoch milliseconds
         self._clock_ms = clock_ms
-        self._retry_initial_ms = round(self.settings.retry_initial_s * 1000)
-        self._retry_max_ms = round(self.settings.retry_max_s * 1000)
+        self._retry_initial_ms = self.settings.retry_initial_ms
+        self._retry_max_ms = self.settings.retry_max_ms
         # the ids of the error answers made here lately, oldest first (_answer_unsent)
         self._made_answers: dict[str, None] = {}
 
@@ -754,7 +762,7 @@ class MessageRouter:
     def sweep(self, now_ms: int | None = None) -> None:
         """Drop queued messages expired at ``now_ms`` (default: the router's clock) or queued
         longer than ``max_queue_wait_ms``; retry the queues whose backoff has passed (doubling
-        from ``retry_initial_s`` up to ``retry_max_s`` while the transport still refuses); write
+        from ``retry_initial_ms`` up to ``retry_max_ms`` while the transport still refuses); write
         the summaries of rate-limited warnings whose interval has ended."""
         self._warnings.flush()
         if not self._pending:
