@@ -100,6 +100,14 @@ def test_router_times_named_in_seconds_earlier_are_read_as_milliseconds(tmp_path
         "router.sweep_interval_s: sweep_interval_s (seconds) is sweep_interval_ms "
         "(milliseconds) now: read as sweep_interval_ms = 250; rename it",
     ]
+    # the environment overrides the file whichever name each uses
+    path = write(tmp_path, "[router]\nsweep_interval_ms = 20\nretry_max_s = 3\n")
+    config = ClusterControllerConfig.load(path, env={"JOYNR_CC__ROUTER__SWEEP_INTERVAL_S": "0.05",
+                                                     "JOYNR_CC__ROUTER__RETRY_MAX_MS": "700"})
+    assert (config.router.sweep_interval_ms, config.router.retry_max_ms) == (50, 700)
+    with pytest.raises(ConfigError, match="JOYNR_CC__ROUTER__SWEEP_INTERVAL_S: sweep_interval_s"):
+        ClusterControllerConfig.load(path, env={"JOYNR_CC__ROUTER__SWEEP_INTERVAL_S": "0.05",
+                                                "JOYNR_CC__ROUTER__SWEEP_INTERVAL_MS": "50"})
     # the new names as they are, and the old one's value checked as the new one's
     path = write(tmp_path, "[router]\nsweep_interval_ms = 20\n")
     assert ClusterControllerConfig.load(path, env={}).router.sweep_interval_ms == 20

@@ -232,12 +232,12 @@ def _build(cls: type[T], data: Mapping[str, Any], env: Mapping[str, str], prefix
             except ConfigError as exc:
                 raise _VariableError(str(exc)) from None
             variables[name] = key
-        elif name in data:
-            values[name] = _convert(data[name], annotation, sub_where)
-        elif name in earlier:
+        elif name in earlier:  # (from the environment, it overrides the file's new name)
             values[name], origin = earlier[name]
             if origin.startswith(prefix):
                 variables[name] = origin
+        elif name in data:
+            values[name] = _convert(data[name], annotation, sub_where)
     try:
         config = cls(**values)
     except (TypeError, ValueError) as exc:
@@ -249,12 +249,21 @@ def _in_seconds(renamed: Mapping[str, str], data: Mapping[str, Any], env: Mappin
                 prefix: str, where: str, *, known: set[str]) -> dict[str, tuple[int, str]]:
     """The settings of a section that an earlier version named in seconds (``renamed``: that
     name -> the name now, in milliseconds) and that the file or the environment still gives:
-    new name -> (the value in milliseconds, where it came from), each read with a warning. A
-    setting given under both names is an error naming both."""
+    new name -> (the value in milliseconds, where it came from), each read with a warning.
+    The environment overrides the file whichever name each uses; one source giving a setting
+    under both names is an error naming both."""
     found: dict[str, tuple[int, str]] = {}
     for old, new in renamed.items():
-        variable = f"{prefix}__{old.upper()}"
+        variable, new_variable = f"{prefix}__{old.upper()}", f"{prefix}__{new.upper()}"
         known.add(variable)
+        key = f"{where}.{old}" if where else old
+        for origin, both in ((variable, variable in env and new_variable in env),
+                             (key, old in data and new in data)):
+            if both:
+                raise ConfigError(f"{origin}: {old} (seconds) is {new} (milliseconds) now; "
+                                  "give only that")
+        if new_variable in env:
+            continue  # the new name, from the environment: it overrides either in the file
         if variable in env:
             try:
                 seconds = _from_environment(env[variable], float, variable)
@@ -262,13 +271,10 @@ def _in_seconds(renamed: Mapping[str, str], data: Mapping[str, Any], env: Mappin
                 raise _VariableError(str(exc)) from None
             origin = variable
         elif old in data:
-            seconds = _convert(data[old], float, f"{where}.{old}" if where else old)
-            origin = f"{where}.{old}" if where else old
+            seconds = _convert(data[old], float, key)
+            origin = key
         else:
             continue
-        if new in data or f"{prefix}__{new.upper()}" in env:
-            raise ConfigError(f"{origin}: {old} (seconds) is {new} (milliseconds) now; give "
-                              "only that")
         if not math.isfinite(seconds):
             raise ConfigError(f"{origin}: {old} must be a finite number of seconds, got "
                               f"{_shown(seconds)}")

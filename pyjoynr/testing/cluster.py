@@ -20,7 +20,7 @@ def cc_config(data_dir: Path, **overrides: Any) -> ClusterControllerConfig:
     env = {
         "JOYNR_CC__WEBSOCKET__PORT": "0",
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(data_dir),
-        "JOYNR_CC__ROUTER__SWEEP_INTERVAL_S": "0.05",
+        "JOYNR_CC__ROUTER__SWEEP_INTERVAL_MS": "50",
         "JOYNR_CC__ADMIN__PORT": "0",  # several CCs at once: any free port each
     }
     if MQTT_CLIENT is not None:

@@ -123,7 +123,7 @@ def cc_process(data_dir: Path, *, command: list[str] | None = None, cwd: Path = 
     return ProgramProcess("cluster_controller", command=command, cwd=cwd, env={
         "JOYNR_CC__CLUSTER_CONTROLLER__DATA_DIR": str(data_dir),
         "JOYNR_CC__WEBSOCKET__PORT": "0", "JOYNR_CC__EMBEDDED_BROKER__PORT": "0",
-        "JOYNR_CC__ADMIN__PORT": "0", "JOYNR_CC__ROUTER__SWEEP_INTERVAL_S": "0.05", **env})
+        "JOYNR_CC__ADMIN__PORT": "0", "JOYNR_CC__ROUTER__SWEEP_INTERVAL_MS": "50", **env})
 
 
 def gcd_process(data_dir: Path, broker_url: str, *, command: list[str] | None = None,
