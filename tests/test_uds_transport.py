@@ -429,3 +429,21 @@ async def test_the_owner_id_is_the_peers_user_and_metrics_show_uds_clients(ucc, 
     text = "\n".join(m.render() if hasattr(m, "render") else str(m)
                      for m in ucc.ops._metrics())
     assert "pyjoynr_cc_uds_clients" in text or "uds_clients" in text
+
+
+def test_served_and_connected_under_uvloop(tmp_path, sock_dir):
+    # the programs run on uvloop, whose transports are not asyncio's classes
+    import uvloop  # noqa: PLC0415
+
+    async def scenario() -> str:
+        async with ClusterController(uds_config(tmp_path, sock_dir / "cc.sock")) as cc, \
+                AsyncExitStack() as stack:
+            provider = await runtime(stack, url(cc))
+            await provider.register_provider("uv", RadioProvider())
+            consumer = await runtime(stack, url(cc))
+            proxy = await consumer.build_proxy(Radio, "uv", ttl_ms=5_000)
+            assert cc.uds is not None and cc.uds.counters == {}
+            assert all(s.owner_id for s in cc.uds.client_summaries())  # SO_PEERCRED read
+            return str(await proxy.current_station.get())
+
+    assert uvloop.run(scenario()) == "FM4"

@@ -23,7 +23,7 @@ import socket
 import struct
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from pyjoynr.runtime.messages import FrameError
 from pyjoynr.transports.uds.framing import FrameReader, frames, init_frame
@@ -182,12 +182,12 @@ class UdsConnection(asyncio.Protocol):
     # ------------------------------------------------------------------ asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # (uvloop's transports are not asyncio.Transport subclasses, but have its methods)
+        self.transport = cast(asyncio.Transport, transport)
         if self._tracked is not None:
             self._tracked.add(self)
         if self.reader._expect_init:  # the server's side: who is at the other end
-            self.peer = peer_credentials(transport.get_extra_info("socket"))
+            self.peer = peer_credentials(self.transport.get_extra_info("socket"))
         if self._on_made is not None:
             self._on_made(self)
 
