@@ -250,7 +250,7 @@ def js_init(client_id: str) -> bytes:
 @pytest.mark.parametrize(("data", "reason"), [
     (b"MJX1\x00\x00\x00\x01x", "bad-cookie"),                       # no cookie of joynr's
     (uds_frame(b"x"), "bad-cookie"),                                 # a message before init
-    (b"MJI1" + struct.pack(">I", 2**31), "oversized-closed"),         # announced 2 GiB
+    (b"MJI1" + struct.pack(">I", 2**31), "bad-init"),                 # an init of 2 GiB
     (uds_frame(b'{"_typeName":"joynr.system.RoutingTypes.WebSocketClientAddress","id":"a"}',
                INIT_COOKIE), "bad-init"),                             # not a UdsClientAddress
     (uds_frame(b"\xff" * 40, INIT_COOKIE), "bad-init"),                # neither dialect

@@ -54,19 +54,28 @@ def test_any_bytes_are_read_or_refused_with_a_reason(data: bytes) -> None:
             assert len(payload) <= 16
             assert is_init or data[:4] == INIT_COOKIE
     except FrameError as exc:
-        assert exc.reason in ("bad-cookie", "oversized-closed")
+        assert exc.reason in ("bad-cookie", "oversized-closed", "bad-init")
     assert reader.buffered <= 16 + 8
 
 
 @pytest.mark.parametrize(("data", "reason"), [
     (b"MJM1\x00\x00\x00\x00", "bad-cookie"),  # a message frame before the init frame
     (b"XXXX\x00\x00\x00\x00", "bad-cookie"),
-    (b"MJI1" + struct.pack(">I", 2**32 - 1), "oversized-closed"),  # told from the header
-])
+    (b"MJM1" + struct.pack(">I", 2**32 - 1), "bad-cookie"),
+    (b"MJI1" + struct.pack(">I", 1025), "bad-init"),  # an init frame over 1 KiB, told from
+])                                                     # the header
 def test_what_cannot_be_read_is_refused_with_its_reason(data: bytes, reason: str) -> None:
     with pytest.raises(FrameError) as info:
         FrameReader(1024).feed(data)
     assert info.value.reason == reason
+
+
+def test_a_message_frame_over_the_limit_is_refused_from_its_header() -> None:
+    reader = FrameReader(1024)
+    reader.feed(init_frame(b"a"))
+    with pytest.raises(FrameError) as info:
+        reader.feed(b"MJM1" + struct.pack(">I", 2**32 - 1))
+    assert info.value.reason == "oversized-closed"
 
 
 def test_the_init_cookie_after_the_init_frame_is_refused() -> None:

@@ -10,7 +10,8 @@ every message frame either way (one joynr message each). joynr's runtimes allow 
 read is a :class:`~pyjoynr.runtime.messages.FrameError` with the reason (``bad-cookie``: a
 cookie that is neither of the two, or the init cookie where a message frame was due;
 ``oversized-closed``: a length over the limit, told from the header alone, before the payload
-arrives). Once it has raised, the stream is out of step and the connection must end. The
+arrives; ``bad-init``: an init frame longer than ``max_init_payload``, 1 KiB, told the same
+way). Once it has raised, the stream is out of step and the connection must end. The
 bytes it holds are at most one header and one payload up to the limit.
 """
 
@@ -30,6 +31,9 @@ INIT_COOKIE: Final = b"MJI1"
 MESSAGE_COOKIE: Final = b"MJM1"
 #: cookie and length
 HEADER_BYTES: Final = 8
+#: the longest init frame payload read (a client address: the init frames of
+#: transports.dialects take at most 1 KiB)
+MAX_INIT_PAYLOAD: Final = 1024
 #: the largest length the 4-byte field holds
 MAX_LENGTH_FIELD: Final = 0xFFFF_FFFF
 
@@ -66,12 +70,14 @@ class FrameReader:
     """Reads frames from a byte stream: the first one an init frame when ``expect_init``, every
     other a message frame (see the module docstring)."""
 
-    __slots__ = ("_buffer", "_expect_init", "_need", "max_payload")
+    __slots__ = ("_buffer", "_expect_init", "_need", "max_init_payload", "max_payload")
 
-    def __init__(self, max_payload: int, *, expect_init: bool = True) -> None:
+    def __init__(self, max_payload: int, *, expect_init: bool = True,
+                 max_init_payload: int = MAX_INIT_PAYLOAD) -> None:
         if max_payload < 0:
             raise ValueError(f"max_payload must be >= 0, got {max_payload}")
         self.max_payload = max_payload
+        self.max_init_payload = max_init_payload
         self._expect_init = expect_init
         self._buffer = bytearray()
         #: the bytes the frame begun in the buffer needs to be complete (a header at least)
@@ -109,6 +115,9 @@ class FrameReader:
             if self._expect_init:
                 if cookie != INIT_COOKIE:
                     raise FrameError("bad-cookie", _cookie_text(cookie, INIT_COOKIE))
+                if length > self.max_init_payload:
+                    raise FrameError("bad-init", f"an init frame of {length} bytes announced: "
+                                     f"at most {self.max_init_payload} are taken")
             elif cookie != MESSAGE_COOKIE:
                 raise FrameError("bad-cookie", _cookie_text(cookie, MESSAGE_COOKIE))
             if length > limit:
