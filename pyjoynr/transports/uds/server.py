@@ -31,9 +31,10 @@ Refusals are counted in ``counters`` and logged rate-limited per reason and peer
 id once known, else the peer's uid). As joynr's server does, a frame the stream cannot be read
 past ends the connection: a wrong cookie (``bad-cookie``), a length over ``max_frame_bytes``
 (``oversized-closed``, told from the header, before the payload is read), a bad init frame
-or one announcing more than 1 KiB (``bad-init``), no init in time (``init-timeout``), the peer's end in the middle of a frame
-(``truncated-frame``). A message frame that does not decode (an SMRF frame that is not one, an
-unknown version, an expired message) is refused alone, and the connection goes on.
+or one announcing more than 1 KiB (``bad-init``), no init in time (``init-timeout``), the
+peer's end in the middle of a frame (``truncated-frame``). A message frame that does not
+decode (an SMRF frame that is not one, an unknown version, an expired message) is refused
+alone, and the connection goes on.
 
 The socket file: a file at ``path`` that is a socket no process listens on (left by a cluster
 controller that died) is replaced; one a process listens on is refused (OSError, the start
