@@ -269,6 +269,16 @@ async def run(args: argparse.Namespace) -> int:
         assert cc.uds is not None
         ws = await Pair.open(stack, cc.websocket_address.url, "ws", config)
         uds = await Pair.open(stack, cc.uds.address.url, "uds", config)
+        # each pair travels as named: its socket and its frames
+        for name, prefix, clients in (("websocket", "ws", cc.websocket.client_summaries()),
+                                      ("uds", "uds", cc.uds.client_summaries())):
+            ids = sorted(c.address.id for c in clients)
+            dialects = {c.dialect for c in clients}
+            named = ids == [f"{prefix}-a", f"{prefix}-b"] and dialects == {dialect}
+            print(f"  {name} pair: {', '.join(ids)} with {', '.join(sorted(dialects))} frames: "
+                  f"{'as named' if named else 'WRONG'}")
+            if not named:
+                return 1
         # a frame of the same size as the project's push / echo, for the raw paths
         frame = HEADER.pack(b"MJM1", args.payload + 160) + b"x" * (args.payload + 160)
         raw_ws = await RawWsRelay(echo=False).open(stack)
