@@ -426,10 +426,14 @@ async def test_the_owner_id_is_the_peers_user_and_metrics_show_uds_clients(ucc, 
     import pwd  # noqa: PLC0415
     assert summary.owner_id == pwd.getpwuid(os.getuid()).pw_name
     assert summary.address == UdsClientAddress(client.client_id)
-    text = "\n".join(m.render() if hasattr(m, "render") else str(m)
-                     for m in ucc.ops._metrics())
-    assert "pyjoynr_cc_uds_clients" in text or "uds_clients" in text
-
+    samples = {(m.name, tuple(s.labels.values())): s.value
+               for m in ucc.ops._metrics() for s in m.samples}
+    assert samples[("joynr_cc_uds_clients", ())] == 1
+    assert samples[("joynr_cc_uds_clients_by_dialect", ("joynr",))] == 1
+    assert samples[("joynr_cc_uds_connection_events", ("connected",))] == 1
+    status = json.dumps(await ucc.ops.status())
+    assert client.client_id in status and summary.owner_id in status
+    assert [c.name for c in await ucc.ops.ready() if c.name == "uds" and c.ok] == ["uds"]
 
 def test_served_and_connected_under_uvloop(tmp_path, sock_dir):
     # the programs run on uvloop, whose transports are not asyncio's classes
