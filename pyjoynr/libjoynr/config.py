@@ -146,6 +146,14 @@ class LibjoynrConfig:
         return self.websocket
 
     @property
+    def uds_settings(self) -> UdsClientSettings:
+        """The Unix domain socket settings the runtime uses: ``uds``, in joynr's frame dialect
+        when ``dialect`` is joynr."""
+        if self.joynr_dialect and self.uds.dialect != JOYNR:
+            return dataclasses.replace(self.uds, dialect=JOYNR)
+        return self.uds
+
+    @property
     def multicast_body_format(self) -> BodyFormat:
         """``multicast_body`` as a BodyFormat."""
         return BodyFormat(self.multicast_body)

@@ -193,7 +193,7 @@ class LibjoynrCore(JoynrRuntime):
         self.tasks = TaskSupervisor(f"libjoynr runtime {client_id}")
         self.transport: WebSocketClientTransport | UdsClientTransport
         if isinstance(cc_address, UdsAddress):
-            self.transport = UdsClientTransport(router, cc_address, client_id, config.uds,
+            self.transport = UdsClientTransport(router, cc_address, client_id, config.uds_settings,
                                                 on_connected=self._on_connected,
                                                 tasks=self.tasks, early=self._early)
         else:

@@ -92,3 +92,20 @@ def test_a_frame_begun_is_held_until_complete() -> None:
     assert reader.mid_frame and reader.buffered == 10
     assert reader.feed(b"cdef") == [(False, b"abcdef")]
     assert not reader.mid_frame
+
+
+def test_a_runtime_writes_joynrs_frames_on_the_socket_unless_told_otherwise() -> None:
+    from pyjoynr.libjoynr import LibjoynrConfig  # noqa: PLC0415
+    from pyjoynr.libjoynr.advanced import UdsClientSettings  # noqa: PLC0415
+
+    assert LibjoynrConfig().uds_settings.dialect == "joynr"  # as joynr's runtimes
+    native = LibjoynrConfig(uds=UdsClientSettings(dialect="native"))
+    assert native.uds_settings.dialect == "native"
+    # joynr's dialect brings joynr's frames, whatever the socket's settings say
+    forced = LibjoynrConfig(dialect="joynr", uds=UdsClientSettings(dialect="native",
+                                                                  max_queued=5))
+    assert forced.uds_settings == UdsClientSettings(dialect="joynr", max_queued=5)
+    with pytest.raises(ValueError, match="dialect must be one of"):
+        UdsClientSettings(dialect="smrf")
+    with pytest.raises(TypeError, match="uds must be UdsClientSettings"):
+        LibjoynrConfig(uds="unix:///x")  # type: ignore[arg-type]
