@@ -20,7 +20,7 @@ drives websockets' sans-I/O protocol objects from its own asyncio protocol
 (transports/websocket/connection.py), hands each complete message to the router straight from
 ``data_received`` (no task per message), and writes all frames waiting for a connection with
 one socket write (one websocket message per joynr message either way; see
-transports/websocket/common.py).
+transports/outbox.py).
 
 Both paths send in the same windows: never more than W messages ahead of the receiver (then
 wait until at most W/2 are in flight), so that no queue overflows. Rounds alternate project,

@@ -22,6 +22,7 @@ from pyjoynr.runtime.router import RouterSettings
 from pyjoynr.runtime.routing import RoutingSettings
 from pyjoynr.transports.mqtt.broker import EmbeddedBrokerSettings
 from pyjoynr.transports.mqtt.settings import MqttSettings
+from pyjoynr.transports.uds.settings import UdsServerSettings
 from pyjoynr.transports.websocket.settings import WebSocketServerSettings
 
 log = get_logger(__name__)
@@ -112,6 +113,7 @@ class ClusterControllerConfig:
     routing: RoutingSettings = field(default_factory=RoutingSettings)
     router: RouterSettings = field(default_factory=RouterSettings)
     websocket: WebSocketServerSettings = field(default_factory=WebSocketServerSettings)
+    uds: UdsServerSettings = field(default_factory=UdsServerSettings)
     connection_bounds: ConnectionBounds = field(default_factory=ConnectionBounds)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     embedded_broker: EmbeddedBrokerSettings = field(default_factory=EmbeddedBrokerSettings)

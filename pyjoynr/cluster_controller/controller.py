@@ -32,7 +32,13 @@ from pyjoynr.programming.discovery_types import (
     Version,
 )
 from pyjoynr.programming.joynr_runtime import JoynrRuntime
-from pyjoynr.runtime.addresses import InProcessAddress, MqttAddress, WebSocketAddress
+from pyjoynr.runtime.addresses import (
+    Address,
+    InProcessAddress,
+    MqttAddress,
+    UdsClientAddress,
+    WebSocketAddress,
+)
 from pyjoynr.runtime.audit import AuditLog
 from pyjoynr.runtime.bodies import BodyFormat
 from pyjoynr.runtime.clock import now_ms
@@ -51,6 +57,7 @@ from pyjoynr.transports.mqtt.broker import EmbeddedBroker
 from pyjoynr.transports.mqtt.client import PACKET_OVERHEAD_BYTES
 from pyjoynr.transports.mqtt.settings import EMBEDDED, parse_broker_url
 from pyjoynr.transports.mqtt.transport import MqttTransport
+from pyjoynr.transports.uds.server import UdsServerTransport
 from pyjoynr.transports.websocket.server import WebSocketServerTransport
 
 log = get_logger(__name__)
@@ -104,6 +111,10 @@ class ClusterController:
         self.websocket = WebSocketServerTransport(self.router, config.websocket,
                                                   tasks=self.tasks, telemetry=self.telemetry,
                                                   quotas=self.quotas)
+        #: the Unix domain socket server ([uds]), beside websocket, by the same rules
+        self.uds = (UdsServerTransport(self.router, config.uds, tasks=self.tasks,
+                                       telemetry=self.telemetry, quotas=self.quotas)
+                    if config.uds.enabled else None)
         # the embedded broker takes no packet larger than the CC takes messages (plus room for
         # the topic and properties): a bigger one never reaches the CC's MQTT client
         self.broker = (EmbeddedBroker(config.embedded_broker, max_packet_bytes=(
@@ -127,11 +138,13 @@ class ClusterController:
             vanished_grace_s=config.discovery.vanished_provider_grace_s,
             telemetry=self.telemetry, holds=self.holds)
         self.websocket.on_client_gone = self.discovery.client_gone
+        if self.uds is not None:
+            self.uds.on_client_gone = self.discovery.client_gone
         self.router.register_transport(InProcessAddress, InProcessTransport(self.telemetry))
         self.runtime = JoynrRuntime(self.router, LocalSystem(self.router, self.discovery),
                                     telemetry=self.telemetry)
         self.routing_provider = RoutingProvider(self.router, self.global_address,
-                                                liveness=self.websocket.connection_alive,
+                                                liveness=self._connection_alive,
                                                 telemetry=self.telemetry, holds=self.holds)
         self.runtime.reply_to_address = self.global_address
         self.runtime.register_system_provider(config.system.routing_participant_id,
@@ -148,6 +161,13 @@ class ClusterController:
     @property
     def websocket_address(self) -> WebSocketAddress:
         return self.websocket.address
+
+    async def _connection_alive(self, address: Address) -> bool:
+        """Whether the client connection behind ``address`` is alive (the server of its
+        type decides)."""
+        if type(address) is UdsClientAddress:
+            return self.uds is not None and await self.uds.connection_alive(address)
+        return await self.websocket.connection_alive(address)
 
     async def _start_embedded_gcd(self) -> None:
         assert self.global_address is not None and self.mqtt is not None
@@ -311,6 +331,13 @@ class ClusterController:
             s = self.config.websocket
             raise OSError(f"cannot listen for libjoynr runtimes on {s.host}:{s.port}: "
                           f"{exc.strerror or exc}; {_another_port('websocket')}") from None
+        if self.uds is not None:
+            try:
+                await self.uds.start()
+            except OSError as exc:
+                raise OSError(f"cannot listen for libjoynr runtimes on the Unix domain socket "
+                              f"{self.config.uds.path}: {exc.strerror or exc} (uds.path, or "
+                              f"uds.enabled = false)") from None
         mqtt = "no MQTT backends"
         if self.mqtt is not None:
             backends = ", ".join(f"{gbid}={self._backend_urls[gbid]}"
@@ -322,7 +349,8 @@ class ClusterController:
             "cluster controller %s started: libjoynr runtimes connect to %s; %s; %s; routing "
             "cleanup every %.0f s",
             self.id,
-            self.websocket.address.url,
+            self.websocket.address.url
+            + ("" if self.uds is None else f" and {self.uds.address.url}"),
             mqtt,
             admin,
             self.config.routing.cleanup_interval_s,
@@ -337,6 +365,8 @@ class ClusterController:
         until the end (readiness: shutting down)."""
         self.stopping = True
         steps = [self.websocket.stop, self._stop_gcd_link, self.runtime.close]
+        if self.uds is not None:
+            steps.insert(1, self.uds.stop)
         if self.gcd is not None:
             steps.append(self.gcd.stop)
         if self.mqtt is not None:

@@ -63,6 +63,7 @@ from pyjoynr.runtime.telemetry import OUTCOMES
 
 if TYPE_CHECKING:
     from pyjoynr.cluster_controller.controller import ClusterController
+    from pyjoynr.transports.uds.server import UdsClientSummary
     from pyjoynr.transports.websocket.server import ClientSummary
 
 __all__ = ["PREFIX", "ClusterControllerOps"]
@@ -98,6 +99,8 @@ class ClusterControllerOps(ProgramOps):
         cc = self.cc
         counters: dict[str, Any] = {"websocket": cc.websocket.counters,
                                     "bounds": cc.quotas.counters}
+        if cc.uds is not None:
+            counters["uds"] = cc.uds.counters
         if cc.mqtt is not None:
             counters["mqtt"] = cc.mqtt.counters
         return counters
@@ -130,6 +133,25 @@ class ClusterControllerOps(ProgramOps):
             gauge(f"{PREFIX}_discovery_entries", "Providers in the local directory", [],
                   [((), len(cc.discovery.entries()))]),
         ]
+        if cc.uds is not None:
+            uds_clients = cc.uds.client_summaries()
+            metrics += [
+                gauge(f"{PREFIX}_uds_clients", "libjoynr runtimes connected over the Unix domain "
+                      "socket", [], [((), len(uds_clients))]),
+                gauge(f"{PREFIX}_uds_clients_by_dialect", "libjoynr runtimes connected over the "
+                      "Unix domain socket, by the frame dialect they speak (native, joynr)",
+                      ["dialect"], [([d], sum(c.dialect == d for c in uds_clients))
+                                    for d in ("native", "joynr")]),
+                gauge(f"{PREFIX}_uds_outbox_messages", "Messages waiting to be written to Unix "
+                      "domain socket clients (all connections)", [],
+                      [((), sum(c.pending for c in uds_clients))]),
+                gauge(f"{PREFIX}_uds_outbox_bytes", "Bytes the messages waiting for Unix domain "
+                      "socket clients hold", [], [((), sum(c.pending_bytes for c in uds_clients))]),
+                counter(f"{PREFIX}_uds_connection_events", "Starts and ends of Unix domain "
+                        "socket connections (connected, disconnected, ...; logged rate-limited "
+                        "per peer uid)", ["event"],
+                        (([key], n) for key, n in sorted(cc.uds.connection_events.items()))),
+            ]
         metrics.append(gauge(
             f"{PREFIX}_connection_holdings", "What the websocket connections hold, by kind "
             "(routes, providers, global_providers, multicast_receivers, subscriptions), "
@@ -204,6 +226,10 @@ class ClusterControllerOps(ProgramOps):
         checks.append(Check("websocket", True, f"listening at {cc.websocket_address.url}")
                       if cc.websocket.listening else
                       Check("websocket", False, "not listening for libjoynr runtimes (yet)"))
+        if cc.uds is not None:
+            checks.append(Check("uds", True, f"listening at {cc.uds.address.url}")
+                          if cc.uds.listening else
+                          Check("uds", False, "not listening on the Unix domain socket (yet)"))
         gbid = cc.config.mqtt.default_gbid
         if gbid is None:
             checks.append(Check("MQTT", True, "no MQTT backends configured"))
@@ -254,7 +280,8 @@ class ClusterControllerOps(ProgramOps):
         cc = self.cc
         return facts("identity", "Identity", [
             ("program", "cluster controller"), ("id", cc.id), ("version", self.version),
-            ("libjoynr runtimes connect to", cc.websocket_address.url),
+            ("libjoynr runtimes connect to", cc.websocket_address.url
+             + ("" if cc.uds is None else f", {cc.uds.address.url}")),
             ("global address", None if cc.global_address is None else repr(cc.global_address)),
             ("process id", os.getpid()), ("host", socket.gethostname()),
             ("Python", sys.version.split()[0]), ("started", stamp(self.started_s)),
@@ -265,10 +292,13 @@ class ClusterControllerOps(ProgramOps):
 
     def _runtimes(self, max_rows: int) -> dict[str, Any]:
         cc = self.cc
-        clients = sorted(cc.websocket.client_summaries(), key=lambda c: c.address.id)
+        clients: list[ClientSummary | UdsClientSummary] = sorted(
+            [*cc.websocket.client_summaries(),
+             *(() if cc.uds is None else cc.uds.client_summaries())],
+            key=lambda c: c.address.id)
         quotas = cc.quotas
 
-        def held(kind: str, client: ClientSummary) -> int | None:
+        def held(kind: str, client: ClientSummary | UdsClientSummary) -> int | None:
             return quotas.held(kind, client.address)
 
         # (what each holds of its [connection_bounds]: providers, global ones, receivers,
@@ -292,6 +322,10 @@ class ClusterControllerOps(ProgramOps):
             ("websocket outboxes: messages", sum(c.pending for c in clients)),
             ("websocket outboxes: bytes", sum(c.pending_bytes for c in clients)),
         ]
+        if cc.uds is not None:
+            uds_clients = cc.uds.client_summaries()
+            items += [("uds outboxes: messages", sum(c.pending for c in uds_clients)),
+                      ("uds outboxes: bytes", sum(c.pending_bytes for c in uds_clients))]
         if cc.mqtt is not None:
             backends = cc.mqtt.backends
             items += [("MQTT: queued", sum(len(b.queue) for b in backends)),

@@ -10,10 +10,10 @@ decides whether its connection is gone (then it is taken over, as a provider res
 crash needs) or alive (then the claim is refused).
 
 It takes each of joynr's eight address structs of ``addNextHop`` (an overload each): a
-WebSocketClientAddress (the caller's own) is routed; the structs of transports this cluster
-controller does not have (Channel, Browser, Uds, UdsClient, Binder) are refused with a provider
-runtime error naming the struct and why; a WebSocketAddress or MqttAddress is refused by the
-rules as any address that is not the caller's own.
+WebSocketClientAddress or UdsClientAddress (the caller's own) is routed; the structs of
+transports this cluster controller does not have (Channel, Browser, Binder) are refused with a
+provider runtime error naming the struct and why; a WebSocketAddress, UdsAddress or
+MqttAddress is refused by the rules as any address that is not the caller's own.
 
 What one connection (and one owner id) may hold is bounded (runtime.quotas, through the
 :class:`cluster_controller.bounds.ConnectionHolds` the cluster controller hands in):
@@ -62,8 +62,6 @@ UNROUTABLE_ADDRESS_TYPES: dict[str, str] = {
         "joynr's HTTP channel messaging, which joynr no longer supports",
     "joynr.system.RoutingTypes.BrowserAddress":
         "a browser window, which joynr no longer supports",
-    "joynr.system.RoutingTypes.UdsAddress": "a Unix domain socket server",
-    "joynr.system.RoutingTypes.UdsClientAddress": "a Unix domain socket client",
     "joynr.system.RoutingTypes.BinderAddress": "an Android binder service",
 }
 assert set(UNROUTABLE_ADDRESS_TYPES) <= set(ADDRESS_TYPE_NAMES)

@@ -11,7 +11,8 @@ tools and tests, and for joynr's less common features (docs/api.md documents eve
   subscription gives: :class:`Subscription`, :class:`Updates`;
 - discovery beyond the default: :class:`Arbitration`, a provider's :class:`CustomParameter`;
 - settings inside :class:`~pyjoynr.LibjoynrConfig`: :class:`RouterSettings` (queue limits,
-  retries), :class:`WebSocketClientSettings` (frames, keep-alive, reconnect, TLS trust);
+  retries), :class:`WebSocketClientSettings` (frames, keep-alive, reconnect, TLS trust),
+  :class:`UdsClientSettings` (the Unix domain socket: frames, dialect, reconnect);
 - wire hooks: :func:`wire_name` (a member's name on the wire), :func:`wire_form_of` (a
   provider method's twin that answers in the wire form), :func:`current_origin` (who sent the
   call a provider method runs for);
@@ -47,6 +48,7 @@ from pyjoynr.runtime.errors import (
 )
 from pyjoynr.runtime.interface import wire_name
 from pyjoynr.runtime.router import RouterSettings
+from pyjoynr.transports.uds.settings import UdsClientSettings
 from pyjoynr.transports.websocket.settings import WebSocketClientSettings
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "RouterSettings",
     "Subscription",
     "SubscriptionError",
+    "UdsClientSettings",
     "Updates",
     "WebSocketClientSettings",
     "current_origin",

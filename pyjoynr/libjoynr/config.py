@@ -27,8 +27,9 @@ The settings (all have defaults):
 - ``system_ttl_ms``, ``routing_participant_id``, ``discovery_participant_id``,
   ``reply_grace_ms``: the runtime's calls to the cluster controller's system providers and its
   proxies' wait for replies;
-- ``router`` (:class:`~runtime.router.RouterSettings`) and ``websocket``
-  (:class:`~transports.websocket.settings.WebSocketClientSettings`).
+- ``router`` (:class:`~runtime.router.RouterSettings`), ``websocket``
+  (:class:`~transports.websocket.settings.WebSocketClientSettings`) and ``uds``
+  (:class:`~transports.uds.settings.UdsClientSettings`, for ``connect("unix:///path")``).
 
     async with connect("ws://joynr-cc:4242/", config=LibjoynrConfig(dialect="joynr")) as rt:
         ...
@@ -48,6 +49,7 @@ from pyjoynr.programming.system_interfaces import (
 from pyjoynr.runtime.bodies import BodyFormat
 from pyjoynr.runtime.messages import DIALECTS, JOYNR, NATIVE
 from pyjoynr.runtime.router import RouterSettings
+from pyjoynr.transports.uds.settings import UdsClientSettings
 from pyjoynr.transports.websocket.settings import WebSocketClientSettings
 
 __all__ = ["DIALECTS", "JOYNR", "MULTICAST_BODIES", "NATIVE", "LibjoynrConfig"]
@@ -88,6 +90,10 @@ class LibjoynrConfig:
     #: the websocket connection to the cluster controller: frame limit, keep-alive, reconnect
     #: backoff, outgoing queue, TLS trust (its dialect is "joynr" whenever ``dialect`` is)
     websocket: WebSocketClientSettings = field(default_factory=WebSocketClientSettings)
+    #: the Unix domain socket connection (``connect("unix:///path")``): frame limit, reconnect
+    #: backoff, outgoing queue, and its frames: joynr's SMRF by default, as joynr's runtimes
+    #: write them on a socket; the body formats follow ``dialect`` as over websocket
+    uds: UdsClientSettings = field(default_factory=UdsClientSettings)
     _: KW_ONLY
     #: the former name of ``reply_grace_ms``, in seconds (deprecated; warns, and sets
     #: ``reply_grace_ms``; a keyword of the constructor only, read ``reply_grace_ms``)
@@ -120,6 +126,8 @@ class LibjoynrConfig:
             raise ValueError(f"reply_grace_ms must be an int >= 0, got {self.reply_grace_ms!r}")
         if not isinstance(self.router, RouterSettings):
             raise TypeError(f"router must be RouterSettings, got {type(self.router).__name__}")
+        if not isinstance(self.uds, UdsClientSettings):
+            raise TypeError(f"uds must be UdsClientSettings, got {type(self.uds).__name__}")
         if not isinstance(self.websocket, WebSocketClientSettings):
             raise TypeError("websocket must be WebSocketClientSettings, got "
                             f"{type(self.websocket).__name__}")
@@ -136,6 +144,14 @@ class LibjoynrConfig:
         if self.joynr_dialect and self.websocket.dialect != JOYNR:
             return dataclasses.replace(self.websocket, dialect=JOYNR)
         return self.websocket
+
+    @property
+    def uds_settings(self) -> UdsClientSettings:
+        """The Unix domain socket settings the runtime uses: ``uds``, in joynr's frame dialect
+        when ``dialect`` is joynr."""
+        if self.joynr_dialect and self.uds.dialect != JOYNR:
+            return dataclasses.replace(self.uds, dialect=JOYNR)
+        return self.uds
 
     @property
     def multicast_body_format(self) -> BodyFormat:

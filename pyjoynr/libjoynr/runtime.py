@@ -64,8 +64,11 @@ from pyjoynr.programming.system_interfaces import (
     address_struct,
 )
 from pyjoynr.runtime.addresses import (
+    Address,
     AddressError,
     InProcessAddress,
+    UdsAddress,
+    UdsClientAddress,
     WebSocketAddress,
     WebSocketClientAddress,
 )
@@ -79,6 +82,7 @@ from pyjoynr.runtime.routing import RoutingTable, RuntimeKind
 from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.runtime.telemetry import Telemetry
 from pyjoynr.transports.inprocess import InProcessTransport
+from pyjoynr.transports.uds.client import UdsClientTransport
 from pyjoynr.transports.websocket.client import WebSocketClientTransport
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT_MS", "Connect", "LibjoynrCore", "LibjoynrRuntime",
@@ -93,12 +97,13 @@ log = get_logger(__name__)
 class RemoteSystem(DirectoryCalls):
     """System services of a libjoynr runtime: proxies to the CC's Routing and Discovery."""
 
-    def __init__(self, runtime: JoynrRuntime, own_address: WebSocketClientAddress,
+    def __init__(self, runtime: JoynrRuntime, own_address: Address,
                  config: LibjoynrConfig) -> None:
         self.runtime = runtime
         self.own_address = own_address
         #: its own address as joynr's struct, what addNextHop takes
         self._own_struct = address_struct(own_address)
+        self._uds = type(own_address) is UdsClientAddress
         self.joynr_dialect = config.joynr_dialect
         ttl_ms = config.system_ttl_ms
         # the system providers of this project's CC read both; joynr's read JSON only
@@ -127,7 +132,7 @@ class RemoteSystem(DirectoryCalls):
         await self._add_own_hop(self.discovery)
 
     async def _add_own_hop(self, proxy: Proxy) -> None:
-        await self.routing.add_next_hop(proxy.participant_id, self._own_struct, False)
+        await self.add_next_hop(proxy.participant_id, False)
 
     async def _read_reply_to_address(self, attribute: Any) -> None:
         """The runtime's reply-to address from a Routing address attribute (the address
@@ -139,7 +144,13 @@ class RemoteSystem(DirectoryCalls):
             log.warning("could not read the cluster controller's reply-to address: %s", exc)
 
     async def add_next_hop(self, participant_id: str, is_globally_visible: bool) -> None:
-        await self.routing.add_next_hop(participant_id, self._own_struct, is_globally_visible)
+        # addNextHop's overload of the runtime's own address type
+        if self._uds:
+            await self.routing.add_next_hop_uds_client(participant_id, self._own_struct,
+                                                       is_globally_visible)
+        else:
+            await self.routing.add_next_hop(participant_id, self._own_struct,
+                                            is_globally_visible)
 
     async def remove_next_hop(self, participant_id: str) -> None:
         await self.routing.remove_next_hop(participant_id)
@@ -154,10 +165,11 @@ class RemoteSystem(DirectoryCalls):
 
 class LibjoynrCore(JoynrRuntime):
     """The machinery of a :class:`LibjoynrRuntime`: a JoynrRuntime connected to its cluster
-    controller over websocket (the transport, the router and its timers, the system proxies,
-    re-registration after a reconnect). An application reaches it as ``runtime.core``."""
+    controller over websocket or a Unix domain socket (the transport, the router and its
+    timers, the system proxies, re-registration after a reconnect). An application reaches it
+    as ``runtime.core``."""
 
-    def __init__(self, cc_address: WebSocketAddress, client_id: str,
+    def __init__(self, cc_address: WebSocketAddress | UdsAddress, client_id: str,
                  config: LibjoynrConfig | None = None) -> None:
         config = config or LibjoynrConfig()
         self.config = config
@@ -165,7 +177,8 @@ class LibjoynrCore(JoynrRuntime):
         # what this runtime counts and logs rate-limited (runtime.telemetry; no audit)
         telemetry = Telemetry()
         router = MessageRouter(table, config.router, parent=cc_address, telemetry=telemetry)
-        own = WebSocketClientAddress(client_id)
+        own: Address = (UdsClientAddress(client_id) if isinstance(cc_address, UdsAddress)
+                        else WebSocketClientAddress(client_id))
         router.register_transport(InProcessAddress, InProcessTransport(telemetry))
         super().__init__(router, reply_grace_ms=config.reply_grace_ms,
                          multicast_body=config.multicast_body_format,
@@ -178,10 +191,16 @@ class LibjoynrCore(JoynrRuntime):
         self._first_connect: asyncio.Future[None] | None = None
         #: the owner of this runtime's background tasks
         self.tasks = TaskSupervisor(f"libjoynr runtime {client_id}")
-        self.transport = WebSocketClientTransport(router, cc_address, client_id,
-                                                  config.websocket_settings,
-                                                  on_connected=self._on_connected,
-                                                  tasks=self.tasks, early=self._early)
+        self.transport: WebSocketClientTransport | UdsClientTransport
+        if isinstance(cc_address, UdsAddress):
+            self.transport = UdsClientTransport(router, cc_address, client_id, config.uds_settings,
+                                                on_connected=self._on_connected,
+                                                tasks=self.tasks, early=self._early)
+        else:
+            self.transport = WebSocketClientTransport(router, cc_address, client_id,
+                                                      config.websocket_settings,
+                                                      on_connected=self._on_connected,
+                                                      tasks=self.tasks, early=self._early)
         #: the router's timers: queue sweep and retries, routing table purge
         self.housekeeping = RouterHousekeeping(router, self.tasks)
 
@@ -242,9 +261,10 @@ class LibjoynrRuntime:
     (:class:`LibjoynrCore`, a :class:`~programming.joynr_runtime.JoynrRuntime`): for tools,
     tests and measurements, not for applications."""
 
-    def __init__(self, cc_address: WebSocketAddress, client_id: str,
+    def __init__(self, cc_address: WebSocketAddress | UdsAddress, client_id: str,
                  config: LibjoynrConfig | None = None) -> None:
-        #: the machinery: a JoynrRuntime connected over websocket (see the class docstring)
+        #: the machinery: a JoynrRuntime connected over websocket or a Unix domain socket
+        #: (see the class docstring)
         self.core = LibjoynrCore(cc_address, client_id, config)
 
     @property
@@ -332,12 +352,17 @@ def _from_seconds(call: str, old: str, new: str, seconds: float) -> int:
     return round(seconds * 1000)
 
 
-def _websocket_address(url: str | WebSocketAddress) -> WebSocketAddress:
-    if isinstance(url, WebSocketAddress):
+def _cc_address(url: str | WebSocketAddress | UdsAddress) -> WebSocketAddress | UdsAddress:
+    if isinstance(url, WebSocketAddress | UdsAddress):
         return url
     parts = urlsplit(url)
+    if parts.scheme == "unix":
+        # unix:///path/to/socket (the path is the socket file's, absolute)
+        if parts.netloc or not parts.path.startswith("/") or parts.query or parts.fragment:
+            raise ValueError(f"not a unix socket url (unix:///absolute/path): {url!r}")
+        return UdsAddress(parts.path)
     if parts.scheme not in ("ws", "wss") or not parts.hostname:
-        raise ValueError(f"not a websocket url: {url!r}")
+        raise ValueError(f"not a websocket or unix socket url: {url!r}")
     return WebSocketAddress(parts.scheme, parts.hostname,
                             parts.port or (443 if parts.scheme == "wss" else 80),
                             parts.path or "/")
@@ -347,9 +372,9 @@ class Connect:
     """What :func:`connect` returns: await it for the started runtime, or use it as an async
     context manager (the runtime is closed on the way out)."""
 
-    def __init__(self, url: str | WebSocketAddress, config: LibjoynrConfig | None,
+    def __init__(self, url: str | WebSocketAddress | UdsAddress, config: LibjoynrConfig | None,
                  client_id: str | None, timeout_ms: int) -> None:
-        self.address = _websocket_address(url)
+        self.address = _cc_address(url)
         self.config = config or LibjoynrConfig()
         self.client_id = client_id or f"libjoynr-{uuid.uuid4()}"
         self.timeout_ms = timeout_ms
@@ -374,11 +399,12 @@ class Connect:
             await runtime.close()
 
 
-def connect(url: str | WebSocketAddress, *, config: LibjoynrConfig | None = None,
+def connect(url: str | WebSocketAddress | UdsAddress, *, config: LibjoynrConfig | None = None,
             client_id: str | None = None, timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS,
             timeout_s: float | None = None) -> Connect:
     """A libjoynr runtime connected to the cluster controller at ``url`` (``ws://`` or
-    ``wss://``, or its WebSocketAddress): ``async with connect(url) as runtime:``, or
+    ``wss://``, or ``unix:///path/to/socket`` for its Unix domain socket on this host; or the
+    WebSocketAddress or UdsAddress): ``async with connect(url) as runtime:``, or
     ``runtime = await connect(url)`` and ``await runtime.close()`` at the end.
 
     ``client_id`` names this runtime at the cluster controller (default: a new unique one);

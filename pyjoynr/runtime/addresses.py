@@ -21,10 +21,13 @@ import msgpack
 from pyjoynr.runtime.errors import ProtocolError
 
 __all__ = [
+    "CLIENT_ADDRESS_TYPES",
     "Address",
     "AddressError",
     "InProcessAddress",
     "MqttAddress",
+    "UdsAddress",
+    "UdsClientAddress",
     "WebSocketAddress",
     "WebSocketClientAddress",
     "address_from_dict",
@@ -181,6 +184,63 @@ class WebSocketClientAddress(Address):
         return {"_typeName": _TYPE_PREFIX + self.type_name, "id": self.id}
 
 
+class UdsAddress(Address):
+    """A cluster controller's Unix domain socket server, seen from a libjoynr runtime: the
+    path of its socket file."""
+
+    __slots__ = ("path",)
+    type_name = "UdsAddress"
+    path: str
+
+    def __init__(self, path: str) -> None:
+        _check_str(path, "path", self.type_name)
+        _init(self, {"path": path}, hash(("uds", path)))
+
+    __hash__ = Address.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is UdsAddress and other.path == self.path
+
+    def __repr__(self) -> str:
+        return f"UdsAddress({self.path!r})"
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.path}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"_typeName": _TYPE_PREFIX + self.type_name, "path": self.path}
+
+
+class UdsClientAddress(Address):
+    """A libjoynr runtime connected to this cluster controller's Unix domain socket server."""
+
+    __slots__ = ("id",)
+    type_name = "UdsClientAddress"
+    id: str
+
+    def __init__(self, id: str) -> None:  # "id" is joynr's field name
+        _check_str(id, "id", self.type_name)
+        _init(self, {"id": id}, hash(("udsc", id)))
+
+    __hash__ = Address.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is UdsClientAddress and other.id == self.id
+
+    def __repr__(self) -> str:
+        return f"UdsClientAddress({self.id!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"_typeName": _TYPE_PREFIX + self.type_name, "id": self.id}
+
+
+#: the addresses of a runtime connected to this cluster controller: a connection of one of its
+#: servers (websocket or Unix domain socket), which speaks only for its own participants
+CLIENT_ADDRESS_TYPES: Final[tuple[type[Address], ...]] = (WebSocketClientAddress,
+                                                          UdsClientAddress)
+
+
 class MqttAddress(Address):
     """A participant behind a backend broker. ``broker_uri`` holds the GBID, not a URL."""
 
@@ -239,6 +299,16 @@ _DECODERS: Final[dict[str, tuple[frozenset[str], frozenset[str], Any]]] = {
         frozenset({"id"}),
         frozenset(),
         lambda d: WebSocketClientAddress(d["id"]),
+    ),
+    _TYPE_PREFIX + "UdsClientAddress": (
+        frozenset({"id"}),
+        frozenset(),
+        lambda d: UdsClientAddress(d["id"]),
+    ),
+    _TYPE_PREFIX + "UdsAddress": (
+        frozenset({"path"}),
+        frozenset(),
+        lambda d: UdsAddress(d["path"]),
     ),
     _TYPE_PREFIX + "WebSocketAddress": (
         frozenset({"protocol", "host", "port"}),

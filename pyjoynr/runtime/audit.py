@@ -45,7 +45,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from pyjoynr.runtime import records
-from pyjoynr.runtime.addresses import Address, MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.addresses import (
+    CLIENT_ADDRESS_TYPES,
+    Address,
+    MqttAddress,
+)
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.logs import get_logger
 from pyjoynr.runtime.messages import Message
@@ -118,8 +122,8 @@ def peer_text(origin: Address | None) -> str:
     connection), ``backend <gbid>`` (an MQTT backend), ``this process``."""
     if origin is None:
         return "this process"
-    if type(origin) is WebSocketClientAddress:
-        return f"client {origin.id}"
+    if type(origin) in CLIENT_ADDRESS_TYPES:
+        return f"client {getattr(origin, 'id', '')}"
     if type(origin) is MqttAddress:
         return f"backend {origin.broker_uri}"
     return repr(origin)

@@ -125,7 +125,9 @@ class Quotas:
         holder = self._holders.pop(connection, None)
         if holder is None or holder.owner is None:
             return
-        owned = self._owners[holder.owner]
+        owned = self._owners.get(holder.owner)
+        if owned is None:  # its owner's connections never held anything
+            return
         for kind, items in holder.held.items():
             owned[kind] -= len(items)
         if not any(owned.values()) and not any(

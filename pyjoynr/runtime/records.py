@@ -23,6 +23,8 @@ from pyjoynr.runtime.addresses import (
     Address,
     InProcessAddress,
     MqttAddress,
+    UdsAddress,
+    UdsClientAddress,
     WebSocketAddress,
     WebSocketClientAddress,
 )
@@ -115,6 +117,11 @@ HOP_WEBSOCKET: Final = "websocket"
 #: a cluster controller's websocket server, seen from a libjoynr runtime (WebSocketAddress)
 HOP_WEBSOCKET_CLIENT: Final = "websocket-client"
 HOP_MQTT: Final = "mqtt"
+#: a libjoynr runtime connected to this cluster controller's Unix domain socket
+#: (UdsClientAddress)
+HOP_UDS: Final = "uds"
+#: a cluster controller's Unix domain socket, seen from a libjoynr runtime (UdsAddress)
+HOP_UDS_CLIENT: Final = "uds-client"
 
 #: the kind of each address type
 ADDRESS_KINDS: Final[dict[type[Address], str]] = {
@@ -122,6 +129,8 @@ ADDRESS_KINDS: Final[dict[type[Address], str]] = {
     WebSocketClientAddress: HOP_WEBSOCKET,
     WebSocketAddress: HOP_WEBSOCKET_CLIENT,
     MqttAddress: HOP_MQTT,
+    UdsClientAddress: HOP_UDS,
+    UdsAddress: HOP_UDS_CLIENT,
 }
 
 
@@ -143,8 +152,10 @@ def address_text(address: Address) -> str:
     ``inprocess:<class of its skeleton>``."""
     if type(address) is MqttAddress:
         return f"{address.broker_uri}/{address.topic}"
-    if type(address) is WebSocketClientAddress:
+    if type(address) is WebSocketClientAddress or type(address) is UdsClientAddress:
         return address.id
+    if type(address) is UdsAddress:
+        return address.url
     if type(address) is WebSocketAddress:
         return address.url
     if type(address) is InProcessAddress:

@@ -16,7 +16,8 @@ be routed where (admission, forwarding, learned replyTo routes) is decided in
 6. otherwise                                        -> ``REJECTED_PRECEDENCE``
 
 Precedence: a new address replaces the old one iff its type ranks at least as high:
-cluster controller ``InProcess > WebSocketClient > Mqtt``; libjoynr ``InProcess > WebSocket``.
+cluster controller ``InProcess > WebSocketClient = UdsClient > Mqtt``; libjoynr
+``InProcess > WebSocket = Uds`` (joynr's order).
 A participant in this process wins over one reached over a connection, and a local connection
 wins over a backend.
 
@@ -46,6 +47,8 @@ from pyjoynr.runtime.addresses import (
     Address,
     InProcessAddress,
     MqttAddress,
+    UdsAddress,
+    UdsClientAddress,
     WebSocketAddress,
     WebSocketClientAddress,
 )
@@ -135,11 +138,13 @@ _RANKS: Final[dict[RuntimeKind, dict[type[Address], int]]] = {
     RuntimeKind.CLUSTER_CONTROLLER: {
         InProcessAddress: 3,
         WebSocketClientAddress: 2,
+        UdsClientAddress: 2,
         MqttAddress: 1,
     },
     RuntimeKind.LIBJOYNR: {
         InProcessAddress: 2,
         WebSocketAddress: 1,
+        UdsAddress: 1,
     },
 }
 

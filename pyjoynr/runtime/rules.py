@@ -95,7 +95,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from pyjoynr.runtime.addresses import Address, MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.addresses import (
+    CLIENT_ADDRESS_TYPES,
+    Address,
+    MqttAddress,
+)
 from pyjoynr.runtime.messages import REQUEST_TYPES, Message, MessageType
 from pyjoynr.runtime.multicast import MulticastError, make_multicast_id
 from pyjoynr.runtime.routing import NO_EXPIRY_MS, PutResult, RoutingEntry
@@ -474,9 +478,10 @@ def check_multicast_receiver(multicast_id: str, subscriber: str, provider: str,
 def check_next_hop(address: Address, caller: Address | None) -> Refusal | None:
     """add_next_hop(participant, ``address``) called by ``caller`` (None: this process)."""
     if caller is None:
-        if type(address) is WebSocketClientAddress:
+        if type(address) in CLIENT_ADDRESS_TYPES:
             return None
-        return Refusal(NOT_A_CLIENT_ADDRESS, "only WebSocketClientAddresses are accepted")
+        return Refusal(NOT_A_CLIENT_ADDRESS,
+                       "only WebSocketClientAddresses and UdsClientAddresses are accepted")
     if address == caller:
         return None
     return Refusal(FOREIGN_NEXT_HOP,
@@ -484,7 +489,7 @@ def check_next_hop(address: Address, caller: Address | None) -> Refusal | None:
 
 
 def contested_owner(caller: Address | None, entry: RoutingEntry | None
-                    ) -> WebSocketClientAddress | None:
+                    ) -> Address | None:
     """A claim of the participant whose routing entry is ``entry`` by ``caller`` (None: this
     process), e.g. add_next_hop: the websocket connection whose liveness decides it (then ask
     :func:`check_claim`), or None when the claim is not contested (this process, a participant
@@ -493,7 +498,7 @@ def contested_owner(caller: Address | None, entry: RoutingEntry | None
     if caller is None or entry is None:
         return None
     address = entry.address
-    if type(address) is WebSocketClientAddress and address != caller:
+    if type(address) in CLIENT_ADDRESS_TYPES and address != caller:
         return address
     return None
 

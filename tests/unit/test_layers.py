@@ -50,8 +50,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 
 
 #: the I/O flavours of ``transports/``: one sub-package each; a flavour imports no other, and
-#: what they share beside them (``inprocess``, ``coalescing``) imports none
-FLAVOURS = ("websocket", "mqtt")
+#: what they share beside them (``inprocess``, ``coalescing``, ``dialects``, ``outbox``) imports
+#: none
+FLAVOURS = ("websocket", "mqtt", "uds")
 
 
 @dataclass(frozen=True)

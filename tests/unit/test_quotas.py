@@ -88,3 +88,15 @@ def test_a_subscription_that_has_ended_makes_room_at_the_bound() -> None:
 def test_a_bound_below_one_is_refused(setting: str) -> None:
     with pytest.raises(ValueError, match=f"{setting} must be >= 1"):
         ConnectionBounds(**{setting: 0})
+
+
+def test_an_owner_whose_connections_never_held_anything_ends_cleanly() -> None:
+    # a Unix domain socket connection has an owner id (its user) from the start; one that
+    # connects and leaves without a route must not fail its clean-up
+    q = quotas()
+    q.connected(A, "alice")
+    q.connected(B, "alice")
+    q.disconnected(A)
+    assert q.admit(ROUTES, B, "p") is None
+    q.disconnected(B)
+    assert q.owner_held(ROUTES, "alice") == 0 and q.connections == 0

@@ -18,6 +18,7 @@ from pyjoynr.runtime.addresses import (
     Address,
     InProcessAddress,
     MqttAddress,
+    UdsClientAddress,
     WebSocketAddress,
     WebSocketClientAddress,
 )
@@ -483,6 +484,8 @@ def test_check_claim(alive, expected, kind):
 @pytest.mark.parametrize(("address", "caller", "expected"), [
     (CLIENT_A, None, None),  # this process registers a client's participant
     (CLIENT_B, None, None),
+    (UdsClientAddress("client-u"), None, None),  # a client of the Unix domain socket
+    (UdsClientAddress("client-a"), CLIENT_A, FOREIGN_NEXT_HOP),  # same id, other transport
     (LOCAL, None, NOT_A_CLIENT_ADDRESS),
     (PEER, None, NOT_A_CLIENT_ADDRESS),
     (CC_WS, None, NOT_A_CLIENT_ADDRESS),
@@ -499,7 +502,8 @@ def test_check_next_hop(address, caller, expected):
     if expected == FOREIGN_NEXT_HOP:
         assert outcome.detail == f"{address!r} is not the caller's own address {caller!r}"
     if expected == NOT_A_CLIENT_ADDRESS:
-        assert outcome.detail == "only WebSocketClientAddresses are accepted"
+        assert outcome.detail == ("only WebSocketClientAddresses and UdsClientAddresses are "
+                                  "accepted")
 
 
 # ====================================================================== replyTo

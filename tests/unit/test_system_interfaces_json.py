@@ -45,7 +45,12 @@ from pyjoynr.programming.system_interfaces import (
     address_struct,
     address_to_json,
 )
-from pyjoynr.runtime.addresses import InProcessAddress, MqttAddress, WebSocketClientAddress
+from pyjoynr.runtime.addresses import (
+    InProcessAddress,
+    MqttAddress,
+    UdsClientAddress,
+    WebSocketClientAddress,
+)
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import ApplicationError, ProviderRuntimeError
 from pyjoynr.runtime.interface import MethodDef, from_wire, interface_def, to_wire
@@ -308,8 +313,7 @@ FORMS = pytest.mark.parametrize("form", ["struct", "map"])
 
 
 @FORMS
-@pytest.mark.parametrize("kind", ["ChannelAddress", "BrowserAddress", "UdsAddress",
-                                  "UdsClientAddress", "BinderAddress"])
+@pytest.mark.parametrize("kind", ["ChannelAddress", "BrowserAddress", "BinderAddress"])
 async def test_address_types_without_a_transport_here_are_refused_naming_them(
         kind: str, form: str) -> None:
     provider = routing_provider(MqttAddress("g", "cc/1"))
@@ -322,6 +326,7 @@ async def test_address_types_without_a_transport_here_are_refused_naming_them(
 @FORMS
 @pytest.mark.parametrize("address", [
     STRUCTS["WebSocketAddress"][0],
+    STRUCTS["UdsAddress"][0],          # a CC's socket: never a hop of a CC
     system.MqttAddress("g", "cc/1"),   # the CC's own address
     system.MqttAddress("g", "elsewhere"),
 ])
@@ -342,6 +347,14 @@ async def test_a_websocket_client_address_is_routed(form: str) -> None:
     assert await provider.resolve_next_hop("p")
     entry = provider.router.route_of("p")
     assert entry is not None and entry.address == WebSocketClientAddress("Zq3_client")
+
+
+@FORMS
+async def test_a_uds_client_address_is_routed(form: str) -> None:
+    provider = routing_provider(MqttAddress("g", "cc/1"))
+    await call_add_next_hop(provider, form, "p", system.UdsClientAddress("Zq3_client"), False)
+    entry = provider.router.route_of("p")
+    assert entry is not None and entry.address == UdsClientAddress("Zq3_client")
 
 
 # ====================================================================== Discovery 0.3

@@ -22,7 +22,7 @@ joynr connection needs and no more:
   websockets' ``send_binary``, without its per-frame objects) while the connection is open
   with no extension and no fragmented message under way, and through the protocol object
   otherwise; ``paused_writing`` and ``on_writable`` are the write-buffer flow control for the
-  writer above (see :class:`transports.websocket.common.Outbox`);
+  writer above (see :class:`transports.outbox.Outbox`);
 - keep-alive: a ping every ``ping_interval_s``; no pong within ``ping_timeout_s`` fails the
   connection (1011). :meth:`WebSocketConnection.ping` pings on demand;
 - closing: :meth:`WebSocketConnection.close` runs the close handshake (what the peer still

@@ -1,7 +1,7 @@
 """Cluster controller side of the websocket transport: the server libjoynr runtimes connect to.
 
 Protocol: the client's first message is an init frame carrying its WebSocketClientAddress id
-(see transports.websocket.common), within ``init_timeout_s``; every later message is a binary
+(see transports.dialects), within ``init_timeout_s``; every later message is a binary
 message frame. Both frame dialects are served on one port: the init frame tells the
 connection's dialect (the project's msgpack init, or joynr's JSON one), and the connection
 keeps it: its frames are read in it (msgpack frames, or SMRF frames) and what is routed to it

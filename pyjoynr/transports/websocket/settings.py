@@ -7,7 +7,7 @@ controller is made of. Both hold only values a TOML file can say: TLS is named b
 paths, and the transports build their SSL contexts from them (:func:`server_ssl_context`,
 :func:`client_ssl_context`).
 
-Frame dialects (see transports.websocket.common): the server speaks both on one port and tells a
+Frame dialects (see transports.dialects): the server speaks both on one port and tells a
 connection's dialect by its first frame; a client speaks the one of its ``dialect`` setting:
 ``"native"`` (the msgpack frame of runtime.messages) or ``"joynr"`` (joynr's init frame and
 SMRF frames of runtime.smrf, as joynr's Java, C++ and JavaScript runtimes speak).
