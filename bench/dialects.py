@@ -105,7 +105,7 @@ from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.interface import interface_def, to_wire
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
-from pyjoynr.transports.websocket.common import encode_init, encode_joynr_init
+from pyjoynr.transports.dialects import encode_init, encode_joynr_init
 
 #: joynr's dialect / the native one
 GOAL = 0.7

@@ -42,7 +42,7 @@ from pyjoynr.runtime.interface import interface_def
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import Request
 from pyjoynr.testing.cluster import cc_config
-from pyjoynr.transports.websocket.common import encode_init
+from pyjoynr.transports.dialects import encode_init
 from pyjoynr.transports.websocket.connection import open_client_connection
 
 

@@ -45,7 +45,7 @@ from pyjoynr.runtime.interface import interface_def, to_wire
 from pyjoynr.runtime.messages import Message, MessageType, encode_frame
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
 from pyjoynr.testing.brokers import Mosquitto
-from pyjoynr.transports.websocket.common import encode_init
+from pyjoynr.transports.dialects import encode_init
 from pyjoynr.transports.websocket.settings import JOYNR, NATIVE
 from tests.support.mqtt_clients import RawPeer
 from tests.support.raw_websocket import RawClient

@@ -30,7 +30,7 @@ from websockets.asyncio.client import connect as ws_connect
 
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.messages import INT64_MAX, Message, MessageType, encode_frame
-from pyjoynr.transports.websocket.common import encode_init
+from pyjoynr.transports.dialects import encode_init
 from tests.support.processes import wait_for_line
 
 ROOT = Path(__file__).resolve().parents[1]

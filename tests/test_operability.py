@@ -245,7 +245,7 @@ async def _send_frames(ws_url: str, client_id: str, frames: list[bytes]) -> None
     """A raw websocket client: the init frame, then ``frames``; it stays until they are read."""
     from websockets.asyncio.client import connect as ws_connect  # noqa: PLC0415
 
-    from pyjoynr.transports.websocket.common import encode_init  # noqa: PLC0415
+    from pyjoynr.transports.dialects import encode_init  # noqa: PLC0415
 
     async with ws_connect(ws_url, compression=None) as ws:
         await ws.send(encode_init(client_id))

@@ -27,8 +27,8 @@ from pyjoynr.runtime.messages import INT64_MAX, Message, MessageType, encode_fra
 from pyjoynr.runtime.payloads import Request
 from pyjoynr.testing.brokers import MAX_PACKET_BYTES, Mosquitto
 from pyjoynr.testing.cluster import cc_config, eventually
+from pyjoynr.transports.dialects import encode_init
 from pyjoynr.transports.mqtt.client import PACKET_OVERHEAD_BYTES
-from pyjoynr.transports.websocket.common import encode_init
 from tests.support.mqtt_cluster import backends_value
 from tests.test_memory_bounds import client_frame, close_code, fragmented, raw_websocket
 

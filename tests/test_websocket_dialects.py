@@ -49,14 +49,14 @@ from pyjoynr.runtime.messages import (
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
 from pyjoynr.runtime.smrf import SmrfFrame, encode_smrf
 from pyjoynr.testing.cluster import cc_config, eventually
-from pyjoynr.transports.websocket.common import (
+from pyjoynr.transports.dialects import (
     JOYNR_INIT_PREFIX,
-    Outbox,
     decode_any_init,
     encode_init,
     encode_joynr_init,
     frame_encoder,
 )
+from pyjoynr.transports.outbox import Outbox
 from pyjoynr.transports.websocket.connection import open_client_connection
 from pyjoynr.transports.websocket.settings import JOYNR, NATIVE, WebSocketClientSettings
 from tests.support.radio import Country, Radio, RadioProvider, Station

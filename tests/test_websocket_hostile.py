@@ -54,7 +54,7 @@ from pyjoynr.runtime.payloads import (
     decode_payload,
 )
 from pyjoynr.runtime.routing import RoutingEntry
-from pyjoynr.transports.websocket.common import encode_init
+from pyjoynr.transports.dialects import encode_init
 from tests.support.radio import Country, Radio, RadioProvider, Station
 
 pytestmark = pytest.mark.network

@@ -28,8 +28,9 @@ from pyjoynr.runtime.interface import interface_def
 from pyjoynr.runtime.messages import Message, MessageType, decode_frame, encode_frame
 from pyjoynr.runtime.payloads import Reply, Request, decode_payload
 from pyjoynr.testing.cluster import cc_config, eventually
+from pyjoynr.transports.dialects import encode_init
+from pyjoynr.transports.outbox import Outbox
 from pyjoynr.transports.websocket.client import WebSocketClientSettings
-from pyjoynr.transports.websocket.common import Outbox, encode_init
 from pyjoynr.transports.websocket.connection import ServerSideConnection, open_client_connection
 from tests.support.radio import Radio, RadioProvider
 from tests.support.tls import self_signed_certificate

@@ -16,12 +16,7 @@ from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.interface import interface_def
 from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.payloads import OneWayRequest
-from pyjoynr.transports.websocket.common import (
-    encode_init,
-    encode_joynr_init,
-    frame_decoder,
-    frame_encoder,
-)
+from pyjoynr.transports.dialects import encode_init, encode_joynr_init, frame_decoder, frame_encoder
 from pyjoynr.transports.websocket.settings import NATIVE
 from tests.support.radio import Radio
 

@@ -34,14 +34,8 @@ from pyjoynr.runtime.logs import get_logger
 from pyjoynr.runtime.messages import FrameError, Message
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.tasks import TaskSupervisor
-from pyjoynr.transports.websocket.common import (
-    Outbox,
-    encode_init,
-    encode_joynr_init,
-    frame_decoder,
-    frame_encoder,
-    unsendable_reason,
-)
+from pyjoynr.transports.dialects import encode_init, encode_joynr_init, frame_decoder, frame_encoder
+from pyjoynr.transports.outbox import Outbox, unsendable_reason
 from pyjoynr.transports.websocket.connection import ClientSideConnection, open_client_connection
 from pyjoynr.transports.websocket.settings import (
     NATIVE,

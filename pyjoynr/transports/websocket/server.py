@@ -70,13 +70,8 @@ from pyjoynr.runtime.quotas import Quotas
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.runtime.telemetry import Telemetry
-from pyjoynr.transports.websocket.common import (
-    Outbox,
-    decode_any_init,
-    frame_decoder,
-    frame_encoder,
-    unsendable_reason,
-)
+from pyjoynr.transports.dialects import decode_any_init, frame_decoder, frame_encoder
+from pyjoynr.transports.outbox import Outbox, unsendable_reason
 from pyjoynr.transports.websocket.connection import ServerSideConnection, WebSocketConnection
 from pyjoynr.transports.websocket.settings import JOYNR, WebSocketServerSettings, server_ssl_context
 
