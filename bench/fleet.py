@@ -577,6 +577,10 @@ class StormFigures:
     raw_s: float = 0.0
     commits_per_s: float = 0.0
     resources: list[str] = field(default_factory=list)
+    #: CPU seconds of the GCD instances together, and of every process of the run
+    gcd_cpu_s: float = 0.0
+    all_cpu_s: float = 0.0
+    wall_s: float = 0.0
     driver_failures: list[str] = field(default_factory=list)
 
     @property
@@ -683,7 +687,12 @@ async def storm(args: argparse.Namespace, ccs: int) -> StormFigures:  # noqa: PL
             figures.last_add_s = max(figures.last_add_s, got["last_add_s"])
             figures.lookups_ms += got["lookups_ms"]
         figures.adds = ccs * ppc
+        figures.wall_s = sampler.ended - sampler.started
         for name in groups:
+            cpu = sampler.average_cores(name) * figures.wall_s
+            figures.all_cpu_s += cpu
+            if name.startswith("gcd-"):
+                figures.gcd_cpu_s += cpu
             figures.resources.append(
                 f"  {name:<12} RSS peak {sampler.peak_rss[name] / 2**20:8.1f} MiB   CPU "
                 f"{sampler.average_cores(name):5.2f} cores on average, "
@@ -718,6 +727,10 @@ def report(f: StormFigures) -> None:
           f"p50 {p50:.1f} ms, p99 {p99:.1f} ms")
     print(f"  PostgreSQL commits/s over the storm: {f.commits_per_s:,.0f}")
     print(*f.resources, sep="\n")
+    print(f"  GCD tier: {f.gcd_cpu_s:.1f} CPU s for {f.answered + f.check_lookups:,} answers "
+          f"({1000 * f.gcd_cpu_s / max(1, f.answered + f.check_lookups):.2f} ms a call); every "
+          f"process of the run: {f.all_cpu_s / max(1e-9, f.wall_s):.2f} of "
+          f"{os.cpu_count()} cores over {f.wall_s:.1f} s (the rest: other work)")
     for failure in f.driver_failures:
         print(f"  FAILURE: {failure}")
     rows = f.ccs * f.ppc
