@@ -5,6 +5,7 @@ interval and looks others up; beside the raw baseline of the same run.
 Usage: PYTHONPATH=. .venv/bin/python bench/fleet.py [--ccs N] [--providers-per-cc P]
            [--instances I] [--touch-interval S] [--lookups L] [--seconds S] [--drivers D]
            [--connect-window W] [--call-timeout S] [--curve] [--curve-limit N]
+           [--profile]
 
 The tier: a throwaway PostgreSQL server (pyjoynr/testing/postgres.PostgresServer, durability
 off) and I GCD instances (default 3), each a process of its own (``python -m pyjoynr.gcd``,
@@ -49,7 +50,8 @@ Resources: RSS (peak) and CPU (average over the storm and the busiest 1 s sample
 of each GCD instance, each broker, PostgreSQL (all its processes) and the drivers, sampled
 from /proc; PostgreSQL's commit rate (pg_stat_database). ``--curve``: the storm at 1k, 2k,
 5k, 10k, ... cluster controllers (each a fresh tier) until ``--curve-limit`` or until a point
-loses a call.
+loses a call. ``--profile``: instance 0 runs under cProfile; its top functions by own time are
+printed after the storm.
 """
 
 from __future__ import annotations
@@ -57,8 +59,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import json
 import os
+import pstats
 import random
 import subprocess
 import sys
@@ -103,7 +107,7 @@ GBID_PROPERTY = "c-gb"
 #: domains per visibility lookup (with 10 providers each: 500 entries, ~250 KB of JSON)
 CHECK_DOMAINS = 50
 #: visibility lookups in flight per instance
-CHECK_WINDOW = 4
+CHECK_WINDOW = 32
 #: connections writing the raw baseline
 RAW_WRITERS = 16
 CURVE = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
@@ -404,8 +408,10 @@ class Sampler:
 
 class GcdProcess:
     def __init__(self, directory: Path, index: int, broker_url: str, *, dsn: str,
-                 gbids: list[str], run: str) -> None:
+                 gbids: list[str], run: str, profiled: bool = False) -> None:
         self.directory = directory / f"gcd-{index}"
+        #: cProfile's output when the instance runs under it
+        self.profile = self.directory / "gcd.prof" if profiled else None
         self.directory.mkdir(parents=True)
         self.log = self.directory / "gcd.log"
         self.config = self.directory / "gcd.toml"
@@ -422,8 +428,10 @@ class GcdProcess:
     def start(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         with open(self.log, "wb") as out:
+            profiler = ([] if self.profile is None
+                        else ["-m", "cProfile", "-o", str(self.profile)])
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "pyjoynr.gcd", "--config", str(self.config)],
+                [sys.executable, *profiler, "-m", "pyjoynr.gcd", "--config", str(self.config)],
                 cwd=self.directory, env=env, stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL)
 
@@ -609,8 +617,8 @@ async def storm(args: argparse.Namespace, ccs: int) -> StormFigures:  # noqa: PL
         dsn = await pg.create_database("fleet")
         brokers = [await stack.enter_async_context(Mosquitto()) for _ in range(instances)]
         urls = [b.url for b in brokers]
-        gcds = [GcdProcess(directory, k, urls[k], dsn=dsn, gbids=gbids, run=run)
-                for k in range(instances)]
+        gcds = [GcdProcess(directory, k, urls[k], dsn=dsn, gbids=gbids, run=run,
+                           profiled=args.profile and k == 0) for k in range(instances)]
         for gcd in gcds:
             gcd.start()
             stack.push_async_callback(gcd.stop)
@@ -702,8 +710,22 @@ async def storm(args: argparse.Namespace, ccs: int) -> StormFigures:  # noqa: PL
                 figures.driver_failures.append(f"GCD instance {k} exited "
                                                f"{gcd.proc.returncode}: {gcd.output()[-1500:]}")
         figures.raw_s = await raw_upserts(dsn, run, ccs, ppc)
+        if gcds[0].profile is not None:
+            await gcds[0].stop()
+            print_profile(gcds[0].profile)
     report(figures)
     return figures
+
+
+def print_profile(path: Path) -> None:
+    """The top 25 functions by own time of instance 0 over its whole run."""
+    if not path.exists():
+        print("  (no profile of instance 0: it did not stop cleanly)")
+        return
+    out = io.StringIO()
+    pstats.Stats(str(path), stream=out).sort_stats("tottime").print_stats(25)
+    print("  --- instance 0, profile, top 25 by tottime ---")
+    print(out.getvalue())
 
 
 def fmt_s(value: float | None) -> str:
@@ -783,6 +805,8 @@ def main() -> int:
                         help="connects in flight per driver")
     parser.add_argument("--call-timeout", type=float, default=60.0,
                         help="seconds a call waits for its answer before it counts as lost")
+    parser.add_argument("--profile", action="store_true",
+                        help="run instance 0 under cProfile and print where its time went")
     parser.add_argument("--curve", action="store_true", help="1k, 2k, 5k, ... cluster controllers")
     parser.add_argument("--curve-limit", type=int, default=10_000)
     args = parser.parse_args()
