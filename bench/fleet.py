@@ -96,7 +96,7 @@ from pyjoynr.runtime.interface import interface_def, to_wire
 from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.payloads import Reply, Request
 from pyjoynr.testing.postgres import PostgresServer
-from pyjoynr.transports.mqtt.client import MqttSession, open_session
+from pyjoynr.transports.mqtt.client import MqttSession, MqttSessionError, open_session
 from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -212,6 +212,8 @@ class DriverResult:
     last_add_s: float = 0.0
     lookups_ms: list[float] = field(default_factory=list)
     lookups_found: int = 0
+    #: calls that failed because their CC's connection had ended (counted lost too)
+    broken: int = 0
 
 
 async def drive(spec: dict[str, Any]) -> DriverResult:  # noqa: PLR0915
@@ -242,6 +244,10 @@ async def drive(spec: dict[str, Any]) -> DriverResult:  # noqa: PLR0915
             reply: Reply = await call()
         except TimeoutError:
             result.lost += 1
+            return None
+        except (MqttSessionError, OSError):  # the broker closed the connection
+            result.lost += 1
+            result.broken += 1
             return None
         result.answered += 1
         if reply.error is not None:
@@ -301,9 +307,10 @@ async def drive(spec: dict[str, Any]) -> DriverResult:  # noqa: PLR0915
                                                    timeout_s))
         finally:
             receiving.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, MqttSessionError, OSError):
                 await receiving
-            await stack.aclose()
+            with contextlib.suppress(MqttSessionError, OSError):
+                await stack.aclose()
 
     async def progress() -> None:
         while True:
@@ -575,6 +582,7 @@ class StormFigures:
     lost: int = 0
     errors: int = 0
     connect_failed: int = 0
+    broken: int = 0
     adds: int = 0
     adds_answered: int = 0
     last_add_s: float = 0.0
@@ -690,7 +698,7 @@ async def storm(args: argparse.Namespace, ccs: int) -> StormFigures:  # noqa: PL
                 continue
             got = json.loads(lines[-1])
             for name in ("calls", "answered", "lost", "errors", "connect_failed",
-                         "adds_answered", "lookups_found"):
+                         "adds_answered", "lookups_found", "broken"):
                 setattr(figures, name, getattr(figures, name) + got[name])
             figures.last_add_s = max(figures.last_add_s, got["last_add_s"])
             figures.lookups_ms += got["lookups_ms"]
@@ -709,6 +717,14 @@ async def storm(args: argparse.Namespace, ccs: int) -> StormFigures:  # noqa: PL
             if gcd.proc is not None and gcd.proc.poll() is not None:
                 figures.driver_failures.append(f"GCD instance {k} exited "
                                                f"{gcd.proc.returncode}: {gcd.output()[-1500:]}")
+        for k, broker in enumerate(brokers):  # why a broker closed connections (its log)
+            log = broker.log.read_text(errors="replace")
+            timeouts = log.count("exceeded timeout")
+            other = log.count("disconnected, ") + log.count("closed its connection") - timeouts
+            if timeouts or "error" in log.lower():
+                figures.resources.append(
+                    f"  mosquitto-{k}: {timeouts:,} clients closed for their keep-alive, "
+                    f"{other:,} other closes, {log.lower().count('error')} error lines")
         figures.raw_s = await raw_upserts(dsn, run, ccs, ppc)
         if gcds[0].profile is not None:
             await gcds[0].stop()
@@ -737,7 +753,8 @@ def report(f: StormFigures) -> None:
     p50, p99 = percentile(f.lookups_ms, 0.5), percentile(f.lookups_ms, 0.99)
     print(f"  load before: {f.load}\n  now:         {uptime()}")
     print(f"  calls {f.calls:,}, answered {f.answered:,}, lost {f.lost}"
-          f" (of them {f.connect_failed} CCs that could not connect), error answers "
+          f" (of them {f.broken:,} on connections the broker closed, and the calls of "
+          f"{f.connect_failed} CCs that could not connect), error answers "
           f"{f.errors:,} (lookups of providers not there yet, among them)")
     print(f"  adds answered {f.adds_answered:,}/{f.adds:,}, the last after "
           f"{f.last_add_s:.2f} s")
