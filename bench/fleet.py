@@ -364,7 +364,8 @@ def children_of(pid: int) -> list[int]:
 
 class Sampler:
     """CPU and RSS of named groups of processes, every ``interval_s``: the average cores over
-    the run, the busiest sample's cores, the peak RSS (a group's processes summed)."""
+    the run, the busiest sample's cores, the peak RSS (a group's processes summed: for
+    PostgreSQL the shared buffers count once per process that touched them)."""
 
     def __init__(self, groups: dict[str, Callable[[], list[int]]], interval_s: float = 1.0
                  ) -> None:
@@ -714,17 +715,22 @@ async def storm(args: argparse.Namespace, ccs: int) -> StormFigures:  # noqa: PL
                 f"{sampler.average_cores(name):5.2f} cores on average, "
                 f"{sampler.peak_cores[name]:5.2f} in the busiest second")
         for k, gcd in enumerate(gcds):
+            lines = gcd.output().splitlines()
+            errors = sum(" ERROR " in line for line in lines)
+            warnings = sum(" WARNING " in line for line in lines)
+            if errors or warnings:
+                figures.resources.append(f"  gcd-{k}: {errors} ERROR and {warnings} WARNING "
+                                         "lines in its log")
             if gcd.proc is not None and gcd.proc.poll() is not None:
                 figures.driver_failures.append(f"GCD instance {k} exited "
                                                f"{gcd.proc.returncode}: {gcd.output()[-1500:]}")
         for k, broker in enumerate(brokers):  # why a broker closed connections (its log)
             log = broker.log.read_text(errors="replace")
             timeouts = log.count("exceeded timeout")
-            other = log.count("disconnected, ") + log.count("closed its connection") - timeouts
             if timeouts or "error" in log.lower():
                 figures.resources.append(
                     f"  mosquitto-{k}: {timeouts:,} clients closed for their keep-alive, "
-                    f"{other:,} other closes, {log.lower().count('error')} error lines")
+                    f"{log.lower().count('error')} error lines")
         figures.raw_s = await raw_upserts(dsn, run, ccs, ppc)
         if gcds[0].profile is not None:
             await gcds[0].stop()
