@@ -478,10 +478,11 @@ async def ready(urls: list[str], gbids: list[str], timeout_s: float = 60.0) -> N
 
 
 async def check_visible(urls: list[str], gbids: list[str], run: str, ccs: int, *, ppc: int,
-                        timeout_s: float) -> tuple[list[float | None], int]:
+                        deadline: list[float]) -> tuple[list[float | None], int]:
     """Ask every instance for the fleet's domains until each shows every provider: the
-    seconds (from the call) until each instance showed all (None: not within ``timeout_s``)
-    and the visibility lookups made."""
+    seconds (from the call) until each instance showed all (None: not by ``deadline[0]``,
+    loop time, which the caller sets once the storm's calls have ended) and the visibility
+    lookups made."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     lookups = 0
@@ -497,7 +498,7 @@ async def check_visible(urls: list[str], gbids: list[str], run: str, ccs: int, *
                        for s in range(0, ccs, CHECK_DOMAINS)]
             window = asyncio.Semaphore(CHECK_WINDOW)
             try:
-                while pending and loop.time() - started < timeout_s:
+                while pending and loop.time() < deadline[0]:
                     async def ask(batch: list[int]) -> list[int]:
                         nonlocal lookups
                         async with window:
@@ -681,9 +682,11 @@ async def storm(args: argparse.Namespace, ccs: int) -> StormFigures:  # noqa: PL
 
         await asyncio.sleep(max(0.0, start_at - time.time()))
         sampling = asyncio.get_running_loop().create_task(sampler.run(progress))
+        deadline = [float("inf")]  # until the storm's calls have ended, then a grace
         visible_task = asyncio.get_running_loop().create_task(check_visible(
-            urls, gbids, run, ccs, ppc=ppc, timeout_s=args.call_timeout + args.seconds + 60))
+            urls, gbids, run, ccs, ppc=ppc, deadline=deadline))
         outputs = await asyncio.gather(*(d.communicate() for d in drivers))
+        deadline[0] = asyncio.get_running_loop().time() + args.call_timeout + 30
         figures.visible_s, figures.check_lookups = await visible_task
         sampling.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -720,7 +723,9 @@ async def storm(args: argparse.Namespace, ccs: int) -> StormFigures:  # noqa: PL
             warnings = sum(" WARNING " in line for line in lines)
             if errors or warnings:
                 figures.resources.append(f"  gcd-{k}: {errors} ERROR and {warnings} WARNING "
-                                         "lines in its log")
+                                         "lines in its log, the first ones:")
+                figures.resources += [f"    {line[:300]!r}" for line in lines
+                                      if " ERROR " in line or " WARNING " in line][:4]
             if gcd.proc is not None and gcd.proc.poll() is not None:
                 figures.driver_failures.append(f"GCD instance {k} exited "
                                                f"{gcd.proc.returncode}: {gcd.output()[-1500:]}")
