@@ -209,6 +209,8 @@ class DriverResult:
     errors: int = 0
     connect_failed: int = 0
     adds_answered: int = 0
+    #: adds answered with an error (the GCD could not store them)
+    add_errors: int = 0
     last_add_s: float = 0.0
     lookups_ms: list[float] = field(default_factory=list)
     lookups_found: int = 0
@@ -280,9 +282,11 @@ async def drive(spec: dict[str, Any]) -> DriverResult:  # noqa: PLR0915
                 entry = to_wire(GlobalDiscoveryEntry(
                     Version(1, 0), domain_of(run, i), INTERFACE, pid,
                     ProviderQos(scope=ProviderScope.GLOBAL), now, now + 3_600_000, "", address))
-                if await answered(lambda: caller.call("add_in_backends", [entry, [gbid]],
-                                                      timeout_s)) is not None:
+                reply = await answered(lambda: caller.call("add_in_backends",
+                                                           [entry, [gbid]], timeout_s))
+                if reply is not None:
                     result.adds_answered += 1
+                    result.add_errors += reply.error is not None
                     result.last_add_s = max(result.last_add_s, elapsed())
 
             await asyncio.gather(*(add(pid) for pid in pids))
@@ -587,6 +591,7 @@ class StormFigures:
     broken: int = 0
     adds: int = 0
     adds_answered: int = 0
+    add_errors: int = 0
     last_add_s: float = 0.0
     visible_s: list[float | None] = field(default_factory=list)
     check_lookups: int = 0
@@ -607,7 +612,7 @@ class StormFigures:
 
     @property
     def done_s(self) -> float | None:
-        if not self.all_visible or self.adds_answered < self.adds:
+        if not self.all_visible or self.adds_answered < self.adds or self.add_errors:
             return None
         return max([self.last_add_s, *(v for v in self.visible_s if v is not None)])
 
@@ -702,7 +707,7 @@ async def storm(args: argparse.Namespace, ccs: int) -> StormFigures:  # noqa: PL
                 continue
             got = json.loads(lines[-1])
             for name in ("calls", "answered", "lost", "errors", "connect_failed",
-                         "adds_answered", "lookups_found", "broken"):
+                         "adds_answered", "lookups_found", "broken", "add_errors"):
                 setattr(figures, name, getattr(figures, name) + got[name])
             figures.last_add_s = max(figures.last_add_s, got["last_add_s"])
             figures.lookups_ms += got["lookups_ms"]
@@ -767,7 +772,8 @@ def report(f: StormFigures) -> None:
           f" (of them {f.broken:,} on connections the broker closed, and the calls of "
           f"{f.connect_failed} CCs that could not connect), error answers "
           f"{f.errors:,} (lookups of providers not there yet, among them)")
-    print(f"  adds answered {f.adds_answered:,}/{f.adds:,}, the last after "
+    print(f"  adds answered {f.adds_answered:,}/{f.adds:,} ({f.add_errors:,} of them with an "
+          f"error), the last after "
           f"{f.last_add_s:.2f} s")
     print("  visible in instance " + ", ".join(
         f"{k}: {fmt_s(v)}" for k, v in enumerate(f.visible_s))
@@ -807,10 +813,11 @@ async def run(args: argparse.Namespace) -> int:
     failed = False
     for size in sizes:
         figures = await storm(args, size)
-        if figures.lost or not figures.all_visible or figures.driver_failures:
+        if (figures.lost or figures.add_errors or not figures.all_visible
+                or figures.driver_failures):
             failed = True
             if args.curve:
-                print(f"  the curve stops at {size:,}: calls lost or adds not visible")
+                print(f"  the curve stops at {size:,}: calls lost, adds failed or not visible")
                 break
     return 1 if failed else 0
 
