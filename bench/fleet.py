@@ -35,10 +35,13 @@ header ``gb`` (MQTT user property ``c-gb``) naming its backend's GBID. CC ``i`` 
    start.
 
 Every call's answer is counted; a call unanswered within ``--call-timeout`` is lost, and so is
-every call of a cluster controller that could not connect. Meanwhile this process asks each
-instance (a checker connection on its broker) for the fleet's domains, 50 at a time, until
-every provider is in every instance's answers: "visible" is when the last one showed up
-(polled: the pass that found it ends at most one pass after it became visible).
+every call of a cluster controller that could not connect or on a connection the broker
+closed; an add answered with an error (the GCD could not store it) is counted apart.
+Meanwhile this process asks each instance (a checker connection on its broker) for the
+fleet's domains, 50 at a time (32 calls at once), until every provider is in every
+instance's answers or the storm's calls ended a call timeout and 30 s ago: "visible" is
+when the last one showed up (polled: the pass that found it ends at most one pass after it
+became visible).
 
 The baseline ("raw upserts"): the same N x P rows written straight to PostgreSQL as plain
 one-row upserts (INSERT ... ON CONFLICT DO UPDATE, no transaction around, no version) by 16
