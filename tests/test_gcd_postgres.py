@@ -259,6 +259,37 @@ async def test_a_statement_that_waits_too_long_fails_and_the_store_goes_on(dsn: 
         await store.close()
 
 
+async def test_remove_stale_with_nothing_stale_waits_for_no_writer(dsn: str) -> None:
+    """A fleet reconnecting at once calls removeStale once per cluster controller, mostly with
+    nothing stale: such a call must not take the cluster's version (the meta row, which every
+    writer of every instance locks first), or each would queue the others' writes behind it.
+    With the meta row held by another writer it answers at once; with something stale it
+    waits for that writer and deletes, at a version of its own."""
+    store = PostgresStore(dsn, command_timeout=2.0)
+    await store.open()
+    try:
+        await store.add([row("p1", cc="cc-1"), row("p2", cc="cc-2")])
+        blocker = await asyncpg.connect(dsn)
+        try:
+            locking = blocker.transaction()
+            await locking.start()
+            await blocker.execute("SELECT 1 FROM discovery_meta FOR UPDATE")
+            # cc-1's row was seen at NOW: nothing of it is older than NOW; cc-3 has no rows
+            assert await store.remove_stale("cc-1", NOW) == 0
+            assert await store.remove_stale_changes("cc-3", NOW + 1) == []
+            stale = asyncio.ensure_future(store.remove_stale_changes("cc-2", NOW + 1))
+            await asyncio.sleep(0.2)
+            assert not stale.done()  # it deletes: it waits for the version
+            await locking.rollback()
+        finally:
+            await blocker.close()
+        changes = await stale
+        assert [(c.gbid, c.participant_id, c.entry) for c in changes] == [("g1", "p2", None)]
+        assert await store.count() == 1
+    finally:
+        await store.close()
+
+
 async def test_connections_the_server_ends_are_replaced_unnoticed(dsn: str) -> None:
     """An administrator (or a failover) ends the pool's connections: the next operations
     run on new ones, without an error."""

@@ -293,6 +293,9 @@ _REMOVE_IN = _delete_to_tombstones("gbid = $2 AND participant_id = ANY($1::text[
 _REMOVE_STALE = _delete_to_tombstones(STALE.format(cc="$1", before="$2"),
                                       "$3::bigint", "$4::bigint")
 _PURGE_EXPIRED = _delete_to_tombstones(EXPIRED.format(now="$1"), "$2::bigint", "$3::bigint")
+#: whether remove_stale has anything to delete: a plain read, no lock
+_ANY_STALE = ("SELECT EXISTS (SELECT FROM discovery_entries WHERE "
+              f"{STALE.format(cc='$1', before='$2')})")
 
 
 def _next_version_locking(where: str) -> str:
@@ -1136,6 +1139,18 @@ class PostgresStore(PlainWrites):
 
     async def remove_stale_changes(self, cluster_controller_id: str, max_last_seen_ms: int
                                    ) -> list[Change]:
+        """Every cluster controller calls removeStale when it starts and when it reconnects,
+        mostly with nothing stale: a write transaction takes the next version first (the meta
+        row, locked until it ends: every writer of every instance waits for it), so a fleet
+        reconnecting at once would queue all its writes behind a removeStale each that deletes
+        nothing. First one plain read (one round trip, no lock): nothing stale, nothing to do.
+        The answer is the same as if the delete had run then; rows a concurrent write commits
+        after that read are its own rows of now, not stale (a limit in the future aside, which
+        the locking delete handles as before when the read finds a row)."""
+        if not await self._transaction(
+                "remove_stale", lambda conn: conn.fetchval(
+                    _ANY_STALE, cluster_controller_id, max_last_seen_ms), idempotent=True):
+            return []
         return await self._delete("remove_stale", _REMOVE_STALE, cluster_controller_id,
                                   max_last_seen_ms)
 
