@@ -674,17 +674,21 @@ class Scraper:
 # ---------------------------------------------------------------------- profiling
 
 
-async def profiled(coro: Awaitable[T], top: int = 25, by_package: bool = False
-                   ) -> T:
+async def profiled(coro: Awaitable[T], top: int = 25, by_package: bool = False,
+                   per: tuple[int, str] | None = None) -> T:
     """Run ``coro`` under cProfile (the whole event loop: every task of this process) and
     print the ``top`` functions by own time and by cumulative time; with ``by_package``, first
-    the time per owner and the own time per package (see :func:`print_by_package`)."""
+    the time per owner and the own time per package (see :func:`print_by_package`); with
+    ``per`` (how many, of what: ``(3000, "call")``), first the time per part of the path per
+    one of them (see :func:`print_by_part`)."""
     profile = cProfile.Profile()
     profile.enable()
     try:
         return await coro
     finally:
         profile.disable()
+        if per is not None:
+            print_by_part(pstats.Stats(profile), *per)
         if by_package:
             print_by_package(pstats.Stats(profile))
         for key in ("tottime", "cumulative"):
@@ -744,12 +748,80 @@ def print_by_package(stats: pstats.Stats, top: int = 30) -> None:
         print(f"  {seconds:7.3f} s  {100 * seconds / total:5.1f} %  {name}")
 
 
+#: the parts of a message's path, each with the functions in it ("file:function" begins
+#: with, or contains, one of the patterns; the first part that matches takes a function)
+PATH_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("websocket frame read: websockets' parser, data_received",
+     ("websockets/", "connection.py:data_received")),
+    ("websocket frame write: framing, send_frames and its socket write",
+     ("connection.py:send_frames", "websocket/framing.py")),
+    ("frame decode: decode_frame, replyTo addresses",
+     ("messages.py:decode_frame", "messages.py:_optional_fields", "runtime/addresses.py",
+      "smrf")),
+    ("frame encode", ("messages.py:encode_frame",)),
+    ("router: receive, route, _send, rules, routing table, queues, clock",
+     ("runtime/router.py", "runtime/rules.py", "runtime/routing.py", "runtime/queues.py",
+      "runtime/clock.py", "runtime/telemetry")),
+    ("outbox and the turn coalescer", ("transports/outbox.py", "transports/coalescing.py")),
+    ("websocket ends: server / client / inprocess send and on_frame",
+     ("websocket/server.py", "websocket/client.py", "transports/inprocess.py")),
+    ("proxy: _invoke, the message, waiting for the answer",
+     ("programming/proxies.py", "programming/joynr_runtime.py")),
+    ("bodies: request / reply encode and decode", ("runtime/payloads.py", "runtime/bodies.py")),
+    ("skeleton / provider: dispatch, call, reply",
+     ("programming/providers.py", "programming/calls.py")),
+    ("MQTT client: packets, session, socket writes", ("mqtt/mqtt5/",)),
+    ("MQTT transport: topics, dispatch, acknowledgements", ("transports/mqtt/",)),
+    ("the CC's discovery and its GCD link", ("cluster_controller/",)),
+    ("the GCD", ("pyjoynr/gcd/",)),
+    ("typed values (interface)", ("runtime/interface.py",)),
+    ("the benchmark itself", ("bench/",)),
+)
+OTHER_PART = "the rest (other project code, other libraries, the event loop's Python part)"
+
+
+def _part_of(func: Func) -> str | None:
+    """The part of the path ``func`` belongs to; None: a built-in or stdlib helper (charged
+    to its callers)."""
+    package = package_of(func[0], func[2])
+    if _owner(package) is None:
+        return None
+    key = f"{Path(func[0]).as_posix()}:{func[2]}"
+    for name, patterns in PATH_PARTS:
+        if any(pattern in key for pattern in patterns):
+            return name
+    return OTHER_PART
+
+
+def print_by_part(stats: pstats.Stats, count: int, unit: str) -> None:
+    """Where the profile's time went per part of the path (:data:`PATH_PARTS`), in
+    microseconds per ``unit`` (``count`` of them in the profile) and as a share: each
+    function's own time, a built-in's or stdlib helper's split between its callers as with
+    :func:`print_by_package`. cProfile sees Python only (the event loop's waiting and socket
+    reads are in no part, a socket write is in the part that writes) and makes every call
+    slower: compare the shares, not the microseconds with the unprofiled figure."""
+    raw: dict[Func, tuple[Any, ...]] = stats.stats  # type: ignore[attr-defined]
+    charged: dict[str, float] = defaultdict(float)
+    memo: dict[Func, dict[str, float]] = {}
+    for func, (_, _, tottime, _, _) in raw.items():
+        for name, share in _owner_shares(raw, func, memo, set(), _part_of).items():
+            charged[name] += tottime * share
+    total = sum(charged.values()) or 1.0
+    print(f"--- profile: time per part of the path, per {unit} ({count:,} {unit}s, "
+          f"{1e6 * total / max(count, 1):.1f} us per {unit} profiled) ---")
+    for name, seconds in sorted(charged.items(), key=lambda kv: -kv[1]):
+        print(f"  {1e6 * seconds / max(count, 1):8.1f} us  {100 * seconds / total:5.1f} %  "
+              f"{name}")
+
+
 def _owner_shares(raw: dict[Func, tuple[Any, ...]], func: Func,
-                  memo: dict[Func, dict[str, float]], visiting: set[Func]) -> dict[str, float]:
+                  memo: dict[Func, dict[str, float]], visiting: set[Func],
+                  owner_of: Callable[[Func], str | None] | None = None) -> dict[str, float]:
     """Which owners ``func``'s own time is charged to (fractions summing to 1): its own
     owner, or for a built-in or stdlib helper its callers' owners, in proportion to the time
-    it spent under each caller."""
-    owner = _owner(package_of(func[0], func[2]))
+    it spent under each caller. ``owner_of``: what owns a function (None: charged to its
+    callers); the default, :func:`_owner` of its package."""
+    owner = (_owner(package_of(func[0], func[2])) if owner_of is None else owner_of(func))
     if owner is not None:
         return {owner: 1.0}
     if func in memo:
@@ -768,7 +840,8 @@ def _owner_shares(raw: dict[Func, tuple[Any, ...]], func: Func,
     else:
         visiting.add(func)
         for caller, weight in weights.items():
-            for name, share in _owner_shares(raw, caller, memo, visiting).items():
+            for name, share in _owner_shares(raw, caller, memo, visiting,
+                                             owner_of).items():
                 shares[name] += share * weight / total
         visiting.discard(func)
     if not visiting:  # a result that depends on no cut cycle

@@ -402,7 +402,8 @@ async def run(args: argparse.Namespace) -> int:
         if args.profile:
             print(f"=== profile of {PROFILED} iterations (build_proxy, two calls, close, the "
                   "reference lookups), not counted ===")
-            await profiled(profile_iterations(world, "x" * args.payload), by_package=True)
+            await profiled(profile_iterations(world, "x" * args.payload), by_package=True,
+                           per=(PROFILED, "iteration"))
         await unregister_and_settle(world)
     return 0
 

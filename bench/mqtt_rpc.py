@@ -397,7 +397,8 @@ async def run(args: argparse.Namespace) -> int:
             print(warnings.summary())
             if args.profile:
                 print("=== profile of one project round ===")
-                await profiled(timed_calls(project_call, calls), by_package=True)
+                await profiled(timed_calls(project_call, calls), by_package=True,
+                               per=(calls, "call"))
             return 0 if dropped == 0 else 1
 
 

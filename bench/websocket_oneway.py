@@ -222,7 +222,7 @@ async def compare(args: argparse.Namespace, data: str, setup: ProjectSetup, rela
         print(metrics_summary(best_project, best_variant["metrics on"], scraper))
     if args.profile:
         await profiled(project(args.messages) if audited is None
-                       else through(audited)(args.messages))
+                       else through(audited)(args.messages), per=(args.messages, "message"))
     return 0 if ok else 1
 
 

@@ -192,7 +192,7 @@ async def run(args: argparse.Namespace) -> int:
         counters = setup.counters()
         print(f"dropped: {dropped:,}" + (f"; counters: {counters}" if counters else ""))
         if args.profile:
-            await profiled(timed_calls(project_call, args.calls))
+            await profiled(timed_calls(project_call, args.calls), per=(args.calls, "call"))
         return 0 if dropped == 0 else 1
 
 

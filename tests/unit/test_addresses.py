@@ -11,6 +11,8 @@ from pyjoynr.runtime.addresses import (
     AddressError,
     InProcessAddress,
     MqttAddress,
+    UdsAddress,
+    UdsClientAddress,
     WebSocketAddress,
     WebSocketClientAddress,
     address_from_dict,
@@ -33,6 +35,23 @@ def test_wire_address_round_trips_through_dict_and_msgpack(address):
     assert decoded == address
     assert hash(decoded) == hash(address)
     assert type(decoded) is type(address)
+
+
+def test_every_wire_address_type_decodes_its_own_dict_form_and_nothing_more():
+    """address_from_dict checks an address's fields against the set each type may have: each
+    type's own dict form (with and without its optional fields) decodes, one field more is
+    refused with the same message for every type."""
+    for address in [*WIRE_ADDRESSES, UdsClientAddress("uds-client-1"),
+                    UdsAddress("/run/joynr/cc.sock")]:
+        data = address.to_dict()
+        assert address_from_dict(data) == address
+        if isinstance(address, WebSocketAddress):  # path is optional
+            assert address_from_dict({k: v for k, v in data.items() if k != "path"}) == \
+                WebSocketAddress(address.protocol, address.host, address.port, "/")
+        with pytest.raises(AddressError, match=r"unexpected field\(s\) \[\"'extra'\"\]"):
+            address_from_dict({**data, "extra": 1})
+        with pytest.raises(AddressError, match=r"unexpected field\(s\) \['7'\]"):
+            address_from_dict({**data, 7: 1})
 
 
 def test_dict_form_uses_joynr_field_names():
