@@ -933,7 +933,7 @@ async def test_a_participant_of_a_hung_client_is_taken_over(
     cc = await start_cc(stack, tmp_path, JOYNR_CC__WEBSOCKET__PING_TIMEOUT_S="0.5")
     legit = await build_legit(stack, cc)
     hung = await registered_raw(stack, cc)
-    hung_at_cc = cc.websocket._clients[hung.client_id].ws
+    hung_at_cc = cc.websocket._clients.get(hung.client_id).conn
     hung.ws.transport.pause_reading()  # its process hangs: it answers no ping any more
     taker = await registered_raw(stack, cc)
 

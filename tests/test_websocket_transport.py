@@ -138,7 +138,7 @@ async def test_a_new_connection_is_served_while_it_takes_over_a_silent_ones_id(t
 
             def holder() -> ServerSideConnection | None:
                 client = cc.websocket._clients.get("lid")
-                return None if client is None else client.ws
+                return None if client is None else client.conn
 
             old = holder()
             assert old is not None

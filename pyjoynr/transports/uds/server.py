@@ -52,10 +52,10 @@ import os
 import pwd
 import socket
 import stat
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from pyjoynr.runtime.addresses import Address, UdsAddress, UdsClientAddress
 from pyjoynr.runtime.inlets import Inlet, InletKind
@@ -65,13 +65,11 @@ from pyjoynr.runtime.quotas import Quotas
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.runtime.telemetry import Telemetry
+from pyjoynr.transports.clients import ServedClient, ServedClients
 from pyjoynr.transports.dialects import (
     UDS_CLIENT_ADDRESS_TYPE,
     decode_any_init,
-    frame_decoder,
-    frame_encoder,
 )
-from pyjoynr.transports.outbox import Outbox, unsendable_reason
 from pyjoynr.transports.uds.connection import PeerCredentials, UdsClosed, UdsConnection
 from pyjoynr.transports.uds.settings import UdsServerSettings
 
@@ -95,17 +93,8 @@ def _user_name(uid: int) -> str:
         return str(uid)
 
 
-class _Client:
-    __slots__ = ("address", "conn", "dialect", "outbox", "owner_id", "since")
-
-    def __init__(self, conn: UdsConnection, address: UdsClientAddress, outbox: Outbox,
-                 dialect: str, owner_id: str | None) -> None:
-        self.conn = conn
-        self.address = address
-        self.outbox = outbox
-        self.dialect = dialect
-        self.owner_id = owner_id
-        self.since = time.time()
+#: a connected client of this server
+_Client: TypeAlias = ServedClient[UdsConnection, UdsClientAddress]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +128,14 @@ class UdsServerTransport:
         self.connection_events: Counter[str] = Counter()
         self._tasks = (tasks.child("uds server") if tasks is not None
                        else TaskSupervisor("uds server"))
-        self._clients: dict[str, _Client] = {}
+        #: the connected clients, by client id (transports.clients)
+        self._clients: ServedClients[UdsConnection, UdsClientAddress] = ServedClients(
+            router, quotas=quotas, counters=self.counters, event=self._event, logger=log,
+            label="uds client", outbox_label="uds client")
         self._connections: set[UdsConnection] = set()
         self._handlers: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
         self._inode: tuple[int, int] | None = None  # (device, inode) of the file made
-        #: told when a connection has ended: its address and the participants routed to it
-        self.on_client_gone: Callable[[UdsClientAddress, list[str]], None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -245,40 +235,42 @@ class UdsServerTransport:
         server, self._server = self._server, None
         server.close()
         self._remove_file()
-        draining = [asyncio.ensure_future(c.outbox.wait_below(0))
-                    for c in self._clients.values() if c.outbox.pending]
-        if draining:
-            _, late = await asyncio.wait(draining, timeout=drain_timeout_s)
-            for waiter in late:
-                waiter.cancel()
+        await self._clients.drain(drain_timeout_s)
         await asyncio.gather(*(conn.close() for conn in list(self._connections)))
         if self._handlers:
             await asyncio.wait(list(self._handlers))
         await server.wait_closed()
 
     @property
+    def on_client_gone(self) -> Callable[[UdsClientAddress, list[str]], None] | None:
+        """Told when a connection has ended: its address and the participants routed to it."""
+        return self._clients.on_client_gone
+
+    @on_client_gone.setter
+    def on_client_gone(self, told: Callable[[UdsClientAddress, list[str]], None] | None
+                       ) -> None:
+        self._clients.on_client_gone = told
+
+    @property
     def clients(self) -> list[str]:
-        return list(self._clients)
+        return self._clients.ids
 
     def client_summaries(self) -> list[UdsClientSummary]:
-        return [UdsClientSummary(c.address, repr(c.conn.peer), c.since, c.outbox.pending,
+        return [UdsClientSummary(c.address, repr(c.peer), c.since, c.outbox.pending,
                                  c.outbox.pending_bytes, c.dialect, c.owner_id)
-                for c in self._clients.values()]
+                for c in self._clients]
 
     def pending_to(self, client_id: str) -> int:
-        client = self._clients.get(client_id)
-        return 0 if client is None else client.outbox.pending
+        return self._clients.pending_to(client_id)
 
     def pending_bytes_to(self, client_id: str) -> int:
-        client = self._clients.get(client_id)
-        return 0 if client is None else client.outbox.pending_bytes
+        return self._clients.pending_bytes_to(client_id)
 
     # ------------------------------------------------------------------ sending
 
     def send(self, address: Address, message: Message) -> bool:
         assert isinstance(address, UdsClientAddress)
-        client = self._clients.get(address.id)
-        return client is not None and client.outbox.put(message)
+        return self._clients.send(address.id, message)
 
     async def connection_alive(self, address: Address) -> bool:
         """Whether the connection behind ``address`` (a UdsClientAddress) is open (the kernel
@@ -348,31 +340,21 @@ class UdsServerTransport:
             await conn.close(REFUSAL_CLOSE_TIMEOUT_S)
             return
         if old is not None:
-            self._disconnected(old)
-        address = UdsClientAddress(client_id)
-
-        def unencodable(message: Message, error: Exception) -> None:
-            reason = unsendable_reason(error)
-            self.router.dropped_by_transport(
-                message, reason, f"not written as a {dialect} frame: {error}", hop=address,
-                counters=self.counters, key=f"client {client_id}",
-                name=f"uds client {client_id}", logger=log, unsendable=True)
-
-        outbox = Outbox(conn, f"uds client {client_id}", self.settings.max_queued_per_connection,
-                        self.settings.max_queued_bytes_per_connection,
-                        encode=frame_encoder(dialect), on_unencodable=unencodable,
-                        max_frame_bytes=self.settings.max_frame_bytes)
-        client = _Client(conn, address, outbox, dialect, owner_id)
-        self._clients[client_id] = client
-        if self._quotas is not None:
-            self._quotas.connected(address, owner_id)
+            self._clients.end(old)
+        s = self.settings
+        client = self._clients.accept(
+            conn, UdsClientAddress(client_id), client_id=client_id, dialect=dialect,
+            owner_id=owner_id, peer=peer,
+            max_queued=s.max_queued_per_connection,
+            max_queued_bytes=s.max_queued_bytes_per_connection,
+            max_frame_bytes=s.max_frame_bytes)
         self._event("connected", peer, "uds client %s connected (%s; %s frames%s)", client_id,
                     peer, dialect, "" if owner_id is None else f", owner id {owner_id}",
                     extra={"clientId": client_id})
         try:
             await self._receive(client, peer)
         finally:
-            self._disconnected(client)
+            self._clients.end(client)
 
     def _stream_refusal(self, conn: UdsConnection, peer: PeerCredentials | None,
                         client: str | None, inlet: Inlet | None = None) -> None:
@@ -390,53 +372,13 @@ class UdsServerTransport:
 
     async def _receive(self, client: _Client, peer: PeerCredentials | None) -> None:
         """Hand the client's messages to the router's way in as they arrive until it is gone."""
-        router = self.router
-        max_bytes = self.settings.max_frame_bytes
         address = client.address
         conn = client.conn
-        decode = frame_decoder(client.dialect)
         inlet = Inlet(InletKind.CLIENT, address, f"uds client {address.id} ({peer})",
                       f"client {address.id}", self.counters,
                       peer=f"client {address.id} from {peer}",
                       log_fields={"clientId": address.id}, logger=log)
 
-        def on_frame(frame: bytes) -> None:
-            if self._clients.get(address.id) is not client:
-                return
-            try:
-                message = decode(frame, max_bytes, origin=address)
-            except FrameError as exc:
-                router.refuse_frame(inlet, exc.reason, str(exc))
-                return
-            try:
-                router.receive(message, inlet)
-            except Exception:  # a defect: counted and logged with its traceback, rate-limited
-                router.refuse_frame(inlet, "handler-failed",
-                                    f"routing {message.describe()} failed",
-                                    level=logging.ERROR, exc_info=True)
-
-        conn.deliver(on_frame)
+        conn.deliver(self._clients.frame_handler(client, inlet, self.settings.max_frame_bytes))
         await conn.wait_closed()
         self._stream_refusal(conn, peer, address.id, inlet)
-
-    def _disconnected(self, client: _Client) -> None:
-        if self._clients.get(client.address.id) is not client:
-            return
-        del self._clients[client.address.id]
-        removed = self.router.remove_routes_at(client.address)
-        if self._quotas is not None:
-            self._quotas.disconnected(client.address)
-        leftover = client.outbox.close()
-        self._event("disconnected", client.conn.peer,
-                    "uds client %s disconnected: %d route(s) removed, %d unsent message(s) "
-                    "queued again", client.address.id, len(removed), len(leftover),
-                    extra={"clientId": client.address.id})
-        if self.on_client_gone is not None and removed:
-            try:
-                self.on_client_gone(client.address, removed)
-            except Exception:
-                self._event("clean-up-failed", client.conn.peer,
-                            "uds client %s: clean-up after the end failed", client.address.id,
-                            level=logging.ERROR, exc_info=True)
-        for message in leftover:
-            self.router.route(message)

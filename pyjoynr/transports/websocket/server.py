@@ -54,10 +54,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
@@ -70,8 +70,8 @@ from pyjoynr.runtime.quotas import Quotas
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.tasks import TaskSupervisor
 from pyjoynr.runtime.telemetry import Telemetry
-from pyjoynr.transports.dialects import decode_any_init, frame_decoder, frame_encoder
-from pyjoynr.transports.outbox import Outbox, unsendable_reason
+from pyjoynr.transports.clients import ServedClient, ServedClients
+from pyjoynr.transports.dialects import decode_any_init
 from pyjoynr.transports.websocket.connection import ServerSideConnection, WebSocketConnection
 from pyjoynr.transports.websocket.settings import JOYNR, WebSocketServerSettings, server_ssl_context
 
@@ -123,17 +123,8 @@ def _owner_id(ws: ServerSideConnection) -> str | None:
     return str(names[0])
 
 
-class _Client:
-    __slots__ = ("address", "dialect", "outbox", "owner_id", "since", "ws")
-
-    def __init__(self, ws: ServerSideConnection, address: WebSocketClientAddress,
-                 outbox: Outbox, dialect: str, owner_id: str | None) -> None:
-        self.ws = ws
-        self.address = address
-        self.outbox = outbox
-        self.dialect = dialect
-        self.owner_id = owner_id
-        self.since = time.time()
+#: a connected client of this server
+_Client: TypeAlias = ServedClient[ServerSideConnection, WebSocketClientAddress]
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,14 +167,14 @@ class WebSocketServerTransport:
         self.connection_events: Counter[str] = Counter()
         self._tasks = (tasks.child("websocket server") if tasks is not None
                        else TaskSupervisor("websocket server"))
-        self._clients: dict[str, _Client] = {}
+        #: the connected clients, by client id (transports.clients)
+        self._clients: ServedClients[ServerSideConnection, WebSocketClientAddress] = (
+            ServedClients(router, quotas=quotas, counters=self.counters, event=self._event,
+                          logger=log, label="websocket client", outbox_label="client"))
         self._connections: set[ServerSideConnection] = set()
         self._handlers: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
         self._bound_port: int | None = None
-        #: told when a connection has ended: its address and the participants that were
-        #: routed to it (the local directory keeps their providers for a grace period)
-        self.on_client_gone: Callable[[WebSocketClientAddress, list[str]], None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -246,13 +237,7 @@ class WebSocketServerTransport:
             return
         server, self._server = self._server, None
         server.close()
-        draining = [asyncio.ensure_future(c.outbox.wait_below(0))
-                    for c in self._clients.values() if c.outbox.pending]
-        if draining:
-            _, late = await asyncio.wait(draining, timeout=drain_timeout_s)
-            for waiter in late:
-                waiter.cancel()
-        undrained = sum(c.outbox.pending for c in self._clients.values())
+        undrained = await self._clients.drain(drain_timeout_s)
         if undrained:
             log.warning("closing with %d message(s) not yet written to clients", undrained)
         closing = [ws.close(GOING_AWAY, "cluster controller shutting down")
@@ -263,30 +248,38 @@ class WebSocketServerTransport:
         await server.wait_closed()
 
     @property
+    def on_client_gone(self) -> Callable[[WebSocketClientAddress, list[str]], None] | None:
+        """Told when a connection has ended: its address and the participants that were
+        routed to it (the local directory keeps their providers for a grace period)."""
+        return self._clients.on_client_gone
+
+    @on_client_gone.setter
+    def on_client_gone(self, told: Callable[[WebSocketClientAddress, list[str]], None] | None
+                       ) -> None:
+        self._clients.on_client_gone = told
+
+    @property
     def clients(self) -> list[str]:
-        return list(self._clients)
+        return self._clients.ids
 
     def client_summaries(self) -> list[ClientSummary]:
-        return [ClientSummary(c.address, _host_port(c.ws.remote_address), c.since,
-                              c.outbox.pending, c.outbox.pending_bytes, c.dialect, c.owner_id)
-                for c in self._clients.values()]
+        return [ClientSummary(c.address, _host_port(c.peer), c.since, c.outbox.pending,
+                              c.outbox.pending_bytes, c.dialect, c.owner_id)
+                for c in self._clients]
 
     def pending_to(self, client_id: str) -> int:
         """Messages waiting to be written to one connected client (0 if it is not connected)."""
-        client = self._clients.get(client_id)
-        return 0 if client is None else client.outbox.pending
+        return self._clients.pending_to(client_id)
 
     def pending_bytes_to(self, client_id: str) -> int:
         """The bytes the messages waiting to be written to one connected client hold."""
-        client = self._clients.get(client_id)
-        return 0 if client is None else client.outbox.pending_bytes
+        return self._clients.pending_bytes_to(client_id)
 
     # ------------------------------------------------------------------ sending
 
     def send(self, address: Address, message: Message) -> bool:
         assert isinstance(address, WebSocketClientAddress)
-        client = self._clients.get(address.id)
-        return client is not None and client.outbox.put(message)
+        return self._clients.send(address.id, message)
 
     # ------------------------------------------------------------------ connections
 
@@ -339,31 +332,20 @@ class WebSocketServerTransport:
 
         if not await self._take_id(client_id, ws, peer):
             return
-        address = WebSocketClientAddress(client_id)
-
-        def unencodable(message: Message, error: Exception) -> None:
-            # never to be written on this connection: its requester is told at once
-            reason = unsendable_reason(error)
-            self.router.dropped_by_transport(
-                message, reason, f"not written as a {dialect} frame: {error}", hop=address,
-                counters=self.counters, key=f"client {client_id}",
-                name=f"websocket client {client_id}", logger=log, unsendable=True)
-
-        outbox = Outbox(ws, f"client {client_id}", self.settings.max_queued_per_connection,
-                        self.settings.max_queued_bytes_per_connection,
-                        encode=frame_encoder(dialect), on_unencodable=unencodable,
-                        max_frame_bytes=self.settings.max_frame_bytes)
-        client = _Client(ws, address, outbox, dialect, owner_id)
-        self._clients[client_id] = client
-        if self._quotas is not None:
-            self._quotas.connected(address, owner_id)
+        s = self.settings
+        client = self._clients.accept(
+            ws, WebSocketClientAddress(client_id), client_id=client_id, dialect=dialect,
+            owner_id=owner_id, peer=peer,
+            max_queued=s.max_queued_per_connection,
+            max_queued_bytes=s.max_queued_bytes_per_connection,
+            max_frame_bytes=s.max_frame_bytes)
         self._event("connected", peer, "websocket client %s connected from %s (%s frames%s)",
                     client_id, peer, dialect, "" if owner_id is None else f", owner id {owner_id}",
                     extra={"clientId": client_id})
         try:
             await self._receive(client, peer)
         finally:
-            self._disconnected(client)
+            self._clients.end(client)
 
     async def _take_id(self, client_id: str, ws: ServerSideConnection, peer: object) -> bool:
         """Bind ``client_id`` to ``ws`` unless a live connection holds it. Both connections
@@ -376,17 +358,17 @@ class WebSocketServerTransport:
         # while the ping is awaited another claimant may take the id: only the one that
         # finds it still held by the silent connection replaces it (and nothing is awaited
         # from then until _handle has registered it)
-        if await self._answers_ping(old.ws) or self._clients.get(client_id) is not old:
+        if await self._answers_ping(old.conn) or self._clients.get(client_id) is not old:
             await self._refuse_claim(ws, client_id, "belongs to a live connection", peer)
             return False
         self.counters["replaced-dead"] += 1
         self.telemetry.warn(log, "replaced-dead", f"client {client_id}",
                             "websocket client %s: previous connection is dead, replacing it",
                             client_id)
-        self._disconnected(old)
+        self._clients.end(old)
         # not waited for: a peer that answers no ping would hold the new connection up for
         # the close timeout; it ends by itself within it (aborted at the latest)
-        old.ws.start_close(GOING_AWAY, "replaced by a new connection")
+        old.conn.start_close(GOING_AWAY, "replaced by a new connection")
         return True
 
     async def _refuse_claim(self, ws: ServerSideConnection, client_id: str, why: str,
@@ -411,16 +393,16 @@ class WebSocketServerTransport:
         client = self._clients.get(address.id)
         if client is None:
             return False
-        if await self._answers_ping(client.ws):
+        if await self._answers_ping(client.conn):
             return True
         if self._clients.get(address.id) is client:
             self.counters["closed-dead"] += 1
-            self.telemetry.warn(log, "closed-dead", _host_key(client.ws.remote_address),
+            self.telemetry.warn(log, "closed-dead", _host_key(client.peer),
                                 "websocket client %s did not answer a ping within %.1f s: "
                                 "closing it", address.id, self.settings.ping_timeout_s)
-            self._disconnected(client)
+            self._clients.end(client)
             # not waited for (as in a take-over of its client id): it ends by itself
-            client.ws.start_close(GOING_AWAY, "did not answer a ping")
+            client.conn.start_close(GOING_AWAY, "did not answer a ping")
         return False
 
     async def _answers_ping(self, ws: ServerSideConnection) -> bool:
@@ -434,10 +416,8 @@ class WebSocketServerTransport:
         """Hand the client's messages to the router's way in as they arrive (in
         data_received) until it is gone."""
         router = self.router
-        max_bytes = self.settings.max_frame_bytes
         address = client.address
-        ws = client.ws
-        decode = frame_decoder(client.dialect)
+        ws = client.conn
         # the peer of this connection's refusals in the audit log: the id it claimed and the
         # host it connected from
         host = peer[0] if isinstance(peer, tuple) and peer else peer
@@ -449,22 +429,7 @@ class WebSocketServerTransport:
                        if client.owner_id is not None and client.dialect == JOYNR else None),
             log_fields={"clientId": address.id}, logger=log)
 
-        def on_frame(frame: bytes | str) -> None:
-            if self._clients.get(address.id) is not client:
-                return  # replaced or disconnected: what it still sends is not routed
-            try:
-                message = decode(frame, max_bytes, origin=address)
-            except FrameError as exc:
-                router.refuse_frame(inlet, exc.reason, str(exc))
-                return
-            try:
-                router.receive(message, inlet)
-            except Exception:  # a defect: counted and logged with its traceback, rate-limited
-                router.refuse_frame(inlet, "handler-failed",
-                                    f"routing {message.describe()} failed",
-                                    level=logging.ERROR, exc_info=True)
-
-        ws.deliver(on_frame)
+        ws.deliver(self._clients.frame_handler(client, inlet, self.settings.max_frame_bytes))
         await ws.wait_closed()
         closed = ws.protocol.close_exc
         if ws.too_many_fragments:
@@ -473,27 +438,3 @@ class WebSocketServerTransport:
         elif MESSAGE_TOO_BIG in (closed.rcvd and closed.rcvd.code,
                                  closed.sent and closed.sent.code):
             router.refuse_frame(inlet, "oversized-closed", "message too big")
-
-    def _disconnected(self, client: _Client) -> None:
-        if self._clients.get(client.address.id) is not client:
-            return  # already replaced and cleaned up
-        del self._clients[client.address.id]
-        # routes first, at once: whoever sees the client gone sees its routes gone too
-        removed = self.router.remove_routes_at(client.address)
-        if self._quotas is not None:
-            self._quotas.disconnected(client.address)
-        leftover = client.outbox.close()
-        self._event("disconnected", client.ws.remote_address,
-                    "websocket client %s disconnected: %d route(s) removed, %d unsent "
-                    "message(s) queued again", client.address.id, len(removed), len(leftover),
-                    extra={"clientId": client.address.id})
-        if self.on_client_gone is not None and removed:
-            try:
-                self.on_client_gone(client.address, removed)
-            except Exception:
-                self._event("clean-up-failed", client.ws.remote_address,
-                            "websocket client %s: clean-up after the end failed",
-                            client.address.id, level=logging.ERROR, exc_info=True)
-        # its participants have no route now: the messages wait until they register again
-        for message in leftover:
-            self.router.route(message)
