@@ -9,8 +9,9 @@ One sub-package per I/O flavour, and what they share beside them:
   (client) and the project's own client (mqtt5/), the embedded broker;
 - ``inprocess.py``: participants living in the same process (no I/O);
 - ``coalescing.py``: the one write rule of the outboxes and the MQTT client;
-- ``dialects.py``, ``outbox.py``, ``clients.py``: the init frames, frame codecs and bounded
-  send queue of a client connection, and a server's connected clients (websocket and UDS).
+- ``dialects.py``, ``outbox.py``, ``clients.py``, ``parent.py``: the init frames, frame codecs
+  and bounded send queue of a client connection, a server's connected clients, and a
+  runtime's link to its cluster controller (websocket and UDS).
 
 The flavours do not import each other; all of them import only ``pyjoynr.runtime``
 (tests/unit/test_layers.py keeps both rules)."""
