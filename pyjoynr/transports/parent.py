@@ -178,7 +178,7 @@ class ParentLink(Generic[C, A]):
         s = self._link_settings
         delay = s.reconnect_initial_ms / 1000
         url = self._url
-        log = self._logger
+        logger = self._logger
         while True:
             try:
                 conn = await self._connect()
@@ -190,17 +190,17 @@ class ParentLink(Generic[C, A]):
             except asyncio.CancelledError:
                 raise
             except self.unreachable as exc:
-                log.info("cluster controller at %s not reachable (%s); retrying in %.2f s",
+                logger.info("cluster controller at %s not reachable (%s); retrying in %.2f s",
                          url, exc or type(exc).__name__, delay)
             except Exception:
-                log.exception("%s connection to %s failed; retrying in %.2f s", self._label,
+                logger.exception("%s connection to %s failed; retrying in %.2f s", self._label,
                               url, delay)
             await asyncio.sleep(delay * (0.8 + 0.4 * random.random()))
             delay = min(delay * 2, s.reconnect_max_ms / 1000)
 
     async def _serve(self, conn: C) -> None:
         s = self._link_settings
-        log = self._logger
+        logger = self._logger
         if not self._send_init(conn):
             return
         outbox = Outbox(conn, "cluster controller", s.max_queued, s.max_queued_bytes,
@@ -209,7 +209,7 @@ class ParentLink(Generic[C, A]):
         self._outbox = outbox
         self._connected.set()
         self.connections += 1
-        log.info("connected to the cluster controller at %s as %s (connection %d)",
+        logger.info("connected to the cluster controller at %s as %s (connection %d)",
                  self._url, self.client_id, self.connections)
         registering = self._tasks.spawn(self._after_connect(),
                                         name=f"{self.task_prefix}-client-registering")
@@ -222,7 +222,7 @@ class ParentLink(Generic[C, A]):
             # so that it cannot outlive this connection
             await self._tasks.cancel(registering)
             leftover = outbox.close()
-            log.log(logging.INFO if self._stopping else logging.WARNING,
+            logger.log(logging.INFO if self._stopping else logging.WARNING,
                     "disconnected from the cluster controller (%s); %d unsent message(s) "
                     "wait for the next connection", self._why_ended(conn), len(leftover))
             for message in leftover:
