@@ -305,8 +305,16 @@ class GcdService:
         With ``serve_while_loading`` (the default) the instance subscribes to its broker as
         soon as the load has begun and answers lookups from the store until the index is
         ready (:attr:`serving` is true before this returns); else only once it is ready. A
-        failed load stops whatever of the start ran, and propagates."""
-        await self.store.open()
+        failed load stops whatever of the start ran, and propagates.
+
+        The router's housekeeping runs from the first moment: the instance is alive (its
+        liveness probe answers so) while it opens its store and loads its index."""
+        self.housekeeping.start()
+        try:
+            await self.store.open()
+        except BaseException:
+            await self.housekeeping.stop()
+            raise
         loading = asyncio.ensure_future(self.sync.start())
         try:
             # the index ready, or (serve_while_loading) its load begun
@@ -319,7 +327,6 @@ class GcdService:
                 loading.result()  # a failed load propagates from here
             if self.audit is not None:
                 self.audit.start(self.tasks)
-            self.housekeeping.start()
             self.provider.start_purging(self.tasks, self.settings.purge_interval_s)
             await self.mqtt.start(wait_s)
             if not loading.done():
