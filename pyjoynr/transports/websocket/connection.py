@@ -9,12 +9,16 @@ handshake request or response, then frames), and whatever must go on the wire wa
 joynr connection needs and no more:
 
 - complete messages go to a handler straight from ``data_received``, one call per message, in
-  order (fragments are joined into one buffer of bytes; websockets bounds a message's total
-  size by ``max_size`` and fails the connection with 1009 above it; a message in more than
-  ``max_fragments`` fragments fails it with 1009 too). Messages that arrive before a handler
-  is set wait in a backlog (taken by :meth:`WebSocketConnection.recv` one by one, or all by
-  :meth:`WebSocketConnection.deliver`, in order) while reading goes on: pings are answered and
-  pongs and close frames read whoever waits for what. The backlog holds at most
+  order. Unfragmented binary messages, nearly all of joynr's traffic, are read by the
+  connection's own reader while the protocol object stands between two frames with nothing
+  buffered, and every other byte by the protocol object (transports/websocket/framing.py:
+  :class:`~pyjoynr.transports.websocket.framing.FrameReader`; the same outcome for every input
+  as the protocol object alone). Fragments are joined into one buffer of bytes (websockets
+  bounds a message's total size by ``max_size`` and fails the connection with 1009 above it; a
+  message in more than ``max_fragments`` fragments fails it with 1009 too). Messages that arrive
+  before a handler is set wait in a backlog (taken by :meth:`WebSocketConnection.recv` one by
+  one, or all by :meth:`WebSocketConnection.deliver`, in order) while reading goes on: pings are
+  answered and pongs and close frames read whoever waits for what. The backlog holds at most
   ``max_backlog_bytes`` (an empty backlog takes one message of any size); at that bound reading
   pauses until messages are taken from it;
 - :meth:`WebSocketConnection.send_frames` sends several binary messages with one socket write;
@@ -36,7 +40,9 @@ joynr connection needs and no more:
   response.
 
 Only websockets' documented sans-I/O API is used (and its masking function), so a websockets
-upgrade that keeps that API keeps this module working.
+upgrade that keeps that API keeps this module working; the own reader of binary frames leans
+on three undocumented attributes of the protocol object as well, checks them per connection
+and leaves every byte to websockets when they are missing (framing.py says which).
 """
 
 from __future__ import annotations
