@@ -753,7 +753,8 @@ def print_by_package(stats: pstats.Stats, top: int = 30) -> None:
 PATH_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("websocket frame read: the own reader, websockets' parser, data_received",
      ("websockets/", "connection.py:data_received", "websocket/framing.py:feed",
-      "websocket/framing.py:read_binary_frames", "websocket/framing.py:_at_frame_boundary")),
+      "websocket/framing.py:read_binary_frames",
+      "websocket/framing.py:_between_frames", "websocket/framing.py:_frame_loop")),
     ("websocket frame write: framing, send_frames and its socket write",
      ("connection.py:send_frames", "websocket/framing.py")),
     ("frame decode: decode_frame, replyTo addresses",

@@ -129,7 +129,7 @@ def binary_frames(payloads: Sequence[bytes], masks: MaskSource | None = None) ->
     return parts
 
 
-def read_binary_frames(data: bytes | bytearray, at: int, *, masked: bool, max_size: int,
+def read_binary_frames(data: bytes | bytearray, at: int, masked: bool, max_size: int,
                        payloads: list[Any]) -> tuple[int, int]:
     """Read the unfragmented binary data frames at the beginning of ``data[at:]`` (FIN, no RSV
     bit, opcode 2; masked if ``masked``, else unmasked; a payload of at most ``max_size``
@@ -192,16 +192,15 @@ def fast_reading_supported(protocol: Protocol) -> bool:
             and inspect.isgenerator(getattr(protocol, "parser", None)))
 
 
-def _at_frame_boundary(parser: Any) -> bool:
-    """Whether websockets' parser waits between two frames (in its frame loop's
-    ``at_eof``), not inside one nor in its ``discard`` after the close."""
-    outer = parser
-    inner = parser.gi_yieldfrom
-    while inner is not None:
-        if inner.gi_code is _AT_EOF_CODE:
-            return bool(outer.gi_code is _PARSE_CODE)
-        outer, inner = inner, inner.gi_yieldfrom
-    return False
+def _frame_loop(parser: Any) -> Any:
+    """The generator of websockets' frame loop (``Protocol.parse``) in the chain of generators
+    its ``parser`` is (a server's and a client's parse the handshake first, then run the
+    frame loop); None: not in it (the handshake, or ``discard`` after the close)."""
+    while parser is not None:
+        if parser.gi_code is _PARSE_CODE:
+            return parser
+        parser = parser.gi_yieldfrom
+    return None
 
 
 class FrameReader:
@@ -211,7 +210,8 @@ class FrameReader:
     docstring). Pure: no I/O; what the protocol object has to send waits in its
     ``data_to_send()`` as before."""
 
-    __slots__ = ("_masked", "_pending", "_wanted", "enabled", "frames_read", "protocol")
+    __slots__ = ("_buffer", "_limit", "_loop", "_masked", "_parser", "_pending", "_wanted",
+                 "enabled", "frames_read", "protocol")
 
     def __init__(self, protocol: Protocol) -> None:
         self.protocol = protocol
@@ -221,8 +221,27 @@ class FrameReader:
         #: the binary frames this reader read itself
         self.frames_read = 0
         self._masked = protocol.side is SERVER  # a server reads a client's masked frames
+        max_size = protocol.max_size
+        self._limit = _NO_LIMIT if max_size is None else max_size
+        # websockets' stream reader's buffer (one bytearray for the connection's life)
+        self._buffer = protocol.reader.buffer if self.enabled else b""
+        self._parser: Any = None  # the protocol object's parser when _loop was found
+        self._loop: Any = None  # the frame loop's generator in it
         self._pending: bytearray | None = None  # the beginning of a binary frame
         self._wanted = 0  # the bytes it needs at least
+
+    def _between_frames(self) -> bool:
+        """Whether websockets' parser waits between two frames (in its frame loop's
+        ``at_eof``), not inside a frame nor in ``discard`` after the close."""
+        parser = self.protocol.parser
+        loop = self._loop
+        if loop is None or parser is not self._parser:
+            self._parser = parser
+            loop = self._loop = _frame_loop(parser)
+            if loop is None:
+                return False
+        inner = loop.gi_yieldfrom
+        return inner is not None and inner.gi_code is _AT_EOF_CODE
 
     def feed(self, data: bytes) -> list[Any]:
         """Read ``data``; returned in their order: the payload (bytes) of each binary message
@@ -230,7 +249,7 @@ class FrameReader:
         request or response: never bytes) for what was handed to it."""
         protocol = self.protocol
         pending = self._pending
-        if not (self.enabled and protocol.state is OPEN):
+        if protocol.state is not OPEN or not self.enabled:
             if pending is not None:
                 self._pending = None
                 protocol.receive_data(bytes(pending))
@@ -240,9 +259,6 @@ class FrameReader:
         at = 0
         if pending is not None:
             # complete the frame begun in an earlier read first
-            masked = self._masked
-            max_size = protocol.max_size
-            limit = _NO_LIMIT if max_size is None else max_size
             while True:
                 need = self._wanted - len(pending)
                 if need > len(data) - at:
@@ -250,8 +266,8 @@ class FrameReader:
                     return payloads
                 pending += data[at:at + need]
                 at += need
-                stop, wanted = read_binary_frames(pending, 0, masked=masked, max_size=limit,
-                                                  payloads=payloads)
+                stop, wanted = read_binary_frames(pending, 0, self._masked, self._limit,
+                                                  payloads)
                 if wanted:  # its header is complete now: its length is known
                     self._wanted = wanted
                     continue
@@ -267,15 +283,12 @@ class FrameReader:
                 if at < len(data):
                     protocol.receive_data(data[at:])
                 return protocol.events_received()
-        elif (protocol.cur_size is not None or protocol.reader.buffer or protocol.extensions
-              or not _at_frame_boundary(protocol.parser)):
+        elif (self._buffer or protocol.cur_size is not None or protocol.extensions
+              or not self._between_frames()):
             protocol.receive_data(data)
             return protocol.events_received()
-        max_size = protocol.max_size
         before = len(payloads)
-        at, wanted = read_binary_frames(data, at, masked=self._masked,
-                                        max_size=_NO_LIMIT if max_size is None else max_size,
-                                        payloads=payloads)
+        at, wanted = read_binary_frames(data, at, self._masked, self._limit, payloads)
         self.frames_read += len(payloads) - before
         if wanted:  # a frame begun: kept until it is complete
             self._pending = bytearray(data[at:])
