@@ -8,6 +8,7 @@ and the same errors, on a server's side (masked frames) and on a client's (unmas
 from __future__ import annotations
 
 import struct
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -205,6 +206,31 @@ def test_a_frame_websockets_is_in_the_middle_of_is_left_to_it(side: Any) -> None
     assert protocol.state is OPEN and reader.frames_read == 0
 
 
+@pytest.mark.parametrize("side", [SERVER, CLIENT], ids=["server-reads-masked", "client-reads"])
+@pytest.mark.parametrize("declared", [MAX_SIZE, MAX_SIZE + 1, 65536, 1 << 40])
+@pytest.mark.parametrize("form", ["16", "64"])
+def test_a_header_cut_anywhere_is_decided_where_websockets_decides(
+        side: Any, declared: int, form: str) -> None:
+    """A binary frame's header (a length in 16 or 64 bits, over the limit or not, the
+    masking key) cut at every two points: websockets' parser refuses a length over the limit as
+    soon as the length is there, before the key; the own reader must not wait for more."""
+    if form == "16" and declared >= 65536:
+        return
+    masked = side is SERVER
+    mask_bit = 0x80 if masked else 0
+    header = (struct.pack("!BBH", 0x82, 126 | mask_bit, declared) if form == "16"
+              else struct.pack("!BBQ", 0x82, 127 | mask_bit, declared))
+    stream = header + (bytes(4) if masked else b"") + bytes(min(declared, 8))
+    for first in range(1, len(stream)):
+        for second in range(first, len(stream) + 1):  # (== first: two reads, not three)
+            cuts = [0, first, second, len(stream)]
+            reads = [(stream[a:b], None) for a, b in pairwise(cuts) if b > a]
+            for eof in (False, True):
+                expected, _ = run(reads, eof, side, own=False)
+                got, _ = run(reads, eof, side, own=True)
+                assert got == expected, (first, second, eof)
+
+
 class _Masks:
     """Masking keys that are not all zeros (so that a frame read unmasked would differ)."""
 
@@ -221,7 +247,9 @@ def test_read_binary_frames_says_where_it_stopped_and_what_a_begun_frame_needs()
     assert read_binary_frames(frame[:3], 0, masked=False, max_size=10, payloads=out) == (0, 5)
     # masked: the key counts; a frame over the limit and a text frame are not read
     assert read_binary_frames(b"\x82\xfe\x01", 0, masked=True, max_size=10,
-                              payloads=out) == (0, 8)
+                              payloads=out) == (0, 4)  # the length first, then the key
+    assert read_binary_frames(b"\x82\xfe\x00\x05", 0, masked=True, max_size=10,
+                              payloads=out) == (0, 13)
     assert read_binary_frames(frame, 0, masked=False, max_size=2, payloads=out) == (0, 0)
     assert read_binary_frames(b"\x81\x00", 0, masked=False, max_size=2, payloads=out) == (0, 0)
     assert read_binary_frames(frame, 0, masked=True, max_size=10, payloads=out) == (0, 0)

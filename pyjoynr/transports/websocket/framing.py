@@ -155,15 +155,17 @@ def read_binary_frames(data: bytes | bytearray, at: int, masked: bool, max_size:
         n = second & 0x7F
         head = at + 2
         if n >= 126:
+            # (a length not all there: wanted up to its end only, where websockets' parser
+            # checks it against the limit, not up to the masking key behind it)
             if n == 126:
                 head += 2
                 if head > end:
-                    return at, head - at + (_KEY if masked else 0)
+                    return at, head - at
                 (n,) = _UNPACK_MEDIUM(data, at + 2)
             else:
                 head += 8
                 if head > end:
-                    return at, head - at + (_KEY if masked else 0)
+                    return at, head - at
                 (n,) = _UNPACK_LONG(data, at + 2)
         if n > max_size:
             return at, 0  # websockets refuses it (1009)
