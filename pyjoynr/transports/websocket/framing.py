@@ -38,12 +38,14 @@ websockets ends it as it would have (its parser's state depends on the bytes, no
 were split). tests/unit/test_websocket_reader.py checks the outcome against websockets' parser
 alone for random sequences of frames of every kind, split at random points.
 
-Costs a reader: a second reader of data frames beside websockets', which leans on three
-things websockets does not document (its protocol object's stream reader ``reader.buffer``,
-``cur_size`` and the generator its parser is, suspended in ``StreamReader.at_eof`` between
-frames); :func:`fast_reading_supported` checks them once per connection and, if a websockets
+Costs a reader: a second reader of data frames beside websockets', which leans on things
+websockets does not document: its protocol object's stream reader (``reader.buffer``),
+``cur_size`` (a fragmented message under way), ``debug``, and its ``parser``, a chain of
+generators that waits in ``StreamReader.at_eof`` called from ``Protocol.parse`` between two
+frames. :func:`fast_reading_supported` checks them once per connection and, if a websockets
 version lacks them, every byte goes to websockets as before (a unit test fails on such a
-version, so that it does not go unnoticed). With websockets' own debug log on, every frame
+version, so that it does not go unnoticed; the differential test fails on one whose parser
+waits there inside a frame). With websockets' own debug log on, every frame
 goes through its parser, so that the log shows every frame.
 """
 
@@ -212,7 +214,7 @@ class FrameReader:
     docstring). Pure: no I/O; what the protocol object has to send waits in its
     ``data_to_send()`` as before."""
 
-    __slots__ = ("_buffer", "_limit", "_loop", "_masked", "_parser", "_pending", "_wanted",
+    __slots__ = ("_buffer", "_frames", "_limit", "_masked", "_parser", "_pending", "_wanted",
                  "enabled", "frames_read", "protocol")
 
     def __init__(self, protocol: Protocol) -> None:
@@ -227,8 +229,8 @@ class FrameReader:
         self._limit = _NO_LIMIT if max_size is None else max_size
         # websockets' stream reader's buffer (one bytearray for the connection's life)
         self._buffer = protocol.reader.buffer if self.enabled else b""
-        self._parser: Any = None  # the protocol object's parser when _loop was found
-        self._loop: Any = None  # the frame loop's generator in it
+        self._parser: Any = None  # the protocol object's parser when _frames was found
+        self._frames: Any = None  # the generator of websockets' frame loop in it
         self._pending: bytearray | None = None  # the beginning of a binary frame
         self._wanted = 0  # the bytes it needs at least
 
@@ -236,13 +238,13 @@ class FrameReader:
         """Whether websockets' parser waits between two frames (in its frame loop's
         ``at_eof``), not inside a frame nor in ``discard`` after the close."""
         parser = self.protocol.parser
-        loop = self._loop
-        if loop is None or parser is not self._parser:
+        frames = self._frames
+        if frames is None or parser is not self._parser:
             self._parser = parser
-            loop = self._loop = _frame_loop(parser)
-            if loop is None:
+            frames = self._frames = _frame_loop(parser)
+            if frames is None:
                 return False
-        inner = loop.gi_yieldfrom
+        inner = frames.gi_yieldfrom
         return inner is not None and inner.gi_code is _AT_EOF_CODE
 
     def feed(self, data: bytes) -> list[Any]:
