@@ -1,4 +1,5 @@
-"""Binary websocket data frames, written straight to bytes (pure: no I/O but the entropy).
+"""Binary websocket data frames, written straight to bytes and read from them (pure: no I/O
+but the entropy).
 
 The websocket connections (transports/websocket/connection.py) drive websockets' sans-I/O
 protocol objects for everything (the handshake, reading and checking every frame, control
@@ -32,7 +33,8 @@ handshake and the pings are never out of step), and hands every other byte to it
 frame that is anything else (a control frame, a text frame, a fragment, an RSV bit, a wrong
 mask bit, a length over the limit, any malformed header) and all that follows it in the same
 read. A binary frame that has begun but not ended at the end of a read is kept here (at most
-its header and ``max_size`` bytes, as websockets would buffer it) until it is complete, and
+its header and ``max_size`` bytes, as websockets would buffer it; its length is checked as
+soon as it is all there, where websockets' parser checks it) until it is complete, and
 handed to websockets when the connection stops being open or its stream ends, so that
 websockets ends it as it would have (its parser's state depends on the bytes, not on how they
 were split). tests/unit/test_websocket_reader.py checks the outcome against websockets' parser
@@ -45,8 +47,8 @@ generators that waits in ``StreamReader.at_eof`` called from ``Protocol.parse`` 
 frames. :func:`fast_reading_supported` checks them once per connection and, if a websockets
 version lacks them, every byte goes to websockets as before (a unit test fails on such a
 version, so that it does not go unnoticed; the differential test fails on one whose parser
-waits there inside a frame). With websockets' own debug log on, every frame
-goes through its parser, so that the log shows every frame.
+waits there inside a frame). With websockets' own debug log on, every frame goes through its
+parser, so that the log shows every frame.
 """
 
 from __future__ import annotations
