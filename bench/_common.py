@@ -751,8 +751,10 @@ def print_by_package(stats: pstats.Stats, top: int = 30) -> None:
 #: the parts of a message's path, each with the functions in it ("file:function" begins
 #: with, or contains, one of the patterns; the first part that matches takes a function)
 PATH_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("websocket frame read: websockets' parser, data_received",
-     ("websockets/", "connection.py:data_received")),
+    ("websocket frame read: the own reader, websockets' parser, data_received",
+     ("websockets/", "connection.py:data_received", "websocket/framing.py:feed",
+      "websocket/framing.py:read_binary_frames",
+      "websocket/framing.py:_between_frames", "websocket/framing.py:_frame_loop")),
     ("websocket frame write: framing, send_frames and its socket write",
      ("connection.py:send_frames", "websocket/framing.py")),
     ("frame decode: decode_frame, replyTo addresses",

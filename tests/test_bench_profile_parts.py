@@ -31,7 +31,7 @@ def test_websocket_rpc_profile_prints_the_time_per_part_of_the_path() -> None:
         assert match is not None, line
         parts[match.group(3)] = (float(match.group(1)), float(match.group(2)))
     # every hop of a request/reply through the CC has its part, each with some time
-    for name in ("websocket frame read: websockets' parser, data_received",
+    for name in ("websocket frame read: the own reader, websockets' parser, data_received",
                  "websocket frame write: framing, send_frames and its socket write",
                  "frame decode: decode_frame, replyTo addresses",
                  "router: receive, route, _send, rules, routing table, queues, clock",

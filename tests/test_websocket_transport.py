@@ -414,3 +414,81 @@ async def test_an_outbox_writes_a_turns_first_message_at_once_and_the_rest_toget
             await all_there.wait()
         assert [decode_frame(frame).id for frame in received] == [m.id for m in messages]
         await connection.close()
+
+
+async def test_binary_messages_are_read_by_the_connections_own_reader_the_rest_by_websockets():
+    # both ends read binary messages with their own reader (transports/websocket/framing.py:
+    # FrameReader); a client's frames cut at odd points, with a ping, a text message and a
+    # fragmented message among them, arrive whole and in order, the ping is answered and the
+    # close handshake completes as websockets runs it
+    opened: list[ServerSideConnection] = []
+    got: list[bytes | str] = []
+
+    def on_open(ws: ServerSideConnection) -> None:
+        opened.append(ws)
+        ws.deliver(got.append)
+
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(
+        lambda: ServerSideConnection(max_size=1 << 20, ping_interval_s=None, ping_timeout_s=1,
+                                     close_timeout_s=1, on_request=lambda ws, request: None,
+                                     on_open=on_open),
+        "127.0.0.1", 0)
+    client = None
+    try:
+        port = server.sockets[0].getsockname()[1]
+        client = await open_client_connection(
+            f"ws://127.0.0.1:{port}/", max_size=1 << 20, ping_interval_s=None, ping_timeout_s=1,
+            close_timeout_s=1, open_timeout_s=WAIT_S, ssl_context=None)
+        await eventually(lambda: opened, what="opened")
+        ws = opened[0]
+        to_client: list[bytes | str] = []
+        client.deliver(to_client.append)
+        sent = [bytes([i % 251]) * n for i, n in enumerate([0, 5, 125, 126, 65535, 65536, 300])]
+        assert client.send_frames(sent) and ws.send_frames(sent)
+        await eventually(lambda: len(got) == len(to_client) == len(sent), what="both read")
+        assert got == sent and to_client == sent
+        assert ws._reader.frames_read == client._reader.frames_read == len(sent)
+        await client.close()
+        await asyncio.wait_for(ws.wait_closed(), WAIT_S)
+        assert ws.protocol.close_code == 1000
+
+        # a raw client: the frames of websockets' client protocol object, written in pieces
+        got.clear()
+        raw = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/"), max_size=1 << 20)
+        raw.send_request(raw.connect())
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"".join(raw.data_to_send()))
+        raw.receive_data(await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), WAIT_S))
+        assert [type(e).__name__ for e in raw.events_received()] == ["Response"]
+        raw.send_binary(b"one")
+        raw.send_binary(b"two" * 100)
+        raw.send_ping(b"p")
+        raw.send_text(b"three")
+        raw.send_binary(b"four", fin=False)
+        raw.send_continuation(b"-five", fin=True)
+        raw.send_binary(b"six" * 30_000)
+        raw.send_close(1000, "done")
+        stream = b"".join(raw.data_to_send())
+        for at, cut in enumerate(range(0, len(stream), 333)):
+            writer.write(stream[cut:cut + 333])
+            await writer.drain()
+            if at % 3 == 0:
+                await asyncio.sleep(0.001)  # so that the server reads it in several reads
+        answer = b""
+        async with asyncio.timeout(WAIT_S):
+            while chunk := await reader.read(65536):
+                answer += chunk
+        raw.receive_data(answer)
+        raw.receive_eof()
+        frames = [(e.opcode.name, bytes(e.data)) for e in raw.events_received()]
+        assert frames[0] == ("PONG", b"p") and frames[1][0] == "CLOSE"
+        assert raw.close_rcvd is not None and raw.close_rcvd.code == 1000
+        await eventually(lambda: len(got) == 5, what="the raw client's messages")
+        assert got == [b"one", b"two" * 100, "three", b"four-five", b"six" * 30_000]
+        writer.close()
+    finally:
+        if client is not None:
+            await client.close()
+        server.close()
+        await server.wait_closed()

@@ -9,12 +9,16 @@ handshake request or response, then frames), and whatever must go on the wire wa
 joynr connection needs and no more:
 
 - complete messages go to a handler straight from ``data_received``, one call per message, in
-  order (fragments are joined into one buffer of bytes; websockets bounds a message's total
-  size by ``max_size`` and fails the connection with 1009 above it; a message in more than
-  ``max_fragments`` fragments fails it with 1009 too). Messages that arrive before a handler
-  is set wait in a backlog (taken by :meth:`WebSocketConnection.recv` one by one, or all by
-  :meth:`WebSocketConnection.deliver`, in order) while reading goes on: pings are answered and
-  pongs and close frames read whoever waits for what. The backlog holds at most
+  order. Unfragmented binary messages, nearly all of joynr's traffic, are read by the
+  connection's own reader while the protocol object stands between two frames with nothing
+  buffered, and every other byte by the protocol object (transports/websocket/framing.py:
+  :class:`~pyjoynr.transports.websocket.framing.FrameReader`; the same outcome for every input
+  as the protocol object alone). Fragments are joined into one buffer of bytes (websockets
+  bounds a message's total size by ``max_size`` and fails the connection with 1009 above it; a
+  message in more than ``max_fragments`` fragments fails it with 1009 too). Messages that arrive
+  before a handler is set wait in a backlog (taken by :meth:`WebSocketConnection.recv` one by
+  one, or all by :meth:`WebSocketConnection.deliver`, in order) while reading goes on: pings are
+  answered and pongs and close frames read whoever waits for what. The backlog holds at most
   ``max_backlog_bytes`` (an empty backlog takes one message of any size); at that bound reading
   pauses until messages are taken from it;
 - :meth:`WebSocketConnection.send_frames` sends several binary messages with one socket write;
@@ -36,7 +40,9 @@ joynr connection needs and no more:
   response.
 
 Only websockets' documented sans-I/O API is used (and its masking function), so a websockets
-upgrade that keeps that API keeps this module working.
+upgrade that keeps that API keeps this module working; the own reader of binary frames leans
+on three undocumented attributes of the protocol object as well, checks them per connection
+and leaves every byte to websockets when they are missing (framing.py says which).
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ from websockets.server import ServerProtocol
 from websockets.uri import parse_uri
 
 from pyjoynr.runtime.logs import get_logger
-from pyjoynr.transports.websocket.framing import MaskSource, binary_frames
+from pyjoynr.transports.websocket.framing import FrameReader, MaskSource, binary_frames
 from pyjoynr.transports.websocket.settings import DEFAULT_MAX_BACKLOG_BYTES, DEFAULT_MAX_FRAGMENTS
 
 __all__ = [
@@ -141,6 +147,8 @@ class WebSocketConnection(asyncio.Protocol):
         self._close_timer: asyncio.TimerHandle | None = None
         # the masking keys of a client's data frames (None: the server side, no masks)
         self._masks = MaskSource() if protocol.side is CLIENT else None
+        #: reads what arrives: binary messages itself, the rest through the protocol object
+        self._reader = FrameReader(protocol)
         self._made = False  # connection_made() was called
         self._abort_when_made = False
         #: this end started the close handshake (close()): what the peer still sends is read
@@ -296,10 +304,10 @@ class WebSocketConnection(asyncio.Protocol):
         transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
 
     def data_received(self, data: bytes) -> None:
-        protocol = self.protocol
-        protocol.receive_data(data)
-        events = protocol.events_received()
-        writes = protocol.data_to_send()
+        # binary messages read by the connection's own reader (bytes), then websockets'
+        # events for the rest (transports/websocket/framing.py: FrameReader)
+        events = self._reader.feed(data)
+        writes = self.protocol.data_to_send()
         if writes:  # pongs, the close handshake, the end of the stream
             self._write(writes)
         # taken out of the list one by one, so that each frame is freed once handled: a read
@@ -308,36 +316,42 @@ class WebSocketConnection(asyncio.Protocol):
         events.reverse()
         while events:
             event = events.pop()
-            if isinstance(event, Frame):
+            if type(event) is bytes:  # a whole binary message, read by the own reader
+                if self.too_many_fragments:
+                    break  # failed: nothing more of this peer's is delivered
+                payload = event
+            elif isinstance(event, Frame):
                 if self.too_many_fragments:
                     break  # failed: nothing more of this peer's is delivered
                 opcode = event.opcode
                 if opcode is OP_BINARY and event.fin and self._fragments is None:
-                    payload = event.data
-                    if type(payload) is not bytes:
-                        payload = bytes(payload)
-                    handler = self._handler
-                    if handler is None:
-                        self._message(payload)
-                        continue
-                    # the usual message: _message() and _call() inline (two calls fewer per
-                    # message)
-                    try:
-                        handler(payload)
-                    except Exception:
-                        self._event("handler-failed", logging.ERROR,
-                                    "websocket %s: handling a message failed",
-                                    self.remote_address, exc_info=True)
+                    body = event.data
+                    payload = body if type(body) is bytes else bytes(body)
                 elif opcode is OP_BINARY or opcode is OP_TEXT or opcode is OP_CONT:
                     self._fragment(event)
-                elif opcode is OP_PONG:
-                    self._pong(bytes(event.data))
-                # pings are answered and close frames handled by the protocol object
+                    continue
+                else:
+                    if opcode is OP_PONG:
+                        self._pong(bytes(event.data))
+                    # pings are answered and close frames handled by the protocol object
+                    continue
             else:
                 self._handshake(event)
+                continue
+            handler = self._handler
+            if handler is None:
+                self._message(payload)
+                continue
+            # the usual message: _message() and _call() inline (two calls fewer per message)
+            try:
+                handler(payload)
+            except Exception:
+                self._event("handler-failed", logging.ERROR,
+                            "websocket %s: handling a message failed",
+                            self.remote_address, exc_info=True)
 
     def eof_received(self) -> bool | None:
-        self.protocol.receive_eof()
+        self._reader.feed_eof()
         events = self.protocol.events_received()  # a response delimited by the end of stream
         self._flush()
         for event in events:
@@ -346,7 +360,7 @@ class WebSocketConnection(asyncio.Protocol):
         return None  # the transport closes itself
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.protocol.receive_eof()  # idempotent; the state is CLOSED from here on
+        self._reader.feed_eof()  # idempotent; the state is CLOSED from here on
         for timer in (self._keepalive_timer, self._close_timer):
             if timer is not None:
                 timer.cancel()
