@@ -318,10 +318,39 @@ _DECODERS: Final[dict[str, tuple[frozenset[str], frozenset[str], Any]]] = {
 }
 
 
+#: addresses decoded before, by their wire form (the map's items in their order, every value a
+#: string): message after message brings the same few replyTo addresses (three decodes per
+#: MQTT request). An address is immutable, so the one object serves every message.
+_DECODED: dict[tuple[tuple[Any, Any], ...], Address] = {}
+#: at most this many are kept, then the map starts again empty: at most 256 addresses of at
+#: most three strings of MAX_FIELD_LENGTH characters each and the type name, whatever
+#: senders make up (one that sends new ones all the time only empties it)
+MAX_DECODED: Final = 256
+
+
 def address_from_dict(data: object) -> Address:
-    """Decode the wire form of an address; raises :class:`AddressError` with the reason."""
+    """Decode the wire form of an address; raises :class:`AddressError` with the reason.
+    A wire form decoded before is answered with the same address object (``_DECODED``)."""
     if not isinstance(data, dict):
         raise AddressError(f"an address must be a map, got {type(data).__name__}")
+    key = tuple(data.items())
+    try:
+        known = _DECODED.get(key)
+    except TypeError:  # a value that is no key (a list, a map): decoded and refused below
+        return _decode(data)
+    if known is not None:
+        # (only maps whose values are all str are kept, and nothing else msgpack or JSON
+        # makes is equal to a str: the same fields with the same strings, checked before)
+        return known
+    address = _decode(data)
+    if all(type(value) is str for _, value in key):
+        if len(_DECODED) >= MAX_DECODED:
+            _DECODED.clear()
+        _DECODED[key] = address
+    return address
+
+
+def _decode(data: dict[Any, Any]) -> Address:
     type_name = data.get("_typeName")
     if type(type_name) is not str:
         raise AddressError("address has no _typeName string")

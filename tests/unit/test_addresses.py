@@ -7,6 +7,7 @@ import copy
 import msgpack
 import pytest
 
+from pyjoynr.runtime import addresses
 from pyjoynr.runtime.addresses import (
     AddressError,
     InProcessAddress,
@@ -238,3 +239,40 @@ def test_with_broker_uri_keeps_the_topic():
 def test_websocket_url():
     assert WebSocketAddress("ws", "127.0.0.1", 4242, "/").url == "ws://127.0.0.1:4242/"
     assert WebSocketAddress("WSS", "::1", 443, "/j").url == "wss://[::1]:443/j"
+
+
+def test_a_wire_form_decoded_before_is_answered_with_the_same_address_object():
+    wire = {"_typeName": "joynr.system.RoutingTypes.MqttAddress", "brokerUri": "gbid-cache",
+            "topic": "joynr/cc/cache-test"}
+    first = address_from_dict(dict(wire))
+    assert address_from_dict(dict(wire)) is first  # kept, not decoded again
+    assert address_from_dict({**wire, "topic": "joynr/cc/other"}) is not first
+
+
+@pytest.mark.parametrize("near", [
+    {"topic": b"joynr/cc/near"},  # the same characters as bytes
+    {"topic": "joynr/cc/near", "extra": "x"},  # one field more
+    {"topic": ["joynr/cc/near"]},  # unhashable
+    {"brokerUri": 0},  # equal-looking, of another type
+    {"topic": "joynr/cc/+"},  # a wildcard
+], ids=repr)
+def test_a_kept_address_lets_no_near_wire_form_through(near):
+    wire = {"_typeName": "joynr.system.RoutingTypes.MqttAddress", "brokerUri": "",
+            "topic": "joynr/cc/near"}
+    assert address_from_dict(dict(wire)) == MqttAddress("", "joynr/cc/near")
+    with pytest.raises(AddressError):
+        address_from_dict({**wire, **near})
+
+
+def test_the_kept_addresses_are_bounded_whatever_senders_make_up():
+    for i in range(3 * addresses.MAX_DECODED):
+        address_from_dict({"_typeName": "joynr.system.RoutingTypes.WebSocketClientAddress",
+                           "id": f"made-up-{i}"})
+        assert len(addresses._DECODED) <= addresses.MAX_DECODED
+    ports = {"_typeName": "joynr.system.RoutingTypes.WebSocketAddress", "protocol": "ws",
+             "host": "h", "port": 1}
+    before = len(addresses._DECODED)
+    address_from_dict(ports)  # a value that is no str: decoded every time, never kept
+    assert len(addresses._DECODED) == before
+    with pytest.raises(AddressError):  # True == 1, but a port must be an int
+        address_from_dict({**ports, "port": True})
