@@ -54,6 +54,7 @@ __all__ = [
     "encode_frame",
     "held_bytes",
     "new_message_id",
+    "with_reply_to",
 ]
 
 WIRE_VERSION: Final = 1
@@ -154,11 +155,12 @@ class Message:
 
     Messages are not changed after they are made; a changed copy is made with
     ``dataclasses.replace``, which must clear ``raw`` and ``raw_smrf`` (``raw=None,
-    raw_smrf=None``) when it changes anything on the wire. ``origin``, ``raw`` and ``raw_smrf``
-    are not on the wire: the receiving transport passes the address the message arrived from to
-    :func:`decode_frame`, which keeps the received frame in ``raw`` so that forwarding sends
-    those bytes again without encoding; ``runtime.smrf.decode`` keeps a received SMRF frame in
-    ``raw_smrf`` the same way. Each encoder uses only its own one."""
+    raw_smrf=None``) when it changes anything on the wire (:func:`with_reply_to` for the
+    replyTo of every request that leaves a cluster controller over MQTT). ``origin``, ``raw``
+    and ``raw_smrf`` are not on the wire: the receiving transport passes the address the
+    message arrived from to :func:`decode_frame`, which keeps the received frame in ``raw`` so
+    that forwarding sends those bytes again without encoding; ``runtime.smrf.decode`` keeps a
+    received SMRF frame in ``raw_smrf`` the same way. Each encoder uses only its own one."""
 
     type: MessageType
     sender: str
@@ -186,6 +188,16 @@ class Message:
     def describe(self) -> str:
         """A short form for log lines."""
         return f"{self.type.name} {self.id} {self.sender} -> {self.recipient}"
+
+
+def with_reply_to(message: Message, reply_to: Address | None) -> Message:
+    """A copy of ``message`` with another replyTo and without the frames it arrived in:
+    ``dataclasses.replace(message, reply_to=reply_to, raw=None, raw_smrf=None)``, made by
+    the constructor directly (replace looks up the fields and builds their arguments each
+    time). tests/unit/test_messages.py keeps it to every field."""
+    return Message(message.type, message.sender, message.recipient, message.expiry_date_ms,
+                   message.body, message.id, reply_to, message.effort, message.custom_headers,
+                   message.compressed, message.origin, None, message.custom_signature, None)
 
 
 #: what a message holds besides its body and frame (the object, ids, headers), about

@@ -37,6 +37,7 @@ from pyjoynr.runtime.messages import (
     held_bytes,
     new_message_id,
     random_id,
+    with_reply_to,
 )
 
 WS_PREFIX = "joynr.system.RoutingTypes."
@@ -629,3 +630,25 @@ def test_a_forked_child_does_not_hand_out_its_parents_random_ids() -> None:
     os.waitpid(pid, 0)
     parent = {random_id() for _ in range(5)}
     assert len(child) == 5 and not child & parent
+
+
+def test_with_reply_to_is_replace_of_the_reply_to_without_the_frames_for_every_field():
+    """with_reply_to makes the copy with the constructor: every field of Message (a field
+    added later too: the table must name it) is the one dataclasses.replace gives."""
+    values: dict[str, Any] = {
+        "type": MessageType.REQUEST, "sender": "proxy-1", "recipient": "provider-1",
+        "expiry_date_ms": 1_900_000_000_000, "body": b"body", "id": "message-1",
+        "reply_to": WebSocketClientAddress("client-1"), "effort": Effort.BEST_EFFORT,
+        "custom_headers": {"k": "v"}, "compressed": True,
+        "origin": WebSocketClientAddress("client-1"), "raw": b"frame",
+        "custom_signature": b"signature", "raw_smrf": b"smrf frame",
+    }
+    assert {f.name for f in dataclasses.fields(Message)} == set(values)
+    message = Message(**values)
+    address = MqttAddress("joynrdefaultgbid", "joynr/cc/me")
+    copy = with_reply_to(message, address)
+    expected = dataclasses.replace(message, reply_to=address, raw=None, raw_smrf=None)
+    for f in dataclasses.fields(Message):
+        assert getattr(copy, f.name) == getattr(expected, f.name), f.name
+    assert copy.reply_to is address and copy.raw is None and copy.raw_smrf is None
+    assert message.raw == b"frame"  # the original is unchanged

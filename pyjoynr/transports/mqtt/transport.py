@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import functools
 import itertools
 import logging
@@ -83,6 +82,7 @@ from pyjoynr.runtime.messages import (
     decode_frame,
     encode_frame,
     held_bytes,
+    with_reply_to,
 )
 from pyjoynr.runtime.metrics import LatencyHistogram
 from pyjoynr.runtime.queues import BoundedQueue, QueueBudget
@@ -825,7 +825,7 @@ class MqttTransport:
         reply_to = rules.outgoing_reply_to(message, self.global_address)
         if reply_to is not None:  # the answer must come back here
             # (a changed copy keeps neither frame it arrived in)
-            message = dataclasses.replace(message, reply_to=reply_to, raw=None, raw_smrf=None)
+            message = with_reply_to(message, reply_to)
         return backend.put(self._outgoing(message, address.topic,
                                           backend.dialects.dialect_of(address.topic)))
 
