@@ -202,6 +202,9 @@ class _Backend:
         #: counters as queue-share-used)
         self.share_refusals = 0
         self.topics: Counter[str] = Counter()  # multicast topics -> receivers needing them
+        #: the multicast topics the broker has acknowledged on this connection (SUBACK): a
+        #: multicast published before its topic is here may not reach this process
+        self.subscribed: set[str] = set()
         self.session: MqttSession | None = None
         self.connected = asyncio.Event()
         #: connections established (the first one and every reconnect), attempts that failed
@@ -421,6 +424,7 @@ class _Backend:
             own = f"nothing of its own (stopping, not {own})"
         for topic in list(self.topics):
             await session.subscribe(topic, 1)
+            self.subscribed.add(topic)
         self.session = session
         self.connections += 1
         self.connected.set()
@@ -432,6 +436,7 @@ class _Backend:
             await session.receive(functools.partial(transport.handle_incoming, self))
         finally:
             self.session = None
+            self.subscribed.clear()
             self.connected.clear()
             marker = self.marker
             if marker is not None and not marker[1].done():
@@ -645,7 +650,12 @@ class _Backend:
     def subscribe(self, topic: str) -> None:
         self.topics[topic] += 1
         if self.topics[topic] == 1 and self.session is not None:
-            self._spawn(self.session.subscribe(topic, 1), f"subscribe {topic}")
+            self._spawn(self._subscribe(self.session, topic), f"subscribe {topic}")
+
+    async def _subscribe(self, session: MqttSession, topic: str) -> None:
+        await session.subscribe(topic, 1)
+        if topic in self.topics and session is self.session:  # (still wanted, same connection)
+            self.subscribed.add(topic)
 
     def unsubscribe(self, topic: str) -> None:
         if self.topics[topic] <= 0:
@@ -653,6 +663,7 @@ class _Backend:
         self.topics[topic] -= 1
         if self.topics[topic] == 0:
             del self.topics[topic]
+            self.subscribed.discard(topic)
             if self.session is not None:
                 self._spawn(self.session.unsubscribe(topic), f"unsubscribe {topic}")
 
@@ -864,7 +875,13 @@ class MqttTransport:
             backend.unsubscribe(topic)
 
     def multicast_topics(self, gbid: str) -> dict[str, int]:
+        """The multicast topics wanted on backend ``gbid``, with how many receivers want each."""
         return dict(self._backends[gbid].topics)
+
+    def multicast_topics_subscribed(self, gbid: str) -> set[str]:
+        """Those of the multicast topics that the broker of ``gbid`` has acknowledged on the
+        current connection (a topic is wanted at once, subscribed a round trip later)."""
+        return set(self._backends[gbid].subscribed)
 
     def dropped_outgoing(self, backend: _Backend, message: Message, reason: str,
                           detail: str, *, unsendable: bool = False) -> None:
