@@ -126,6 +126,9 @@ MAX_ANSWER_DETAIL = 1_000
 MAX_MADE_ANSWERS = 1_024
 _SUBSCRIPTION_REQUESTS = REQUEST_TYPES - {MessageType.REQUEST}
 _SUBSCRIPTION_STOP = MessageType.SUBSCRIPTION_STOP
+#: the counter of each refusal of a route (``route-rejected-sticky``, ...)
+_ROUTE_REFUSED: Mapping[PutResult, str] = {
+    result: f"route-{result.name.lower().replace('_', '-')}" for result in PutResult}
 
 
 
@@ -336,15 +339,19 @@ class MessageRouter:
             expiry_date_ms=expiry_date_ms,
             is_sticky=is_sticky,
         )
+        # (an enum's name and value are properties: read for a line written only)
         if result.accepted:
-            log.debug("route %s -> %r: %s", participant_id, address, result.name)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("route %s -> %r: %s", participant_id, address, result.name)
             if participant_id in self._pending:
                 self._flush(participant_id)
         else:
             # per call (an add_next_hop may be refused for each one a client sends): counted,
             # and logged by whoever asked, rate-limited
-            self._counters[f"route-{result.name.lower().replace('_', '-')}"] += 1
-            log.debug("route %s -> %r refused: %s", participant_id, address, result.reason)
+            self._counters[_ROUTE_REFUSED[result]] += 1
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("route %s -> %r refused: %s", participant_id, address,
+                          result.reason)
         return result
 
     def remove_route(self, participant_id: str) -> bool:
@@ -395,7 +402,7 @@ class MessageRouter:
         if result.accepted:
             if sender in self._pending:
                 self._flush(sender)
-        else:
+        elif log.isEnabledFor(logging.DEBUG):  # (per request from a backend)
             log.debug("replyTo %r of %s not learned: %s", route.address, sender, result.reason)
         return result
 
@@ -514,7 +521,8 @@ class MessageRouter:
         seen = inlet.seen
         if seen is not None and message.id in seen:
             inlet.counters[rules.DUPLICATE] += 1
-            inlet.logger.debug("%s: duplicate %s dropped", inlet.name, message.describe())
+            if inlet.logger.isEnabledFor(logging.DEBUG):  # (describe() for a line written)
+                inlet.logger.debug("%s: duplicate %s dropped", inlet.name, message.describe())
             audit = self._telemetry.audit
             if audit is not None:
                 audit.decided(message, DROPPED, None, rules.DUPLICATE)
@@ -638,10 +646,14 @@ class MessageRouter:
         and where the rules say so answered: a request with a message-not-sent error, a reply
         or subscription reply replaced by one, :meth:`_answer_unsent`)."""
         self._routed_by_type[message.type] += 1
-        refusal = check_expiry(message.expiry_date_ms, self._clock_ms())
-        if refusal is not None:
-            self._refused(message, refusal, "before it could be routed")
-            return False
+        # the rule (rules.check_expiry) is asked only for a message past its expiry date: a
+        # call fewer on every hop of every message; the rule has the last word
+        expiry, now = message.expiry_date_ms, self._clock_ms()
+        if expiry < now:
+            refusal = check_expiry(expiry, now)
+            if refusal is not None:
+                self._refused(message, refusal, "before it could be routed")
+                return False
         if message.type is _MULTICAST:
             return self._route_multicast(message)
         entry = self._table.get(message.recipient)
