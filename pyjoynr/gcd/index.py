@@ -76,6 +76,7 @@ from pyjoynr.gcd.params import (
     same_values,
 )
 from pyjoynr.gcd.store import StoredEntry, new_entry
+from pyjoynr.gcd.store import _new_entry as _make_entry
 
 __all__ = ["DirectoryIndex", "IndexStats"]
 
@@ -612,8 +613,12 @@ class DirectoryIndex:
         profile = self._profiles[self._profile_of[slot]]
         if profile is None:
             return new_entry(self._gbid[slot], *self._odd[slot])
-        return new_entry(self._gbid[slot], self._pid[slot], *profile[:8], self._seen[slot],
-                         self._expiry[slot], *profile[8:])
+        # (the store's maker itself, with the fields spelled out: no tuples sliced and no
+        # wrapper call per row of an answer)
+        return _make_entry(
+            self._gbid[slot], self._pid[slot], profile[0], profile[1], profile[2],
+            profile[3], profile[4], profile[5], profile[6], profile[7], self._seen[slot],
+            self._expiry[slot], profile[8], profile[9], profile[10])
 
     def _answer(self, slot: int) -> SharedParams:
         """The parameter object of a row for a lookup's answer (kept for the next ones)."""
