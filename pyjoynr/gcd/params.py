@@ -40,11 +40,13 @@ from pyjoynr.gcd.store import StoredEntry, entry_of
 __all__ = [
     "HASHED_FIELDS",
     "INTERNED_FIELDS",
+    "PROFILE_FIELDS",
     "UNHASHED_FIELDS",
     "ParamsTable",
     "SharedParams",
     "canonical_bytes",
     "params_digest",
+    "params_of_profile",
     "params_of_record",
 ]
 
@@ -216,15 +218,15 @@ class SharedParams:
 _VALUE_TYPES: Final = frozenset({str, int, bool, type(None)})
 
 
-def _slot_stores(source: str, offset: int) -> list[str]:
+def _slot_stores(source: str, offset: int, *, intern: bool = True) -> list[str]:
     """The lines that set the slots of ``self`` (a new SharedParams) from ``source[offset:]``
-    (text fields of INTERNED_FIELDS interned, the reference count 0), spelled out field by
-    field through the slots' descriptors (its ``__setattr__`` refuses; this is several times
-    faster than a loop of ``object.__setattr__``)."""
+    (text fields of INTERNED_FIELDS interned unless ``intern`` is false, the reference count
+    0), spelled out field by field through the slots' descriptors (its ``__setattr__``
+    refuses; this is several times faster than a loop of ``object.__setattr__``)."""
     lines = []
     for i, name in enumerate(HASHED_FIELDS):
         value = f"{source}[{i + offset}]"
-        if i in _INTERN_AT:
+        if intern and i in _INTERN_AT:
             lines.append(f"    v = {value}")
             value = "intern(v) if type(v) is str else v"
         lines.append(f"    set_{name}(self, {value})")
@@ -248,6 +250,27 @@ _fill: Final = cast(Callable[[SharedParams, Sequence[Any]], None], _compiled(
 _params_of_record: Final = cast(Callable[[Sequence[Any]], SharedParams], _compiled(
     ["def params_of_record(record):", "    self = new(SharedParams)",
      *_slot_stores("record", 1), "    return self"], "params_of_record"))
+#: the fields of a profile (gcd.index): all of HASHED_FIELDS but the participant id and the
+#: two times, in their order
+PROFILE_FIELDS: Final = tuple(name for name in HASHED_FIELDS
+                              if name not in ("participant_id", "last_seen_ms", "expiry_ms"))
+
+
+def _profile_stores() -> list[str]:
+    lines = ["def params_of_profile(participant_id, profile, last_seen_ms, expiry_ms):",
+             "    self = new(SharedParams)"]
+    for name in HASHED_FIELDS:
+        value = (name if name in ("participant_id", "last_seen_ms", "expiry_ms")
+                 else f"profile[{PROFILE_FIELDS.index(name)}]")
+        lines.append(f"    set_{name}(self, {value})")
+    return [*lines, "    set__refs(self, 0)", "    return self"]
+
+
+#: ``params_of_profile(participant_id, profile, last_seen_ms, expiry_ms)``: a new SharedParams
+#: of an index's row (``profile``: the values of PROFILE_FIELDS), its values taken as they are
+#: (checked and interned when they came in)
+params_of_profile: Final = cast(Callable[[str, Sequence[Any], int, int], SharedParams],
+                                _compiled(_profile_stores(), "params_of_profile"))
 _set_refs: Final = cast(Callable[[SharedParams, int], None], SharedParams._refs.__set__)  # type: ignore[attr-defined]
 
 

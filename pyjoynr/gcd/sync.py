@@ -36,19 +36,18 @@ in :mod:`gcd.changes`):
   as a warning), the timers try again; lookups keep being answered from the index; the age
   of the last successful catch-up is in :meth:`stats` and in the periodic log line.
 
-- **The cyclic garbage collector**: a loaded index is millions of long-lived objects (at
-  1,000,000 rows about 2.2 million), and a full collection would walk them all (0.4 to 0.7 s
-  here, every lookup waiting) each time enough new objects have survived since the last one.
-  Once the index is loaded (and after a reload has replaced it) the process's heap is
-  frozen (``gc.freeze``; collected just before the start-up load, after a reload):
-  collections leave what is alive then alone; it is still freed by reference counting when
-  it goes (the index holds no reference cycles).
+- **The cyclic garbage collector**: a loaded index holds its rows in columns (no object the
+  collector tracks per row, :mod:`gcd.index`), but the process around it may hold many
+  long-lived objects, and a full collection walks them all each time enough new objects have
+  survived since the last one. Once the index is loaded (and after a reload has replaced
+  it) the process's heap is frozen (``gc.freeze``; collected just before the start-up load,
+  after a reload): collections leave what is alive then alone; it is still freed by
+  reference counting when it goes (the index holds no reference cycles).
   :meth:`Synchronizer.stop` unfreezes it again. While a load runs the collector is paused
-  (for the whole load, not per batch: with the collector back on between batches, each
-  quarter of growth of the heap cost one full collection, some 20 at 1,000,000 rows, more
-  than a third of the load's time). Cyclic garbage made meanwhile (the load itself makes
-  none) waits: after a reload for the collection before the freeze; at start-up, where the
-  heap is frozen right after the load, until the instance reloads or stops.
+  (for the whole load, not per batch: the driver's rows of a batch are objects too).
+  Cyclic garbage made meanwhile (the load itself makes none) waits: after a reload for the
+  collection before the freeze; at start-up, where the heap is frozen right after the load,
+  until the instance reloads or stops.
 
 Everything periodic runs in tasks of the instance's :class:`~runtime.tasks.TaskSupervisor`.
 """
