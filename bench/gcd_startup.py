@@ -21,8 +21,9 @@ per store, R times (default 3):
   catch up, freeze) until it returns: the figure a restarted instance feels;
 - ``memory`` (first run only): the bytes the index of the ``split`` holds (tracemalloc),
   per row;
-- ``lookups``: L random ``find([domain], interface, now)`` (ten rows each) and
-  ``find_participant`` on the ready index: p50 / p99 in us.
+- ``lookups``: L random ``find([domain], interface, now)`` (ten rows each), the same as
+  ``find_shared`` (the rows the GCD provider answers from) and ``find_participant`` on the
+  ready index: p50 / p99 in us.
 
 ``--profile``: one more ``Synchronizer.start()`` per store under cProfile (top functions).
 """
@@ -213,14 +214,15 @@ def lookups(index: DirectoryIndex, work: Workload, count: int) -> str:
     timer = time.perf_counter_ns
     now = work.now
     out = []
-    for what in ("find", "find_participant"):
+    for what in ("find", "find_shared", "find_participant"):
         took = []
         found = 0
         for _ in range(count):
-            if what == "find":
+            if what in ("find", "find_shared"):
                 domain, interface_name = work.domain_interface(rng.randrange(work.keys))
+                find = index.find if what == "find" else index.find_shared
                 t0 = timer()
-                found += len(index.find([domain], interface_name, now))
+                found += len(find([domain], interface_name, now))
             else:
                 pid = work.pid(rng.randrange(work.entries))
                 t0 = timer()

@@ -37,9 +37,12 @@ controller...: what a fleet repeats), kept once as a tuple of interned values wi
 of the rows using it. Per participant one dict slot (the row's slot, or a tuple of its slots
 ordered by gbid); per (domain, interface), per cluster controller and per bucket an array of
 slots. A row whose values are not of the store's types (an int where a bool is kept, an
-expiry beyond int64) keeps them in a dict beside the columns. :class:`SharedParams` objects are
-made when asked for: :meth:`DirectoryIndex.shared_params_of` keeps the object it made while a
-row has its parameters (its ``refs`` counts the keys with them), lookups make fresh ones.
+expiry beyond int64) keeps them in a dict beside the columns. A lookup answers
+:data:`gcd.params.Found` tuples (participant id, GBID, last seen, expiry, the row's profile
+tuple itself): one tuple per row and no other object, as few as an index of row objects made.
+:class:`SharedParams` objects are made when asked for: :meth:`DirectoryIndex.shared_params_of`
+keeps the object it made while a row has its parameters (its ``refs`` counts the keys with
+them).
 (Costs a reader: a row is read through ``self._column[slot]`` rather than an attribute, and
 the load spells the insert out inline; a test holds the two loads equal.)
 """
@@ -50,7 +53,6 @@ import heapq
 import operator
 import sys
 from array import array
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, cast
@@ -70,9 +72,10 @@ from pyjoynr.gcd.params import (
     HASHED_FIELDS,
     INTERNED_FIELDS,
     PROFILE_FIELDS,
+    Found,
+    Profile,
     SharedParams,
     _set_refs,
-    params_of_profile,
     same_values,
 )
 from pyjoynr.gcd.store import StoredEntry, new_entry
@@ -175,7 +178,7 @@ class DirectoryIndex:
         self._at_cc = array("I")
         self._free: list[int] = []
         # the profiles: id -> values (id 0: odd rows, see _odd), the rows using each, by value
-        self._profiles: list[tuple[Any, ...] | None] = [None]
+        self._profiles: list[Profile | None] = [None]
         self._profile_refs: list[int] = [0]
         self._profile_ids: dict[tuple[Any, ...], int] = {}
         self._free_profiles: list[int] = []
@@ -196,7 +199,6 @@ class DirectoryIndex:
             for view in views.values():
                 _set_refs(view, 0)
         self._views = {}
-        self._answers: OrderedDict[int, SharedParams] = OrderedDict()
         self._tombstones: dict[Key, int] = {}
         # (version, gbid, participant_id) of tombstones, to drop them when W passes them
         # (entries of keys re-added or deleted again since are skipped when they come up)
@@ -220,18 +222,31 @@ class DirectoryIndex:
              ) -> list[StoredEntry]:
         """Live rows (``expiry_ms >= now_ms``) of any GBID in one of ``domains`` with
         ``interface_name``, each once, ordered by participant_id, gbid (as GcdStore.find)."""
-        entry = self._entry
-        return [entry(slot) for slot in self._live(domains, interface_name, now_ms)]
+        return _entries(self.find_shared(domains, interface_name, now_ms))
 
     def find_shared(self, domains: Iterable[str], interface_name: str, now_ms: int
-                    ) -> list[tuple[str, SharedParams]]:
-        """The rows of :meth:`find` as (gbid, shared parameters), in its order: what a
-        lookup answers, without a StoredEntry made per row (the parameter objects are made
-        for answers and kept for the next ones, up to ANSWER_CACHE rows: immutable, never to be
-        released by the caller, not counted in any ``refs``)."""
-        gbids, answer = self._gbid, self._answer
-        return [(cast(str, gbids[slot]), answer(slot))
-                for slot in self._live(domains, interface_name, now_ms)]
+                    ) -> list[Found]:
+        """The rows of :meth:`find` as looked-up rows (gcd.params.Found: the participant id,
+        gbid, last seen, expiry and the row's Profile, the index's own object: immutable), in
+        its order: what a lookup answers, one tuple per row and no other object made."""
+        if self._odd:  # (rows whose values are not in the columns: rare, see _set_params)
+            return [self._found(slot) for slot in self._live(domains, interface_name, now_ms)]
+        found: list[Found] = []
+        groups, expiry = self._by_interface, self._expiry
+        # (no odd row: every slot of a group has its strings and a profile)
+        pids: list[str] = self._pid  # type: ignore[assignment]
+        gbids: list[str] = self._gbid  # type: ignore[assignment]
+        profiles: list[Profile] = self._profiles  # type: ignore[assignment]
+        seen, profile_of = self._seen, self._profile_of
+        for domain in set(domains):
+            group = groups.get((domain, interface_name))
+            if group:
+                found.extend([
+                    (pids[slot], gbids[slot], seen[slot], until, profiles[profile_of[slot]])
+                    for slot in group if (until := expiry[slot]) >= now_ms])
+        if len(found) > 1:
+            found.sort()  # (by participant id, then gbid: a key is one row)
+        return found
 
     def _live(self, domains: Iterable[str], interface_name: str, now_ms: int) -> list[int]:
         found: list[int] = []
@@ -252,14 +267,40 @@ class DirectoryIndex:
     def find_participant(self, participant_id: str, now_ms: int) -> list[StoredEntry]:
         """Live rows of ``participant_id`` (one per GBID), ordered by gbid (as
         GcdStore.find_participant)."""
-        return [self._entry(slot) for slot in self._live_of(participant_id, now_ms)]
+        value = self._by_pid.get(participant_id)
+        if type(value) is not int:
+            return _entries(self.find_participant_shared(participant_id, now_ms))
+        slot = value  # (one row: most participants; as _entries makes it)
+        until = self._expiry[slot]
+        profile = self._profiles[self._profile_of[slot]]
+        if until < now_ms or profile is None:
+            return _entries(self.find_participant_shared(participant_id, now_ms))
+        (domain, interface_name, major_version, minor_version, priority, scope,
+         supports_on_change, custom_parameters, public_key_id, topic,
+         cluster_controller_id) = profile
+        return [_make_entry(self._gbid[slot], self._pid[slot], domain, interface_name,
+                            major_version, minor_version, priority, scope, supports_on_change,
+                            custom_parameters, self._seen[slot], until, public_key_id, topic,
+                            cluster_controller_id)]
 
-    def find_participant_shared(self, participant_id: str, now_ms: int
-                                ) -> list[tuple[str, SharedParams]]:
-        """The rows of :meth:`find_participant` as (gbid, shared parameters), in its order."""
-        gbids, answer = self._gbid, self._answer
-        return [(cast(str, gbids[slot]), answer(slot))
-                for slot in self._live_of(participant_id, now_ms)]
+    def find_participant_shared(self, participant_id: str, now_ms: int) -> list[Found]:
+        """The rows of :meth:`find_participant` as looked-up rows (see :meth:`find_shared`),
+        in its order."""
+        value = self._by_pid.get(participant_id)
+        if value is None:
+            return []
+        if type(value) is int:  # (one row: most participants)
+            slot = value
+            until = self._expiry[slot]
+            if until < now_ms:
+                return []
+            profile = self._profiles[self._profile_of[slot]]
+            if profile is None:
+                return [self._found(slot)]
+            found: Found = (self._pid[slot], self._gbid[slot],  # type: ignore[assignment]
+                            self._seen[slot], until, profile)  # (a live row's: strings)
+            return [found]
+        return [self._found(slot) for slot in self._live_of(participant_id, now_ms)]
 
     def gbids_of(self, participant_id: str, now_ms: int) -> list[str]:
         """The GBIDs in which ``participant_id`` has a live row, in code-point order."""
@@ -620,17 +661,15 @@ class DirectoryIndex:
             profile[3], profile[4], profile[5], profile[6], profile[7], self._seen[slot],
             self._expiry[slot], profile[8], profile[9], profile[10])
 
-    def _answer(self, slot: int) -> SharedParams:
-        """The parameter object of a row for a lookup's answer (kept for the next ones)."""
-        answer = self._answers.get(slot)
-        if answer is None:
-            if len(self._answers) >= ANSWER_CACHE:
-                self._answers.popitem(last=False)
-            profile = self._profiles[self._profile_of[slot]]
-            answer = (SharedParams(self._odd[slot]) if profile is None else params_of_profile(
-                cast(str, self._pid[slot]), profile, self._seen[slot], self._expiry[slot]))
-            self._answers[slot] = answer
-        return answer
+    def _found(self, slot: int) -> Found:
+        """The looked-up row of a slot (an odd row's Profile is made for the answer)."""
+        profile = self._profiles[self._profile_of[slot]]
+        if profile is None:
+            odd = self._odd[slot]
+            return (odd[0], cast(str, self._gbid[slot]), odd[_SEEN_AT], odd[_EXPIRY_AT],
+                    cast(Profile, tuple(odd[i] for i in _PROFILE_AT)))
+        return (cast(str, self._pid[slot]), cast(str, self._gbid[slot]), self._seen[slot],
+                self._expiry[slot], profile)
 
     def _params_key(self, slot: int) -> Any:
         """What tells a participant's rows with equal parameters (exactly: same types)."""
@@ -798,7 +837,6 @@ class DirectoryIndex:
         values = (participant_id, *_checked(_values_of(entry))[1:])
         if same_values(self._values(slot), values):
             return
-        self._answers.pop(slot, None)
         if not self._sharing(participant_id, self._params_key(slot), slot):
             self._param_sets -= 1
         old_interface, old_cc = self._group_keys(slot)
@@ -841,7 +879,6 @@ class DirectoryIndex:
         self._profile_of[slot] = _ODD
         self._pid[slot] = self._gbid[slot] = None
         self._free.append(slot)
-        self._answers.pop(slot, None)
         self._views_changed(participant_id)
         if self._sweep is not None:
             self._sweep.discard(slot)
@@ -863,8 +900,6 @@ class DirectoryIndex:
             del groups[group_key]
 
 
-#: rows whose parameter objects lookups keep for the next answers (then they start over)
-ANSWER_CACHE: Final = 16_384
 _VALUE_TYPES: Final = frozenset({str, int, bool, type(None)})
 
 
@@ -874,6 +909,18 @@ def _checked(values: tuple[Any, ...]) -> tuple[Any, ...]:
         bad = next(v for v in values if type(v) not in _VALUE_TYPES)
         raise TypeError(f"entry parameters hold str, int, bool or None, not {type(bad)!r}")
     return values
+
+
+def _entries(found: list[Found]) -> list[StoredEntry]:
+    """The StoredEntry of each looked-up row (gcd.params.entry_of_found, spelled out in one
+    comprehension: a lookup of ten rows makes them without a call per row but the maker's)."""
+    new = _make_entry
+    return [new(gbid, pid, domain, interface_name, major_version, minor_version, priority,
+                scope, supports_on_change, custom_parameters, seen, until, public_key_id, topic,
+                cluster_controller_id)
+            for pid, gbid, seen, until, (domain, interface_name, major_version, minor_version,
+                                         priority, scope, supports_on_change, custom_parameters,
+                                         public_key_id, topic, cluster_controller_id) in found]
 
 
 def _take_out(group: array[int], slot: int, at: array[int]) -> None:

@@ -33,20 +33,23 @@ import hashlib
 import operator
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final, cast, get_args
 
-from pyjoynr.gcd.store import StoredEntry, entry_of
+from pyjoynr.gcd.store import StoredEntry, entry_of, new_entry
 
 __all__ = [
     "HASHED_FIELDS",
     "INTERNED_FIELDS",
     "PROFILE_FIELDS",
     "UNHASHED_FIELDS",
+    "Found",
     "ParamsTable",
+    "Profile",
     "SharedParams",
     "canonical_bytes",
+    "entry_of_found",
+    "found_of",
     "params_digest",
-    "params_of_profile",
     "params_of_record",
 ]
 
@@ -256,21 +259,38 @@ PROFILE_FIELDS: Final = tuple(name for name in HASHED_FIELDS
                               if name not in ("participant_id", "last_seen_ms", "expiry_ms"))
 
 
-def _profile_stores() -> list[str]:
-    lines = ["def params_of_profile(participant_id, profile, last_seen_ms, expiry_ms):",
-             "    self = new(SharedParams)"]
-    for name in HASHED_FIELDS:
-        value = (name if name in ("participant_id", "last_seen_ms", "expiry_ms")
-                 else f"profile[{PROFILE_FIELDS.index(name)}]")
-        lines.append(f"    set_{name}(self, {value})")
-    return [*lines, "    set__refs(self, 0)", "    return self"]
+#: the parameters a row shares with the other rows of its kind: the values of
+#: :data:`PROFILE_FIELDS` in their order (a plain tuple: read by unpacking it, which is one
+#: step in C). The index keeps one per distinct set of them and its rows refer to it; a
+#: lookup's answer hands that same object out (:data:`Found`), so an answer makes no
+#: parameter object.
+Profile = tuple[str, str, int, int, int, str, bool, str, str, str, str]
+assert len(get_args(Profile)) == len(PROFILE_FIELDS)
+
+#: a looked-up row, as the index answers a lookup and the GCD provider reads it:
+#: ``(participant_id, gbid, last_seen_ms, expiry_ms, profile)``. A plain tuple, made once per
+#: row of an answer (the one object an answer makes per row); a list of them sorts by
+#: (participant_id, gbid) without a key (a key is one row: the comparison ends there).
+Found = tuple[str, str, int, int, Profile]
+_profile_values: Final = operator.attrgetter(*PROFILE_FIELDS)
 
 
-#: ``params_of_profile(participant_id, profile, last_seen_ms, expiry_ms)``: a new SharedParams
-#: of an index's row (``profile``: the values of PROFILE_FIELDS), its values taken as they are
-#: (checked and interned when they came in)
-params_of_profile: Final = cast(Callable[[str, Sequence[Any], int, int], SharedParams],
-                                _compiled(_profile_stores(), "params_of_profile"))
+def found_of(entry: StoredEntry) -> Found:
+    """The looked-up row of a stored entry (a new Profile: for rows not in an index)."""
+    return (entry.participant_id, entry.gbid, entry.last_seen_ms, entry.expiry_ms,
+            _profile_values(entry))
+
+
+def entry_of_found(found: Found) -> StoredEntry:
+    """The StoredEntry of a looked-up row."""
+    participant_id, gbid, last_seen_ms, expiry_ms, profile = found
+    (domain, interface_name, major_version, minor_version, priority, scope, supports_on_change,
+     custom_parameters, public_key_id, topic, cluster_controller_id) = profile
+    return new_entry(gbid, participant_id, domain, interface_name, major_version, minor_version,
+                     priority, scope, supports_on_change, custom_parameters, last_seen_ms,
+                     expiry_ms, public_key_id, topic, cluster_controller_id)
+
+
 _set_refs: Final = cast(Callable[[SharedParams, int], None], SharedParams._refs.__set__)  # type: ignore[attr-defined]
 
 

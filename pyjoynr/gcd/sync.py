@@ -71,7 +71,7 @@ from pyjoynr.gcd.changes import (
     VersionedStore,
 )
 from pyjoynr.gcd.index import DirectoryIndex
-from pyjoynr.gcd.params import SharedParams
+from pyjoynr.gcd.params import Found
 from pyjoynr.gcd.store import StoredEntry, StoreError
 from pyjoynr.runtime.logs import get_logger
 from pyjoynr.runtime.tasks import TaskSupervisor
@@ -618,13 +618,13 @@ class Synchronizer:
         return self.index.find_participant(participant_id, now_ms)
 
     def find_shared(self, domains: Sequence[str], interface_name: str, now_ms: int
-                    ) -> list[tuple[str, SharedParams]]:
-        """:meth:`find` as (gbid, shared parameters) pairs (DirectoryIndex.find_shared)."""
+                    ) -> list[Found]:
+        """:meth:`find` as looked-up rows (DirectoryIndex.find_shared)."""
         self._check_ready()
         return self.index.find_shared(domains, interface_name, now_ms)
 
     def find_participant_shared(self, participant_id: str, now_ms: int
-                                ) -> list[tuple[str, SharedParams]]:
+                                ) -> list[Found]:
         self._check_ready()
         return self.index.find_participant_shared(participant_id, now_ms)
 
