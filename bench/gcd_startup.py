@@ -12,7 +12,10 @@ per store, R times (default 3):
 
 - ``raw``: the rows read as a start-up reads them (one snapshot, batches of 10,000; asyncpg
   cursor / sqlite3 fetchmany in a thread), nothing kept: the floor of any load;
-- ``store read``: ``store.load()`` iterated, nothing kept (the raw read plus the store's own
+- ``raw read grouped`` (PostgreSQL): the same for the query of the load by columns (the rows
+  grouped by profile, a list per column: PostgresStore.load_columns), nothing kept;
+- ``store read``: the store's load (``load_columns()`` when it has one, else ``load()``)
+  iterated, nothing kept (the raw read plus the store's own
   work per batch);
 - ``split``: the same read into a DirectoryIndex by hand (the collector paused, as the
   Synchronizer does): seconds waiting for the store, in ``DirectoryIndex.load``, in
@@ -43,9 +46,9 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 import uvloop
@@ -55,7 +58,7 @@ from gcd_store import Workload
 
 from pyjoynr.gcd.changes import VersionedStore, bucket_of, row_hash
 from pyjoynr.gcd.index import DirectoryIndex
-from pyjoynr.gcd.postgres_store import PostgresStore
+from pyjoynr.gcd.postgres_store import _SELECT_COLUMNS, PostgresStore
 from pyjoynr.gcd.sqlite_store import SqliteStore
 from pyjoynr.gcd.store import COLUMNS, VERSION_COLUMNS
 from pyjoynr.gcd.sync import Synchronizer, SyncSettings
@@ -117,6 +120,21 @@ async def raw_postgres(dsn: str) -> float:
         await conn.close()
 
 
+async def raw_postgres_columns(dsn: str) -> float:
+    """The raw read of the query a load by columns makes (PostgresStore.load_columns)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        started = time.perf_counter()
+        async with conn.transaction(isolation="repeatable_read", readonly=True):
+            await conn.fetchrow("SELECT version FROM discovery_meta WHERE id = 1")
+            cursor = await conn.cursor(_SELECT_COLUMNS)
+            while await cursor.fetch(BATCH // 10):
+                pass
+        return time.perf_counter() - started
+    finally:
+        await conn.close()
+
+
 async def raw_sqlite(path: Path) -> float:
     conn = sqlite3.connect(path, check_same_thread=False)
     try:
@@ -135,9 +153,14 @@ async def raw_sqlite(path: Path) -> float:
 # ---------------------------------------------------------------------- the project's
 
 
+def loader(store: VersionedStore) -> Callable[[int], AsyncIterator[Any]]:
+    """What the Synchronizer loads through: the store's load by columns, if it has one."""
+    return cast(Callable[[int], AsyncIterator[Any]], getattr(store, "load_columns", store.load))
+
+
 async def store_read(store: VersionedStore) -> float:
     started = time.perf_counter()
-    async for _ in store.load(BATCH):
+    async for _ in loader(store)(BATCH):
         pass
     return time.perf_counter() - started
 
@@ -153,7 +176,7 @@ async def split(store: VersionedStore) -> tuple[DirectoryIndex, dict[str, float]
     snapshot = 0
     gc.disable()
     try:
-        loading = store.load(BATCH).__aiter__()
+        loading = loader(store)(BATCH).__aiter__()
         while True:
             t0 = clock()
             try:
@@ -235,11 +258,13 @@ def lookups(index: DirectoryIndex, work: Workload, count: int) -> str:
 
 
 async def measure(name: str, make: Callable[[], Any], raw: Callable[[], Any], work: Workload,
-                  args: argparse.Namespace) -> None:
+                  args: argparse.Namespace, *, raw_columns: Callable[[], Any] | None = None
+                  ) -> None:
     print(f"=== {name}, {work.entries:,} rows ===", flush=True)
     for run in range(1, args.runs + 1):
         print(f"  run {run} ({load_average()})", flush=True)
         raw_s = await raw()
+        columns_s = await raw_columns() if raw_columns is not None else None
         store = make()
         await store.open()
         try:
@@ -262,6 +287,9 @@ async def measure(name: str, make: Callable[[], Any], raw: Callable[[], Any], wo
             await ready_store.close()
             gc.collect()
         print(f"    raw read         {raw_s:8.2f} s")
+        if columns_s is not None:
+            print(f"    raw read grouped {columns_s:8.2f} s   {columns_s / raw_s:5.2f}x raw   "
+                  "(the query of the load by columns)")
         print(f"    store read       {read_s:8.2f} s   {read_s / raw_s:5.2f}x raw")
         print("    split            " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()))
         print(f"    index ready      {ready_s:8.2f} s   {ready_s / raw_s:5.2f}x raw   "
@@ -299,7 +327,8 @@ async def run(args: argparse.Namespace) -> None:
             await fill(dsn, work)
             print(f"  PostgreSQL filled in {time.perf_counter() - t0:.0f} s", flush=True)
             await measure("PostgreSQL", lambda: PostgresStore(dsn, cluster=CLUSTER),
-                          lambda: raw_postgres(dsn), work, args)
+                          lambda: raw_postgres(dsn), work, args,
+                          raw_columns=lambda: raw_postgres_columns(dsn))
 
 
 def main() -> int:
