@@ -10,12 +10,11 @@ the store computes them: PostgreSQL (a throwaway pyjoynr.testing.postgres.Postgr
 COPY, as bench/gcd_cluster.py fills it) and SQLite (a file in a temporary directory). Then
 per store, R times (default 3):
 
-- ``raw``: the rows read as a start-up reads them (one snapshot, batches of 10,000; asyncpg
+- ``raw``: the rows read one record per row (one snapshot, batches of 10,000; asyncpg
   cursor / sqlite3 fetchmany in a thread), nothing kept: the floor of any load;
-- ``raw read grouped`` (PostgreSQL): the same for the query of the load by columns (the rows
-  grouped by profile, a list per column: PostgresStore.load_columns), nothing kept;
-- ``store read``: the store's load (``load_columns()`` when it has one, else ``load()``)
-  iterated, nothing kept (the raw read plus the store's own
+- ``raw read grouped`` (PostgreSQL): the query PostgresStore.load makes (the rows grouped by
+  profile, a list per column; batches of 1,000 groups), nothing kept;
+- ``store read``: ``store.load()`` iterated, nothing kept (the raw read plus the store's own
   work per batch);
 - ``split``: the same read into a DirectoryIndex by hand (the collector paused, as the
   Synchronizer does): seconds waiting for the store, in ``DirectoryIndex.load``, in
@@ -46,9 +45,9 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import asyncpg
 import uvloop
@@ -121,7 +120,7 @@ async def raw_postgres(dsn: str) -> float:
 
 
 async def raw_postgres_columns(dsn: str) -> float:
-    """The raw read of the query a load by columns makes (PostgresStore.load_columns)."""
+    """The raw read of the query PostgresStore.load makes (the rows grouped by profile)."""
     conn = await asyncpg.connect(dsn)
     try:
         started = time.perf_counter()
@@ -153,14 +152,9 @@ async def raw_sqlite(path: Path) -> float:
 # ---------------------------------------------------------------------- the project's
 
 
-def loader(store: VersionedStore) -> Callable[[int], AsyncIterator[Any]]:
-    """What the Synchronizer loads through: the store's load by columns, if it has one."""
-    return cast(Callable[[int], AsyncIterator[Any]], getattr(store, "load_columns", store.load))
-
-
 async def store_read(store: VersionedStore) -> float:
     started = time.perf_counter()
-    async for _ in loader(store)(BATCH):
+    async for _ in store.load(BATCH):
         pass
     return time.perf_counter() - started
 
@@ -176,7 +170,7 @@ async def split(store: VersionedStore) -> tuple[DirectoryIndex, dict[str, float]
     snapshot = 0
     gc.disable()
     try:
-        loading = loader(store)(BATCH).__aiter__()
+        loading = store.load(BATCH).__aiter__()
         while True:
             t0 = clock()
             try:
@@ -289,7 +283,7 @@ async def measure(name: str, make: Callable[[], Any], raw: Callable[[], Any], wo
         print(f"    raw read         {raw_s:8.2f} s")
         if columns_s is not None:
             print(f"    raw read grouped {columns_s:8.2f} s   {columns_s / raw_s:5.2f}x raw   "
-                  "(the query of the load by columns)")
+                  "(the query of PostgresStore.load)")
         print(f"    store read       {read_s:8.2f} s   {read_s / raw_s:5.2f}x raw")
         print("    split            " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()))
         print(f"    index ready      {ready_s:8.2f} s   {ready_s / raw_s:5.2f}x raw   "

@@ -141,6 +141,14 @@ class LoadBatch:
     again."""
 
     records: Sequence[Sequence[Any]]
+    #: the same rows grouped by profile, when the store read them so (PostgreSQL): then
+    #: ``records`` is a view of them, a row's record made when it is read
+    groups: ColumnBatch | None = None
+
+    @classmethod
+    def grouped(cls, groups: ColumnBatch) -> LoadBatch:
+        """The batch of the rows of ``groups`` (its ``records`` a view of them)."""
+        return cls(_RowsOfGroups(groups), groups)
 
     @classmethod
     def of(cls, rows: Iterable[tuple[StoredEntry, int]]) -> LoadBatch:
@@ -214,6 +222,10 @@ class ColumnBatch:
             start = end
         return slices
 
+    def entries(self) -> Iterator[tuple[StoredEntry, int]]:
+        """The rows as (row, its version) pairs."""
+        return self.load_batch().entries()
+
     def load_batch(self) -> LoadBatch:
         """The same rows as a LoadBatch (COLUMNS, version, bucket, row hash per row)."""
         out = []
@@ -224,6 +236,35 @@ class ColumnBatch:
                 out.append((gbid, pid, *profile[:8], seen, expiry, *profile[8:], version,
                             bucket, hashed))
         return LoadBatch(out)
+
+
+class _RowsOfGroups(Sequence[tuple[Any, ...]]):
+    """The records of a grouped LoadBatch, one per row, made when read."""
+
+    __slots__ = ("_ends", "_groups")
+
+    def __init__(self, groups: ColumnBatch) -> None:
+        self._groups = groups.records
+        self._ends = list(accumulate(map(len, map(_participant_ids, self._groups))))
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("record index out of range")
+        at = bisect_right(self._ends, index)
+        record = self._groups[at]
+        n = index - (self._ends[at - 1] if at else 0)
+        width = len(PROFILE_COLUMNS)
+        pid, gbid, version, seen, expiry, bucket, hashed = (
+            values[n] for values in record[width:])
+        profile = record[:width]
+        return (gbid, pid, *profile[:8], seen, expiry, *profile[8:], version, bucket, hashed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,8 +317,8 @@ class VersionedStore(GcdStore, Protocol):
         ...
 
     def load(self, batch_size: int = 10_000) -> AsyncIterator[LoadBatch | int]:
-        """The whole store at one snapshot, in batches of rows; the last item yielded is the
-        snapshot's version (an int)."""
+        """The whole store at one snapshot, in batches of ``batch_size`` rows (the last one
+        fewer); the last item yielded is the snapshot's version (an int)."""
         ...
 
     async def digests(self) -> dict[int, Digest]:

@@ -446,6 +446,8 @@ class DirectoryIndex:
         call :meth:`finish_load` with the snapshot's version after the last batch."""
         self.begin_load()
         if isinstance(rows, LoadBatch):
+            if rows.groups is not None:
+                return self._load_columns(rows.groups)
             return self._load_records(rows.records)
         if isinstance(rows, ColumnBatch):
             return self._load_columns(rows)
@@ -541,11 +543,13 @@ class DirectoryIndex:
         :meth:`_load_records`, the rule of a row. (Costs a reader this third spelling of
         :meth:`_insert`; a test checks that it builds the index the others build.)"""
         width = len(_PROFILE_AT)
-        typed: list[Sequence[Any]] = []
+        typed: list[Sequence[Any]] = list(batch.records)
         other: list[Sequence[Any]] = []
-        for record in batch.records:
-            (typed if tuple(map(type, record[:width])) == _PROFILE_TYPES else other
-             ).append(record)
+        if not all(set(map(type, map(operator.itemgetter(i), typed))) <= {kind}
+                   for i, kind in enumerate(_PROFILE_TYPES)):  # (a column at a time)
+            fit = [tuple(map(type, record[:width])) == _PROFILE_TYPES for record in typed]
+            other = [record for record, ok in zip(typed, fit, strict=True) if not ok]
+            typed = [record for record, ok in zip(typed, fit, strict=True) if ok]
         taken = 0
         if other:
             taken += self._load_records(ColumnBatch(other).load_batch().records)

@@ -150,9 +150,7 @@ _LOCK_ORDER = 'gbid COLLATE "C", participant_id COLLATE "C"'
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM discovery_entries"
 #: a row and its version
 _SELECT_VERSIONED = f"SELECT {', '.join(COLUMNS)}, version FROM discovery_entries"
-#: what a load reads: LoadBatch records (COLUMNS, version, bucket, row hash)
-_SELECT_LOADED = f"SELECT {', '.join((*COLUMNS, *VERSION_COLUMNS))} FROM discovery_entries"
-#: what a load by columns reads: ColumnBatch records (a profile, then its rows' lists: every
+#: what a load reads: ColumnBatch records (a profile, then its rows' lists: every
 #: aggregate of a group takes its rows in one order, so the n-th of each list is one row's)
 _SELECT_COLUMNS = (
     f"SELECT {', '.join(PROFILE_COLUMNS)}, "
@@ -1207,9 +1205,33 @@ class PostgresStore(PlainWrites):
         return await self._transaction("changes_since", run, snapshot=True)
 
     async def load(self, batch_size: int = 10_000) -> AsyncIterator[LoadBatch | int]:
-        """One REPEATABLE READ transaction: the version, then every row through a cursor."""
-        async for item in self._read_snapshot(_SELECT_LOADED, batch_size):
-            yield item if isinstance(item, int) else LoadBatch(item)  # the Records as they are
+        """One REPEATABLE READ transaction: every row through a cursor, grouped by profile in
+        the query (a list per column of each profile's rows, which asyncpg decodes in C and
+        the index takes as lists: LoadBatch.grouped), in batches of ``batch_size`` rows (a
+        profile's lists cut where a batch ends), then the snapshot's version."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        width = len(PROFILE_COLUMNS)
+        held: list[Sequence[Any]] = []
+        rows = 0
+        async for records in self._read_snapshot(_SELECT_COLUMNS, max(1, batch_size // 10)):
+            if isinstance(records, int):
+                if held:
+                    yield LoadBatch.grouped(ColumnBatch(held))
+                yield records  # (the last item)
+                continue
+            for record in records:
+                group, count = record, len(record[width])
+                while rows + count >= batch_size:  # (this group ends a batch)
+                    cut = batch_size - rows
+                    held.append((*group[:width], *(values[:cut] for values in group[width:])))
+                    yield LoadBatch.grouped(ColumnBatch(held))
+                    held, rows = [], 0
+                    group = (*group[:width], *(values[cut:] for values in group[width:]))
+                    count -= cut
+                if count:
+                    held.append(group)
+                    rows += count
 
     async def _read_snapshot(self, query: str, batch_size: int
                              ) -> AsyncIterator[list[asyncpg.Record] | int]:
@@ -1246,6 +1268,7 @@ class PostgresStore(PlainWrites):
                 if not records:
                     break
                 ahead = asyncio.ensure_future(cursor.fetch(batch_size))
+                await asyncio.sleep(0)  # (the request goes out before the caller takes over)
                 yield records
             yield version
         finally:
@@ -1260,15 +1283,6 @@ class PostgresStore(PlainWrites):
                     # holds it open, and the release logs an ERROR and rolls back again
                     await transaction.rollback()
             await self._release(pool, conn)
-
-    async def load_columns(self, batch_size: int = 10_000
-                           ) -> AsyncIterator[ColumnBatch | int]:
-        """:meth:`load` with the rows grouped by profile in the query (gcd.changes.
-        ColumnBatch: asyncpg decodes a record's lists in C, and the index takes them as
-        lists): one REPEATABLE READ transaction, the version, then the groups through a
-        cursor, about ``batch_size`` rows per batch (fetched by groups: a tenth of it)."""
-        async for item in self._read_snapshot(_SELECT_COLUMNS, max(1, batch_size // 10)):
-            yield item if isinstance(item, int) else ColumnBatch(item)
 
     async def digests(self) -> dict[int, Digest]:
         async def run(conn: asyncpg.Connection) -> dict[int, Digest]:

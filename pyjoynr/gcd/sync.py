@@ -58,13 +58,12 @@ import asyncio
 import contextlib
 import gc
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from pyjoynr.gcd.changes import (
     Change,
-    ColumnBatch,
     Digest,
     LoadBatch,
     Notifier,
@@ -424,17 +423,13 @@ class Synchronizer:
         index = self._index_factory()
         snapshot: int | None = None
         rows = self._rows_loaded = 0
-        # a store that can group its rows by profile hands them over as columns
-        # (PostgresStore.load_columns: gcd.changes.ColumnBatch), any other row by row
-        loading: Callable[[int], AsyncIterator[LoadBatch | ColumnBatch | int]] = getattr(
-            self.store, "load_columns", self.store.load)
         with _collector_paused():
-            async for item in loading(self.settings.batch_size):
+            async for item in self.store.load(self.settings.batch_size):
                 if isinstance(item, int):
                     snapshot = item
                     continue
-                if isinstance(item, ColumnBatch):
-                    for part in item.split(_COLUMN_SLICE):
+                if item.groups is not None:  # (rows grouped by profile: PostgreSQL)
+                    for part in item.groups.split(_COLUMN_SLICE):
                         index.load(part)
                         rows += len(part)
                         self._rows_loaded = rows
