@@ -281,7 +281,7 @@ class DirectoryIndex:
         (domain, interface_name, major_version, minor_version, priority, scope,
          supports_on_change, custom_parameters, public_key_id, topic,
          cluster_controller_id) = profile
-        return [_make_entry(self._gbid[slot], self._pid[slot], domain, interface_name,
+        return [_make_entry(self._gbid[slot], participant_id, domain, interface_name,
                             major_version, minor_version, priority, scope, supports_on_change,
                             custom_parameters, self._seen[slot], until, public_key_id, topic,
                             cluster_controller_id)]
@@ -300,8 +300,9 @@ class DirectoryIndex:
             profile = self._profiles[self._profile_of[slot]]
             if profile is None:
                 return [self._found(slot)]
-            found: Found = (self._pid[slot], self._gbid[slot],  # type: ignore[assignment]
-                            self._seen[slot], until, profile)  # (a live row's: strings)
+            # (the participant id asked for: equal to the row's, and one read fewer)
+            found: Found = (participant_id, self._gbid[slot],  # type: ignore[assignment]
+                            self._seen[slot], until, profile)
             return [found]
         return [self._found(slot) for slot in self._live_of(participant_id, now_ms)]
 
