@@ -127,7 +127,7 @@ FILL_BATCH = 10_000
 #: time at start-up, convergence between instances
 GOAL_P99_US = 35.0
 GOAL_MQTT_RATIO = 1.1
-GOAL_BYTES_PER_ENTRY = 600.0
+GOAL_BYTES_PER_ENTRY = 250.0
 GOAL_LOAD_S = 5.0
 #: how often the start-up figure's client asks until the first answer
 FIRST_ANSWER_POLL_S = 0.02

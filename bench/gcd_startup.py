@@ -10,8 +10,10 @@ the store computes them: PostgreSQL (a throwaway pyjoynr.testing.postgres.Postgr
 COPY, as bench/gcd_cluster.py fills it) and SQLite (a file in a temporary directory). Then
 per store, R times (default 3):
 
-- ``raw``: the rows read as a start-up reads them (one snapshot, batches of 10,000; asyncpg
+- ``raw``: the rows read one record per row (one snapshot, batches of 10,000; asyncpg
   cursor / sqlite3 fetchmany in a thread), nothing kept: the floor of any load;
+- ``raw read grouped`` (PostgreSQL): the query PostgresStore.load makes (the rows grouped by
+  profile, a list per column; batches of 1,000 groups), nothing kept;
 - ``store read``: ``store.load()`` iterated, nothing kept (the raw read plus the store's own
   work per batch);
 - ``split``: the same read into a DirectoryIndex by hand (the collector paused, as the
@@ -21,8 +23,9 @@ per store, R times (default 3):
   catch up, freeze) until it returns: the figure a restarted instance feels;
 - ``memory`` (first run only): the bytes the index of the ``split`` holds (tracemalloc),
   per row;
-- ``lookups``: L random ``find([domain], interface, now)`` (ten rows each) and
-  ``find_participant`` on the ready index: p50 / p99 in us.
+- ``lookups``: L random ``find([domain], interface, now)`` (ten rows each), the same as
+  ``find_shared`` (the rows the GCD provider answers from) and ``find_participant`` on the
+  ready index: p50 / p99 in us.
 
 ``--profile``: one more ``Synchronizer.start()`` per store under cProfile (top functions).
 """
@@ -54,7 +57,7 @@ from gcd_store import Workload
 
 from pyjoynr.gcd.changes import VersionedStore, bucket_of, row_hash
 from pyjoynr.gcd.index import DirectoryIndex
-from pyjoynr.gcd.postgres_store import PostgresStore
+from pyjoynr.gcd.postgres_store import _SELECT_COLUMNS, PostgresStore
 from pyjoynr.gcd.sqlite_store import SqliteStore
 from pyjoynr.gcd.store import COLUMNS, VERSION_COLUMNS
 from pyjoynr.gcd.sync import Synchronizer, SyncSettings
@@ -110,6 +113,21 @@ async def raw_postgres(dsn: str) -> float:
             await conn.fetchrow("SELECT version FROM discovery_meta WHERE id = 1")
             cursor = await conn.cursor(_LOADED)
             while await cursor.fetch(BATCH):
+                pass
+        return time.perf_counter() - started
+    finally:
+        await conn.close()
+
+
+async def raw_postgres_columns(dsn: str) -> float:
+    """The raw read of the query PostgresStore.load makes (the rows grouped by profile)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        started = time.perf_counter()
+        async with conn.transaction(isolation="repeatable_read", readonly=True):
+            await conn.fetchrow("SELECT version FROM discovery_meta WHERE id = 1")
+            cursor = await conn.cursor(_SELECT_COLUMNS)
+            while await cursor.fetch(BATCH // 10):
                 pass
         return time.perf_counter() - started
     finally:
@@ -213,14 +231,15 @@ def lookups(index: DirectoryIndex, work: Workload, count: int) -> str:
     timer = time.perf_counter_ns
     now = work.now
     out = []
-    for what in ("find", "find_participant"):
+    for what in ("find", "find_shared", "find_participant"):
         took = []
         found = 0
         for _ in range(count):
-            if what == "find":
+            if what in ("find", "find_shared"):
                 domain, interface_name = work.domain_interface(rng.randrange(work.keys))
+                find = index.find if what == "find" else index.find_shared
                 t0 = timer()
-                found += len(index.find([domain], interface_name, now))
+                found += len(find([domain], interface_name, now))
             else:
                 pid = work.pid(rng.randrange(work.entries))
                 t0 = timer()
@@ -233,11 +252,13 @@ def lookups(index: DirectoryIndex, work: Workload, count: int) -> str:
 
 
 async def measure(name: str, make: Callable[[], Any], raw: Callable[[], Any], work: Workload,
-                  args: argparse.Namespace) -> None:
+                  args: argparse.Namespace, *, raw_columns: Callable[[], Any] | None = None
+                  ) -> None:
     print(f"=== {name}, {work.entries:,} rows ===", flush=True)
     for run in range(1, args.runs + 1):
         print(f"  run {run} ({load_average()})", flush=True)
         raw_s = await raw()
+        columns_s = await raw_columns() if raw_columns is not None else None
         store = make()
         await store.open()
         try:
@@ -260,6 +281,9 @@ async def measure(name: str, make: Callable[[], Any], raw: Callable[[], Any], wo
             await ready_store.close()
             gc.collect()
         print(f"    raw read         {raw_s:8.2f} s")
+        if columns_s is not None:
+            print(f"    raw read grouped {columns_s:8.2f} s   {columns_s / raw_s:5.2f}x raw   "
+                  "(the query of PostgresStore.load)")
         print(f"    store read       {read_s:8.2f} s   {read_s / raw_s:5.2f}x raw")
         print("    split            " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()))
         print(f"    index ready      {ready_s:8.2f} s   {ready_s / raw_s:5.2f}x raw   "
@@ -297,7 +321,8 @@ async def run(args: argparse.Namespace) -> None:
             await fill(dsn, work)
             print(f"  PostgreSQL filled in {time.perf_counter() - t0:.0f} s", flush=True)
             await measure("PostgreSQL", lambda: PostgresStore(dsn, cluster=CLUSTER),
-                          lambda: raw_postgres(dsn), work, args)
+                          lambda: raw_postgres(dsn), work, args,
+                          raw_columns=lambda: raw_postgres_columns(dsn))
 
 
 def main() -> int:

@@ -21,7 +21,8 @@ Modules, from what other programs see to how one instance runs:
 - :mod:`gcd.postgres_store` - the store in PostgreSQL (shared by several instances), and its
   PostgresNotifier (LISTEN on the cluster's channel).
 - :mod:`gcd.index` - DirectoryIndex, the in-memory copy of the whole store that answers the
-  lookups (pure); :mod:`gcd.params` - the shared, reference-counted entry parameters.
+  lookups (pure); :mod:`gcd.params` - the shared, reference-counted entry parameters, a
+  row's profile and the looked-up row the index answers (Found).
 - :mod:`gcd.sync` - Synchronizer: keeps one instance's index equal to the store (start-up
   load, catch-up on notifications and a timer, drift repair, purges, outage, its figures).
 - :mod:`gcd.service` - one instance assembled: its configuration (GcdSettings, GcdConfig), the

@@ -33,17 +33,22 @@ import hashlib
 import operator
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final, cast, get_args
 
-from pyjoynr.gcd.store import StoredEntry, entry_of
+from pyjoynr.gcd.store import StoredEntry, entry_of, new_entry
 
 __all__ = [
     "HASHED_FIELDS",
     "INTERNED_FIELDS",
+    "PROFILE_FIELDS",
     "UNHASHED_FIELDS",
+    "Found",
     "ParamsTable",
+    "Profile",
     "SharedParams",
     "canonical_bytes",
+    "entry_of_found",
+    "found_of",
     "params_digest",
     "params_of_record",
 ]
@@ -216,15 +221,15 @@ class SharedParams:
 _VALUE_TYPES: Final = frozenset({str, int, bool, type(None)})
 
 
-def _slot_stores(source: str, offset: int) -> list[str]:
+def _slot_stores(source: str, offset: int, *, intern: bool = True) -> list[str]:
     """The lines that set the slots of ``self`` (a new SharedParams) from ``source[offset:]``
-    (text fields of INTERNED_FIELDS interned, the reference count 0), spelled out field by
-    field through the slots' descriptors (its ``__setattr__`` refuses; this is several times
-    faster than a loop of ``object.__setattr__``)."""
+    (text fields of INTERNED_FIELDS interned unless ``intern`` is false, the reference count
+    0), spelled out field by field through the slots' descriptors (its ``__setattr__``
+    refuses; this is several times faster than a loop of ``object.__setattr__``)."""
     lines = []
     for i, name in enumerate(HASHED_FIELDS):
         value = f"{source}[{i + offset}]"
-        if i in _INTERN_AT:
+        if intern and i in _INTERN_AT:
             lines.append(f"    v = {value}")
             value = "intern(v) if type(v) is str else v"
         lines.append(f"    set_{name}(self, {value})")
@@ -248,6 +253,44 @@ _fill: Final = cast(Callable[[SharedParams, Sequence[Any]], None], _compiled(
 _params_of_record: Final = cast(Callable[[Sequence[Any]], SharedParams], _compiled(
     ["def params_of_record(record):", "    self = new(SharedParams)",
      *_slot_stores("record", 1), "    return self"], "params_of_record"))
+#: the fields of a profile (gcd.index): all of HASHED_FIELDS but the participant id and the
+#: two times, in their order
+PROFILE_FIELDS: Final = tuple(name for name in HASHED_FIELDS
+                              if name not in ("participant_id", "last_seen_ms", "expiry_ms"))
+
+
+#: the parameters a row shares with the other rows of its kind: the values of
+#: :data:`PROFILE_FIELDS` in their order (a plain tuple: read by unpacking it, which is one
+#: step in C). The index keeps one per distinct set of them and its rows refer to it; a
+#: lookup's answer hands that same object out (:data:`Found`), so an answer makes no
+#: parameter object.
+Profile = tuple[str, str, int, int, int, str, bool, str, str, str, str]
+assert len(get_args(Profile)) == len(PROFILE_FIELDS)
+
+#: a looked-up row, as the index answers a lookup and the GCD provider reads it:
+#: ``(participant_id, gbid, last_seen_ms, expiry_ms, profile)``. A plain tuple, made once per
+#: row of an answer (the one object an answer makes per row); a list of them sorts by
+#: (participant_id, gbid) without a key (a key is one row: the comparison ends there).
+Found = tuple[str, str, int, int, Profile]
+_profile_values: Final = operator.attrgetter(*PROFILE_FIELDS)
+
+
+def found_of(entry: StoredEntry) -> Found:
+    """The looked-up row of a stored entry (a new Profile: for rows not in an index)."""
+    return (entry.participant_id, entry.gbid, entry.last_seen_ms, entry.expiry_ms,
+            _profile_values(entry))
+
+
+def entry_of_found(found: Found) -> StoredEntry:
+    """The StoredEntry of a looked-up row."""
+    participant_id, gbid, last_seen_ms, expiry_ms, profile = found
+    (domain, interface_name, major_version, minor_version, priority, scope, supports_on_change,
+     custom_parameters, public_key_id, topic, cluster_controller_id) = profile
+    return new_entry(gbid, participant_id, domain, interface_name, major_version, minor_version,
+                     priority, scope, supports_on_change, custom_parameters, last_seen_ms,
+                     expiry_ms, public_key_id, topic, cluster_controller_id)
+
+
 _set_refs: Final = cast(Callable[[SharedParams, int], None], SharedParams._refs.__set__)  # type: ignore[attr-defined]
 
 

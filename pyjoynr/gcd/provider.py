@@ -60,7 +60,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, NoReturn, TypeVar, cast
 
 from pyjoynr.gcd.changes import Change, VersionedStore
-from pyjoynr.gcd.params import SharedParams
+from pyjoynr.gcd.params import Found, found_of
 from pyjoynr.gcd.store import GcdStore, RemoveOutcome, StoredEntry, StoreError
 from pyjoynr.gcd.sync import NotReady, Synchronizer
 from pyjoynr.programming.discovery_types import (
@@ -185,24 +185,19 @@ def _decoded_custom_parameters(stored: str) -> tuple[tuple[str, str], ...]:
     return tuple((name, value) for name, value in json.loads(stored))
 
 
-#: a looked-up row: its GBID and the index's shared parameters (the fields of a StoredEntry
-#: but the gbid: gcd.params.HASHED_FIELDS)
-Found = tuple[str, SharedParams]
-
-
 def _from_row(found: Found) -> GlobalDiscoveryEntry:
-    gbid, row = found
-    stored = row.custom_parameters
-    scope = _SCOPES.get(row.scope)
+    participant_id, gbid, last_seen_ms, expiry_ms, profile = found
+    (domain, interface_name, major_version, minor_version, priority, scope, supports_on_change,
+     stored, public_key_id, topic, _) = profile
+    known_scope = _SCOPES.get(scope)
     return GlobalDiscoveryEntry(
-        Version(row.major_version, row.minor_version), row.domain, row.interface_name,
-        row.participant_id,
+        Version(major_version, minor_version), domain, interface_name, participant_id,
         ProviderQos(
             [] if stored == _NO_CUSTOM_PARAMETERS else
             [CustomParameter(n, v) for n, v in _decoded_custom_parameters(stored)],
-            row.priority, scope if scope is not None else ProviderScope(row.scope),
-            row.supports_on_change),
-        row.last_seen_ms, row.expiry_ms, row.public_key_id, _address_json(gbid, row.topic),
+            priority, known_scope if known_scope is not None else ProviderScope(scope),
+            supports_on_change),
+        last_seen_ms, expiry_ms, public_key_id, _address_json(gbid, topic),
     )
 
 
@@ -223,17 +218,16 @@ def _wire_of_row(found: Found) -> dict[str, Any]:
     """What ``to_wire(_from_row(found))`` makes, made directly (a lookup's answer sent as a
     message: about five times faster). tests/unit/test_gcd_wire_form.py holds the two equal,
     byte for byte once packed."""
-    gbid, row = found
+    participant_id, gbid, last_seen_ms, expiry_ms, profile = found
+    (domain, interface_name, major_version, minor_version, priority, scope, supports_on_change,
+     custom_parameters, public_key_id, topic, _) = profile
     return {
-        "provider_version": {"major_version": row.major_version,
-                             "minor_version": row.minor_version},
-        "domain": row.domain, "interface_name": row.interface_name,
-        "participant_id": row.participant_id,
-        "qos": _wire_qos(row.custom_parameters, row.priority, row.scope,
-                         row.supports_on_change),
-        "last_seen_date_ms": row.last_seen_ms, "expiry_date_ms": row.expiry_ms,
-        "public_key_id": row.public_key_id,
-        "address": _address_json(gbid, row.topic),
+        "provider_version": {"major_version": major_version, "minor_version": minor_version},
+        "domain": domain, "interface_name": interface_name, "participant_id": participant_id,
+        "qos": _wire_qos(custom_parameters, priority, scope, supports_on_change),
+        "last_seen_date_ms": last_seen_ms, "expiry_date_ms": expiry_ms,
+        "public_key_id": public_key_id,
+        "address": _address_json(gbid, topic),
     }
 
 
@@ -380,10 +374,10 @@ class GcdProvider(GlobalCapabilitiesDirectoryProviderBase):
         listed GBID it is registered in; participants in none of them are left out."""
         if len(gbids) == 1:  # the common case: a key (gbid, participant) is one row
             only = gbids[0]
-            return [row for row in rows if row[0] == only]
+            return [row for row in rows if row[1] == only]
         by_pid: dict[str, dict[str, Found]] = {}
         for row in rows:
-            by_pid.setdefault(row[1].participant_id, {})[row[0]] = row
+            by_pid.setdefault(row[0], {})[row[1]] = row
         listed = list(gbids)
         if self.own_gbid in listed:
             listed.remove(self.own_gbid)
@@ -400,8 +394,7 @@ class GcdProvider(GlobalCapabilitiesDirectoryProviderBase):
                           modelled: bool) -> list[Found]:
         """A lookup answered by reading the store (while the index loads)."""
         self.store_lookups += 1
-        return [(entry.gbid, SharedParams.of(entry))
-                for entry in await self._store("lookup", read, modelled=modelled)]
+        return [found_of(entry) for entry in await self._store("lookup", read, modelled=modelled)]
 
     async def _find(self, domains: list[str], interface_name: str, modelled: bool
                     ) -> list[Found]:

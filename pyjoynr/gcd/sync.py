@@ -36,19 +36,18 @@ in :mod:`gcd.changes`):
   as a warning), the timers try again; lookups keep being answered from the index; the age
   of the last successful catch-up is in :meth:`stats` and in the periodic log line.
 
-- **The cyclic garbage collector**: a loaded index is millions of long-lived objects (at
-  1,000,000 rows about 2.2 million), and a full collection would walk them all (0.4 to 0.7 s
-  here, every lookup waiting) each time enough new objects have survived since the last one.
-  Once the index is loaded (and after a reload has replaced it) the process's heap is
-  frozen (``gc.freeze``; collected just before the start-up load, after a reload):
-  collections leave what is alive then alone; it is still freed by reference counting when
-  it goes (the index holds no reference cycles).
+- **The cyclic garbage collector**: a loaded index holds its rows in columns (no object the
+  collector tracks per row, :mod:`gcd.index`), but the process around it may hold many
+  long-lived objects, and a full collection walks them all each time enough new objects have
+  survived since the last one. Once the index is loaded (and after a reload has replaced
+  it) the process's heap is frozen (``gc.freeze``; collected just before the start-up load,
+  after a reload): collections leave what is alive then alone; it is still freed by
+  reference counting when it goes (the index holds no reference cycles).
   :meth:`Synchronizer.stop` unfreezes it again. While a load runs the collector is paused
-  (for the whole load, not per batch: with the collector back on between batches, each
-  quarter of growth of the heap cost one full collection, some 20 at 1,000,000 rows, more
-  than a third of the load's time). Cyclic garbage made meanwhile (the load itself makes
-  none) waits: after a reload for the collection before the freeze; at start-up, where the
-  heap is frozen right after the load, until the instance reloads or stops.
+  (for the whole load, not per batch: the driver's rows of a batch are objects too).
+  Cyclic garbage made meanwhile (the load itself makes none) waits: after a reload for the
+  collection before the freeze; at start-up, where the heap is frozen right after the load,
+  until the instance reloads or stops.
 
 Everything periodic runs in tasks of the instance's :class:`~runtime.tasks.TaskSupervisor`.
 """
@@ -72,7 +71,7 @@ from pyjoynr.gcd.changes import (
     VersionedStore,
 )
 from pyjoynr.gcd.index import DirectoryIndex
-from pyjoynr.gcd.params import SharedParams
+from pyjoynr.gcd.params import Found
 from pyjoynr.gcd.store import StoredEntry, StoreError
 from pyjoynr.runtime.logs import get_logger
 from pyjoynr.runtime.tasks import TaskSupervisor
@@ -84,6 +83,8 @@ log = get_logger(__name__)
 #: rows a load takes into its index per turn of the event loop (a few milliseconds: the
 #: lookups served meanwhile wait at most that long for a turn)
 _LOAD_SLICE = 1_000
+#: the same for a load by columns (a row costs a fraction of a row's step there)
+_COLUMN_SLICE = 5_000
 #: how many buckets one ``rows_in_buckets`` call of a repair asks for at most
 _REPAIR_CHUNK = 256
 #: how often a repair fetches rows again whose snapshot a catch-up overtook
@@ -427,6 +428,13 @@ class Synchronizer:
                 if isinstance(item, int):
                     snapshot = item
                     continue
+                if item.groups is not None:  # (rows grouped by profile: PostgreSQL)
+                    for part in item.groups.split(_COLUMN_SLICE):
+                        index.load(part)
+                        rows += len(part)
+                        self._rows_loaded = rows
+                        await asyncio.sleep(0)  # (as below)
+                    continue
                 records = item.records
                 for start in range(0, len(records), _LOAD_SLICE):
                     index.load(LoadBatch(records[start:start + _LOAD_SLICE])
@@ -619,13 +627,13 @@ class Synchronizer:
         return self.index.find_participant(participant_id, now_ms)
 
     def find_shared(self, domains: Sequence[str], interface_name: str, now_ms: int
-                    ) -> list[tuple[str, SharedParams]]:
-        """:meth:`find` as (gbid, shared parameters) pairs (DirectoryIndex.find_shared)."""
+                    ) -> list[Found]:
+        """:meth:`find` as looked-up rows (DirectoryIndex.find_shared)."""
         self._check_ready()
         return self.index.find_shared(domains, interface_name, now_ms)
 
     def find_participant_shared(self, participant_id: str, now_ms: int
-                                ) -> list[tuple[str, SharedParams]]:
+                                ) -> list[Found]:
         self._check_ready()
         return self.index.find_participant_shared(participant_id, now_ms)
 

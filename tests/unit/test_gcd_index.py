@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -804,3 +805,41 @@ def test_a_load_refuses_a_record_holding_a_value_of_another_type() -> None:
     bad = (*record[:4], 1.5, *record[5:])  # minor version a float
     with pytest.raises(TypeError, match="float"):
         DirectoryIndex().load(LoadBatch([bad]))
+
+
+def _loaded(rows: int, *, gbids: int = 1) -> tuple[DirectoryIndex, list[tuple[StoredEntry, int]]]:
+    """An index loaded with ``rows`` rows of one fleet profile (fresh strings, as a driver
+    gives them), through LoadBatch records as a store hands them out."""
+    pairs = [(entry(f"p{i // gbids:05d}", f"g{i % gbids}",
+                    domain="".join(["d", "0"]), last_seen_ms=i, expiry_ms=10_000 + i), i + 1)
+             for i in range(rows)]
+    index = DirectoryIndex()
+    index.load(LoadBatch.of(pairs))
+    index.finish_load(rows)
+    return index, pairs
+
+
+def test_a_loaded_index_holds_no_object_the_collector_tracks_per_row() -> None:
+    """Its rows are columns: a full collection's walk does not grow with the rows (a slotted
+    object per row made two tracked objects per row). Tracked per index: its bucket arrays."""
+    tracked = []
+    for rows in (2_000, 4_000):
+        gc.collect()
+        before = len(gc.get_objects())
+        index, _ = _loaded(rows, gbids=2)
+        gc.collect()
+        tracked.append(len(gc.get_objects()) - before)
+        assert len(index) == rows and index.stats().participants == rows // 2
+        del index
+    assert tracked[1] - tracked[0] < 100, f"tracked objects per index: {tracked}"
+
+
+def test_a_loaded_index_keeps_each_repeated_value_once() -> None:
+    """A fleet's rows repeat their profile (domain, interface, versions, QoS, topic, cluster
+    controller): it is kept once, however many rows use it; a participant's id once."""
+    index, _ = _loaded(300, gbids=3)
+    assert len(index._profiles) == 2  # (the odd rows' place and the one profile)
+    found = index.find_participant("p00007", 0)
+    assert [e.gbid for e in found] == ["g0", "g1", "g2"]
+    assert len({id(e.participant_id) for e in found}) == 1
+    assert len({id(e.domain) for e in index.find(["d0"], "i", 0)}) == 1

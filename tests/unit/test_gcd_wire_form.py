@@ -11,7 +11,7 @@ import msgpack
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyjoynr.gcd.params import SharedParams
+from pyjoynr.gcd.params import found_of
 from pyjoynr.gcd.provider import _address_json, _from_row, _wire_of_row
 from pyjoynr.gcd.store import StoredEntry
 from pyjoynr.programming.system_interfaces import address_to_json
@@ -38,7 +38,7 @@ rows = st.builds(
 
 @given(rows)
 def test_the_direct_wire_form_is_the_typed_entrys(entry: StoredEntry) -> None:
-    found = (entry.gbid, SharedParams.of(entry))
+    found = found_of(entry)
     direct, typed = _wire_of_row(found), to_wire(_from_row(found))
     assert direct == typed
     pack = msgpack.Packer(use_bin_type=True).pack
