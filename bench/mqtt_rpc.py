@@ -22,10 +22,11 @@ subscribed to ``b/#``, waits for it (four MQTT legs, no websocket). The payload 
 request frame of the same echo call (same byte size). The clients have the project's
 connection options (MQTT 5, at most 100 QoS 1 messages unacknowledged), and:
 
-- raw gmqtt ping-pong (the baseline of the goal: project p50 <= 1.3 x its p50): the
+- raw gmqtt ping-pong (reference: the bare MQTT round trip): the
   same with gmqtt clients (asyncio's sockets: TCP_NODELAY); A's ``publish()`` returns at once,
   B's on_message publishes the echo, A's on_message completes the call;
-- raw composed (reference, like with like): the project's hops done raw: runtime A (websockets
+- raw composed (the baseline of the goal, like with like: project p50 <= 1.1 x its p50):
+  the project's hops done raw: runtime A (websockets
   client) -> a bare websockets relay -> gmqtt -> broker -> gmqtt -> a bare websockets relay
   -> runtime B echoes, and back: four MQTT legs and four websocket hops;
 - raw aiomqtt ping-pong, TCP_NODELAY: the client sockets have TCP_NODELAY set
@@ -92,8 +93,8 @@ from pyjoynr.transports.mqtt.client import MqttSession, open_session
 from pyjoynr.transports.mqtt.settings import MqttSettings, parse_broker_url
 
 NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
-#: the goal: project p50 / raw gmqtt ping-pong p50 at most this
-GOAL = 1.3
+#: the goal: project p50 / raw composed p50 (like with like) at most this
+GOAL = 1.1
 
 
 class Replies:
@@ -379,10 +380,10 @@ async def run(args: argparse.Namespace) -> int:
             report(best)
             project_stats, gmqtt_stats, composed_stats = list(best.values())[:3]
             native_stats = list(best.values())[-1]
-            ratio = project_stats.p50_us / gmqtt_stats.p50_us
-            print(f"p50 project / raw gmqtt ping-pong: {ratio:4.2f}x   goal <= {GOAL}x: "
-                  f"{'met' if ratio <= GOAL else 'MISSED'}   (project / raw composed, like "
-                  f"with like: {project_stats.p50_us / composed_stats.p50_us:4.2f}x)")
+            ratio = project_stats.p50_us / composed_stats.p50_us
+            print(f"p50 project / raw composed (like with like): {ratio:4.2f}x   goal <= "
+                  f"{GOAL}x: {'met' if ratio <= GOAL else 'MISSED'}   (project / raw gmqtt "
+                  f"ping-pong: {project_stats.p50_us / gmqtt_stats.p50_us:4.2f}x)")
             # the composed path's floor with MQTT legs as fast as the project's own client:
             # its gmqtt round trip exchanged for the native one (an estimate from these p50s)
             floor = composed_stats.p50_us - gmqtt_stats.p50_us + native_stats.p50_us

@@ -23,7 +23,8 @@ sending a project request frame of the same echo call (same byte size), one at a
 
 Rounds alternate project, raw echo, raw relay, project, ...; each figure printed (p50, p99,
 mean in microseconds; round trips per second) is the best of the R rounds for that figure (this
-machine is noisy), with the ratios project/raw. No goal is set for this one.
+machine is noisy), with the ratios project/raw and the goal: project p50 <= 1.1 x the raw
+relay + echo's p50 (the CC's shape without the CC).
 ``--profile`` adds one project round under cProfile (not counted) and prints the top functions.
 """
 
@@ -180,7 +181,7 @@ async def run(args: argparse.Namespace) -> int:
         paths = {
             "project (CC + 2 libjoynr runtimes, 4 hops)": project_call,
             "raw websockets echo (2 hops)": round_trip(client, frame),
-            "raw websockets relay + echo (4 hops)": round_trip(relay.client, frame),
+            RELAY: round_trip(relay.client, frame),
         }
         try:
             best = await measure(paths, args.calls, args.rounds)
@@ -188,6 +189,7 @@ async def run(args: argparse.Namespace) -> int:
             print(f"TIMEOUT: a round did not finish; counters: {setup.counters() or 'none'}")
             return 1
         report(best)
+        report_goal(best)
         dropped = setup.dropped()
         counters = setup.counters()
         print(f"dropped: {dropped:,}" + (f"; counters: {counters}" if counters else ""))
@@ -212,6 +214,10 @@ async def measure(paths: dict[str, Callable[[], Awaitable[None]]], calls: int, r
         print(f"  round {i}: p50/p99 us (project, raw echo, raw relay)  " + "   ".join(figures))
     return best
 
+#: the goal's baseline, and the goal: project p50 / its p50 at most this
+RELAY = "raw websockets relay + echo (4 hops)"
+GOAL = 1.1
+
 
 def report(best: dict[str, Stats]) -> None:
     (_, project), *raws = best.items()
@@ -223,6 +229,13 @@ def report(best: dict[str, Stats]) -> None:
               f"p99 {project.p99_us / raw.p99_us:4.2f}x   "
               f"mean {project.mean_us / raw.mean_us:4.2f}x   "
               f"round trips/s {project.per_s / raw.per_s:4.2f}")
+
+
+def report_goal(best: dict[str, Stats]) -> None:
+    """The goal's line: the project's p50 against the raw relay + echo's."""
+    ratio = next(iter(best.values())).p50_us / best[RELAY].p50_us
+    print(f"p50 project / {RELAY}: {ratio:4.2f}x   goal <= {GOAL}x: "
+          f"{'met' if ratio <= GOAL else 'MISSED'}")
 
 
 def main() -> int:
