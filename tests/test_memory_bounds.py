@@ -218,7 +218,7 @@ async def test_an_oversized_publish_never_reaches_the_cc_through_the_embedded_br
                               protocol=aiomqtt.ProtocolVersion.V311, timeout=10) as client:
         try:
             await client.publish(f"joynr/cc/{cc.id}/hostile", os.urandom(20 * MB), qos=1,
-                                 timeout=30)
+                                 timeout=5)
         except aiomqtt.MqttError:
             refused = True
     loaded = cc.rss
