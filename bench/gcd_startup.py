@@ -105,29 +105,16 @@ async def fill_sqlite(path: Path, work: Workload) -> None:
 # ---------------------------------------------------------------------- the raw reads
 
 
-async def raw_postgres(dsn: str) -> float:
+async def raw_postgres(dsn: str, query: str = _LOADED, batch: int = BATCH) -> float:
+    """The raw read of ``query``'s records through a cursor in one snapshot, ``batch`` at a
+    time, nothing kept (by default the rows as a row-by-row load reads them)."""
     conn = await asyncpg.connect(dsn)
     try:
         started = time.perf_counter()
         async with conn.transaction(isolation="repeatable_read", readonly=True):
             await conn.fetchrow("SELECT version FROM discovery_meta WHERE id = 1")
-            cursor = await conn.cursor(_LOADED)
-            while await cursor.fetch(BATCH):
-                pass
-        return time.perf_counter() - started
-    finally:
-        await conn.close()
-
-
-async def raw_postgres_columns(dsn: str) -> float:
-    """The raw read of the query PostgresStore.load makes (the rows grouped by profile)."""
-    conn = await asyncpg.connect(dsn)
-    try:
-        started = time.perf_counter()
-        async with conn.transaction(isolation="repeatable_read", readonly=True):
-            await conn.fetchrow("SELECT version FROM discovery_meta WHERE id = 1")
-            cursor = await conn.cursor(_SELECT_COLUMNS)
-            while await cursor.fetch(BATCH // 10):
+            cursor = await conn.cursor(query)
+            while await cursor.fetch(batch):
                 pass
         return time.perf_counter() - started
     finally:
@@ -322,7 +309,7 @@ async def run(args: argparse.Namespace) -> None:
             print(f"  PostgreSQL filled in {time.perf_counter() - t0:.0f} s", flush=True)
             await measure("PostgreSQL", lambda: PostgresStore(dsn, cluster=CLUSTER),
                           lambda: raw_postgres(dsn), work, args,
-                          raw_columns=lambda: raw_postgres_columns(dsn))
+                          raw_columns=lambda: raw_postgres(dsn, _SELECT_COLUMNS, BATCH // 10))
 
 
 def main() -> int:
