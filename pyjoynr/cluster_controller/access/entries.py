@@ -357,15 +357,17 @@ def parse_tables(data: bytes | str, source: str) -> AccessTables:
         if key not in _TABLES:
             raise AccessFileError(f"{source}: {_quote(key)} is not one of the tables "
                                   f"{', '.join(TABLE_NAMES)}")
-    tables: dict[str, tuple[AnyEntry, ...]] = {}
     count = 0
-    for table_name, (attribute, kind) in _TABLES.items():
+    for table_name in _TABLES:
         elements = document.get(table_name, [])
         if not isinstance(elements, list):
             raise AccessFileError(f"{source}: {table_name}: {_quote(elements)} is not a list")
         count += len(elements)
-        if count > MAX_FILE_ENTRIES:
-            raise AccessFileError(f"{source}: more than {MAX_FILE_ENTRIES} entries")
+    if count > MAX_FILE_ENTRIES:
+        raise AccessFileError(f"{source}: {count} entries, more than {MAX_FILE_ENTRIES}")
+    tables: dict[str, tuple[AnyEntry, ...]] = {}
+    for table_name, (attribute, kind) in _TABLES.items():
+        elements = document.get(table_name, [])
         entries = []
         for index, element in enumerate(elements):
             try:
