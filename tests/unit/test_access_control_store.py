@@ -28,7 +28,7 @@ from pyjoynr.cluster_controller.access.entries import (
     Role,
     parse_tables,
 )
-from pyjoynr.cluster_controller.access.store import MAX_STORE_ENTRIES, AccessStore
+from pyjoynr.cluster_controller.access.store import MAX_STORE_ENTRIES, AccessStore, _Prefixes
 from tests.support.access_entries import (
     ALL_LEVELS,
     ALL_PERMISSIONS,
@@ -512,3 +512,31 @@ def test_lookup_equals_reference_ranking(entries: list[tuple[str, str, str, str]
             kept = [a for a in kept if (a.uid, a.domain, a.interface_name, a.operation) != key]
     for query in queries:
         assert store.master_access(*query) == _reference(kept, *query), query
+
+
+def test_prefix_trie_finds_stored_prefixes_and_frees_what_is_removed() -> None:
+    prefixes = _Prefixes()
+    for prefix in ("ab", "abc", "x", "", "ab"):
+        prefixes.add(prefix)
+    assert prefixes.lengths("abcd") == [0, 2, 3]
+    assert prefixes.lengths("a") == [0]
+    prefixes.discard("ab")  # stored twice: still there
+    assert prefixes.lengths("abcd") == [0, 2, 3]
+    for prefix in ("ab", "abc", ""):
+        prefixes.discard(prefix)
+    assert prefixes.lengths("abcd") == []
+    assert list(prefixes.root.children) == ["x"]
+    prefixes.discard("x")
+    assert prefixes.root.children == {} and prefixes.root.count == 0
+
+
+def test_index_is_empty_after_every_entry_is_removed() -> None:
+    entries = [master_ace("u", domain, interface, op) for domain, interface, op in [
+        ("d*", "i", "*"), ("d*", "i", "READ"), ("da*", "i*", "*"), ("d", "i*", "*"),
+        ("*", "*", "*")]]
+    store = AccessStore([AccessTables(master_access=tuple(entries))])
+    for entry in entries:
+        assert store.remove_master_access(entry.uid, entry.domain, entry.interface_name,
+                                          entry.operation)
+    table = store._master_access
+    assert table.by_key == {} and table.by_triple == {} and table.wild == {}

@@ -29,9 +29,10 @@ holds only a ``"*"`` entry), and None otherwise: the caller then reads the opera
 message and asks :meth:`AccessStore.consumer_permission`.
 
 Speed. Exact keys are dict lookups. Entries with a wildcard are indexed per uid, then per
-stored domain, then by interface; for each the lengths of the stored prefixes are kept, so a
-query walks only the prefixes of its own domain and interface that some entry has, longest
-first, one dict lookup each: no scan of the entries.
+stored domain, then by interface; the prefixes of the stored patterns are kept in a character
+trie per uid (domains) and per stored domain (interfaces), so a query finds the patterns that
+match it in one walk along its own domain and interface, which stops at the first character no
+stored prefix continues with: no scan of the entries, and no work per stored prefix length.
 
 Merging (the constructor, :meth:`AccessStore.replace`) takes the tables in order, a later entry
 replacing one of the same key (ACE: uid, domain, interface, operation; RCE: uid, domain,
@@ -70,64 +71,93 @@ E = TypeVar("E", bound=ControlEntry)
 Triple = tuple[str, str, str]
 
 
-class _Lengths:
-    """The distinct lengths of a set of stored prefixes, longest first, counted so that the
-    last prefix of a length removed drops it."""
+class _Trie:
+    """One character of a set of stored prefixes: what follows it, and how many stored prefixes
+    end here."""
 
-    __slots__ = ("counts", "desc")
+    __slots__ = ("children", "count")
 
     def __init__(self) -> None:
-        self.counts: dict[int, int] = {}
-        self.desc: list[int] = []
+        self.children: dict[str, _Trie] = {}
+        self.count = 0
 
-    def add(self, length: int) -> None:
-        count = self.counts.get(length, 0)
-        self.counts[length] = count + 1
-        if not count:
-            self.desc = sorted(self.counts, reverse=True)
 
-    def discard(self, length: int) -> None:
-        count = self.counts[length] - 1
-        if count:
-            self.counts[length] = count
-        else:
-            del self.counts[length]
-            self.desc = sorted(self.counts, reverse=True)
+class _Prefixes:
+    """The prefixes of the stored patterns (``"dom*"`` -> ``"dom"``), counted, in a character
+    trie: the stored ones that a name starts with are found in one walk along the name, which
+    stops at the first character no stored prefix continues with."""
+
+    __slots__ = ("root",)
+
+    def __init__(self) -> None:
+        self.root = _Trie()
+
+    def add(self, prefix: str) -> None:
+        node = self.root
+        for char in prefix:
+            child = node.children.get(char)
+            if child is None:
+                child = node.children[char] = _Trie()
+            node = child
+        node.count += 1
+
+    def discard(self, prefix: str) -> None:
+        path = [self.root]
+        for char in prefix:
+            path.append(path[-1].children[char])
+        path[-1].count -= 1
+        for depth in range(len(prefix), 0, -1):  # drop the nodes nothing needs any more
+            node = path[depth]
+            if node.count or node.children:
+                break
+            del path[depth - 1].children[prefix[depth - 1]]
+
+    def lengths(self, name: str) -> list[int]:
+        """The lengths of the stored prefixes of ``name``, shortest first."""
+        node = self.root
+        found = [0] if node.count else []
+        for index, char in enumerate(name):
+            child = node.children.get(char)
+            if child is None:
+                break
+            node = child
+            if node.count:
+                found.append(index + 1)
+        return found
 
 
 def _is_pattern(name: str) -> bool:
     return name.endswith(WILDCARD)
 
 
-def _patterns(name: str, lengths: _Lengths) -> Iterator[str]:
-    """``name`` itself, then the stored prefix patterns that match it, longest first."""
+def _patterns(name: str, prefixes: _Prefixes) -> Iterator[str]:
+    """``name`` itself, then the stored patterns that match it, longest first (each made only
+    when the one before did not answer)."""
     yield name
-    size = len(name)
-    for length in lengths.desc:
-        if length <= size:
-            pattern = name[:length] + WILDCARD
-            if pattern != name:
-                yield pattern
+    for length in reversed(prefixes.lengths(name)):
+        pattern = name[:length] + WILDCARD
+        if pattern != name:
+            yield pattern
 
 
 class _DomainNode:
     """The wildcard entries of one uid and one stored domain: their interfaces."""
 
-    __slots__ = ("interface_lengths", "interfaces")
+    __slots__ = ("interface_prefixes", "interfaces")
 
     def __init__(self) -> None:
-        self.interfaces: dict[str, int] = {}  # stored interface -> entries (operations)
-        self.interface_lengths = _Lengths()
+        self.interfaces: dict[str, int] = {}  # stored interface -> 1
+        self.interface_prefixes = _Prefixes()
 
 
 class _UidNode:
     """The wildcard entries of one uid: by stored domain."""
 
-    __slots__ = ("domain_lengths", "domains")
+    __slots__ = ("domain_prefixes", "domains")
 
     def __init__(self) -> None:
         self.domains: dict[str, _DomainNode] = {}
-        self.domain_lengths = _Lengths()
+        self.domain_prefixes = _Prefixes()
 
 
 #: the answer of a table for a whole interface when the operation decides
@@ -187,10 +217,10 @@ class _Table(Generic[E]):
         if node is None:
             node = uid_node.domains[domain] = _DomainNode()
             if _is_pattern(domain):
-                uid_node.domain_lengths.add(len(domain) - 1)
+                uid_node.domain_prefixes.add(domain[:-1])
         node.interfaces[interface] = 1
         if _is_pattern(interface):
-            node.interface_lengths.add(len(interface) - 1)
+            node.interface_prefixes.add(interface[:-1])
 
     def _unindex(self, triple: Triple) -> None:
         uid, domain, interface = triple
@@ -198,11 +228,11 @@ class _Table(Generic[E]):
         node = uid_node.domains[domain]
         del node.interfaces[interface]
         if _is_pattern(interface):
-            node.interface_lengths.discard(len(interface) - 1)
+            node.interface_prefixes.discard(interface[:-1])
         if not node.interfaces:
             del uid_node.domains[domain]
             if _is_pattern(domain):
-                uid_node.domain_lengths.discard(len(domain) - 1)
+                uid_node.domain_prefixes.discard(domain[:-1])
             if not uid_node.domains:
                 del self.wild[uid]
 
@@ -222,11 +252,11 @@ class _Table(Generic[E]):
             uid_node = self.wild.get(user)
             if uid_node is None:
                 continue
-            for domain_pattern in _patterns(domain, uid_node.domain_lengths):
+            for domain_pattern in _patterns(domain, uid_node.domain_prefixes):
                 node = uid_node.domains.get(domain_pattern)
                 if node is None:
                     continue
-                for interface_pattern in _patterns(interface, node.interface_lengths):
+                for interface_pattern in _patterns(interface, node.interface_prefixes):
                     if interface_pattern in node.interfaces and (
                             domain_pattern != domain or interface_pattern != interface):
                         yield by_triple[(user, domain_pattern, interface_pattern)]
