@@ -15,4 +15,7 @@ Modules, by job:
 - ``operability``       its admin endpoint: metrics, health checks, the status page
 - ``__main__``          the process (``pyjoynr-cluster-controller``, ``python -m
                         pyjoynr.cluster_controller``, ``bin/cluster-controller``)
+
+Sub-package ``access/``: the pure core of access control (entries and joynr's provisioning
+format, the combination rule, the store with its wildcard lookup; docs/access-control.md).
 """
