@@ -228,6 +228,8 @@ BAD: list[tuple[str, Any, str]] = [
      "domainRoleTable[0].domains: [1]: a string of 1001 characters"),
     ("role-domain-not-string", _set("domainRoleTable.0.domains", [1]),
      "domainRoleTable[0].domains: [0]: 1 is not a string"),
+    ("lone-surrogate", _set("masterAccessTable.0.domain", "d\ud800"),
+     "masterAccessTable[0].domain: 'd\\ud800' is not Unicode text"),
     ("unknown-role", _set("domainRoleTable.0.role", "ADMIN"),
      "domainRoleTable[0].role: 'ADMIN' is not one of MASTER, OWNER"),
     ("missing-field", _drop("masterAccessTable.3.operation"),

@@ -277,6 +277,10 @@ def _read_name(value: object) -> str:
         raise ValueError(f"{_quote(value)} is not a string")
     if len(value) > MAX_NAME_CHARS:
         raise ValueError(f"a string of {len(value)} characters, more than {MAX_NAME_CHARS}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (JSON's "\ud800"): no file could hold it
+        raise ValueError(f"{_quote(value)} is not Unicode text") from None
     return value
 
 
