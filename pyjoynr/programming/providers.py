@@ -108,7 +108,8 @@ from pyjoynr.runtime.payloads import (
 from pyjoynr.runtime.rules import Refusal, admit_caller
 from pyjoynr.runtime.telemetry import Telemetry
 
-__all__ = ["Provider", "ProviderSkeleton", "current_deadline_ms", "current_origin",
+__all__ = ["Provider", "ProviderSkeleton", "current_creator", "current_deadline_ms",
+           "current_origin",
            "earlier_form", "wire_form_of"]
 
 log = get_logger(__name__)
@@ -124,6 +125,17 @@ _origin: contextvars.ContextVar[Address | None] = contextvars.ContextVar("joynr_
 def current_origin() -> Address | None:
     """Inside a provider method: the address the request arrived from (None: this process)."""
     return _origin.get()
+
+
+_creator: contextvars.ContextVar[str | None] = contextvars.ContextVar("joynr_creator",
+                                                                      default=None)
+
+
+def current_creator() -> str | None:
+    """Inside a provider method: the user id the request came from, as the router's way in
+    named it (runtime.messages ``Message.creator``: a client certificate's CN, a Unix peer's
+    user, a configured name, "" for none); None: this process, or a direct call."""
+    return _creator.get()
 
 
 _deadline: contextvars.ContextVar[int | None] = contextvars.ContextVar("joynr_deadline",
@@ -487,6 +499,7 @@ class ProviderSkeleton:
                                 self.participant_id, message.id, exc)
             return None
         context.run(_origin.set, message.origin)
+        context.run(_creator.set, message.creator)
         return impl(*args), context, f"one-way {payload.method_name}"
 
     async def _invoke(self, message: Message) -> None:
@@ -516,7 +529,8 @@ class ProviderSkeleton:
             try:
                 reply = Reply(payload.request_reply_id,
                               response=await self._call(bound, args, message.origin,
-                                                        message.expiry_date_ms))
+                                                        message.expiry_date_ms,
+                                                        message.creator))
             except JoynrError as exc:
                 reply = Reply(payload.request_reply_id, error=exc.to_wire())
         if fmt is _MSGPACK:
@@ -584,9 +598,10 @@ class ProviderSkeleton:
         return found, args
 
     async def _call(self, bound: _Bound, args: list[Any], origin: Address | None,
-                    deadline_ms: int) -> list[Any]:
+                    deadline_ms: int, creator: str | None = None) -> list[Any]:
         method, impl, wired = bound
         token = _origin.set(origin)
+        creator_token = _creator.set(creator)
         deadline_token = _deadline.set(deadline_ms)
         try:
             result = await impl(*args)
@@ -608,6 +623,7 @@ class ProviderSkeleton:
                                        ) from None
         finally:
             _origin.reset(token)
+            _creator.reset(creator_token)
             _deadline.reset(deadline_token)
         if method.outputs:  # several out arguments: a tuple of their values, in order
             if not isinstance(result, (tuple, list)) or len(result) != len(method.outputs):

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any, Final, TypeVar, cast
 
 from pyjoynr.runtime import joynr_json
-from pyjoynr.runtime.errors import JoynrError
+from pyjoynr.runtime.errors import JoynrError, SubscriptionError
 from pyjoynr.runtime.interface import InterfaceDef
 from pyjoynr.runtime.joynr_json import JoynrSchema
 from pyjoynr.runtime.messages import REQUEST_TYPES, Message, MessageType, new_message_id
@@ -141,6 +141,8 @@ def make_error_answer(request: Message, error: JoynrError, *, expiry_date_ms: in
     elif request.type in REQUEST_TYPES:
         cls = PAYLOAD_TYPES[request.type]
         sid = decode_body(cls, request.body).subscription_id  # type: ignore[attr-defined]
+        if isinstance(error, SubscriptionError) and error.subscription_id is None:
+            error = SubscriptionError(error.message, sid)  # (joynr's names the subscription)
         payload = SubscriptionReply(subscription_id=sid, error=error.to_wire())
     else:
         raise PayloadError(f"a {request.type.name} message is not answered")

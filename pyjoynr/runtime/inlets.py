@@ -91,6 +91,14 @@ class Inlet:
     #: CLIENT: every message must be custom-signed with exactly these bytes (the owner id of
     #: the connection's client certificate, on a joynr-dialect connection), else it is refused
     signature: bytes | None = None
+    #: the user id of whoever sends over this connection, for access control (each message's
+    #: ``creator``): a client certificate's CN, a Unix peer's user, a name configured for a
+    #: websocket path or a backend; "" for none (as joynr's cluster controller names them)
+    uid: str = ""
+    #: BACKEND: a message custom-signed by its sender's runtime is taken to come from the uid
+    #: of its signature (joynr's runtimes sign with their owner id) instead of ``uid``; only
+    #: where every cluster controller on the backend is trusted to forward them unchanged
+    trust_signature: bool = False
     #: BACKEND: its GBID (the learned replyTo routes carry it), the ids of messages accepted
     #: lately (shared by the backends of one transport), how long learned routes live
     gbid: str = ""

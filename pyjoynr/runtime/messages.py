@@ -180,6 +180,10 @@ class Message:
     custom_signature: bytes | None = None
     #: not on the wire: the SMRF frame the message was decoded from (runtime.smrf)
     raw_smrf: bytes | None = field(default=None, compare=False, repr=False)
+    #: not on the wire: the user id of whoever sent it, as the way in of the router that
+    #: received it names it (the connection's owner: a client certificate's CN, a Unix peer's
+    #: user, a configured name; runtime.inlets), for access control; None: made in this process
+    creator: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_request_type(self) -> bool:
@@ -197,7 +201,8 @@ def with_reply_to(message: Message, reply_to: Address | None) -> Message:
     time). tests/unit/test_messages.py keeps it to every field."""
     return Message(message.type, message.sender, message.recipient, message.expiry_date_ms,
                    message.body, message.id, reply_to, message.effort, message.custom_headers,
-                   message.compressed, message.origin, None, message.custom_signature, None)
+                   message.compressed, message.origin, None, message.custom_signature, None,
+                   message.creator)
 
 
 #: what a message holds besides its body and frame (the object, ids, headers), about

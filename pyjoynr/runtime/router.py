@@ -66,12 +66,19 @@ A cluster controller's router multicasts across backends through the link it is 
 (``global_multicast`` at construction or :meth:`MessageRouter.register_global_multicast`: the
 MQTT transport, which the process's assembly registers).
 
+A cluster controller with access control registers a gate (:class:`DeliveryGate`,
+``register_gate``): before a message is handed to a transport the gate is asked whether it may
+go to that next hop, and a message it refuses is dropped there (a refused request's sender is
+answered with a provider runtime error). The way in names each message's ``creator`` (the
+inlet's ``uid``; from a backend, the message's signature where the inlet trusts it) for it.
+
 The router's public members are receiving (``receive``, ``refuse_frame``,
 ``dropped_by_transport``), routing (``route``, ``register_transport``,
-``register_global_multicast``, ``parent``), the routes (the table and the multicast receivers:
-the writers and readers named above, ``multicast_receivers``, ``add_multicast_receiver``,
-``remove_multicast_receiver``) and the queues (``queued``, ``queued_bytes``, ``sweep``,
-``transport_ready``, ``settings``); tests/unit/test_router_shape.py keeps that list.
+``register_global_multicast``, ``register_gate``, ``parent``), the routes (the table and
+the multicast receivers: the writers and readers named above, ``multicast_receivers``,
+``add_multicast_receiver``, ``remove_multicast_receiver``) and the queues (``queued``,
+``queued_bytes``, ``sweep``, ``transport_ready``, ``settings``);
+tests/unit/test_router_shape.py keeps that list.
 """
 
 
@@ -88,7 +95,12 @@ from pyjoynr.runtime import rules
 from pyjoynr.runtime.addresses import Address
 from pyjoynr.runtime.bodies import decode_body, make_error_answer, make_error_reply
 from pyjoynr.runtime.clock import now_ms
-from pyjoynr.runtime.errors import JoynrError, MessageNotSentError, ProviderRuntimeError
+from pyjoynr.runtime.errors import (
+    JoynrError,
+    MessageNotSentError,
+    ProviderRuntimeError,
+    SubscriptionError,
+)
 from pyjoynr.runtime.inlets import Inlet, InletKind
 from pyjoynr.runtime.logs import get_logger, message_fields, peer_of
 from pyjoynr.runtime.messages import REQUEST_TYPES, Message, MessageType, held_bytes
@@ -107,7 +119,7 @@ from pyjoynr.runtime.routing import (
 from pyjoynr.runtime.rules import check_expiry, check_forward
 from pyjoynr.runtime.telemetry import RoutingAudit, Telemetry
 
-__all__ = ["GlobalMulticast", "MessageRouter", "RouterSettings", "RoutingAudit",
+__all__ = ["DeliveryGate", "GlobalMulticast", "MessageRouter", "RouterSettings", "RoutingAudit",
            "RoutingCounts", "Transport"]
 
 log = get_logger(__name__)
@@ -140,6 +152,18 @@ class GlobalMulticast(Protocol):
     def subscribe_multicast(self, gbid: str, topic: str) -> None: ...
 
     def unsubscribe_multicast(self, gbid: str, topic: str) -> None: ...
+
+
+class DeliveryGate(Protocol):
+    """What decides, for each message about to be handed to a transport, whether it may go
+    to that next hop (a cluster controller's access control: may the message's ``creator``
+    call its recipient)."""
+
+    def admit(self, message: Message, hop: Address) -> rules.Refusal | None:
+        """None: it may go; a Refusal: it is dropped (counted under ``dropped-<reason>``,
+        audited, logged rate-limited) and, for a request type, its sender answered with a
+        provider runtime error carrying the refusal's detail."""
+        ...
 
 
 class Transport(Protocol):
@@ -308,6 +332,8 @@ class MessageRouter:
         self._retry_max_ms = self.settings.retry_max_ms
         # the ids of the error answers made here lately, oldest first (_answer_unsent)
         self._made_answers: dict[str, None] = {}
+        # what each message must pass before it is handed to a transport (none: nothing)
+        self._gate: DeliveryGate | None = None
 
     # ------------------------------------------------------------------ set-up
 
@@ -319,6 +345,11 @@ class MessageRouter:
         made after its router): local providers' multicasts published to it, receivers of
         providers behind MQTT subscribed through it."""
         self._global_multicast = link
+
+    def register_gate(self, gate: DeliveryGate | None) -> None:
+        """Ask ``gate`` before each message is handed to a transport (a cluster controller's
+        access control, made after its router); None: no gate."""
+        self._gate = gate
 
     # ------------------------------------------------------------------ routes
 
@@ -466,6 +497,7 @@ class MessageRouter:
             if refusal is not None:
                 self._refused_in(inlet, message, refusal.reason, refusal.detail)
                 return False
+            message.creator = inlet.uid
             quotas = self._quotas
             if quotas is not None and (message.type in _SUBSCRIPTION_REQUESTS
                                        or message.type is _SUBSCRIPTION_STOP):
@@ -517,6 +549,19 @@ class MessageRouter:
             f"{message.type.name.lower().replace('_', ' ')} {message.id} refused: "
             f"{refusal.detail}"), "answered-bound")
 
+    def _refused_by_gate(self, message: Message, refusal: rules.Refusal, hop: Address
+                         ) -> None:
+        """A message the gate keeps from ``hop`` (access control): dropped like any message
+        not routed (counted, audited, logged rate-limited), and a request's sender answered
+        with a provider runtime error that says why (one-way messages and subscription
+        stops have no answer)."""
+        self._drop(message, refusal.reason, refusal.detail, hop=hop)
+        if refusal.answer and message.type in REQUEST_TYPES:
+            self._answer_error(message, ProviderRuntimeError(refusal.detail)
+                               if message.type is MessageType.REQUEST
+                               else SubscriptionError(refusal.detail),
+                               f"answered-{refusal.reason}")
+
     def _admit_from_backend(self, message: Message, inlet: Inlet) -> bool:
         seen = inlet.seen
         if seen is not None and message.id in seen:
@@ -539,6 +584,9 @@ class MessageRouter:
         if refusal is not None:  # (and nothing is learned from it)
             self._refused_in(inlet, message, refusal.reason, refusal.detail)
             return False
+        signature = message.custom_signature
+        message.creator = (signature.decode("utf-8", "replace")
+                           if signature and inlet.trust_signature else inlet.uid)
         if inlet.accepted is not None:
             inlet.accepted(message)
         if seen is not None:  # accepted: a redelivery is a duplicate
@@ -667,6 +715,12 @@ class MessageRouter:
         if refusal is not None:
             self._refused(message, refusal, hop=address)
             return False
+        gate = self._gate
+        if gate is not None:
+            refusal = gate.admit(message, address)
+            if refusal is not None:
+                self._refused_by_gate(message, refusal, address)
+                return False
         transport = self._transports.get(type(address))
         if transport is None:
             self._drop(message, "no-transport", f"no transport for {type(address).__name__}",

@@ -641,7 +641,7 @@ def test_with_reply_to_is_replace_of_the_reply_to_without_the_frames_for_every_f
         "reply_to": WebSocketClientAddress("client-1"), "effort": Effort.BEST_EFFORT,
         "custom_headers": {"k": "v"}, "compressed": True,
         "origin": WebSocketClientAddress("client-1"), "raw": b"frame",
-        "custom_signature": b"signature", "raw_smrf": b"smrf frame",
+        "custom_signature": b"signature", "raw_smrf": b"smrf frame", "creator": "app-1",
     }
     assert {f.name for f in dataclasses.fields(Message)} == set(values)
     message = Message(**values)

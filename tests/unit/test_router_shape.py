@@ -34,6 +34,7 @@ ROUTER_MEMBERS: dict[str, str] = {
     "route": "next hop by recipient; the way in and this process's messages",
     "register_transport": "set-up: the transport it routes to, per address type",
     "register_global_multicast": "set-up: the link it multicasts across backends through",
+    "register_gate": "set-up: what each message must pass before a transport (access control)",
     "parent": "a libjoynr runtime's next hop for everyone without an entry (the CC)",
     # the routes: the routing table and the multicast receivers
     "add_route": "routes: put an entry, deliver what waited",
