@@ -692,7 +692,8 @@ class MqttTransport:
                  tls_context: ssl.SSLContext | None = None,
                  routing: RoutingSettings | None = None,
                  backend_of: Callable[[Message], str | None] | None = None,
-                 telemetry: Telemetry | None = None) -> None:
+                 telemetry: Telemetry | None = None, backend_uid: str = "",
+                 trust_backend_signature: bool = False) -> None:
         """``brokers``: GBID -> broker URL of every backend, the default backend first (the
         settings may name the embedded broker; these are the resolved URLs). ``own_topic``: the
         topic this process is reached at; it subscribes to ``<own_topic>/#``, or to
@@ -703,7 +704,9 @@ class MqttTransport:
         address's), the program's rule (the module docstring).
         ``telemetry``: the process's counters and limit of repeated warnings (its own by
         default). The process's assembly registers it as its router's link to global multicast
-        (``MessageRouter.register_global_multicast``)."""
+        (``MessageRouter.register_global_multicast``). ``backend_uid``: the uid (access
+        control) of what arrives from the backends; ``trust_backend_signature``: a message's
+        custom signature names its uid instead, where it has one (runtime.inlets)."""
         if not brokers:
             raise ValueError("at least one MQTT backend is needed")
         self.router = router
@@ -714,6 +717,8 @@ class MqttTransport:
         self.subscription = subscription or f"{own_topic}/#"
         self.tls_context = tls_context
         self.routing = routing or RoutingSettings()
+        self.backend_uid = backend_uid
+        self.trust_backend_signature = trust_backend_signature
         self.backend_of = backend_of
         self.tasks = tasks.child("mqtt")
         self.counters: Counter[str] = Counter()
@@ -907,7 +912,9 @@ class MqttTransport:
 
         return Inlet(InletKind.BACKEND, backend.origin, f"MQTT backend {backend.gbid}",
                      backend.peer, self.counters, peer=backend.peer, gbid=backend.gbid,
-                     seen=seen, routing=self.routing, accepted=accepted, logger=log)
+                     seen=seen, routing=self.routing, accepted=accepted,
+                     uid=self.backend_uid, trust_signature=self.trust_backend_signature,
+                     logger=log)
 
     def handle_incoming(self, backend: _Backend, topic: str, payload: bytes) -> None:
         """A message from ``backend``'s broker: decoded here, handed to the router's way in

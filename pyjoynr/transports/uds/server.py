@@ -312,6 +312,15 @@ class UdsServerTransport:
             return None
         return _user_name(peer.uid)
 
+    def _uid(self, peer: PeerCredentials | None) -> str:
+        """The uid of a connection's messages (access control): the name ``uids`` gives its
+        peer's user name or numeric uid, else the user name; "" for an unknown peer."""
+        if peer is None:
+            return ""
+        name = _user_name(peer.uid)
+        uids = self.settings.uids
+        return uids.get(name, uids.get(str(peer.uid), name))
+
     async def _handle(self, conn: UdsConnection) -> None:
         peer = conn.peer
         try:
@@ -376,7 +385,7 @@ class UdsServerTransport:
         conn = client.conn
         inlet = Inlet(InletKind.CLIENT, address, f"uds client {address.id} ({peer})",
                       f"client {address.id}", self.counters,
-                      peer=f"client {address.id} from {peer}",
+                      peer=f"client {address.id} from {peer}", uid=self._uid(peer),
                       log_fields={"clientId": address.id}, logger=log)
 
         conn.deliver(self._clients.frame_handler(client, inlet, self.settings.max_frame_bytes))

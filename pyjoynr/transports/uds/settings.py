@@ -13,7 +13,7 @@ joynr's C++ and JavaScript runtimes do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from pyjoynr.runtime.messages import DEFAULT_MAX_FRAME_BYTES, DIALECTS, JOYNR
@@ -66,6 +66,9 @@ class UdsServerSettings:
     #: bytes of the frames read before the connection's init is decided; at this bound the
     #: server stops reading the connection until then
     max_backlog_bytes_per_connection: int = 1024 * 1024
+    #: the uid (for access control) of a connection by its peer's user name or numeric uid;
+    #: a peer not named here has its user name (its numeric uid when it has none)
+    uids: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_path(self.path)

@@ -208,7 +208,7 @@ class WebSocketServerTransport:
 
     def _check_path(self, ws: ServerSideConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
-        if path != self.settings.path:
+        if path != self.settings.path and path not in self.settings.uid_paths:
             self._refuse("refused-path", f"no joynr endpoint at {path[:200]!r}",
                          ws.remote_address)
             return ws.protocol.reject(404, f"no joynr endpoint at {path[:200]}\n")
@@ -333,6 +333,10 @@ class WebSocketServerTransport:
         if not await self._take_id(client_id, ws, peer):
             return
         s = self.settings
+        # the uid of its messages (access control): its certificate's CN, else its path's
+        request = ws.request
+        uid = owner_id if owner_id is not None else s.uid_paths.get(
+            request.path.split("?", 1)[0] if request is not None else "", "")
         client = self._clients.accept(
             ws, WebSocketClientAddress(client_id), client_id=client_id, dialect=dialect,
             owner_id=owner_id, peer=peer,
@@ -343,7 +347,7 @@ class WebSocketServerTransport:
                     client_id, peer, dialect, "" if owner_id is None else f", owner id {owner_id}",
                     extra={"clientId": client_id})
         try:
-            await self._receive(client, peer)
+            await self._receive(client, peer, uid)
         finally:
             self._clients.end(client)
 
@@ -412,7 +416,7 @@ class WebSocketServerTransport:
             return False
         return True
 
-    async def _receive(self, client: _Client, peer: object) -> None:
+    async def _receive(self, client: _Client, peer: object, uid: str = "") -> None:
         """Hand the client's messages to the router's way in as they arrive (in
         data_received) until it is gone."""
         router = self.router
@@ -427,7 +431,7 @@ class WebSocketServerTransport:
             # on a joynr connection with an owner id, the signature every message must carry
             signature=(client.owner_id.encode("utf-8")
                        if client.owner_id is not None and client.dialect == JOYNR else None),
-            log_fields={"clientId": address.id}, logger=log)
+            uid=uid, log_fields={"clientId": address.id}, logger=log)
 
         ws.deliver(self._clients.frame_handler(client, inlet, self.settings.max_frame_bytes))
         await ws.wait_closed()

@@ -23,7 +23,7 @@ requires; other messages are refused (``bad-owner``). A client signs its SMRF fr
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyjoynr.runtime.messages import DEFAULT_MAX_FRAME_BYTES, DIALECTS, JOYNR, NATIVE
 
@@ -76,8 +76,11 @@ class WebSocketServerSettings:
     host: str = "127.0.0.1"
     #: port (0: any free port; the transport's ``address`` tells the real one)
     port: int = 4242
-    #: the one path served; requests for other paths get an HTTP 404
+    #: the path served; requests for other paths (and those of ``uid_paths``) get an HTTP 404
     path: str = "/"
+    #: more paths served, each naming the uid (for access control) of the connections on it
+    #: that present no client certificate (with one, its CN is the uid)
+    uid_paths: dict[str, str] = field(default_factory=dict)
     #: TLS (wss) when both are set: PEM certificate chain file and private key file
     tls_certificate: str = ""
     tls_private_key: str = ""
@@ -115,6 +118,9 @@ class WebSocketServerSettings:
             raise ValueError(f"port must be in 0..65535, got {self.port}")
         if not self.path.startswith("/"):
             raise ValueError(f"path must start with '/', got {self.path!r}")
+        for extra in self.uid_paths:
+            if not extra.startswith("/"):
+                raise ValueError(f"uid_paths: {extra!r} must start with '/'")
         if bool(self.tls_certificate) != bool(self.tls_private_key):
             raise ValueError("tls_certificate and tls_private_key go together")
         if self.tls_client_ca_file and not self.tls_certificate:
