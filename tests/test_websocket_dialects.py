@@ -18,8 +18,6 @@ import dataclasses
 import json
 import logging
 import os
-import ssl
-import subprocess
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
@@ -61,7 +59,7 @@ from pyjoynr.transports.websocket.connection import open_client_connection
 from pyjoynr.transports.websocket.settings import JOYNR, NATIVE, WebSocketClientSettings
 from tests.support.radio import Country, Radio, RadioProvider, Station
 from tests.support.raw_websocket import RawClient
-from tests.support.tls import self_signed_certificate
+from tests.support.tls import Tls, certificate_authority, client_certificate
 
 pytestmark = pytest.mark.network
 
@@ -610,70 +608,6 @@ async def test_an_outbox_writes_its_dialect_and_counts_the_smrf_frames_it_holds(
 
 
 # ====================================================================== wss and owner ids
-
-
-def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-
-def certificate_authority(directory: Path) -> tuple[Path, Path]:
-    """(certificate, private key) of a CA for client certificates, valid for a day."""
-    directory.mkdir(parents=True, exist_ok=True)
-    cert, key = directory / "ca.pem", directory / "ca.key"
-    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-             "-nodes", "-days", "1", "-keyout", str(key), "-out", str(cert),
-             "-subj", "/CN=test client CA",
-             "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    return cert, key
-
-
-def client_certificate(ca: tuple[Path, Path], directory: Path, subject: str
-                       ) -> tuple[Path, Path]:
-    """(certificate, private key) for ``subject`` (e.g. ``/CN=owner``), signed by ``ca``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    cert, key, csr = directory / "client.pem", directory / "client.key", directory / "c.csr"
-    extensions = directory / "ext.cnf"
-    extensions.write_text("extendedKeyUsage=clientAuth\n")
-    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-             "-keyout", str(key), "-out", str(csr), "-subj", subject)
-    _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca[0]), "-CAkey", str(ca[1]),
-             "-CAcreateserial", "-days", "1", "-out", str(cert), "-extfile", str(extensions))
-    return cert, key
-
-
-class Tls:
-    """A server certificate and a client CA with a client certificate for ``OWNER``."""
-
-    OWNER = "owner-alice"
-
-    def __init__(self, directory: Path) -> None:
-        self.server_cert, self.server_key = self_signed_certificate(
-            _made(directory / "server"))
-        self.ca = certificate_authority(directory / "ca")
-        self.client_cert, self.client_key = client_certificate(
-            self.ca, directory / "alice", f"/CN={self.OWNER}")
-        self.directory = directory
-
-    def client_context(self, certificate: tuple[Path, Path] | None = None) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=str(self.server_cert))
-        if certificate is not None:
-            context.load_cert_chain(str(certificate[0]), str(certificate[1]))
-        return context
-
-    @property
-    def client_certificate(self) -> tuple[Path, Path]:
-        return self.client_cert, self.client_key
-
-    def cc_overrides(self, **more: Any) -> dict[str, Any]:
-        return {"websocket__tls_certificate": self.server_cert,
-                "websocket__tls_private_key": self.server_key,
-                "websocket__tls_client_ca_file": self.ca[0], **more}
-
-
-def _made(directory: Path) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory
 
 
 @pytest.fixture

@@ -91,6 +91,61 @@ class SystemSection:
     discovery_participant_id: str = DEFAULT_DISCOVERY_PARTICIPANT_ID
 
 
+#: joynr's participant id of a cluster controller's AccessControlListEditor provider
+DEFAULT_ACL_EDITOR_PARTICIPANT_ID = "CC.AccessControlListEditor.ParticipantId"
+
+
+@dataclass(frozen=True)
+class AccessControlSection:
+    """Access control as joynr's cluster controller has it (docs/access-control.md)."""
+
+    #: check calls to this host's providers against the access control lists and provider
+    #: registrations against the registration control lists
+    enabled: bool = False
+    #: log and count what would be refused, refuse nothing
+    audit: bool = False
+    #: the directory of provisioning files in joynr's JSON format (every regular file in it,
+    #: in name order; later files replace entries with the same key); read at start (an error
+    #: stops the start) and again when a file changes (an error keeps the tables in force)
+    entries_directory: str = ""
+    #: how often (ms) the directory is looked at for changed files; 0: read only at start
+    reload_interval_ms: int = 2000
+    #: the largest provisioning file read (bytes)
+    max_file_bytes: int = 64 * 1024 * 1024
+    #: where the changes made through the AccessControlListEditor are kept (they are applied
+    #: over the directory's entries, at start and after each reload); "": <data_dir>/acl-edits.json
+    edits_file: str = ""
+    #: serve joynr's AccessControlListEditor (calls to it are checked like any others: the
+    #: caller needs an entry for interface infrastructure/AccessControlListEditor on domain
+    #: io.joynr.system, and the domain role the change asks for)
+    editor: bool = True
+    editor_participant_id: str = DEFAULT_ACL_EDITOR_PARTICIPANT_ID
+    #: the uid of connections without a client certificate, by websocket path: each path
+    #: named here is served too (beside [websocket] path), and connections on it get its uid
+    websocket_paths: dict[str, str] = field(default_factory=dict)
+    #: the uid of Unix domain socket connections by the peer's user name (or numeric uid);
+    #: a peer not named here gets its user name ([uds] owner = "user") or ""
+    uds_users: dict[str, str] = field(default_factory=dict)
+    #: the uid of messages from other hosts (over MQTT): joynr's C++ cluster controller gives
+    #: them "", joynr's Java one "backend"
+    backend_uid: str = ""
+    #: take the uid of a message from another host from its custom signature (joynr's
+    #: runtimes sign with their owner id) when it has one; only when every cluster controller
+    #: that can publish to the backends is trusted
+    trust_backend_signature: bool = False
+
+    def __post_init__(self) -> None:
+        if self.reload_interval_ms < 0:
+            raise ValueError("reload_interval_ms must be >= 0")
+        if self.max_file_bytes < 1024:
+            raise ValueError("max_file_bytes must be >= 1024")
+        for path in self.websocket_paths:
+            if not path.startswith("/"):
+                raise ValueError(f"websocket_paths: {path!r} must start with /")
+        if not self.editor_participant_id:
+            raise ValueError("editor_participant_id must not be empty")
+
+
 @dataclass(frozen=True)
 class LoggingSection:
     #: DEBUG, INFO, WARNING or ERROR
@@ -124,6 +179,7 @@ class ClusterControllerConfig:
     logging: LoggingSection = field(default_factory=LoggingSection)
     audit: AuditSettings = field(default_factory=AuditSettings)
     routing_snapshots: RoutingSnapshotSettings = field(default_factory=RoutingSnapshotSettings)
+    access_control: AccessControlSection = field(default_factory=AccessControlSection)
 
     @classmethod
     def load(cls, path: Path | None = DEFAULT_CONFIG, env: dict[str, str] | None = None

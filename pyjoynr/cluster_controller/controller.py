@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ssl
 from pathlib import Path
 from types import TracebackType
 
+from pyjoynr.cluster_controller.access.entries import AccessFileError
+from pyjoynr.cluster_controller.access.service import AccessControl
 from pyjoynr.cluster_controller.bounds import ConnectionHolds
 from pyjoynr.cluster_controller.config import ClusterControllerConfig, cluster_controller_id
 from pyjoynr.cluster_controller.gcd_link import GlobalLink, gcd_call_backend
@@ -108,11 +111,17 @@ class ClusterController:
         self.housekeeping = RouterHousekeeping(
             self.router, self.tasks, purge_interval_s=config.routing.cleanup_interval_s
         )
-        self.websocket = WebSocketServerTransport(self.router, config.websocket,
+        ac = config.access_control
+        websocket_settings, uds_settings = config.websocket, config.uds
+        if ac.enabled:  # the uids of connections without a certificate
+            websocket_settings = dataclasses.replace(websocket_settings,
+                                                     uid_paths=dict(ac.websocket_paths))
+            uds_settings = dataclasses.replace(uds_settings, uids=dict(ac.uds_users))
+        self.websocket = WebSocketServerTransport(self.router, websocket_settings,
                                                   tasks=self.tasks, telemetry=self.telemetry,
                                                   quotas=self.quotas)
         #: the Unix domain socket server ([uds]), beside websocket, by the same rules
-        self.uds = (UdsServerTransport(self.router, config.uds, tasks=self.tasks,
+        self.uds = (UdsServerTransport(self.router, uds_settings, tasks=self.tasks,
                                        telemetry=self.telemetry, quotas=self.quotas)
                     if config.uds.enabled else None)
         # the embedded broker takes no packet larger than the CC takes messages (plus room for
@@ -151,12 +160,36 @@ class ClusterController:
                                               self.routing_provider)
         self.runtime.register_system_provider(config.system.discovery_participant_id,
                                               self.discovery)
+        #: access control ([access_control], off by default): the router's delivery gate and
+        #: the local directory's registration check
+        self.access: AccessControl | None = None
+        if ac.enabled:
+            self._enable_access_control()
         #: whether the local directory uses a GCD (and the CC's readiness asks for it)
         self.uses_gcd = config.discovery.gcd and bool(config.mqtt.backends)
         #: set when stop() begins (readiness says so)
         self.stopping = False
         #: the admin endpoint: metrics, health, status page ([admin])
         self.ops = ClusterControllerOps(self, config.admin)
+
+    def _enable_access_control(self) -> None:
+        config = self.config
+        ac = config.access_control
+        try:
+            access = self.access = AccessControl(
+                Path(ac.entries_directory) if ac.entries_directory else None,
+                Path(ac.edits_file) if ac.edits_file
+                else config.cluster_controller.data_dir / "acl-edits.json",
+                resolve=self.discovery.local_entry,
+                # the cluster controller's own providers and the GCD: never checked
+                whitelist=(config.system.routing_participant_id,
+                           config.system.discovery_participant_id, GCD_PARTICIPANT_ID),
+                audit=ac.audit, reload_interval_ms=ac.reload_interval_ms,
+                max_file_bytes=ac.max_file_bytes, telemetry=self.telemetry)
+        except AccessFileError as exc:
+            raise ConfigError(f"access_control: {exc}") from None
+        self.router.register_gate(access.controller)
+        self.discovery.registration_check = access.controller.check_registration
 
     @property
     def websocket_address(self) -> WebSocketAddress:
@@ -219,6 +252,8 @@ class ClusterController:
             tasks=self.tasks, tls_context=tls_context,
             routing=self.config.routing, telemetry=self.telemetry,
             backend_of=gcd_call_backend,
+            backend_uid=self.config.access_control.backend_uid,
+            trust_backend_signature=self.config.access_control.trust_backend_signature,
         )
 
     def _provision_gcd(self) -> None:
@@ -304,6 +339,8 @@ class ClusterController:
     async def _start_parts(self) -> None:
         if self.audit is not None:
             self.audit.start(self.tasks)
+        if self.access is not None:
+            self.access.start(self.tasks)
         self.snapshots.start()
         if self.broker is not None:
             try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from collections.abc import Callable
 from typing import TypeVar
 
 from pyjoynr.cluster_controller.bounds import ConnectionHolds
@@ -39,7 +40,7 @@ from pyjoynr.programming.discovery_types import (
 )
 from pyjoynr.programming.generated import types
 from pyjoynr.programming.generated.system import DiscoveryProviderBase
-from pyjoynr.programming.providers import current_deadline_ms, current_origin
+from pyjoynr.programming.providers import current_creator, current_deadline_ms, current_origin
 from pyjoynr.programming.system_interfaces import address_from_json
 from pyjoynr.runtime import rules
 from pyjoynr.runtime.addresses import Address, AddressError
@@ -100,6 +101,10 @@ class LocalDiscovery(DiscoveryProviderBase):
         self._cache: dict[str, tuple[int, DiscoveryEntryWithMetaInfo]] = {}
         self._global_gbids: dict[str, list[str]] = {}  # registered with the GCD, in these
         self.gcd_calls: Counter[str] = Counter()
+        #: asked before every registration a libjoynr runtime makes (access control): (the
+        #: caller's uid, None for this process; domain; interface; participant id), raises
+        #: ProviderRuntimeError to refuse it
+        self.registration_check: Callable[[str | None, str, str, str], None] | None = None
 
     # ------------------------------------------------------------------ set-up
 
@@ -158,6 +163,9 @@ class LocalDiscovery(DiscoveryProviderBase):
             raise ProviderRuntimeError("discovery entry without domain, interface or "
                                        "participantId")
         self._check_owner(entry.participant_id, "add")
+        check = self.registration_check
+        if check is not None:
+            check(current_creator(), entry.domain, entry.interface_name, entry.participant_id)
         gbids = self._check_gbids(gbids)
         pid = entry.participant_id
         link = self._gcd
@@ -403,3 +411,7 @@ class LocalDiscovery(DiscoveryProviderBase):
 
     def entries(self) -> list[DiscoveryEntry]:
         return list(self._entries.values())
+
+    def local_entry(self, participant_id: str) -> DiscoveryEntry | None:
+        """The entry of a provider registered on this host, None for another."""
+        return self._entries.get(participant_id)

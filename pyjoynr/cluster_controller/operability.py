@@ -158,6 +158,19 @@ class ClusterControllerOps(ProgramOps):
             "each connection within [connection_bounds]; refusals beyond a bound are "
             f"{PREFIX}_refusals{{component=\"bounds\"}}", ["kind"],
             [([kind], n) for kind, n in cc.quotas.totals().items()]))
+        access = cc.access
+        if access is not None:
+            events = access.controller.counters + access.counters
+            metrics += [
+                counter(f"{PREFIX}_access_control_events", "Access control: checks made, "
+                        "refusals by reason (refused-acl-denied, refused-rcl-denied, ...), what "
+                        "audit mode let through (audit-would-refuse-...), reloads of the "
+                        "provisioning files (reloaded, reload-failed) and editor changes",
+                        ["event"], (([key], n) for key, n in sorted(events.items()))),
+                gauge(f"{PREFIX}_access_control_entries", "Entries of the access control "
+                      "tables in force (all seven tables)", [],
+                      [((), len(access.controller.store))]),
+            ]
         metrics += router_metrics(PREFIX, cc.router, cc.telemetry)
         metrics += routing_metrics(PREFIX, cc.router)
         metrics += refusal_metrics(PREFIX, cc.telemetry, self._refusal_counters())
