@@ -7,12 +7,12 @@ Type collection DacTypes:
 Access and registration control. An entry names a user (uid), a domain and an
 interface; a master entry sets the defaults and the values an owner may choose, a
 mediator entry (a master entry kept in a list of its own) narrows the master's, an owner
-entry chooses among them. A value "*" of uid stands for every user; a domain, interface
-name or operation ending in "*" for every one that begins with what precedes it. joynr
-names the types joynr.infrastructure.DacTypes.<Name> on the wire; in its provisioning
-files each entry is an object with its _typeName first and the enumerators as strings.
-A list of trust levels or permissions holds at most 16 (joynr's own files list each
-value once).
+entry chooses among them. A uid that is the wildcard (an asterisk) stands for every
+user; a domain, interface name or operation ending in the wildcard for every one that
+begins with what precedes it. joynr names the types joynr.infrastructure.DacTypes.<Name>
+on the wire; in its provisioning files each entry is an object with its _typeName first
+and the enumerators as strings. A list of trust levels or permissions holds at most 16
+(joynr's own files list each value once). Franca's comments cannot hold an asterisk.
 """
 
 from __future__ import annotations
@@ -101,8 +101,9 @@ class Role(enum.Enum):
 @joynr_name("joynr.infrastructure.DacTypes.DomainRoleEntry")
 @dataclass
 class DomainRoleEntry:
-    """Which domains a user holds a role for (one entry per user and role);
-    a domain "*" stands for all of them. Beside joynr's model like Role.
+    """Which domains a user holds a role for (one entry per user and role); a
+    domain that is the wildcard (an asterisk) stands for all of them. Beside joynr's
+    model like Role.
     """
 
     uid: _types.Identifier = ""
@@ -117,7 +118,7 @@ class DomainRoleEntry:
 class ControlEntry:
     """What every entry names: a user, a domain, an interface."""
 
-    #: The user the entry is for, or "*": every user without an entry of its own.
+    #: The user the entry is for, or the wildcard: every user without an entry of its own.
     uid: _types.Identifier = ""
     #: The domain the entry is for.
     domain: _types.Identifier = ""
@@ -162,7 +163,7 @@ class MasterAccessControlEntry(MasterControlEntry):
     operation, by default, and the permissions an owner entry may give instead.
     """
 
-    #: The method, attribute or broadcast, or "*": all of the interface's.
+    #: The method, attribute or broadcast, or the wildcard: all of the interface's.
     operation: _types.Identifier = ""
     default_consumer_permission: Permission = Permission.YES
     possible_consumer_permissions: Annotated[
@@ -191,7 +192,7 @@ class OwnerAccessControlEntry(OwnerControlEntry):
     replaces the master's default when the master allows it.
     """
 
-    #: The method, attribute or broadcast, or "*": all of the interface's.
+    #: The method, attribute or broadcast, or the wildcard: all of the interface's.
     operation: _types.Identifier = ""
     consumer_permission: Permission = Permission.YES
 
