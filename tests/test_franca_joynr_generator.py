@@ -62,6 +62,9 @@ JOYNR_ON_REFUSED = {
     # enumerator values that are no integers: Java's generator throws reading them,
     # JavaScript's writes the enumerators with empty values
     "enumerator_not_integer.fidl": {"java": "failed", "javascript": "generated"},
+    # an unescaped asterisk in a structured comment: Franca's grammar ends the annotation
+    # there and the model does not load
+    "comment_asterisk.fidl": {"java": "refused", "javascript": "refused"},
 }
 
 

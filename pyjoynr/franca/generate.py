@@ -499,12 +499,57 @@ def _import_order(name: str) -> tuple[int, list[str | int]]:
     return (1 if name[:1].isupper() else 2, natural)
 
 
+def _top_level_items(text: str) -> list[str]:
+    """The items of ``text`` separated by its commas outside brackets and strings."""
+    items, depth, quoted, start = [], 0, False, 0
+    for i, ch in enumerate(text):
+        if quoted:
+            quoted = ch != '"' or text[i - 1] == "\\"
+        elif ch == '"':
+            quoted = True
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(text[start:i].strip())
+            start = i + 1
+    return [*items, text[start:].strip()]
+
+
+def _subscript_parts(annotation: str) -> tuple[str, str] | None:
+    """``(outer, inner)`` of an annotation ``outer[inner]`` whose first bracket is its last,
+    else None."""
+    start = annotation.find("[")
+    if start <= 0 or not annotation.endswith("]"):
+        return None
+    depth = 0
+    for i, ch in enumerate(annotation[start:], start):
+        depth += (ch == "[") - (ch == "]")
+        if depth == 0:
+            return (annotation[:start], annotation[start + 1:-1]) if i == len(annotation) - 1 \
+                else None
+    return None
+
+
 def _member_lines(declaration: str, default: str) -> list[str]:
-    """A dataclass member with its default, broken as ruff format breaks it when too long."""
+    """A dataclass member with its default, broken as ruff format breaks it when too long:
+    after ``= field(`` where what comes before it fits; else, for a bounded member
+    (``Annotated[...]``), inside the annotation's brackets (one line, or one item a line)."""
     flat = f"{_INDENT}{declaration} = {default}"
     if len(flat) <= LINE_LENGTH:
         return [flat]
-    if default.startswith("field(") and default.endswith(")") and "#" not in default:
+    is_field = default.startswith("field(") and default.endswith(")") and "#" not in default
+    name, _, annotation = declaration.partition(": ")
+    parts = _subscript_parts(annotation) if annotation.startswith("Annotated[") else None
+    if parts is not None and (not is_field
+                              or len(f"{_INDENT}{declaration} = field(") > LINE_LENGTH):
+        outer, inner = parts
+        one_line = f"{_INDENT * 2}{inner}"
+        body = ([one_line] if len(one_line) <= LINE_LENGTH
+                else [f"{_INDENT * 2}{item}," for item in _top_level_items(inner)])
+        return [f"{_INDENT}{name}: {outer}[", *body, f"{_INDENT}] = {default}"]
+    if is_field:
         return [f"{_INDENT}{declaration} = field(", f"{_INDENT * 2}{default[6:-1]}",
                 f"{_INDENT})"]
     if len(_INDENT * 2 + default) > LINE_LENGTH:
@@ -1003,7 +1048,11 @@ class _Generator:
             if text:
                 title = (f"Type collection {collection.name}" if collection.name is not None
                          else "Types")
-                doc += ["", f"{title}: {text[0]}", *text[1:]]
+                # (the comment's first line after the title, or under it where the two
+                # would be longer than a line)
+                first = f"{title}: {text[0]}"
+                doc += ["", *([first] if len(first) <= LINE_LENGTH else [f"{title}:", text[0]]),
+                        *text[1:]]
         lines += _docstring(doc, "")
         lines += ["", "from __future__ import annotations", ""]
         lines += self.import_lines(module)

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -468,6 +469,34 @@ class _Loaded:
     problems: list[Problem]
 
 
+#: one annotation of a structured comment as Franca's grammar takes it: ``@tag:`` and a text
+#: without an unescaped backslash, asterisk or at sign (``\*``, ``\@`` and ``\"`` ... escape)
+_ANNOTATION = re.compile(r"""@[a-z-]+[ \t]*:(?:\\[btnfru"'\\*@]|[^\\*@])*""")
+
+
+def _comment_problem(raw: str) -> tuple[int, str] | None:
+    """Where (the offset in ``raw``) and why a structured comment ``<** ... **>`` is not one
+    Franca's grammar takes, or None: Franca reads it as annotations (``@description: ...``),
+    each ending at an unescaped ``*`` or ``@``, so joynr's generator refuses the file."""
+    at = 3
+    end = len(raw) - 3
+    while at < end and raw[at].isspace():
+        at += 1
+    while at < end:
+        match = _ANNOTATION.match(raw, at, end)
+        if match is None:
+            return at, ("a structured comment is a list of annotations (@description: ...): "
+                        "Franca's grammar does not take it without one")
+        at = match.end()
+        if at < end and raw[at] != "@":
+            return at, (f"structured comment: an unescaped '{raw[at]}' ends Franca's "
+                        f"annotation here; escape it (\\{raw[at]}) or reword")
+        if at < end and _ANNOTATION.match(raw, at, end) is None:
+            return at, ("structured comment: an '@' that begins no annotation (@tag:) ends "
+                        "Franca's annotation here; escape it (\\@) or reword")
+    return None
+
+
 def _structured_comment_text(raw: str) -> str:
     inner = raw[3:-3]
     lines = [line.strip() for line in inner.splitlines()]
@@ -592,6 +621,9 @@ class _Builder:
         return self.name(node), self.pos(cast(Token, node.children[0]))
 
     def build(self, tree: Tree[Any]) -> None:
+        for token in tree.scan_values(
+                lambda v: isinstance(v, Token) and v.type == "STRUCTURED_COMMENT"):
+            self.check_comment(token)
         for child in self.subtrees(tree):
             if child.data == "package":
                 self.file.package = self.fqn(cast(Tree[Any], child.children[0]))
@@ -760,6 +792,18 @@ class _Builder:
                 result.refs.append(self.type_ref(child))
         self.check_no_array(result)
         return result
+
+    def check_comment(self, token: Token) -> None:
+        """Refuse a structured comment Franca's grammar (so joynr's generator) does not take,
+        at the character where Franca's reading of it ends."""
+        found = _comment_problem(str(token))
+        if found is None:
+            return
+        offset, message = found
+        before = str(token)[:offset]
+        line = (token.line or 1) + before.count("\n")
+        column = (offset - before.rfind("\n")) if "\n" in before else (token.column or 1) + offset
+        self.problems.append(Problem(Position(self.file.path, line, column), message))
 
     def check_no_array(self, decl: _Type) -> None:
         """Franca's typedef and map take a type without ``[]`` (an FTypeRef): refuse a ``T[]``

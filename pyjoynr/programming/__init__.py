@@ -9,8 +9,9 @@ messages; it imports nothing else of the project (no transport, no program).
 - ``proxies``: a proxy and its endpoint: calls, replies, publications to its subscriptions;
 - ``subscriptions`` (the provider side), ``subscribers`` (the proxy side), ``subscription_qos``,
   ``updates`` (a subscription as an async iterator);
-- ``discovery_types``, ``system_interfaces``, ``generated/``: the discovery types and the
-  system interfaces (Routing, Discovery, the GCD), generated from fidl/;
+- ``discovery_types``, ``system_interfaces``, ``access_control``, ``generated/``: the
+  discovery types and the system interfaces (Routing, Discovery, the GCD, the access control
+  types and AccessControlListEditor), generated from fidl/;
 - ``body_format``: which body format a proxy writes to a provider.
 
 An interface is declared with :mod:`runtime.interface` (its value types type joynr's JSON

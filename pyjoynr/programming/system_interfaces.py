@@ -42,6 +42,7 @@ __all__ = [
     "ADDRESS_TYPE_NAMES",
     "DEFAULT_DISCOVERY_PARTICIPANT_ID",
     "DEFAULT_ROUTING_PARTICIPANT_ID",
+    "SYSTEM_SERVICES_DOMAIN",
     "Discovery",
     "Routing",
     "address_from_json",
@@ -54,6 +55,9 @@ __all__ = [
 #: joynr's participantIds of the cluster controller's Routing and Discovery providers
 DEFAULT_ROUTING_PARTICIPANT_ID: Final = "CC.RoutingProvider.ParticipantId"
 DEFAULT_DISCOVERY_PARTICIPANT_ID: Final = "CC.DiscoveryProvider.ParticipantId"
+#: joynr's domain of a cluster controller's system services (its default: the cluster
+#: controller registers the providers it serves its runtimes on it)
+SYSTEM_SERVICES_DOMAIN: Final = "io.joynr.system"
 
 #: the joynr address structs of Routing.addNextHop's overloads, in joynr's order
 ADDRESS_STRUCTS: Final[tuple[type[system.Address], ...]] = (

@@ -50,6 +50,7 @@ from pyjoynr.franca.model import (
     TypeRef,
     UnionType,
 )
+from pyjoynr.franca.parser import parse_files
 from pyjoynr.programming.providers import Provider
 from pyjoynr.programming.proxies import Proxy
 
@@ -225,6 +226,47 @@ def test_long_names_are_laid_out_as_ruff_formats_them(tmp_path) -> None:
     assert text.index(f"class {long}Map(") < text.index("class ByEnum(")
     assert "        | None = None,\n" in text
     assert '    """ "Quoted" first' in text
+
+
+def test_long_bounded_members_and_titles_are_laid_out_as_ruff_formats_them(tmp_path) -> None:
+    """A bounded member (``Annotated[...]``) too long for ``= field(`` to end its first line
+    is broken inside the annotation's brackets (on one line, or one item a line), as ruff
+    format breaks it; a type collection's comment whose first line does not fit beside its
+    title in the module's docstring goes under it."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "bounds.fidl").write_text(
+        "package bounds\n"
+        "<** @description: " + "A first line of a comment long enough to pass the line "
+        "length beside the title. **>\n"
+        "typeCollection Limits {\n"
+        "\tenumeration Level { HIGH LOW }\n"
+        "\tstruct Entry {\n"
+        "\t\t<** @details: maxLength 16 **> Level[] possibleRequiredControlEntryLevels\n"
+        "\t\t<** @details: maxLength 16 **> Level[] "
+        "possibleRequiredControlEntryChangeLevelsOfTheEntryAndOfEveryOther\n"
+        "\t\t<** @details: maxLength 1024 **> String "
+        "aStringMemberWithANameLongEnoughToBreakItsBoundedAnnotation\n"
+        "\t\t<** @details: maxLength 16 **> Level[] short\n"
+        "\t}\n"
+        "}\n")
+    files = generate(parse_files([folder / "bounds.fidl"]), "bounds_pkg")
+    text = files["bounds_pkg/bounds.py"]
+    assert ("    possible_required_control_entry_levels: Annotated[\n"
+            '        list[Level], MaxLength(16, "possibleRequiredControlEntryLevels")\n'
+            "    ] = field(default_factory=list)\n") in text
+    assert ("        list[Level],\n"
+            '        MaxLength(16, "possibleRequiredControlEntryChangeLevels'
+            'OfTheEntryAndOfEveryOther"),'
+            "\n    ] = field(default_factory=list)\n") in text
+    assert '    ] = ""\n' in text
+    assert "Type collection Limits:\nA first line of a comment long enough" in text
+    write_package(files, tmp_path / "out")
+    for command in (["format", "--check", "--diff"], ["check", "--isolated", "--select", "E"]):
+        result = subprocess.run([RUFF, *command, "--line-length", "100", "--no-cache",
+                                 str(tmp_path / "out" / "bounds_pkg")],
+                                capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stdout + result.stderr
 
 
 # ====================================================================== names, datatypes

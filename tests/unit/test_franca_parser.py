@@ -471,6 +471,38 @@ def test_what_francas_grammar_refuses_is_refused_saying_what_franca_takes() -> N
     ]
 
 
+def test_a_structured_comment_franca_does_not_take_is_refused_where_francas_reading_ends(
+        tmp_path: Path) -> None:
+    """Franca reads a structured comment as annotations (``@tag: text``) whose text holds no
+    unescaped ``*``, ``@`` or backslash: joynr's generator refuses a file with any other."""
+    path = tmp_path / "comments.fidl"
+    path.write_text(
+        "package c\n"
+        "typeCollection T {\n"
+        '\t<** @description: a uid "*" is every user **> struct A { String s }\n'
+        "\t<**\n\t\t@description: mail admin@example.org\n\t**> struct B { String s }\n"
+        "\t<** just text **> struct C { String s }\n"
+        "\t<** @description: a \\q **> struct D { String s }\n"
+        # what Franca takes: escapes, several annotations, a tag with a dash
+        '\t<** @description: a uid \\* or \\@ or \\" @see: A @my-tag: x **> '
+        "struct E { String s }\n"
+        "}\n")
+    assert _problems(path) == [
+        f"{path}:3:27: structured comment: an unescaped '*' ends Franca's annotation here; "
+        "escape it (\\*) or reword",
+        f"{path}:5:27: structured comment: an '@' that begins no annotation (@tag:) ends "
+        "Franca's annotation here; escape it (\\@) or reword",
+        f"{path}:7:6: a structured comment is a list of annotations (@description: ...): "
+        "Franca's grammar does not take it without one",
+        f"{path}:8:22: structured comment: an unescaped '\\' ends Franca's annotation here; "
+        "escape it (\\\\) or reword",
+    ]
+    # the last alone is taken
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines[:2], lines[-2], "}"]))
+    assert [d.name for d in parse_files([path]).declarations()] == ["E"]
+
+
 def test_unreadable_input_is_refused_with_a_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,12 +1,14 @@
-"""The project's system interfaces (Routing, Discovery, the GCD) are generated from fidl/ and
-are joynr's on the wire.
+"""The project's system interfaces (Routing, Discovery, the GCD, the AccessControlListEditor)
+are generated from fidl/ and are joynr's on the wire.
 
 - pyjoynr/programming/generated is what ``python -m pyjoynr.franca`` makes of fidl/, byte for byte
   (the .fidl files and the code in use never drift apart);
 - the declarations there (used through programming.system_interfaces,
-  programming.discovery_types and gcd.interface) are joynr's: every overload by joynr name
-  and ``paramDatatypes``, its out types and errors, the attributes, every struct and
-  enumeration with its joynr name and members, values written as joynr's JSON byte for byte;
+  programming.discovery_types, programming.access_control and gcd.interface) are joynr's:
+  every overload by joynr name and ``paramDatatypes``, its out types and errors, the
+  attributes, every struct and enumeration with its joynr name and members, values written as
+  joynr's JSON byte for byte; with ``add_version_to="comment"`` the AccessControlListEditor
+  keeps its unversioned names;
 - the names on this project's msgpack wire are listed one by one (a change of them is a
   visible diff), and a provider answers a call by the earlier msgpack names too;
 - joynr's address structs convert to this project's addresses and back.
@@ -24,8 +26,11 @@ from typing import Any
 import pytest
 
 import pyjoynr.programming.discovery_types as types_
-from pyjoynr.franca.generate import GENERATED_MARK
+from pyjoynr.franca.generate import GENERATED_MARK, generate
+from pyjoynr.franca.parser import parse_files
 from pyjoynr.gcd.interface import GlobalCapabilitiesDirectory
+from pyjoynr.programming import access_control
+from pyjoynr.programming.access_control import AccessControlListEditor
 from pyjoynr.programming.generated import infrastructure, system
 from pyjoynr.programming.generated import types as generated_types
 from pyjoynr.programming.system_interfaces import (
@@ -62,7 +67,10 @@ ROOT = Path(__file__).resolve().parents[2]
 FIDL = ROOT / "fidl"
 CHECKED_IN = ROOT / "pyjoynr" / "programming" / "generated"
 ROUTING_TYPES = "joynr.system.RoutingTypes."
-INTERFACES = (Routing, Discovery, GlobalCapabilitiesDirectory)
+DAC_TYPES = "joynr.infrastructure.DacTypes."
+INTERFACES = (Routing, Discovery, GlobalCapabilitiesDirectory, AccessControlListEditor)
+#: types fidl/ declares that no interface uses (joynr's provisioning files hold them)
+ALSO_DECLARED = (infrastructure.DomainRoleEntry,)
 
 
 def test_programming_generated_is_what_fidl_generates(tmp_path: Path) -> None:
@@ -79,6 +87,11 @@ def test_the_declarations_in_use_are_the_generated_ones() -> None:
     assert types_.DiscoveryErrorCode is generated_types.DiscoveryError
     # the applications' DiscoveryQos is joynr's, with defaults of this project's
     assert issubclass(types_.DiscoveryQos, generated_types.DiscoveryQos)
+    for name in access_control.__all__:
+        if hasattr(infrastructure, name):
+            assert getattr(access_control, name) is getattr(infrastructure, name), name
+    assert (access_control.ACL_EDITOR_PARTICIPANT_ID, access_control.ACL_EDITOR_DOMAIN) == (
+        "CC.AccessControlListEditor.ParticipantId", "io.joynr.system")
 
 
 # ---------------------------------------------------------------------- joynr's wire
@@ -127,6 +140,20 @@ JOYNR_OVERLOADS: dict[str, dict[tuple[str, tuple[str, ...]], tuple[tuple[str, ..
         ("touch", ("String", "String[]")): ((), NO_ERRORS),
         ("removeStale", ("String", "Long")): ((), NO_ERRORS),
     },
+    "infrastructure/AccessControlListEditor": {
+        **{(f"update{kind}", (DAC_TYPES + entry,)): (("Boolean",), NO_ERRORS)
+           for kind, entry in (
+               ("MasterAccessControlEntry", "MasterAccessControlEntry"),
+               ("MediatorAccessControlEntry", "MasterAccessControlEntry"),
+               ("OwnerAccessControlEntry", "OwnerAccessControlEntry"),
+               ("MasterRegistrationControlEntry", "MasterRegistrationControlEntry"),
+               ("MediatorRegistrationControlEntry", "MasterRegistrationControlEntry"),
+               ("OwnerRegistrationControlEntry", "OwnerRegistrationControlEntry"))},
+        **{(f"remove{who}AccessControlEntry", ("String",) * 4): (("Boolean",), NO_ERRORS)
+           for who in ("Master", "Mediator", "Owner")},
+        **{(f"remove{who}RegistrationControlEntry", ("String",) * 3): (("Boolean",), NO_ERRORS)
+           for who in ("Master", "Mediator", "Owner")},
+    },
 }
 
 _PLAIN = {int: "Long", float: "Double", bool: "Boolean", str: "String", bytes: "ByteBuffer"}
@@ -158,7 +185,8 @@ def joynr_signatures(cls: type) -> dict[tuple[str, tuple[str, ...]], tuple[Any, 
 def test_the_interfaces_have_joynr_names_versions_and_overloads() -> None:
     assert [(interface_def(c).name, interface_def(c).version) for c in INTERFACES] == [
         ("system/Routing", (0, 1)), ("system/Discovery", (0, 3)),
-        ("infrastructure/GlobalCapabilitiesDirectory", (0, 3))]
+        ("infrastructure/GlobalCapabilitiesDirectory", (0, 3)),
+        ("infrastructure/AccessControlListEditor", (0, 1))]
     for cls in INTERFACES:
         name = interface_def(cls).name
         assert joynr_signatures(cls) == JOYNR_OVERLOADS[name], name
@@ -172,6 +200,7 @@ def test_the_routing_attributes_are_readonly_strings_without_subscriptions() -> 
         assert not interface_def(cls).broadcasts
     assert not interface_def(Discovery).attributes
     assert not interface_def(GlobalCapabilitiesDirectory).attributes
+    assert not interface_def(AccessControlListEditor).attributes
 
 
 #: the structs and enumerations of the interfaces: joynr name -> (base, members as joynr
@@ -216,13 +245,40 @@ JOYNR_TYPES: dict[str, Any] = {
                                                [("id", "String")]),
     ROUTING_TYPES + "BinderAddress": (ROUTING_TYPES + "LocalAddress", [
         ("packageName", "String"), ("userId", "Long")]),
+    # joynr's access control types, with its inheritance and its order of members
+    DAC_TYPES + "Permission": {"YES", "ASK", "NO"},
+    DAC_TYPES + "TrustLevel": {"HIGH", "MID", "LOW", "NONE"},
+    DAC_TYPES + "Role": {"MASTER", "OWNER"},
+    DAC_TYPES + "DomainRoleEntry": (None, [
+        ("uid", "String"), ("domains", "String[]"), ("role", DAC_TYPES + "Role")]),
+    DAC_TYPES + "ControlEntry": (None, [
+        ("uid", "String"), ("domain", "String"), ("interfaceName", "String")]),
+    DAC_TYPES + "MasterControlEntry": (DAC_TYPES + "ControlEntry", [
+        ("defaultRequiredTrustLevel", DAC_TYPES + "TrustLevel"),
+        ("possibleRequiredTrustLevels", DAC_TYPES + "TrustLevel[]"),
+        ("defaultRequiredControlEntryChangeTrustLevel", DAC_TYPES + "TrustLevel"),
+        ("possibleRequiredControlEntryChangeTrustLevels", DAC_TYPES + "TrustLevel[]")]),
+    DAC_TYPES + "OwnerControlEntry": (DAC_TYPES + "ControlEntry", [
+        ("requiredTrustLevel", DAC_TYPES + "TrustLevel"),
+        ("requiredAceChangeTrustLevel", DAC_TYPES + "TrustLevel")]),
+    DAC_TYPES + "MasterAccessControlEntry": (DAC_TYPES + "MasterControlEntry", [
+        ("operation", "String"), ("defaultConsumerPermission", DAC_TYPES + "Permission"),
+        ("possibleConsumerPermissions", DAC_TYPES + "Permission[]")]),
+    DAC_TYPES + "MasterRegistrationControlEntry": (DAC_TYPES + "MasterControlEntry", [
+        ("defaultProviderPermission", DAC_TYPES + "Permission"),
+        ("possibleProviderPermissions", DAC_TYPES + "Permission[]")]),
+    DAC_TYPES + "OwnerAccessControlEntry": (DAC_TYPES + "OwnerControlEntry", [
+        ("operation", "String"), ("consumerPermission", DAC_TYPES + "Permission")]),
+    DAC_TYPES + "OwnerRegistrationControlEntry": (DAC_TYPES + "OwnerControlEntry", [
+        ("providerPermission", DAC_TYPES + "Permission")]),
 }
 
 
 def used_types() -> dict[str, type]:
-    """The structs and enumerations the interfaces reach (with the structs' bases)."""
+    """The structs and enumerations the interfaces reach (with the structs' bases), and
+    those fidl/ declares beside them."""
     found: dict[str, type] = {}
-    pending: list[Any] = []
+    pending: list[Any] = list(ALSO_DECLARED)
     for cls in INTERFACES:
         definition = interface_def(cls)
         pending += [a.type for a in definition.attributes.values()]
@@ -421,6 +477,19 @@ PROJECT_WIRE = {
         "remove(String)", "remove(String[])", "remove(String, String[])", "touch(String)",
         "touch(String, String[])", "remove_stale(String, Long)",
     },
+    "infrastructure/AccessControlListEditor": {
+        f"update_{who}_{kind}_control_entry({DAC_TYPES}{entry})"
+        for who, kind, entry in (
+            ("master", "access", "MasterAccessControlEntry"),
+            ("mediator", "access", "MasterAccessControlEntry"),
+            ("owner", "access", "OwnerAccessControlEntry"),
+            ("master", "registration", "MasterRegistrationControlEntry"),
+            ("mediator", "registration", "MasterRegistrationControlEntry"),
+            ("owner", "registration", "OwnerRegistrationControlEntry"))
+    } | {f"remove_{who}_access_control_entry(String, String, String, String)"
+         for who in ("master", "mediator", "owner")
+         } | {f"remove_{who}_registration_control_entry(String, String, String)"
+              for who in ("master", "mediator", "owner")},
 }
 
 #: the Python names of the methods (what a provider implements, what a proxy offers)
@@ -437,6 +506,9 @@ PYTHON_NAMES = {
         "add_entries", "add", "add_in_backends", "lookup", "lookup_in_backends",
         "lookup_participant", "lookup_participant_in", "remove_participants", "remove",
         "remove_in_backends", "remove_stale", "touch", "touch_participants"],
+    "infrastructure/AccessControlListEditor": [
+        f"{verb}_{who}_{kind}_control_entry" for kind in ("access", "registration")
+        for who in ("master", "mediator", "owner") for verb in ("update", "remove")],
 }
 
 
@@ -488,3 +560,20 @@ def test_the_named_bounds_are_those_fidl_declares_on_every_list_argument() -> No
                 if arg in named:
                     seen[arg].add(max_length(hint))
     assert seen == {name: {bound} for name, bound in named.items()}
+
+
+def test_the_editor_stays_unversioned_in_the_comment_mode() -> None:
+    """joynr marks AccessControlListEditor ``#noVersionGeneration``, and so does fidl/: with
+    ``add_version_to="comment"`` it keeps its module and names, as the DacTypes (a type
+    collection without a version) do, while the interfaces without the mark move to the
+    module of their major version."""
+    files = generate(parse_files(sorted(FIDL.rglob("*.fidl"))), "g", add_version_to="comment")
+    modules = {path.removeprefix("g/") for path in files if not path.endswith("__init__.py")}
+    assert {m for m in modules if m.endswith(".py")} == {
+        "infrastructure.py", "infrastructure_v0.py", "system.py", "system_v0.py", "types.py"}
+    unversioned = files["g/infrastructure.py"]
+    assert '@interface("infrastructure/AccessControlListEditor", version=(0, 1))' in unversioned
+    assert '@joynr_name("joynr.infrastructure.DacTypes.MasterAccessControlEntry")' in unversioned
+    assert "GlobalCapabilitiesDirectory" in files["g/infrastructure_v0.py"]
+    assert "@interface(\"infrastructure/AccessControlListEditor\"" not in files[
+        "g/infrastructure_v0.py"]
