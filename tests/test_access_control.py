@@ -11,6 +11,7 @@ decision tables is in tests/unit/test_access_control_*.py.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -26,16 +27,25 @@ from pyjoynr.cluster_controller.config import ClusterControllerConfig
 from pyjoynr.cluster_controller.controller import ClusterController
 from pyjoynr.libjoynr import LibjoynrConfig, connect
 from pyjoynr.libjoynr.advanced import ProviderRuntimeError
+from pyjoynr.programming.access_control import (
+    MasterAccessControlEntry,
+    OwnerAccessControlEntry,
+    Permission,
+    TrustLevel,
+    build_access_control_list_editor_proxy,
+)
+from pyjoynr.programming.system_interfaces import SYSTEM_SERVICES_DOMAIN
 from pyjoynr.runtime.config import ConfigError
 from pyjoynr.runtime.errors import SubscriptionError
 from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.websocket.settings import JOYNR, NATIVE, WebSocketClientSettings
-from tests.support.acl import master_ace, master_rce, owner_ace, write_tables
+from tests.support.acl import domain_role, master_ace, master_rce, owner_ace, write_tables
 from tests.support.radio import Country, Radio, RadioProvider, Station
 from tests.support.tls import Tls, client_certificate
 
 WAIT_S = 10.0
 INTERFACE = "test/Radio"
+EDITOR_INTERFACE = "infrastructure/AccessControlListEditor"
 #: the users of the table below (each a client certificate); "" is a connection without one
 USERS = ("alice", "bob", "carol", "erin", "frank", "grace", "mallory")
 DOMAINS = ("radio.fm", "radio.am", "radio.public")
@@ -213,7 +223,8 @@ async def test_an_unauthorised_registration_is_refused_with_joynrs_error(
                 f"domain {domain}.") in str(info.value)
     assert cc.access is not None
     assert cc.access.controller.counters["refused-rcl-denied"] == 4
-    assert [e.domain for e in cc.discovery.entries()] == ["radio.fm"]
+    assert sorted(e.domain for e in cc.discovery.entries()) == [
+        SYSTEM_SERVICES_DOMAIN, "radio.fm"]  # (the editor, and alice's)
 
 
 async def test_refused_one_way_calls_and_subscriptions(
@@ -344,3 +355,81 @@ async def test_a_unix_peer_is_its_user_or_the_name_configured_for_it(
     await call(proxy, "favorites")  # carol's operation
     with pytest.raises(ProviderRuntimeError, match="'carol'"):
         await call(proxy, "add_favorite")
+
+
+# ====================================================================== the editor
+
+
+@pytest.mark.parametrize("dialect", [NATIVE, JOYNR])
+async def test_an_owner_changes_its_owner_entries_with_the_editor_and_the_change_lasts(
+        stack: AsyncExitStack, tmp_path: Path, users: Users, dialect: str) -> None:
+    editor_ace = master_ace("*", SYSTEM_SERVICES_DOMAIN, EDITOR_INTERFACE)
+    write_tables(tmp_path / "acl" / "10-radio.json", **provisioning())
+    write_tables(tmp_path / "acl" / "20-editor.json",
+                 masterAccessTable=[editor_ace],
+                 domainRoleTable=[domain_role("erin", ["radio.fm"], "OWNER"),
+                                  domain_role("alice", ["*"], "MASTER")])
+    cc = await start(stack, tmp_path, users)
+    await register_radios(stack, cc, users)
+    mallory = await runtime(stack, cc, users, "mallory", dialect)
+    radio = await asyncio.wait_for(mallory.build_proxy(Radio, "radio.fm"), WAIT_S)
+    with pytest.raises(ProviderRuntimeError, match="access control"):
+        await call(radio, "favorites")
+    editors = {uid: await build_access_control_list_editor_proxy(
+        await runtime(stack, cc, users, uid, dialect), SYSTEM_SERVICES_DOMAIN)
+        for uid in ("erin", "mallory", "alice")}
+    let_in = OwnerAccessControlEntry("mallory", "radio.fm", INTERFACE, TrustLevel.LOW,
+                                     TrustLevel.LOW, "*", Permission.YES)
+    # mallory holds no role: nothing changes; erin is the owner of radio.fm
+    assert await editors["mallory"].update_owner_access_control_entry(let_in) is False
+    assert await editors["erin"].update_owner_access_control_entry(let_in) is True
+    await call(radio, "favorites")
+    # an owner may not change master entries, nor own another domain's entries
+    master = MasterAccessControlEntry("mallory", "radio.am", INTERFACE, TrustLevel.HIGH,
+                                      [TrustLevel.HIGH], TrustLevel.HIGH, [TrustLevel.HIGH],
+                                      "*", Permission.YES, [Permission.YES])
+    assert await editors["erin"].update_master_access_control_entry(master) is False
+    elsewhere = dataclasses.replace(let_in, domain="radio.am")
+    assert await editors["erin"].update_owner_access_control_entry(elsewhere) is False
+    # an owner entry outside what the master allows is refused by the store (grace's master
+    # lets only NO be chosen)
+    outside = dataclasses.replace(let_in, uid="grace")
+    assert await editors["erin"].update_owner_access_control_entry(outside) is False
+    # a master may change master entries on every domain (its role lists "*")
+    assert await editors["alice"].update_master_access_control_entry(master) is True
+    await call(await mallory.build_proxy(Radio, "radio.am"), "favorites")
+    assert cc.acl_editor is not None
+    counters = cc.acl_editor.counters
+    assert counters["edit-update-owner_access-changed"] == 1
+    assert counters["edit-update-master_access-changed"] == 1
+    assert counters["edit-update-owner_access-refused-role"] == 2
+    assert counters["edit-update-master_access-refused-role"] == 1
+    assert counters["edit-update-owner_access-invalid"] == 1
+    # the changes outlive a reload of the files and a restart
+    write_tables(tmp_path / "acl" / "30-more.json", masterAccessTable=[
+        master_ace("carol", "radio.am", INTERFACE)])
+    assert cc.access is not None
+    await eventually(lambda: cc.access is not None and cc.access.counters["reloaded"] == 1,
+                     WAIT_S, "the reload")
+    await call(radio, "favorites")
+    assert cc.access.edits.path.is_file()
+    again = ClusterController(cc_config(tmp_path / "cc", users, tmp_path / "acl"))
+    assert again.access is not None
+    assert again.access.controller.store.consumer_permission(
+        "mallory", "radio.fm", INTERFACE, "favorites").name == "YES"
+    # and a removal too
+    assert await editors["erin"].remove_owner_access_control_entry(
+        "mallory", "radio.fm", INTERFACE, "*") is True
+    assert await editors["erin"].remove_owner_access_control_entry(
+        "mallory", "radio.fm", INTERFACE, "*") is False  # (none left)
+    with pytest.raises(ProviderRuntimeError, match="access control"):
+        await call(radio, "favorites")
+
+
+async def test_the_editor_is_checked_like_any_provider(
+        stack: AsyncExitStack, tmp_path: Path, users: Users) -> None:
+    cc = await start(stack, tmp_path, users)  # no entry for the editor
+    bob = await runtime(stack, cc, users, "bob")
+    editor = await build_access_control_list_editor_proxy(bob, SYSTEM_SERVICES_DOMAIN)
+    with pytest.raises(ProviderRuntimeError, match="access control"):
+        await editor.remove_owner_access_control_entry("bob", "radio.fm", INTERFACE, "*")

@@ -8,6 +8,7 @@ import ssl
 from pathlib import Path
 from types import TracebackType
 
+from pyjoynr.cluster_controller.access.editor import AccessControlListEditor
 from pyjoynr.cluster_controller.access.entries import AccessFileError
 from pyjoynr.cluster_controller.access.service import AccessControl
 from pyjoynr.cluster_controller.bounds import ConnectionHolds
@@ -35,6 +36,7 @@ from pyjoynr.programming.discovery_types import (
     Version,
 )
 from pyjoynr.programming.joynr_runtime import JoynrRuntime
+from pyjoynr.programming.system_interfaces import SYSTEM_SERVICES_DOMAIN
 from pyjoynr.runtime.addresses import (
     Address,
     InProcessAddress,
@@ -61,7 +63,9 @@ from pyjoynr.transports.mqtt.client import PACKET_OVERHEAD_BYTES
 from pyjoynr.transports.mqtt.settings import EMBEDDED, parse_broker_url
 from pyjoynr.transports.mqtt.transport import MqttTransport
 from pyjoynr.transports.uds.server import UdsServerTransport
+from pyjoynr.transports.uds.settings import UdsServerSettings
 from pyjoynr.transports.websocket.server import WebSocketServerTransport
+from pyjoynr.transports.websocket.settings import WebSocketServerSettings
 
 log = get_logger(__name__)
 
@@ -111,12 +115,7 @@ class ClusterController:
         self.housekeeping = RouterHousekeeping(
             self.router, self.tasks, purge_interval_s=config.routing.cleanup_interval_s
         )
-        ac = config.access_control
-        websocket_settings, uds_settings = config.websocket, config.uds
-        if ac.enabled:  # the uids of connections without a certificate
-            websocket_settings = dataclasses.replace(websocket_settings,
-                                                     uid_paths=dict(ac.websocket_paths))
-            uds_settings = dataclasses.replace(uds_settings, uids=dict(ac.uds_users))
+        websocket_settings, uds_settings = _client_settings(config)
         self.websocket = WebSocketServerTransport(self.router, websocket_settings,
                                                   tasks=self.tasks, telemetry=self.telemetry,
                                                   quotas=self.quotas)
@@ -163,7 +162,8 @@ class ClusterController:
         #: access control ([access_control], off by default): the router's delivery gate and
         #: the local directory's registration check
         self.access: AccessControl | None = None
-        if ac.enabled:
+        self.acl_editor: AccessControlListEditor | None = None
+        if config.access_control.enabled:
             self._enable_access_control()
         #: whether the local directory uses a GCD (and the CC's readiness asks for it)
         self.uses_gcd = config.discovery.gcd and bool(config.mqtt.backends)
@@ -190,6 +190,10 @@ class ClusterController:
             raise ConfigError(f"access_control: {exc}") from None
         self.router.register_gate(access.controller)
         self.discovery.registration_check = access.controller.check_registration
+        #: joynr's AccessControlListEditor over the tables (registered at start)
+        self.acl_editor = (AccessControlListEditor(access.controller.store, access.edits,
+                                                   audit=ac.audit, telemetry=self.telemetry)
+                           if ac.editor else None)
 
     @property
     def websocket_address(self) -> WebSocketAddress:
@@ -341,6 +345,12 @@ class ClusterController:
             self.audit.start(self.tasks)
         if self.access is not None:
             self.access.start(self.tasks)
+        if self.acl_editor is not None:
+            # in the local directory, so that applications find it (domain io.joynr.system);
+            # calls to it are checked like any other
+            await self.runtime.register_provider(
+                SYSTEM_SERVICES_DOMAIN, self.acl_editor,
+                participant_id=self.config.access_control.editor_participant_id)
         self.snapshots.start()
         if self.broker is not None:
             try:
@@ -448,6 +458,17 @@ class ClusterController:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.stop()
+
+
+def _client_settings(config: ClusterControllerConfig
+                     ) -> tuple[WebSocketServerSettings, UdsServerSettings]:
+    """The websocket and Unix domain socket servers' settings, with the uids of connections
+    without a certificate when access control is on."""
+    ac = config.access_control
+    if not ac.enabled:
+        return config.websocket, config.uds
+    return (dataclasses.replace(config.websocket, uid_paths=dict(ac.websocket_paths)),
+            dataclasses.replace(config.uds, uids=dict(ac.uds_users)))
 
 
 def _another_port(section: str) -> str:

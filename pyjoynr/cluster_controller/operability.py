@@ -161,6 +161,8 @@ class ClusterControllerOps(ProgramOps):
         access = cc.access
         if access is not None:
             events = access.controller.counters + access.counters
+            if cc.acl_editor is not None:
+                events += cc.acl_editor.counters
             metrics += [
                 counter(f"{PREFIX}_access_control_events", "Access control: checks made, "
                         "refusals by reason (refused-acl-denied, refused-rcl-denied, ...), what "
