@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import json
 import logging
 import os
 import pwd
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -25,7 +27,7 @@ import pytest
 
 from pyjoynr.cluster_controller.config import ClusterControllerConfig
 from pyjoynr.cluster_controller.controller import ClusterController
-from pyjoynr.libjoynr import LibjoynrConfig, connect
+from pyjoynr.libjoynr import LibjoynrConfig, ProviderQos, ProviderScope, connect
 from pyjoynr.libjoynr.advanced import ProviderRuntimeError
 from pyjoynr.programming.access_control import (
     MasterAccessControlEntry,
@@ -37,9 +39,11 @@ from pyjoynr.programming.access_control import (
 from pyjoynr.programming.system_interfaces import SYSTEM_SERVICES_DOMAIN
 from pyjoynr.runtime.config import ConfigError
 from pyjoynr.runtime.errors import SubscriptionError
+from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.websocket.settings import JOYNR, NATIVE, WebSocketClientSettings
 from tests.support.acl import domain_role, master_ace, master_rce, owner_ace, write_tables
+from tests.support.mqtt_cluster import GBID, mqtt_cc_config, write_provisioning
 from tests.support.radio import Country, Radio, RadioProvider, Station
 from tests.support.tls import Tls, client_certificate
 
@@ -433,3 +437,64 @@ async def test_the_editor_is_checked_like_any_provider(
     editor = await build_access_control_list_editor_proxy(bob, SYSTEM_SERVICES_DOMAIN)
     with pytest.raises(ProviderRuntimeError, match="access control"):
         await editor.remove_owner_access_control_entry("bob", "radio.fm", INTERFACE, "*")
+
+
+# ====================================================================== messages from other hosts
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["signature-trusted", "backend-uid"])
+async def test_calls_from_other_hosts_are_checked_with_the_backend_uid_or_their_signature(
+        stack: AsyncExitStack, tmp_path: Path, users: Users, trusted: bool) -> None:
+    """CC "two" hosts the providers, with access control; CC "one" hosts the consumers: bob
+    (joynr dialect, client certificate: his runtime signs every message with his owner id)
+    and one without a certificate (no signature). Both backends speak joynr's dialect, so the
+    signed frames cross the broker as they were signed."""
+    broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
+    suffix = uuid.uuid4().hex[:8]
+    write_tables(tmp_path / "acl" / "entries.json", masterAccessTable=[
+        master_ace("*", "radio.*", INTERFACE, permission="NO"),
+        master_ace("bob", "radio.fm", INTERFACE),
+        master_ace("remote-hosts", "radio.am", INTERFACE),
+    ], masterRegistrationTable=[master_rce("", "radio.*", INTERFACE)])
+    two = await stack.enter_async_context(ClusterController(mqtt_cc_config(
+        tmp_path / "two", f"cc-two-{suffix}", {GBID: broker.url}, mqtt__dialect=JOYNR,
+        access_control__enabled="true",
+        access_control__entries_directory=str(tmp_path / "acl"),
+        access_control__backend_uid="remote-hosts",
+        access_control__trust_backend_signature=str(trusted).lower())))
+    pids = {domain: f"radio-{domain}-{suffix}" for domain in ("radio.fm", "radio.am")}
+    provisioning = write_provisioning(tmp_path / "provisioning.toml", *(
+        {"participant_id": pid, "domain": domain, "interface": INTERFACE, "version": "1.2",
+         "gbid": GBID, "topic": two.own_topic} for domain, pid in pids.items()))
+    one = await stack.enter_async_context(ClusterController(mqtt_cc_config(
+        tmp_path / "one", f"cc-one-{suffix}", {GBID: broker.url}, mqtt__dialect=JOYNR,
+        discovery__provisioning_file=str(provisioning),
+        websocket__tls_certificate=str(users.tls.server_cert),
+        websocket__tls_private_key=str(users.tls.server_key),
+        websocket__tls_client_ca_file=str(users.tls.ca[0]))))
+    for cc in (one, two):
+        assert cc.mqtt is not None
+        await cc.mqtt.wait_connected(WAIT_S)
+    host = await connect(two.websocket_address.url, timeout_ms=int(WAIT_S * 1000))
+    stack.push_async_callback(host.close)
+    for domain, pid in pids.items():
+        await asyncio.wait_for(host.register_provider(
+            domain, RadioProvider(), participant_id=pid,
+            qos=ProviderQos(scope=ProviderScope.GLOBAL)), WAIT_S)
+    consumers = {"bob": await runtime(stack, one, users, "bob", JOYNR),
+                 "": await runtime(stack, one, users, "", JOYNR)}
+    outcomes = {}
+    for (uid, rt), domain in itertools.product(consumers.items(), pids):
+        proxy = await asyncio.wait_for(rt.build_proxy(Radio, domain, ttl_ms=5_000), WAIT_S)
+        try:
+            await call(proxy, "favorites")
+            outcomes[(uid, domain)] = True
+        except ProviderRuntimeError as exc:  # the refusal came back over the broker
+            assert "access control" in str(exc), exc
+            outcomes[(uid, domain)] = False
+    assert outcomes == {
+        # trusted: bob's signature is his uid; without: every message from the backend is
+        # "remote-hosts"; an unsigned message is "remote-hosts" either way
+        ("bob", "radio.fm"): trusted, ("bob", "radio.am"): not trusted,
+        ("", "radio.fm"): False, ("", "radio.am"): True,
+    }

@@ -54,6 +54,7 @@ from pyjoynr.libjoynr import (
 from pyjoynr.programming.discovery_types import DiscoveryScope
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import cc_config
+from tests.support.acl import master_ace, master_rce, write_tables
 from tests.support.java_oracles import (
     JavaCallError,
     JavaClusterController,
@@ -542,3 +543,61 @@ async def test_a_python_provider_registered_local_on_joynrs_cc(theirs) -> None:
         with pytest.raises(DiscoveryError):
             await PythonConsumer.build(runtime, provider.domain, DiscoveryScope.GLOBAL_ONLY,
                                        MISS_MS)
+
+
+# ====================================================================== access control
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def guarded(java_oracles: JavaOracles, tmp_path_factory: pytest.TempPathFactory
+                  ) -> AsyncIterator[tuple[ClusterController, Apps]]:
+    """This project's cluster controller with access control on, and the two Java
+    applications, each on a websocket path that names its uid."""
+    workdir = tmp_path_factory.mktemp("guarded")
+    write_tables(workdir / "acl" / "apps.json", masterRegistrationTable=[
+        master_rce("java-provider", "acl.*", "example/Radio"),
+    ], masterAccessTable=[
+        master_ace("java-consumer", "acl.open", "example/Radio"),
+        master_ace("java-consumer", "acl.readonly", "example/Radio", "getVolume"),
+    ])
+    async with AsyncExitStack() as stack:
+        cc = await stack.enter_async_context(ClusterController(cc_config(
+            workdir / "cc", access_control__enabled="true",
+            access_control__entries_directory=str(workdir / "acl"),
+            access_control__websocket_paths='{ "/provider" = "java-provider", '
+                                            '"/consumer" = "java-consumer" }')))
+        url = cc.websocket_address.url
+        apps = [JavaRadioApp(java_oracles, workdir, url, name=f"java-{role}",
+                             properties={"joynr.messaging.cc.path": f"/{role}"})
+                for role in ("provider", "consumer")]
+        for app in apps:
+            stack.push_async_callback(app.stop)
+        await asyncio.gather(*(app.start() for app in apps))
+        yield cc, Apps(url, *apps)
+
+
+async def test_this_projects_access_control_refuses_a_java_registration_and_call(guarded
+                                                                                 ) -> None:
+    """joynr's Java runtime hears of a refused registration and a refused call as it hears of
+    any provider runtime error: its registration future and its proxy call fail with one."""
+    cc, apps = guarded
+    for domain in ("acl.open", "acl.readonly"):
+        await JavaProvider(apps.provider, domain).register("LOCAL")
+    with pytest.raises(JavaCallError) as refused:
+        await apps.provider.call("register", domain="elsewhere", scope="LOCAL")
+    assert refused.value.error == "ProviderRuntimeException", refused.value.answer
+    assert ("Provider does not have permissions to register interface example/Radio on "
+            "domain elsewhere.") in str(refused.value.answer.get("message")), refused.value
+    open_ = await JavaConsumer.build(apps.consumer, "acl.open", "LOCAL_ONLY")
+    assert await open_.call("addFavoriteStation", station=station("a")) is True
+    readonly = await JavaConsumer.build(apps.consumer, "acl.readonly", "LOCAL_ONLY")
+    assert await readonly.call("getVolume") == 50
+    with pytest.raises(JavaCallError) as denied:
+        await apps.consumer.call("addFavoriteStation", proxy=readonly.name,
+                                 station=station("b"))
+    assert denied.value.error == "ProviderRuntimeException", denied.value.answer
+    message = str(denied.value.answer.get("message"))
+    assert "access control" in message and "'java-consumer'" in message, message
+    assert cc.access is not None
+    counters = cc.access.controller.counters
+    assert counters["refused-rcl-denied"] == 1 and counters["refused-acl-denied"] == 1
