@@ -446,8 +446,9 @@ async def test_the_editor_is_checked_like_any_provider(
 async def test_calls_from_other_hosts_are_checked_with_the_backend_uid_or_their_signature(
         stack: AsyncExitStack, tmp_path: Path, users: Users, trusted: bool) -> None:
     """CC "two" hosts the providers, with access control; CC "one" hosts the consumers: bob
-    (joynr dialect, client certificate: his runtime signs every message with his owner id)
-    and one without a certificate (no signature). Both backends speak joynr's dialect, so the
+    (joynr dialect, client certificate: his runtime signs every message with his owner id),
+    one without a certificate (no signature), and one without a certificate that signs as
+    bob. Both backends speak joynr's dialect, so the
     signed frames cross the broker as they were signed."""
     broker = await stack.enter_async_context(Mosquitto(tmp_path / "mosquitto"))
     suffix = uuid.uuid4().hex[:8]
@@ -481,8 +482,15 @@ async def test_calls_from_other_hosts_are_checked_with_the_backend_uid_or_their_
         await asyncio.wait_for(host.register_provider(
             domain, RadioProvider(), participant_id=pid,
             qos=ProviderQos(scope=ProviderScope.GLOBAL)), WAIT_S)
+    # and one without a certificate that signs as bob all the same: its signature proves
+    # nothing and does not leave its host
+    forger = await connect(one.websocket_address, config=LibjoynrConfig(
+        dialect=JOYNR, websocket=WebSocketClientSettings(
+            dialect=JOYNR, owner_id="bob", tls_ca_file=str(users.tls.server_cert))),
+        timeout_ms=int(WAIT_S * 1000))
+    stack.push_async_callback(forger.close)
     consumers = {"bob": await runtime(stack, one, users, "bob", JOYNR),
-                 "": await runtime(stack, one, users, "", JOYNR)}
+                 "": await runtime(stack, one, users, "", JOYNR), "forger": forger}
     outcomes = {}
     for (uid, rt), domain in itertools.product(consumers.items(), pids):
         proxy = await asyncio.wait_for(rt.build_proxy(Radio, domain, ttl_ms=5_000), WAIT_S)
@@ -497,4 +505,7 @@ async def test_calls_from_other_hosts_are_checked_with_the_backend_uid_or_their_
         # "remote-hosts"; an unsigned message is "remote-hosts" either way
         ("bob", "radio.fm"): trusted, ("bob", "radio.am"): not trusted,
         ("", "radio.fm"): False, ("", "radio.am"): True,
+        ("forger", "radio.fm"): False, ("forger", "radio.am"): True,
     }
+    assert one.mqtt is not None
+    assert one.mqtt.counters["unproven-signature-removed"] == 2

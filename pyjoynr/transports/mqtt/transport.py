@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import itertools
 import logging
@@ -838,6 +839,14 @@ class MqttTransport:
                 else f"{message.recipient} (backend chosen for the message)")
             self.counters["unknown-gbid"] += 1
             return False
+        signature = message.custom_signature
+        if (signature is not None and message.creator is not None
+                and signature != message.creator.encode()):
+            # a signature the sender's connection did not prove (it has no client certificate
+            # of that name) does not leave this host: another may take it for the sender's uid
+            self.counters["unproven-signature-removed"] += 1
+            message = dataclasses.replace(message, custom_signature=None, raw=None,
+                                          raw_smrf=None)
         reply_to = rules.outgoing_reply_to(message, self.global_address)
         if reply_to is not None:  # the answer must come back here
             # (a changed copy keeps neither frame it arrived in)
