@@ -222,6 +222,17 @@ def _operation_of(message: Message) -> str | None:
         name = getattr(payload, "subscribe_to_name", None)
     if type(name) is not str or not name or len(name) > MAX_OPERATION_CHARS:
         return None
+    if format_of(message.body) is BodyFormat.JSON:
+        return name
     # a msgpack body names it as the provider's Python code does; the entries, as joynr
-    # does: the lowerCamelCase of that (runtime.interface)
-    return name if format_of(message.body) is BodyFormat.JSON else lower_camel(name)
+    # does: the lowerCamelCase of that (runtime.interface), kept for the next message
+    joynr_name = _JOYNR_NAMES.get(name)
+    if joynr_name is None:
+        if len(_JOYNR_NAMES) >= MAX_CACHED_DECISIONS:
+            _JOYNR_NAMES.clear()
+        joynr_name = _JOYNR_NAMES[name] = lower_camel(name)
+    return joynr_name
+
+
+#: msgpack bodies' operation names -> joynr's (at most MAX_CACHED_DECISIONS kept)
+_JOYNR_NAMES: dict[str, str] = {}
