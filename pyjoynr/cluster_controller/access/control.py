@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from pyjoynr.cluster_controller.access.entries import AccessTables, Permission
+from pyjoynr.cluster_controller.access.entries import MAX_NAME_CHARS, AccessTables, Permission
 from pyjoynr.cluster_controller.access.store import AccessStore
 from pyjoynr.runtime.addresses import (
     Address,
@@ -64,6 +64,9 @@ LOCAL_HOPS = frozenset({WebSocketClientAddress, UdsClientAddress, InProcessAddre
 MAX_CACHED_DECISIONS = 8192
 #: the longest operation name looked up (longer ones are refused as malformed)
 MAX_OPERATION_CHARS = 1_000
+
+#: the uid asked for a message whose uid is longer than an entry's may be (it matches "*" only)
+_UNNAMED_UID = "\0" * (MAX_NAME_CHARS + 1)
 
 #: refusal reasons (counted as ``dropped-<reason>`` by the router and as ``refused-<reason>``
 #: here)
@@ -131,6 +134,10 @@ class AccessController:
         if recipient in self.whitelist:
             return None
         uid = message.creator or ""
+        if len(uid) > MAX_NAME_CHARS:
+            # (a trusted signature may be that long) no entry names it: asked as a uid no
+            # entry can name, so that only "*" entries apply and the cache keys stay small
+            uid = _UNNAMED_UID
         self.counters["checked"] += 1
         provider = self._resolve(recipient)
         if provider is None:
@@ -166,8 +173,9 @@ class AccessController:
             return None
         what = (f"interface {interface}" if operation == "*"
                 else f"operation {operation} of interface {interface}")
+        shown = "(a uid longer than any entry's)" if uid is _UNNAMED_UID else repr(uid)
         return self._refuse(message, uid, DENIED,
-                            f"access control: user {uid!r} may not call {what} on domain "
+                            f"access control: user {shown} may not call {what} on domain "
                             f"{domain!r} ({permission.name if permission else 'NO'})")
 
     def _refuse(self, message: Message, uid: str, reason: str, detail: str
