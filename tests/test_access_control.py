@@ -43,6 +43,7 @@ from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.websocket.settings import JOYNR, NATIVE, WebSocketClientSettings
 from tests.support.acl import domain_role, master_ace, master_rce, owner_ace, write_tables
+from tests.support.audit import read_audit
 from tests.support.mqtt_cluster import GBID, mqtt_cc_config, write_provisioning
 from tests.support.radio import Country, Radio, RadioProvider, Station
 from tests.support.tls import Tls, client_certificate
@@ -509,3 +510,24 @@ async def test_calls_from_other_hosts_are_checked_with_the_backend_uid_or_their_
     }
     assert one.mqtt is not None
     assert one.mqtt.counters["unproven-signature-removed"] == 2
+
+
+async def test_refusals_are_in_the_audit_log_with_their_reason(
+        tmp_path: Path, users: Users) -> None:
+    audit_dir = tmp_path / "audit"
+    async with AsyncExitStack() as stack:
+        cc = await start(stack, tmp_path, users, audit__enabled="true",
+                         audit__dir=str(audit_dir))
+        await register_radios(stack, cc, users)
+        mallory = await runtime(stack, cc, users, "mallory")
+        proxy = await asyncio.wait_for(mallory.build_proxy(Radio, "radio.fm"), WAIT_S)
+        with pytest.raises(ProviderRuntimeError, match="access control"):
+            await call(proxy, "favorites")
+        with pytest.raises(ProviderRuntimeError, match="Provider does not have permissions"):
+            await asyncio.wait_for(mallory.register_provider("radio.fm", RadioProvider()),
+                                   WAIT_S)
+    records = read_audit(audit_dir)  # (all written once the cluster controller stopped)
+    refused = [(r["type"], r["outcome"], r["reason"], r["hop"]) for r in records
+               if r["reason"] in ("acl-denied", "rcl-denied")]
+    assert refused == [("rq", "refused", "acl-denied", "websocket"),
+                       ("rq", "refused", "rcl-denied", None)], refused

@@ -40,13 +40,19 @@ from pyjoynr.programming.discovery_types import (
 )
 from pyjoynr.programming.generated import types
 from pyjoynr.programming.generated.system import DiscoveryProviderBase
-from pyjoynr.programming.providers import current_creator, current_deadline_ms, current_origin
+from pyjoynr.programming.providers import (
+    current_creator,
+    current_deadline_ms,
+    current_origin,
+    current_request,
+)
 from pyjoynr.programming.system_interfaces import address_from_json
 from pyjoynr.runtime import rules
 from pyjoynr.runtime.addresses import Address, AddressError
 from pyjoynr.runtime.clock import now_ms
 from pyjoynr.runtime.errors import ApplicationError, ProviderRuntimeError
 from pyjoynr.runtime.logs import get_logger, peer_of
+from pyjoynr.runtime.messages import Message
 from pyjoynr.runtime.quotas import GLOBAL_PROVIDERS, PROVIDERS
 from pyjoynr.runtime.router import MessageRouter
 from pyjoynr.runtime.tasks import TaskSupervisor
@@ -102,9 +108,10 @@ class LocalDiscovery(DiscoveryProviderBase):
         self._global_gbids: dict[str, list[str]] = {}  # registered with the GCD, in these
         self.gcd_calls: Counter[str] = Counter()
         #: asked before every registration a libjoynr runtime makes (access control): (the
-        #: caller's uid, None for this process; domain; interface; participant id), raises
-        #: ProviderRuntimeError to refuse it
-        self.registration_check: Callable[[str | None, str, str, str], None] | None = None
+        #: caller's uid, None for this process; domain; interface; participant id; the
+        #: request), raises ProviderRuntimeError to refuse it
+        self.registration_check: Callable[[str | None, str, str, str, Message | None], None
+                                          ] | None = None
 
     # ------------------------------------------------------------------ set-up
 
@@ -165,7 +172,8 @@ class LocalDiscovery(DiscoveryProviderBase):
         self._check_owner(entry.participant_id, "add")
         check = self.registration_check
         if check is not None:
-            check(current_creator(), entry.domain, entry.interface_name, entry.participant_id)
+            check(current_creator(), entry.domain, entry.interface_name, entry.participant_id,
+                  current_request())
         gbids = self._check_gbids(gbids)
         pid = entry.participant_id
         link = self._gcd

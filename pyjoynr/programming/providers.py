@@ -109,7 +109,7 @@ from pyjoynr.runtime.rules import Refusal, admit_caller
 from pyjoynr.runtime.telemetry import Telemetry
 
 __all__ = ["Provider", "ProviderSkeleton", "current_creator", "current_deadline_ms",
-           "current_origin",
+           "current_origin", "current_request",
            "earlier_form", "wire_form_of"]
 
 log = get_logger(__name__)
@@ -129,6 +129,16 @@ def current_origin() -> Address | None:
 
 _creator: contextvars.ContextVar[str | None] = contextvars.ContextVar("joynr_creator",
                                                                       default=None)
+
+
+_request: contextvars.ContextVar[Message | None] = contextvars.ContextVar("joynr_request",
+                                                                          default=None)
+
+
+def current_request() -> Message | None:
+    """Inside a provider method: the request message it serves (None: a one-way request, a
+    direct call)."""
+    return _request.get()
 
 
 def current_creator() -> str | None:
@@ -529,8 +539,7 @@ class ProviderSkeleton:
             try:
                 reply = Reply(payload.request_reply_id,
                               response=await self._call(bound, args, message.origin,
-                                                        message.expiry_date_ms,
-                                                        message.creator))
+                                                        message.expiry_date_ms, message))
             except JoynrError as exc:
                 reply = Reply(payload.request_reply_id, error=exc.to_wire())
         if fmt is _MSGPACK:
@@ -598,10 +607,11 @@ class ProviderSkeleton:
         return found, args
 
     async def _call(self, bound: _Bound, args: list[Any], origin: Address | None,
-                    deadline_ms: int, creator: str | None = None) -> list[Any]:
+                    deadline_ms: int, request: Message | None = None) -> list[Any]:
         method, impl, wired = bound
         token = _origin.set(origin)
-        creator_token = _creator.set(creator)
+        creator_token = _creator.set(None if request is None else request.creator)
+        request_token = _request.set(request)
         deadline_token = _deadline.set(deadline_ms)
         try:
             result = await impl(*args)
@@ -624,6 +634,7 @@ class ProviderSkeleton:
         finally:
             _origin.reset(token)
             _creator.reset(creator_token)
+            _request.reset(request_token)
             _deadline.reset(deadline_token)
         if method.outputs:  # several out arguments: a tuple of their values, in order
             if not isinstance(result, (tuple, list)) or len(result) != len(method.outputs):

@@ -43,6 +43,7 @@ from pyjoynr.runtime.interface import lower_camel
 from pyjoynr.runtime.logs import get_logger
 from pyjoynr.runtime.messages import Message, MessageType
 from pyjoynr.runtime.payloads import PAYLOAD_TYPES, PayloadError
+from pyjoynr.runtime.records import REFUSED
 from pyjoynr.runtime.rules import Refusal
 from pyjoynr.runtime.telemetry import Telemetry
 
@@ -192,10 +193,11 @@ class AccessController:
     # ------------------------------------------------------------------ providers
 
     def check_registration(self, uid: str | None, domain: str, interface_name: str,
-                           participant_id: str) -> None:
+                           participant_id: str, request: Message | None = None) -> None:
         """May ``uid`` register a provider of ``interface_name`` on ``domain``? None: the
         cluster controller's own registration (not checked). Raises ProviderRuntimeError with
-        joynr's text when not (audit mode: logs and returns)."""
+        joynr's text when not (audit mode: logs and returns); the refused ``request`` (the
+        Discovery call) is recorded in the audit log (refused, ``rcl-denied``)."""
         if uid is None:
             return
         self.counters["checked-registration"] += 1
@@ -210,6 +212,9 @@ class AccessController:
                                  "mode)", uid, interface_name, domain, participant_id)
             return
         self.counters[f"refused-{REGISTRATION_DENIED}"] += 1
+        audit = self._telemetry.audit
+        if audit is not None and request is not None:
+            audit.decided(request, REFUSED, None, REGISTRATION_DENIED, f"uid {uid[:200]}")
         self._telemetry.warn(log, REGISTRATION_DENIED, f"uid {uid}",
                              "registration of provider %s refused: user %r may not register "
                              "interface %r on domain %r (%s)", participant_id, uid,
