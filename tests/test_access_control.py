@@ -43,6 +43,7 @@ from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.cluster import eventually
 from pyjoynr.transports.websocket.settings import JOYNR, NATIVE, WebSocketClientSettings
 from tests.support.acl import domain_role, master_ace, master_rce, owner_ace, write_tables
+from tests.support.admin import http_get, scrape
 from tests.support.audit import read_audit
 from tests.support.mqtt_cluster import GBID, mqtt_cc_config, write_provisioning
 from tests.support.radio import Country, Radio, RadioProvider, Station
@@ -252,6 +253,15 @@ async def test_refused_one_way_calls_and_subscriptions(
     assert cc.access is not None
     assert cc.access.controller.counters["refused-acl-denied"] == 2
     assert providers["radio.fm"].notes == ["from bob"]
+    # the admin endpoint shows them: metrics and the status page
+    assert cc.ops.server is not None
+    metrics = await scrape(cc.ops.server.url)
+    assert metrics["joynr_cc_access_control_events_total",
+                   {"event": "refused-acl-denied"}] == 2
+    assert metrics["joynr_cc_access_control_entries"] == 10
+    status = (await http_get(f"{cc.ops.server.url}/status.json")).json()
+    section = next(s for s in status["sections"] if s["id"] == "access-control")
+    assert ["refused-acl-denied", 2] in section["facts"], section
 
 
 # ====================================================================== audit mode

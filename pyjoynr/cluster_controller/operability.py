@@ -280,6 +280,8 @@ class ClusterControllerOps(ProgramOps):
                     self._messages()]
         sections += self._gcd_link(rows)
         sections.append(self._directory())
+        if cc.access is not None:
+            sections.append(self._access_control())
         rings = [cc.warnings.recent]
         if cc.gcd is not None:
             sections += gcd_sections(cc.gcd, max_rows=rows, title="Embedded GCD")
@@ -290,6 +292,22 @@ class ClusterControllerOps(ProgramOps):
                            started_monotonic=self._started_monotonic,
                            refresh_s=self.settings.status_refresh_s,
                            checks=await self.ready(), sections=sections)
+
+    def _access_control(self) -> dict[str, Any]:
+        cc = self.cc
+        access = cc.access
+        assert access is not None
+        events = access.controller.counters + access.counters
+        if cc.acl_editor is not None:
+            events += cc.acl_editor.counters
+        return facts("access-control", "Access control", [
+            ("mode", "audit (nothing refused)" if access.controller.audit else "enforcing"),
+            ("entries in force", len(access.controller.store)),
+            ("provisioning directory", None if access.directory is None
+             else str(access.directory.path)),
+            ("changes made through the editor", len(access.edits)),
+            *sorted(events.items()),
+        ])
 
     def _identity(self) -> dict[str, Any]:
         cc = self.cc
