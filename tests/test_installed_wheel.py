@@ -3,9 +3,10 @@ outside the checkout, is one top-level package (``pyjoynr``) whose console scrip
 cluster controller and the GCD with their packaged default configuration, the radio example
 runs against it from a folder of its own, and so does the example integration test of
 docs/testing.md on the installed pytest plugin; mypy --strict passes on an application's
-generated package, on the wheel and on an editable install of the checkout. The same wheel
-installed bare (no extra: an application's install) runs the README's example against a
-cluster controller, and each program says in one line which extra it needs and exits 2. Built
+generated package, on the wheel and on an editable install of the checkout. Installed bare
+first (no extra: an application's install), the wheel runs the README's example against a
+cluster controller, and each program says in one line which extra it needs and exits 2; the
+extras are then added to the same environment (one environment made, not two). Built
 where a C compiler and Python's headers are (as here: the suite needs them), the wheel is a
 platform wheel whose SMRF codec runs compiled (setup.py).
 
@@ -25,7 +26,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,27 +78,26 @@ def fresh_venv(base: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
-    base = tmp_path_factory.mktemp("wheel")
-    venv = fresh_venv(base)
-    # with the testing extra (the pytest plugin and what it runs on: cc and gcd with it) and
-    # the franca one (an application's generated code, type-checked below)
-    run([str(venv / "bin" / "python"), "-m", "pip", "install", *PIP,
-         f"{wheel}[testing,franca]"], cwd=base)
-    outside = base / "app"
-    outside.mkdir()
-    yield Installed(venv, wheel, outside)
-
-
-@pytest.fixture(scope="module")
 def bare(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    """The wheel installed with no extra, as an application installs it."""
-    base = tmp_path_factory.mktemp("bare")
+    """The wheel installed with no extra, as an application installs it. The module's one
+    virtual environment: ``installed`` adds the extras to it once the tests of the bare
+    install (first in the module) have run."""
+    base = tmp_path_factory.mktemp("wheel")
     venv = fresh_venv(base)
     run([str(venv / "bin" / "python"), "-m", "pip", "install", *PIP, str(wheel)], cwd=base)
     outside = base / "app"
     outside.mkdir()
     return Installed(venv, wheel, outside)
+
+
+@pytest.fixture(scope="module")
+def installed(bare: Installed) -> Installed:
+    """The same environment with the testing extra added (the pytest plugin and what it runs
+    on: cc and gcd with it) and the franca one (an application's generated code,
+    type-checked below), as an application adds an extra to its install."""
+    run([str(bare.venv / "bin" / "python"), "-m", "pip", "install", *PIP,
+         f"{bare.wheel}[testing,franca]"], cwd=bare.outside)
+    return bare
 
 
 async def test_a_bare_install_runs_the_readme_example(bare: Installed, tmp_path: Path) -> None:
