@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,9 +58,8 @@ def run(args: list[str], cwd: Path, timeout_s: float = 600) -> str:
     return done.stdout
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's wheel, built once for the module, outside the checkout."""
+def build_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's wheel, built once for the module (by ``bare``), outside the checkout."""
     base = tmp_path_factory.mktemp("dist")
     assert not base.resolve().is_relative_to(ROOT)
     run([sys.executable, "-m", "pip", "wheel", *PIP, "--no-deps", "-w", str(base),
@@ -78,12 +78,16 @@ def fresh_venv(base: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def bare(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+def bare(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     """The wheel installed with no extra, as an application installs it. The module's one
-    virtual environment: ``installed`` adds the extras to it once the tests of the bare
-    install (first in the module) have run."""
+    virtual environment (made while the wheel builds: neither needs the other): ``installed``
+    adds the extras to it once the tests of the bare install (first in the module) have
+    run."""
     base = tmp_path_factory.mktemp("wheel")
-    venv = fresh_venv(base)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="venv") as pool:
+        making = pool.submit(fresh_venv, base)
+        wheel = build_wheel(tmp_path_factory)
+        venv = making.result()
     run([str(venv / "bin" / "python"), "-m", "pip", "install", *PIP, str(wheel)], cwd=base)
     outside = base / "app"
     outside.mkdir()
