@@ -42,6 +42,7 @@ from pyjoynr.runtime.errors import ApplicationError
 from pyjoynr.testing.brokers import Mosquitto
 from pyjoynr.testing.postgres import PostgresServer
 from tests.support import mqtt_clients
+from tests.support.examples import examples
 from tests.support.gcd_stores import fresh_postgres_dsn
 from tests.support.mqtt_cluster import WAIT_S, mqtt_cc_config
 from tests.support.radio import RadioProvider
@@ -306,7 +307,9 @@ async def _no_delayed(instance: Instance) -> bool:
                    for t in asyncio.all_tasks())
 
 
-@settings(max_examples=20, deadline=None, derandomize=True,
+# the same examples every run (derandomized): the first 8 in the suite, more in a soak run
+# (PYJOYNR_SOAK=3: 24, tests/support/examples.py)
+@settings(max_examples=examples(8), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ops=OPS, faults=FAULTS, seed=st.integers(0, 1000))
 def test_any_write_sequence_through_a_faulty_channel_leaves_every_index_equal_to_the_store(

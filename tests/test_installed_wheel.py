@@ -3,9 +3,10 @@ outside the checkout, is one top-level package (``pyjoynr``) whose console scrip
 cluster controller and the GCD with their packaged default configuration, the radio example
 runs against it from a folder of its own, and so does the example integration test of
 docs/testing.md on the installed pytest plugin; mypy --strict passes on an application's
-generated package, on the wheel and on an editable install of the checkout. The same wheel
-installed bare (no extra: an application's install) runs the README's example against a
-cluster controller, and each program says in one line which extra it needs and exits 2. Built
+generated package, on the wheel and on an editable install of the checkout. Installed bare
+first (no extra: an application's install), the wheel runs the README's example against a
+cluster controller, and each program says in one line which extra it needs and exits 2; the
+extras are then added to the same environment (one environment made, not two). Built
 where a C compiler and Python's headers are (as here: the suite needs them), the wheel is a
 platform wheel whose SMRF codec runs compiled (setup.py).
 
@@ -25,7 +26,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,9 +58,8 @@ def run(args: list[str], cwd: Path, timeout_s: float = 600) -> str:
     return done.stdout
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's wheel, built once for the module, outside the checkout."""
+def build_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's wheel, built once for the module (by ``bare``), outside the checkout."""
     base = tmp_path_factory.mktemp("dist")
     assert not base.resolve().is_relative_to(ROOT)
     run([sys.executable, "-m", "pip", "wheel", *PIP, "--no-deps", "-w", str(base),
@@ -78,27 +78,30 @@ def fresh_venv(base: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+def bare(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The wheel installed with no extra, as an application installs it. The module's one
+    virtual environment (made while the wheel builds: neither needs the other): ``installed``
+    adds the extras to it once the tests of the bare install (first in the module) have
+    run."""
     base = tmp_path_factory.mktemp("wheel")
-    venv = fresh_venv(base)
-    # with the testing extra (the pytest plugin and what it runs on: cc and gcd with it) and
-    # the franca one (an application's generated code, type-checked below)
-    run([str(venv / "bin" / "python"), "-m", "pip", "install", *PIP,
-         f"{wheel}[testing,franca]"], cwd=base)
-    outside = base / "app"
-    outside.mkdir()
-    yield Installed(venv, wheel, outside)
-
-
-@pytest.fixture(scope="module")
-def bare(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    """The wheel installed with no extra, as an application installs it."""
-    base = tmp_path_factory.mktemp("bare")
-    venv = fresh_venv(base)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="venv") as pool:
+        making = pool.submit(fresh_venv, base)
+        wheel = build_wheel(tmp_path_factory)
+        venv = making.result()
     run([str(venv / "bin" / "python"), "-m", "pip", "install", *PIP, str(wheel)], cwd=base)
     outside = base / "app"
     outside.mkdir()
     return Installed(venv, wheel, outside)
+
+
+@pytest.fixture(scope="module")
+def installed(bare: Installed) -> Installed:
+    """The same environment with the testing extra added (the pytest plugin and what it runs
+    on: cc and gcd with it) and the franca one (an application's generated code,
+    type-checked below), as an application adds an extra to its install."""
+    run([str(bare.venv / "bin" / "python"), "-m", "pip", "install", *PIP,
+         f"{bare.wheel}[testing,franca]"], cwd=bare.outside)
+    return bare
 
 
 async def test_a_bare_install_runs_the_readme_example(bare: Installed, tmp_path: Path) -> None:

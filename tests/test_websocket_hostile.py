@@ -56,6 +56,7 @@ from pyjoynr.runtime.payloads import (
 from pyjoynr.runtime.routing import RoutingEntry
 from pyjoynr.transports.dialects import encode_init
 from tests.support.radio import Country, Radio, RadioProvider, Station
+from tests.support.raw_websocket import close_raw
 
 pytestmark = pytest.mark.network
 
@@ -191,7 +192,7 @@ class RawClient:
     async def open(cls, stack: AsyncExitStack, url: str, client_id: str | None = None, *,
                    init: bool = True) -> RawClient:
         ws = await asyncio.wait_for(connect(url, compression=None, max_size=None), WAIT_S)
-        stack.push_async_callback(ws.close)
+        stack.push_async_callback(close_raw, ws)
         client = cls(ws, client_id or f"raw-client-{uuid.uuid4()}")
         if init:
             await ws.send(encode_init(client.client_id))

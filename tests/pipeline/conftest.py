@@ -19,8 +19,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pyjoynr.gcd.sqlite_store import SqliteStore
+from pyjoynr.pipeline import commands
 from pyjoynr.pipeline.commands import Run
 from pyjoynr.pipeline.config import InputSettings, JobSettings, PipelineConfig, SparkSettings
+from pyjoynr.pipeline.readers import directory_source
+from pyjoynr.pipeline.report import write_page
 from pyjoynr.pipeline.session import Progress, build_session
 from tests.pipeline import fleet
 
@@ -84,3 +87,39 @@ def fleet_inputs(tmp_path_factory: pytest.TempPathFactory) -> FleetInputs:
     asyncio.run(fill())
     fleet.write_fleet_files(base / "audit", base / "snapshots")
     return FleetInputs(sqlite, base / "audit", base / "snapshots")
+
+
+
+@pytest.fixture(scope="session")
+def fleet_run(spark: SparkSession, fleet_inputs: FleetInputs,
+              tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """Every job run once on the fleet, as build_report runs them: ingest, directory,
+    traffic, drift and the housekeeping plan (test_pipeline_fleet.py reads their tables and
+    ``summaries``, what the jobs returned; fleet_page writes the report's page of them)."""
+    out = tmp_path_factory.mktemp("fleet-out")
+    run = Run(spark, Progress(spark, 0), pipeline_config(out), out, fleet.NOW,
+              now_source="--now-ms")
+    commands.ingest(run, str(fleet_inputs.audit_dir), str(fleet_inputs.snapshot_dir))
+    source = directory_source(str(fleet_inputs.sqlite), "")
+    entries = commands.load_directory(run, source)
+    try:
+        run.summaries = {  # type: ignore[attr-defined]
+            "directory": commands.directory(run, entries),
+            "traffic": commands.traffic(run, entries),
+            "drift": commands.drift(run, entries),
+        }
+        commands.housekeeping(run, entries, source)
+    finally:
+        entries.unpersist()
+    return run
+
+
+@pytest.fixture(scope="session")
+def fleet_page(fleet_run: Run, fleet_inputs: FleetInputs) -> Path:
+    """The report's page of fleet_run (report.write_page, what build_report writes after
+    running the same jobs): the jobs are not run a second time for it."""
+    summaries = fleet_run.summaries  # type: ignore[attr-defined]
+    return write_page(fleet_run, directory_source(str(fleet_inputs.sqlite), ""),
+                      directory_summary=summaries["directory"],
+                      traffic_summary=summaries["traffic"], drift_totals=summaries["drift"],
+                      plan_dir=fleet_run.out / "housekeeping")

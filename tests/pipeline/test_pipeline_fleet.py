@@ -5,44 +5,22 @@ in a real GCD store (SQLite, and PostgreSQL), its audit and snapshot files; exac
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 from pyjoynr.gcd.postgres_store import PostgresStore
 from pyjoynr.pipeline import commands
 from pyjoynr.pipeline.readers import InputError, directory_source
-from pyjoynr.pipeline.session import Progress
 from tests.pipeline import fleet
-from tests.pipeline.conftest import FleetInputs, pipeline_config
 from tests.support.gcd_stores import fresh_postgres_dsn
 
 
 def table(run: commands.Run, name: str) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in run.spark.read.parquet(str(run.out / name))
             .collect()]
-
-
-@pytest.fixture(scope="module")
-def fleet_run(spark: SparkSession, fleet_inputs: FleetInputs,
-              tmp_path_factory: pytest.TempPathFactory) -> Iterator[commands.Run]:
-    """Every command run once on the fleet (the tests below read their tables)."""
-    out = tmp_path_factory.mktemp("fleet-out")
-    run = commands.Run(spark, Progress(spark, 0), pipeline_config(out), out, fleet.NOW)
-    commands.ingest(run, str(fleet_inputs.audit_dir), str(fleet_inputs.snapshot_dir))
-    source = directory_source(str(fleet_inputs.sqlite), "")
-    entries = commands.load_directory(run, source)
-    run.summaries = {  # type: ignore[attr-defined]
-        "directory": commands.directory(run, entries),
-        "traffic": commands.traffic(run, entries),
-        "drift": commands.drift(run, entries),
-    }
-    commands.housekeeping(run, entries, source)
-    entries.unpersist()
-    yield run
 
 
 def test_ingest_reads_every_record_of_the_fleet(fleet_run: commands.Run) -> None:

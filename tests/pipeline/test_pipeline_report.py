@@ -19,19 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from pyjoynr.pipeline import commands
 from pyjoynr.pipeline.config import ReportSettings
-from pyjoynr.pipeline.readers import directory_source
-from pyjoynr.pipeline.report import OTHER, build_report
+from pyjoynr.pipeline.report import OTHER
 from pyjoynr.pipeline.report.page import OPEN_ROWS, Chart, Fact, Section, Table, render
-from pyjoynr.pipeline.session import Progress
 from tests.pipeline import fleet
-from tests.pipeline.conftest import FleetInputs, pipeline_config
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -43,18 +38,10 @@ pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
-def report_page(spark: SparkSession, fleet_inputs: FleetInputs,
-                tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("report-out")
-    run = commands.Run(spark, Progress(spark, 0), pipeline_config(out), out, fleet.NOW,
-                       now_source="--now-ms")
-    commands.ingest(run, str(fleet_inputs.audit_dir), str(fleet_inputs.snapshot_dir))
-    source = directory_source(str(fleet_inputs.sqlite), "")
-    entries = commands.load_directory(run, source)
-    try:
-        return build_report(run, entries, source)
-    finally:
-        entries.unpersist()
+def report_page(fleet_page: Path) -> Path:
+    """The page of the fleet's report (tests/pipeline/conftest.py: the jobs run once for the
+    figures' tests and this page)."""
+    return fleet_page
 
 
 # ---------------------------------------------------------------------- a page at the bounds

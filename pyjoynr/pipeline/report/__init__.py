@@ -29,7 +29,7 @@ from pyjoynr.pipeline.readers import DirectorySource
 from pyjoynr.pipeline.report.page import Chart, Fact, Section, Table, byte_text, render
 from pyjoynr.pipeline.schemas import REJECT_KINDS
 
-__all__ = ["build_report", "time_bin_ms"]
+__all__ = ["build_report", "time_bin_ms", "write_page"]
 
 log = logging.getLogger(__name__)
 
@@ -492,6 +492,18 @@ def build_report(run: commands.Run, entries: DataFrame, source: DirectorySource)
             log.warning("report: no ingested %s table in %s: that section stays empty", name,
                         run.out)
     plan_dir = commands.housekeeping(run, entries, source)
+    return write_page(run, source, directory_summary=directory_summary,
+                      traffic_summary=traffic_summary, drift_totals=drift_totals,
+                      plan_dir=plan_dir)
+
+
+def write_page(run: commands.Run, source: DirectorySource, *, directory_summary: dict[str, Any],
+               traffic_summary: dict[str, Any] | None, drift_totals: dict[str, Any] | None,
+               plan_dir: Path) -> Path:
+    """The page of jobs already run on ``run`` (their summaries, as the jobs return them, and
+    the housekeeping plan's folder): OUT/report/index.html. :func:`build_report` runs the
+    jobs, then this; a caller that has run them itself (the pipeline's tests, which assert
+    the summaries) writes the same page without running them again."""
     with run.progress.step("report: the page"):
         housekeeping, plan = _housekeeping_section(run, plan_dir,
                                                    directory_summary["entries"])
