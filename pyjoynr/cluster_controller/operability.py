@@ -25,6 +25,7 @@ import os
 import socket
 import sys
 import time
+from collections import Counter
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -160,9 +161,7 @@ class ClusterControllerOps(ProgramOps):
             [([kind], n) for kind, n in cc.quotas.totals().items()]))
         access = cc.access
         if access is not None:
-            events = access.controller.counters + access.counters
-            if cc.acl_editor is not None:
-                events += cc.acl_editor.counters
+            events = self._access_events()
             metrics += [
                 counter(f"{PREFIX}_access_control_events", "Access control: checks made, "
                         "refusals by reason (refused-acl-denied, refused-rcl-denied, ...), what "
@@ -297,17 +296,24 @@ class ClusterControllerOps(ProgramOps):
         cc = self.cc
         access = cc.access
         assert access is not None
-        events = access.controller.counters + access.counters
-        if cc.acl_editor is not None:
-            events += cc.acl_editor.counters
         return facts("access-control", "Access control", [
             ("mode", "audit (nothing refused)" if access.controller.audit else "enforcing"),
             ("entries in force", len(access.controller.store)),
             ("provisioning directory", None if access.directory is None
              else str(access.directory.path)),
             ("changes made through the editor", len(access.edits)),
-            *sorted(events.items()),
+            *sorted(self._access_events().items()),
         ])
+
+    def _access_events(self) -> Counter[str]:
+        """Access control's counters: the controller's checks and refusals, the reloads, the
+        editor's changes."""
+        cc = self.cc
+        assert cc.access is not None
+        events = cc.access.controller.counters + cc.access.counters
+        if cc.acl_editor is not None:
+            events += cc.acl_editor.counters
+        return events
 
     def _identity(self) -> dict[str, Any]:
         cc = self.cc

@@ -127,17 +127,13 @@ def current_origin() -> Address | None:
     return _origin.get()
 
 
-_creator: contextvars.ContextVar[str | None] = contextvars.ContextVar("joynr_creator",
-                                                                      default=None)
-
-
 _request: contextvars.ContextVar[Message | None] = contextvars.ContextVar("joynr_request",
                                                                           default=None)
 
 
 def current_request() -> Message | None:
-    """Inside a provider method: the request message it serves (None: a one-way request, a
-    direct call)."""
+    """Inside a provider method: the request or one-way request it serves (None: a direct
+    call)."""
     return _request.get()
 
 
@@ -145,7 +141,8 @@ def current_creator() -> str | None:
     """Inside a provider method: the user id the request came from, as the router's way in
     named it (runtime.messages ``Message.creator``: a client certificate's CN, a Unix peer's
     user, a configured name, "" for none); None: this process, or a direct call."""
-    return _creator.get()
+    request = _request.get()
+    return None if request is None else request.creator
 
 
 _deadline: contextvars.ContextVar[int | None] = contextvars.ContextVar("joynr_deadline",
@@ -509,7 +506,7 @@ class ProviderSkeleton:
                                 self.participant_id, message.id, exc)
             return None
         context.run(_origin.set, message.origin)
-        context.run(_creator.set, message.creator)
+        context.run(_request.set, message)
         return impl(*args), context, f"one-way {payload.method_name}"
 
     async def _invoke(self, message: Message) -> None:
@@ -610,7 +607,6 @@ class ProviderSkeleton:
                     deadline_ms: int, request: Message | None = None) -> list[Any]:
         method, impl, wired = bound
         token = _origin.set(origin)
-        creator_token = _creator.set(None if request is None else request.creator)
         request_token = _request.set(request)
         deadline_token = _deadline.set(deadline_ms)
         try:
@@ -633,7 +629,6 @@ class ProviderSkeleton:
                                        ) from None
         finally:
             _origin.reset(token)
-            _creator.reset(creator_token)
             _request.reset(request_token)
             _deadline.reset(deadline_token)
         if method.outputs:  # several out arguments: a tuple of their values, in order

@@ -265,6 +265,8 @@ _TABLES: dict[str, tuple[str, _Kind]] = {
     "domainRoleTable": ("domain_roles", _ROLE_ENTRY),
 }
 TABLE_NAMES = tuple(_TABLES)
+#: attribute of AccessTables -> joynr's JSON table name
+TABLE_ATTRIBUTES: dict[str, str] = {attr: name for name, (attr, _) in _TABLES.items()}
 
 
 def _quote(value: object) -> str:

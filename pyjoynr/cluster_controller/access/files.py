@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pyjoynr.cluster_controller.access.entries import (
+    TABLE_ATTRIBUTES,
     AccessFileError,
     AccessTables,
     Role,
@@ -24,20 +25,10 @@ from pyjoynr.cluster_controller.access.entries import (
 from pyjoynr.cluster_controller.access.store import AccessStore
 from pyjoynr.runtime.logs import get_logger
 
-__all__ = ["TABLES", "AccessEdits", "DirectoryState", "ProvisioningDirectory"]
+__all__ = ["AccessEdits", "DirectoryState", "ProvisioningDirectory"]
 
 log = get_logger(__name__)
 
-#: the tables of :class:`AccessTables` (its field names) and joynr's name of each in the files
-TABLES: dict[str, str] = {
-    "master_access": "masterAccessTable",
-    "mediator_access": "mediatorAccessTable",
-    "owner_access": "ownerAccessTable",
-    "master_registration": "masterRegistrationTable",
-    "mediator_registration": "mediatorRegistrationTable",
-    "owner_registration": "ownerRegistrationTable",
-    "domain_roles": "domainRoleTable",
-}
 #: the tables whose key has an operation
 _ACCESS_TABLES = frozenset({"master_access", "mediator_access", "owner_access"})
 #: the longest edits file read back (bytes)
@@ -140,11 +131,11 @@ class AccessEdits:
                                   "expected")
         updated = parse_tables(json.dumps(document.get("updated", {})),
                                f"{self.path}: updated")
-        for table in TABLES:
+        for table in TABLE_ATTRIBUTES:
             for entry in getattr(updated, table):
                 self._updated[(table, key_of(table, entry))] = entry
         removed = document.get("removed", {})
-        by_name = {name: table for table, name in TABLES.items()}
+        by_name = {name: table for table, name in TABLE_ATTRIBUTES.items()}
         if not isinstance(removed, dict):
             raise AccessFileError(f"{self.path}: removed: an object expected")
         for name, keys in removed.items():
@@ -163,7 +154,7 @@ class AccessEdits:
 
     def tables(self) -> AccessTables:
         """The entries put, as tables (merged after the directory's)."""
-        by_table: dict[str, list[Any]] = {table: [] for table in TABLES}
+        by_table: dict[str, list[Any]] = {table: [] for table in TABLE_ATTRIBUTES}
         for (table, _), entry in self._updated.items():
             by_table[table].append(entry)
         return AccessTables(**{table: tuple(entries) for table, entries in by_table.items()})
@@ -191,7 +182,7 @@ class AccessEdits:
     def save(self) -> None:
         removed: dict[str, list[list[str]]] = {}
         for table, key in self._removed:
-            removed.setdefault(TABLES[table], []).append(list(key))
+            removed.setdefault(TABLE_ATTRIBUTES[table], []).append(list(key))
         document = {"updated": json.loads(dump_tables(self.tables())), "removed": removed}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")

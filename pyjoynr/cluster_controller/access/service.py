@@ -48,10 +48,9 @@ class AccessControl:
         self._state: DirectoryState = ()
         tables = self._read()
         self.edits.load()
-        self.controller = AccessController(
-            [*tables, self.edits.tables()], resolve, whitelist=whitelist, audit=audit,
-            telemetry=telemetry)
-        self.edits.apply_removals(self.controller.store)
+        self.controller = AccessController((), resolve, whitelist=whitelist, audit=audit,
+                                           telemetry=telemetry)
+        self._put_in_force(tables)
         self._task: asyncio.Task[None] | None = None
         log.info("access control %s: %d entries from %d file(s) in %s, %d change(s) made "
                  "through the editor (%s)", "in audit mode" if audit else "enabled",
@@ -99,10 +98,13 @@ class AccessControl:
             log.error("access control entries not reloaded, the tables in force stay: %s", exc)
             return False
         self._state = state
-        controller = self.controller
-        controller.replace([*tables, self.edits.tables()])
-        self.edits.apply_removals(controller.store)
+        self._put_in_force(tables)
         self.counters["reloaded"] += 1
         log.info("access control entries reloaded: %d entries from %d file(s) in %s",
-                 len(controller.store), len(tables), directory.path)
+                 len(self.controller.store), len(tables), directory.path)
         return True
+
+    def _put_in_force(self, tables: list[AccessTables]) -> None:
+        """The tables of the files, with the editor's changes over them."""
+        self.controller.replace([*tables, self.edits.tables()])
+        self.edits.apply_removals(self.controller.store)

@@ -108,6 +108,11 @@ def _close_reason(text: str) -> str:
     return text.encode()[:120].decode(errors="ignore")
 
 
+def _path_of(request: Request) -> str:
+    """The path a handshake request asks for, without its query."""
+    return request.path.split("?", 1)[0]
+
+
 def _owner_id(ws: ServerSideConnection) -> str | None:
     """The owner id of a connection: the CN of the client's verified certificate, None when it
     presented none (or the connection is not TLS); FrameError (``bad-certificate``) for a
@@ -207,7 +212,7 @@ class WebSocketServerTransport:
         self.router.register_transport(WebSocketClientAddress, self)
 
     def _check_path(self, ws: ServerSideConnection, request: Request) -> Response | None:
-        path = request.path.split("?", 1)[0]
+        path = _path_of(request)
         if path != self.settings.path and path not in self.settings.uid_paths:
             self._refuse("refused-path", f"no joynr endpoint at {path[:200]!r}",
                          ws.remote_address)
@@ -336,7 +341,7 @@ class WebSocketServerTransport:
         # the uid of its messages (access control): its certificate's CN, else its path's
         request = ws.request
         uid = owner_id if owner_id is not None else s.uid_paths.get(
-            request.path.split("?", 1)[0] if request is not None else "", "")
+            _path_of(request) if request is not None else "", "")
         client = self._clients.accept(
             ws, WebSocketClientAddress(client_id), client_id=client_id, dialect=dialect,
             owner_id=owner_id, peer=peer,
